@@ -1,0 +1,320 @@
+"""Public entry points: grad, value_and_grad, vjp, source; the cache of generated adjoints."""
+from __future__ import annotations
+
+__all__ = ["grad", "value_and_grad", "vjp", "source", "Adjoint", "get_adjoint"]
+
+import functools
+import inspect
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+import gast
+import numpy as np
+
+from . import codegen, runtime
+from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
+from .transforms import check_calls, normalize, prepare
+from .transforms.reverse import reverse
+
+_CACHE: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
+
+
+class Adjoint:
+    """The generated forward and backward sweeps of one function, for one choice of wrt.
+
+    ``fwd(*args)`` runs the user's code and returns ``(value, saved)``; ``bwd(saved, g)``
+    returns one gradient per wrt parameter.
+    """
+
+    def __init__(self, fn: Callable, wrt: tuple[int, ...]):
+        self.fn = fn
+        self.wrt = wrt
+        self.source = ""
+        self.filename = ""
+        self.helper_name = f"{getattr(fn, '__name__', 'f').replace('<lambda>', 'lambda')}_adj"
+        self._make = None
+        self._helpers: list = []
+        self._fwd = self._bwd = None
+        self._has_closure = bool(getattr(fn, "__closure__", None))
+        self.params: list[str] = []
+
+    def build(self, debug: bool = False) -> None:
+        ctx = prepare(self.fn, self.wrt, debug)
+        tree = normalize(ctx)
+        user_calls = check_calls(tree, ctx, get_callee_adjoint)
+        module = reverse(tree, ctx, user_calls)
+        self.params = ctx.params
+        self.source = codegen.to_source(module)
+        if debug:
+            print(self.source, file=sys.stderr)
+        name = f"{self.fn.__name__} adjoint"
+        namespace = codegen.compile_source(self.source, name, {})
+        self.filename = namespace["__srcgrad_file__"]
+        make = namespace["_make"]
+        # The sweeps must see the user's module globals, not a merged namespace: rebuild the
+        # factory as a function of those globals; srcgrad's own objects arrive as arguments.
+        self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
+        self._helpers = [runtime] + list(ctx.helpers.values())
+        self._closure_names = sorted(ctx.closure)
+        if not self._has_closure:
+            self._fwd, self._bwd = self._make(*self._helpers)
+
+    def _instantiate(self):
+        cells = dict(zip(self.fn.__code__.co_freevars, self.fn.__closure__))
+        values = [cells[n].cell_contents for n in self._closure_names]
+        return self._make(*self._helpers, *values)
+
+    @property
+    def fwd(self):
+        return self._fwd if not self._has_closure else self._instantiate()[0]
+
+    @property
+    def bwd(self):
+        return self._bwd if not self._has_closure else self._instantiate()[1]
+
+    def sweeps(self):
+        if not self._has_closure:
+            return self._fwd, self._bwd
+        return self._instantiate()
+
+    def bind_positions(self, call: gast.Call) -> list:
+        """For a call node of this function, the argument node bound to each wrt parameter."""
+        bound: dict[str, Any] = {}
+        fn = self.fn
+        names = self.params
+        offset = 1 if inspect.ismethod(fn) else 0
+        for name, a in zip(names[offset:], call.args):
+            bound[name] = a
+        for k in call.keywords:
+            bound[k.arg] = k.value
+        return [bound.get(names[i]) for i in self.wrt]
+
+
+def _func_key(fn):
+    return getattr(fn, "__func__", fn)
+
+
+def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
+    """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
+    key = _func_key(fn)
+    with _LOCK:
+        per_fn = _CACHE.get(key)
+        if per_fn is None:
+            per_fn = _CACHE[key] = {}
+        adj = per_fn.get(wrt)
+        if adj is not None and not debug:
+            return adj
+        adj = Adjoint(key, wrt)
+        per_fn[wrt] = adj  # before building: a recursive call finds it
+        try:
+            adj.build(debug)
+        except BaseException:
+            del per_fn[wrt]
+            raise
+        return adj
+
+
+def get_callee_adjoint(fn: Callable) -> Adjoint:
+    """Adjoint of a function called from differentiated code: w.r.t. all its parameters."""
+    func = _func_key(fn)
+    code = getattr(func, "__code__", None)
+    if code is None:
+        raise SourceUnavailableError(f"no source for {fn!r}")
+    n = code.co_argcount + code.co_kwonlyargcount
+    adj = get_adjoint(func, tuple(range(n)))
+    if inspect.ismethod(fn):
+        return _BoundAdjoint(adj, fn.__self__)
+    return adj
+
+
+class _BoundAdjoint:
+    """A method's adjoint with ``self`` already bound (``obj.method(x)`` call sites)."""
+
+    def __init__(self, adj: Adjoint, obj):
+        self.adj, self.obj = adj, obj
+        self.helper_name = adj.helper_name
+        self.wrt = adj.wrt[1:]
+        self.params = adj.params
+
+    def fwd(self, *args, **kwargs):
+        return self.adj.fwd(self.obj, *args, **kwargs)
+
+    def bwd(self, saved, g):
+        return self.adj.bwd(saved, g)[1:]
+
+    def bind_positions(self, call):
+        bound = dict(zip(self.params[1:], call.args))
+        bound.update({k.arg: k.value for k in call.keywords})
+        return [bound.get(self.params[i]) for i in self.wrt]
+
+
+# -- argument handling ---------------------------------------------------------------------
+def _param_names(fn) -> list[str]:
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in sig.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
+def _normalize_wrt(fn, wrt) -> tuple[tuple[int, ...], bool]:
+    """``wrt`` as a tuple of parameter indices, and whether the user gave a single one."""
+    names = _param_names(fn)
+    single = not isinstance(wrt, (tuple, list))
+    items = [wrt] if single else list(wrt)
+    out = []
+    for w in items:
+        if isinstance(w, str):
+            if w not in names:
+                raise SrcgradError(f"{fn.__qualname__}() has no parameter '{w}' "
+                                   f"(its parameters: {', '.join(names)})")
+            out.append(names.index(w))
+        elif isinstance(w, (int, np.integer)) and not isinstance(w, bool):
+            if not 0 <= w < len(names):
+                raise SrcgradError(f"wrt={w} is out of range: {fn.__qualname__}() has "
+                                   f"{len(names)} parameters")
+            out.append(int(w))
+        else:
+            raise SrcgradError(f"wrt must be a parameter index, a name, or a tuple of those; "
+                               f"got {w!r}")
+    return tuple(out), single
+
+
+def _check_differentiable(fn, names, wrt, args) -> None:
+    for i in wrt:
+        if i >= len(args):
+            continue
+        bad = _integer_leaf(args[i])
+        if bad is not None:
+            name = names[i] if i < len(names) else f"#{i}"
+            raise NonDifferentiableError(
+                f"cannot differentiate {fn.__qualname__}() with respect to '{name}': it is "
+                f"{bad}. Pass a float (e.g. {name}=float({name}) or x.astype(float)), or "
+                f"leave it out of wrt.")
+
+
+def _integer_leaf(x):
+    if isinstance(x, (bool, np.bool_)):
+        return "a bool"
+    if isinstance(x, (int, np.integer)):
+        return "an integer"
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+        return f"an array of dtype {x.dtype}"
+    if isinstance(x, dict):
+        for v in x.values():
+            r = _integer_leaf(v)
+            if r:
+                return r
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            r = _integer_leaf(v)
+            if r:
+                return r
+    return None
+
+
+def _seed(fn, value):
+    if np.size(value) != 1 or isinstance(value, (list, tuple, dict)):
+        shape = np.shape(value) if not isinstance(value, dict) else "a dict"
+        raise SrcgradError(
+            f"grad requires {fn.__qualname__}() to return a scalar, but it returned a value "
+            f"of shape {shape}. For non-scalar outputs use srcgrad.vjp(f, *args), which "
+            f"returns a pullback taking a cotangent of the output's shape.")
+    if isinstance(value, np.ndarray):
+        return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
+    return 1.0
+
+
+# -- public API ----------------------------------------------------------------------------
+def grad(f: Callable | None = None, wrt=0, *, preserve_result: bool = False,
+         verbose: bool = False):
+    """The gradient of scalar-valued ``f`` with respect to argument(s) ``wrt``.
+
+    ``wrt`` is an index, a parameter name, or a tuple of those (then a tuple of gradients is
+    returned). With ``preserve_result=True`` the result is ``(gradient, value)``. Usable as
+    ``@srcgrad.grad`` or ``srcgrad.grad(f, wrt=1)``.
+    """
+    if f is None:
+        return functools.partial(grad, wrt=wrt, preserve_result=preserve_result,
+                                 verbose=verbose)
+    return _make_grad(f, wrt, preserve_result, verbose, value_first=False)
+
+
+def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
+    """Like ``grad`` but returns ``(value, gradient)``."""
+    if f is None:
+        return functools.partial(value_and_grad, wrt=wrt, verbose=verbose)
+    return _make_grad(f, wrt, True, verbose, value_first=True)
+
+
+def _make_grad(f, wrt, preserve_result, verbose, value_first):
+    indices, single = _normalize_wrt(f, wrt)
+    names = _param_names(f)
+    state: dict = {}
+
+    def adjoint():
+        adj = state.get("adj")
+        if adj is None:
+            adj = state["adj"] = get_adjoint(f, indices)
+            if verbose:
+                print(adj.source)
+        return adj
+
+    @functools.wraps(f)
+    def gradient(*args, **kwargs):
+        _check_differentiable(f, names, indices, args)
+        fwd, bwd = adjoint().sweeps()
+        value, saved = fwd(*args, **kwargs)
+        grads = bwd(saved, _seed(f, value))
+        g = grads[0] if single else tuple(grads)
+        if value_first:
+            return value, g
+        return (g, value) if preserve_result else g
+
+    gradient.__srcgrad_adjoint__ = adjoint
+    return gradient
+
+
+def vjp(f: Callable, *args, **kwargs):
+    """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
+
+    Arguments that cannot carry a gradient (integers, bools, strings, None) get ``None``.
+    """
+    wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
+                and not isinstance(a, (str, type(None))))
+    adj = get_adjoint(f, wrt)
+    fwd, bwd = adj.sweeps()
+    value, saved = fwd(*args, **kwargs)
+    used = []
+
+    def pullback(g):
+        if used and not adj.source:
+            raise SrcgradError("pullback called after its values were released")
+        used.append(True)
+        grads = bwd(saved, g)
+        out: list = [None] * len(args)
+        for i, gi in zip(wrt, grads):
+            out[i] = gi
+        return tuple(out)
+
+    pullback.__srcgrad_adjoint__ = lambda: adj
+    return value, pullback
+
+
+def source(obj) -> str:
+    """The generated source of anything srcgrad produced: a gradient function, a pullback,
+    or a Tensor (the backward pass ``.backward()`` would run)."""
+    backward_source = getattr(obj, "_backward_source", None)
+    if callable(backward_source):
+        return backward_source()
+    get = getattr(obj, "__srcgrad_adjoint__", None)
+    if get is not None:
+        return get().source
+    if callable(obj) and hasattr(_func_key(obj), "__code__"):
+        return get_adjoint(obj, (0,)).source
+    raise SrcgradError(f"srcgrad.source() takes a function made by srcgrad.grad/vjp/jvp or a "
+                       f"Tensor; got {type(obj).__name__}")

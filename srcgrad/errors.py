@@ -1,0 +1,97 @@
+"""Error types of srcgrad, and the formatting of source locations in their messages.
+
+Every message says where (the user's file and the real line in that file), which construct,
+and what to do about it.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "SrcgradError",
+    "UnsupportedSyntaxError",
+    "MissingRuleError",
+    "NonDifferentiableError",
+    "SourceUnavailableError",
+    "InternalError",
+    "Location",
+]
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in the user's source: file, line in that file, function name."""
+
+    filename: str
+    lineno: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+class SrcgradError(Exception):
+    """Base class of every error srcgrad raises on purpose."""
+
+    def __init__(self, message: str):
+        if not message:
+            raise TypeError("srcgrad errors need a message")
+        super().__init__(message)
+
+
+def _located(location: Location | None, message: str, hint: str = "") -> str:
+    text = f"{location}: {message}" if location else message
+    if location and location.function and f"{location.function}()" not in text:
+        text = text.rstrip(".") + f" (in {location.function}())."
+    if hint:
+        text += f" {hint}"
+    return text
+
+
+class UnsupportedSyntaxError(SrcgradError):
+    """One or more constructs of the user's function cannot be differentiated.
+
+    ``problems`` lists ``(location, construct, hint)`` for each, so a user sees them all at once.
+    """
+
+    def __init__(self, problems: list[tuple[Location, str, str]]):
+        self.problems = list(problems)
+        lines = [_located(loc, f"{construct} is not supported.", hint)
+                 for loc, construct, hint in self.problems]
+        if len(lines) == 1:
+            super().__init__(lines[0])
+        else:
+            super().__init__(f"{len(lines)} unsupported constructs:\n  " + "\n  ".join(lines))
+
+
+class MissingRuleError(SrcgradError):
+    """A differentiable value flows into a function that has no derivative rule and no source."""
+
+    def __init__(self, name: str, location: Location | None = None):
+        self.name = name
+        hint = (
+            f"Register a rule for it:\n"
+            f"    @srcgrad.rule({name})\n"
+            f"    def {name.rsplit('.', 1)[-1]}_vjp(g, ans, x):\n"
+            f"        return (g * <d {name}(x) / dx>,)\n"
+            f"or mark it with srcgrad.nondifferentiable({name}) if its result carries no gradient."
+        )
+        super().__init__(_located(location, f"no derivative rule for '{name}'.", hint))
+
+
+class NonDifferentiableError(SrcgradError):
+    """Differentiation was asked with respect to something that cannot carry a gradient."""
+
+
+class SourceUnavailableError(SrcgradError):
+    """The source of a function cannot be read (built-in, C extension, deleted file)."""
+
+
+class InternalError(SrcgradError):
+    """A broken invariant inside srcgrad: always a bug in srcgrad, never in the user's code."""
+
+    def __init__(self, pass_name: str, message: str):
+        super().__init__(
+            f"internal error in pass '{pass_name}': {message}. This is a srcgrad bug; "
+            f"please report it with the function being differentiated."
+        )

@@ -1,0 +1,164 @@
+"""Helpers shared by the rule modules: reduction bookkeeping, index adjoints, tie weights.
+
+Every helper that a vjp or jvp calls is itself differentiable: it either has a rule of its own
+(registered in the rule modules), is marked non-differentiable, or is plain Python over
+functions that do. Forward functions that srcgrad defines (``sigmoid``, ``unindex``...) are
+wrapped with ``dispatches`` so array-like types (the Tensor facade, test tracers) can
+intercept them through ``__array_function__`` exactly as they intercept numpy's own functions.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import numpy as np
+
+from ..runtime import ZERO, add_at
+
+__all__ = [
+    "dispatches",
+    "normalize_axes",
+    "kept_shape",
+    "expand_reduced",
+    "expand_to",
+    "reduced_count",
+    "unindex",
+    "greater_weight",
+    "extremum_weights",
+    "float_dtype_weight",
+    "like_sequence",
+]
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def _overrides(value: Any) -> bool:
+    """True when ``value``'s type overrides numpy functions (NEP 18), as a Tensor does."""
+    method = getattr(type(value), "__array_function__", None)
+    return method is not None and method is not np.ndarray.__array_function__
+
+
+def dispatches(relevant: Callable[..., tuple]) -> Callable[[Callable], Callable]:
+    """Make a srcgrad forward function overridable through ``__array_function__``.
+
+    ``relevant(*args, **kwargs)`` returns the arguments to inspect (as numpy's dispatchers do).
+    When one of them overrides numpy functions, its ``__array_function__`` is called with the
+    wrapped function itself, which is the key of the function's rule.
+    """
+
+    def decorate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def public(*args, **kwargs):
+            overriding = [a for a in relevant(*args, **kwargs) if _overrides(a)]
+            if not overriding:
+                return fn(*args, **kwargs)
+            types = tuple({type(a): None for a in overriding})
+            for a in overriding:
+                result = type(a).__array_function__(a, public, types, args, kwargs)
+                if result is not NotImplemented:
+                    return result
+            raise TypeError(f"no implementation of {fn.__name__} for types "
+                            f"{[t.__name__ for t in types]}")
+
+        return public
+
+    return decorate
+
+
+def _first(x, *args, **kwargs):
+    return (x,)
+
+
+def _first_two(x, y, *args, **kwargs):
+    return (x, y)
+
+
+# --------------------------------------------------------------------------- reductions
+
+def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
+    """The sorted non-negative axes an ``axis`` argument (None, int, tuple) refers to."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (int, np.integer)):
+        axis = (axis,)
+    axes = []
+    for a in axis:
+        if not -ndim <= a < ndim:
+            raise np.exceptions.AxisError(int(a), ndim)
+        axes.append(int(a) % ndim)
+    return tuple(sorted(axes))
+
+
+def kept_shape(shape: tuple[int, ...], axis) -> tuple[int, ...]:
+    """``shape`` with the reduced axes set to 1: the result shape under ``keepdims=True``."""
+    axes = normalize_axes(axis, len(shape))
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def expand_reduced(g, x, axis=None, keepdims=False):
+    """Reshape a reduction's result (or its cotangent) ``g`` so it broadcasts against ``x``."""
+    if keepdims:
+        return g
+    return np.reshape(g, kept_shape(np.shape(x), axis))
+
+
+def expand_to(g, x, axis=None, keepdims=False):
+    """Spread a reduction's cotangent ``g`` over every element of ``x`` that was reduced."""
+    return np.broadcast_to(expand_reduced(g, x, axis, keepdims), np.shape(x))
+
+
+def reduced_count(x, ans) -> int:
+    """How many elements of ``x`` were reduced into each element of ``ans``."""
+    return np.size(x) // max(np.size(ans), 1)
+
+
+# --------------------------------------------------------------------------- indexing
+
+@dispatches(_first_two)
+def unindex(g, x, index):
+    """The adjoint of ``x[index]``: zeros structured like ``x``, with ``g`` added at ``index``.
+
+    Repeated fancy indices accumulate. Lists, tuples and dicts get container adjoints whose
+    untouched entries are the lazy zero.
+    """
+    return add_at(ZERO, x, index, g)
+
+
+# --------------------------------------------------------------------------- piecewise weights
+
+@dispatches(_first_two)
+def greater_weight(x, y):
+    """1 where ``x > y``, 1/2 where they tie, else 0: ``maximum(x, y)``'s share for ``x``.
+
+    Ties split the gradient evenly, so ``maximum(x, x)`` has gradient 1 in ``x``.
+    """
+    return np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0))
+
+
+@dispatches(_first_two)
+def fmax_weight(x, y):
+    """Like ``greater_weight`` but NaN-aware as ``np.fmax`` is: a NaN never gets gradient."""
+    return np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
+
+
+@dispatches(_first_two)
+def extremum_weights(a, ans, axis=None, keepdims=False):
+    """Where a max/min reduction of ``a`` is attained, weighted 1/k among k tied elements."""
+    hit = a == expand_reduced(ans, a, axis, keepdims)
+    return hit / np.sum(hit, axis=axis, keepdims=True)
+
+
+def float_dtype_weight(dtype) -> float:
+    """1.0 when casting to ``dtype`` keeps a gradient (float/complex or unchanged), else 0.0."""
+    if dtype is None:
+        return 1.0
+    return 1.0 if np.dtype(dtype).kind in "fc" else 0.0
+
+
+# --------------------------------------------------------------------------- containers
+
+def like_sequence(seq, items):
+    """``items`` in a container of the same kind as ``seq`` (tuple, named tuple, else list)."""
+    if isinstance(seq, tuple):
+        return type(seq)(*items) if hasattr(seq, "_fields") else tuple(items)
+    return list(items)

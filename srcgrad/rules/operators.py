@@ -1,0 +1,225 @@
+"""Rules of Python's arithmetic operators (``operator.add`` is what ``a + b`` resolves to).
+
+Also the builtins ``abs``, ``min``/``max`` of two values and ``sum`` of a sequence. The numpy
+ufunc twins (``np.add``...) reuse these formulas; see ``numpy_elementwise``.
+"""
+import operator
+
+import numpy as np
+
+from ..runtime import broadcast_like, unbroadcast
+from ._helpers import like_sequence
+from .domains import BROADCAST_PAIRS, away_from, binary, draw, unary
+from .registry import defrule
+
+
+def add_vjp(g, ans, x, y):
+    return unbroadcast(g, x), unbroadcast(g, y)
+
+
+def add_jvp(dx, dy, ans, x, y):
+    return broadcast_like(dx, ans), broadcast_like(dy, ans)
+
+
+def sub_vjp(g, ans, x, y):
+    return unbroadcast(g, x), unbroadcast(-g, y)
+
+
+def sub_jvp(dx, dy, ans, x, y):
+    return broadcast_like(dx, ans), broadcast_like(-dy, ans)
+
+
+def mul_vjp(g, ans, x, y):
+    return unbroadcast(g * y, x), unbroadcast(g * x, y)
+
+
+def mul_jvp(dx, dy, ans, x, y):
+    return broadcast_like(dx * y, ans), broadcast_like(x * dy, ans)
+
+
+def truediv_vjp(g, ans, x, y):
+    return unbroadcast(g / y, x), unbroadcast(-g * ans / y, y)
+
+
+def truediv_jvp(dx, dy, ans, x, y):
+    return broadcast_like(dx / y, ans), broadcast_like(-dy * ans / y, ans)
+
+
+def neg_vjp(g, ans, x):
+    return (-g,)
+
+
+def neg_jvp(dx, ans, x):
+    return (-dx,)
+
+
+def pos_vjp(g, ans, x):
+    return (g,)
+
+
+def pos_jvp(dx, ans, x):
+    return (dx,)
+
+
+defrule(operator.add, add_vjp, diff_args=(0, 1), jvp=add_jvp, domain=binary(), linear=True)
+defrule(operator.sub, sub_vjp, diff_args=(0, 1), jvp=sub_jvp, domain=binary(), linear=True)
+defrule(operator.mul, mul_vjp, diff_args=(0, 1), jvp=mul_jvp, domain=binary())
+defrule(operator.truediv, truediv_vjp, diff_args=(0, 1), jvp=truediv_jvp,
+        domain=binary(low2=0.5, high2=2.0))
+defrule(operator.neg, neg_vjp, jvp=neg_jvp, domain=unary(), linear=True)
+defrule(operator.pos, pos_vjp, jvp=pos_jvp, domain=unary(), linear=True)
+
+
+# --------------------------------------------------------------------------- power, quotients
+
+def pow_vjp(g, ans, x, y):
+    # d/dy = x**y log x, taken as 0 where x <= 0 (there x**y is real only for integer y).
+    return (unbroadcast(g * y * x ** (y - 1), x),
+            unbroadcast(g * ans * np.log(np.where(x > 0, x, 1.0)), y))
+
+
+def pow_jvp(dx, dy, ans, x, y):
+    return (broadcast_like(dx * y * x ** (y - 1), ans),
+            broadcast_like(dy * ans * np.log(np.where(x > 0, x, 1.0)), ans))
+
+
+def floordiv_vjp(g, ans, x, y):
+    # x // y is piecewise constant: its derivative is zero wherever it exists.
+    return unbroadcast(0.0 * g, x), unbroadcast(0.0 * g, y)
+
+
+def floordiv_jvp(dx, dy, ans, x, y):
+    return broadcast_like(0.0 * dx, ans), broadcast_like(0.0 * dy, ans)
+
+
+def mod_vjp(g, ans, x, y):
+    # x % y == x - floor(x / y) * y, with floor(x / y) locally constant.
+    return unbroadcast(g, x), unbroadcast(-g * np.floor(x / y), y)
+
+
+def mod_jvp(dx, dy, ans, x, y):
+    return broadcast_like(dx, ans), broadcast_like(-dy * np.floor(x / y), ans)
+
+
+# --------------------------------------------------------------------------- matmul
+
+def matmul_vjp(g, ans, x, y):
+    """Cotangents of ``x @ y`` with numpy's promotion of 1-D operands and batch broadcasting."""
+    x_vector, y_vector = np.ndim(x) == 1, np.ndim(y) == 1
+    x2 = np.expand_dims(x, 0) if x_vector else x
+    y2 = np.expand_dims(y, -1) if y_vector else y
+    g2 = np.expand_dims(g, -1) if y_vector else g
+    g2 = np.expand_dims(g2, -2) if x_vector else g2
+    gx = unbroadcast(np.matmul(g2, np.swapaxes(y2, -1, -2)), x2)
+    gy = unbroadcast(np.matmul(np.swapaxes(x2, -1, -2), g2), y2)
+    return np.reshape(gx, np.shape(x)), np.reshape(gy, np.shape(y))
+
+
+def matmul_jvp(dx, dy, ans, x, y):
+    return np.matmul(dx, y), np.matmul(x, dy)
+
+
+# --------------------------------------------------------------------------- abs, min, max, sum
+
+def abs_vjp(g, ans, x):
+    # The subgradient at 0 is taken as 0.
+    return (g * np.sign(x),)
+
+
+def abs_jvp(dx, ans, x):
+    return (dx * np.sign(x),)
+
+
+def max_vjp(g, ans, x, y):
+    # Builtin max(x, y) returns x unless y > x: the gradient follows the returned value.
+    return (0.0 * g if y > x else g, g if y > x else 0.0 * g)
+
+
+def max_jvp(dx, dy, ans, x, y):
+    return (0.0 * dx if y > x else dx, dy if y > x else 0.0 * dy)
+
+
+def min_vjp(g, ans, x, y):
+    # Builtin min(x, y) returns x unless y < x.
+    return (0.0 * g if y < x else g, g if y < x else 0.0 * g)
+
+
+def min_jvp(dx, dy, ans, x, y):
+    return (0.0 * dx if y < x else dx, dy if y < x else 0.0 * dy)
+
+
+def spread_sum(g, iterable):
+    """Cotangent of builtin ``sum(iterable)``: ``g`` for every item, in the same container."""
+    if isinstance(iterable, (list, tuple)):
+        return like_sequence(iterable, [unbroadcast(g, item) for item in iterable])
+    # An array is summed over its first axis, like a sequence of its rows.
+    return np.broadcast_to(g, np.shape(iterable))
+
+
+def sum_vjp(g, ans, iterable, start=0):
+    return (spread_sum(g, iterable),)
+
+
+def sum_jvp(d_iterable, ans, iterable, start=0):
+    return (broadcast_like(sum(d_iterable), ans),)
+
+
+def _quotients(rng):
+    """Pairs (x, y) with x / y well inside (k, k + 1): floor and mod are smooth there."""
+    points = []
+    for xs, ys in BROADCAST_PAIRS:
+        full = np.broadcast_shapes(xs or (), ys or ())
+        q = rng.integers(-3, 3, size=full) + rng.uniform(0.2, 0.8, size=full)
+        if (xs or ()) == full:  # x has the full shape: x = q * y
+            y = draw(rng, ys, 0.5, 2.0) * rng.choice([-1.0, 1.0])
+            x = q * y
+            x = float(x) if xs is None else x
+        elif (ys or ()) == full:  # y has the full shape: y = x / q
+            x = away_from(rng, xs, [0.0], 0.3)
+            y = x / q
+        else:
+            continue
+        points.append(((x, y), {}))
+    return points
+
+
+def _powers(rng):
+    """Positive bases with any exponent, and any base with integer exponents."""
+    points = binary(0.5, 2.0, -2.0, 2.0)(rng)
+    for n in (2, 3, -1):
+        points.append(((away_from(rng, (3,), [0.0], 0.3), n), {}))
+    points.append(((away_from(rng, None, [0.0], 0.3), 2), {}))
+    return points
+
+
+def _matmul_pairs(rng):
+    pairs = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
+             ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)),
+             ((5, 2, 3), (3,)), ((3,), (5, 3, 2))]
+    return [((draw(rng, a), draw(rng, b)), {}) for a, b in pairs]
+
+
+def _scalar_pairs(rng):
+    """Untied pairs of scalars in both orders (Python floats and 0-d arrays)."""
+    a, b = draw(rng, None), draw(rng, None)
+    if abs(a - b) < 0.2:
+        b = a + 0.5
+    return [((a, b), {}), ((b, a), {}), ((np.array(a), b), {}), ((a, np.array(b)), {})]
+
+
+def _sequences(rng):
+    return [(([draw(rng, (2, 3)), draw(rng, (2, 3)), draw(rng, (2, 3))],), {}),
+            (((draw(rng, (3,)), draw(rng, None), draw(rng, (2, 3))),), {}),
+            (([draw(rng, None), draw(rng, None)],), {}),
+            ((draw(rng, (4, 3)),), {})]
+
+
+defrule(operator.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=_powers)
+defrule(operator.floordiv, floordiv_vjp, diff_args=(0, 1), jvp=floordiv_jvp,
+        domain=_quotients)
+defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=_quotients)
+defrule(operator.matmul, matmul_vjp, diff_args=(0, 1), jvp=matmul_jvp, domain=_matmul_pairs)
+defrule(abs, abs_vjp, jvp=abs_jvp, domain=unary(avoid=(0.0,)))
+defrule(max, max_vjp, diff_args=(0, 1), jvp=max_jvp, domain=_scalar_pairs)
+defrule(min, min_vjp, diff_args=(0, 1), jvp=min_jvp, domain=_scalar_pairs)
+defrule(sum, sum_vjp, jvp=sum_jvp, domain=_sequences, linear=True)

@@ -1,0 +1,158 @@
+"""The one registry of derivative rules, shared by the source transformer and the Tensor facade.
+
+A rule is ordinary runnable Python keyed by the primal function object:
+
+* ``vjp(g, ans, *args, **kwargs)`` returns a tuple with one cotangent per differentiable
+  argument (in the order of ``diff_args``), each already reduced to that argument's shape.
+* ``jvp(*tangents, ans, *args, **kwargs)`` takes one tangent per differentiable argument and
+  returns a tuple with one *contribution* per differentiable argument (each linear in its own
+  tangent, each with the shape of ``ans``); the output tangent is their sum. Keeping the
+  contributions apart lets the transformer emit only those of active arguments.
+* ``domain(rng)`` returns a list of ``(args, kwargs)`` test points where the rule is smooth,
+  so that every rule is checked against finite differences.
+
+When a vjp/jvp body is a single ``return`` of a tuple, the transformer inlines the tuple's
+elements into generated code; otherwise it emits a call.
+"""
+from __future__ import annotations
+
+__all__ = [
+    "Rule",
+    "defrule",
+    "defjvp",
+    "lookup",
+    "is_nondifferentiable",
+    "nondifferentiable",
+    "rule",
+    "all_rules",
+    "rule_name",
+]
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import SrcgradError
+
+
+@dataclass
+class Rule:
+    """Derivative rule of one primal function."""
+
+    fn: Callable
+    name: str
+    vjp: Callable
+    diff_args: tuple[int, ...] = (0,)
+    jvp: Callable | None = None
+    domain: Callable | None = None
+    linear: bool = False  # linear in its differentiable args: jvp contributions = fn(tangent)
+    second_order: bool = True  # vjp is itself differentiable (checked by the second-order tests)
+    # Parameter names of the primal, read from the vjp signature (after g, ans): used to bind
+    # keyword arguments to positions when generated code calls the rule.
+    params: tuple[str, ...] = field(default=())
+
+    def __post_init__(self):
+        if not self.params:
+            sig = inspect.signature(self.vjp)
+            names = [p.name for p in sig.parameters.values()
+                     if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            self.params = tuple(names[2:])
+
+
+_RULES: dict[Any, Rule] = {}
+_NONDIFF: set[Any] = set()
+
+
+def _key(fn: Any) -> Any:
+    # Bound methods of the same function compare equal but are new objects each time;
+    # functions and ufuncs are keyed by identity through their hash.
+    return fn
+
+
+def rule_name(fn: Any) -> str:
+    """Readable dotted name of a function, for messages and rule names."""
+    module = getattr(fn, "__module__", None) or ""
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    if isinstance(fn, type(abs)) and module == "builtins":
+        return name
+    if module.startswith("numpy"):
+        module = "numpy"
+    if module == "_operator":
+        module = "operator"
+    return f"{module}.{name}" if module else name
+
+
+def defrule(fn: Callable, vjp: Callable, *, diff_args: tuple[int, ...] = (0,),
+            jvp: Callable | None = None, domain: Callable | None = None,
+            linear: bool = False, second_order: bool = True, name: str | None = None) -> Rule:
+    """Register the derivative rule of ``fn``. Registering the same function twice raises."""
+    key = _key(fn)
+    if key in _RULES:
+        raise SrcgradError(f"a derivative rule for '{rule_name(fn)}' is already registered")
+    r = Rule(fn=fn, name=name or rule_name(fn), vjp=vjp, diff_args=tuple(diff_args), jvp=jvp,
+             domain=domain, linear=linear, second_order=second_order)
+    _RULES[key] = r
+    return r
+
+
+def defjvp(fn: Callable, jvp: Callable) -> None:
+    """Attach a forward-mode rule to the already registered rule of ``fn``."""
+    r = lookup(fn)
+    if r is None:
+        raise SrcgradError(f"no rule registered for '{rule_name(fn)}'; register its vjp first")
+    r.jvp = jvp
+
+
+def lookup(fn: Any) -> Rule | None:
+    """The rule of ``fn``, or None."""
+    try:
+        return _RULES.get(_key(fn))
+    except TypeError:  # unhashable callables have no rule
+        return None
+
+
+def all_rules() -> list[Rule]:
+    """Every registered rule, in registration order."""
+    return list(_RULES.values())
+
+
+def nondifferentiable(fn: Callable) -> Callable:
+    """Mark ``fn`` as having no derivative: values it returns never carry a gradient."""
+    _NONDIFF.add(_key(fn))
+    return fn
+
+
+def is_nondifferentiable(fn: Any) -> bool:
+    try:
+        return _key(fn) in _NONDIFF
+    except TypeError:
+        return False
+
+
+def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
+         domain: Callable | None = None):
+    """Decorator registering a user's vjp for ``fn``.
+
+    ::
+
+        @srcgrad.rule(my_fn)
+        def my_fn_vjp(g, ans, x, y):
+            return g * y, g * x
+
+    ``diff_args`` defaults to every positional parameter of the vjp after ``g, ans``. The
+    returned function gains ``.defjvp`` to attach a forward-mode rule.
+    """
+
+    def register(vjp: Callable) -> Callable:
+        n = len(Rule(fn=fn, name="", vjp=vjp).params)
+        r = defrule(fn, vjp, diff_args=tuple(range(n)) if diff_args is None else diff_args,
+                    domain=domain)
+
+        def attach_jvp(jvp: Callable) -> Callable:
+            r.jvp = jvp
+            return jvp
+
+        vjp.defjvp = attach_jvp
+        return vjp
+
+    return register

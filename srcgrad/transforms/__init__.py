@@ -1,0 +1,111 @@
+"""The pipeline: small passes, in this order, from user source to adjoint module.
+
+Each pass takes the tree and the shared ``Context`` and returns the tree. With
+``debug=True`` the source after each pass is printed.
+"""
+from __future__ import annotations
+
+__all__ = ["PIPELINE", "prepare", "normalize"]
+
+import sys
+from typing import Callable
+
+import gast
+
+from ..errors import MissingRuleError, SourceUnavailableError
+from ..naming import Namer
+from ..source import get_source
+from .activity import mark_active, mark_varied
+from .anf import to_anf
+from .context import Context
+from .desugar import desugar
+from .exits import lower_exits
+from .resolve import resolve
+from .validate import validate
+
+# The passes that normalize user code, in order; the mode-specific generator comes after.
+PIPELINE: list[tuple[str, Callable]] = [
+    ("validate", validate),
+    ("mark_varied", mark_varied),
+    ("desugar", desugar),
+    ("lower_exits", lower_exits),
+    ("anf", to_anf),
+    ("resolve", resolve),
+]
+
+
+def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
+    """Read ``fn``'s source and make the context the passes share."""
+    src = get_source(fn)
+    tree = src.tree
+    namer = Namer.for_tree(tree)
+    args = tree.args
+    params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+    closure = {}
+    if getattr(fn, "__closure__", None):
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                closure[name] = cell.cell_contents
+            except ValueError:  # an empty cell: the variable is not bound yet
+                pass
+    local_names = set(params) | {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                                 and isinstance(n.ctx, (gast.Store, gast.Del))}
+    ctx = Context(fn=fn, src=src, wrt=tuple(wrt), namer=namer, params=params,
+                  globals=getattr(fn, "__globals__", {}), closure=closure,
+                  local_names=local_names, debug=debug)
+    ctx.rt = namer.unique("_rt")
+    return ctx
+
+
+def normalize(ctx: Context) -> gast.FunctionDef:
+    """Run the pipeline, then activity analysis; check every active call can be handled."""
+    tree = ctx.src.tree
+    for name, run in PIPELINE:
+        tree = run(tree, ctx)
+        ctx.raise_problems()
+        if ctx.debug:
+            from ..codegen import to_source
+            print(f"# --- after {name} ---\n{to_source(tree)}", file=sys.stderr)
+    # names introduced by passes are locals too
+    ctx.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                        and isinstance(n.ctx, gast.Store)}
+    ret = tree.body[-1]
+    results = {ret.value.id} if isinstance(ret.value, gast.Name) else set()
+    mark_active(tree, ctx, results)
+    return tree
+
+
+def active_calls(tree: gast.FunctionDef, ctx: Context):
+    """``(statement, call, resolved)`` for each assignment of an active value from a call."""
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
+                and isinstance(node.targets[0], gast.Name) \
+                and node.targets[0].id in ctx.active:
+            call = node.value
+            operands = list(call.args) + [k.value for k in call.keywords]
+            if isinstance(call.func, gast.Attribute):
+                operands.append(call.func.value)
+            if any(isinstance(a, gast.Name) and a.id in ctx.active for a in operands):
+                yield node, call, ctx.resolved[id(call)]
+
+
+def check_calls(tree, ctx: Context, get_adjoint) -> dict:
+    """Map each active call of a user function to its callee's adjoint; raise for calls
+    nothing can differentiate."""
+    user_calls = {}
+    for stmt, call, r in active_calls(tree, ctx):
+        if r.kind in ("rule", "method", "nondiff"):
+            continue
+        if r.kind == "user":
+            try:
+                user_calls[id(call)] = get_adjoint(r.obj)
+            except SourceUnavailableError:
+                raise MissingRuleError(r.name, ctx.location(stmt)) from None
+            continue
+        if r.kind == "class":
+            ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",
+                        "Build a tuple, list or dict instead, or register a rule.")
+            continue
+        raise MissingRuleError(r.name, ctx.location(stmt))
+    ctx.raise_problems()
+    return user_calls

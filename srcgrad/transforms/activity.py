@@ -1,0 +1,104 @@
+"""Guarantees afterwards: ``ctx.varied`` holds the names that depend on the ``wrt`` inputs and
+``ctx.active`` those that also reach the returned value through differentiable operations.
+
+Flow-insensitive over names: a name is active if any of its definitions is. Only active
+names get adjoints; everything else is plain forward code.
+"""
+from __future__ import annotations
+
+import gast
+
+from .context import Context
+
+_NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
+
+
+def _definitions(tree):
+    """``(targets, value_node)`` for each place a name gets a value."""
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign):
+            targets = set()
+            for t in node.targets:
+                targets |= _target_names(t)
+            yield targets, node.value
+        elif isinstance(node, gast.AugAssign):
+            yield _target_names(node.target), node
+        elif isinstance(node, (gast.For, gast.comprehension)):
+            yield _target_names(node.target), node.iter
+        elif isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
+            # mutating method calls: lst.append(v), x.extend(...), d.update(...)
+            func = node.value.func
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+                yield {func.value.id}, node.value
+
+
+def _target_names(t) -> set[str]:
+    if isinstance(t, gast.Name):
+        return {t.id}
+    if isinstance(t, (gast.Tuple, gast.List)):
+        out = set()
+        for e in t.elts:
+            out |= _target_names(e)
+        return out
+    if isinstance(t, (gast.Subscript, gast.Attribute, gast.Starred)):
+        return _target_names(t.value)
+    return set()
+
+
+def _reads(value, ctx: Context, precise: bool) -> set[str]:
+    if precise:
+        if isinstance(value, _NONDIFF_EXPR):
+            return set()
+        if isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.Not):
+            return set()
+        if isinstance(value, gast.Call):
+            r = ctx.resolved.get(id(value))
+            if r is not None and r.kind == "nondiff":
+                return set()
+        if isinstance(value, gast.Attribute):
+            r = ctx.resolved.get(id(value))
+            if r is not None and r.kind == "nondiff":
+                return set()
+    return {n.id for n in gast.walk(value)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
+    """Names whose value may depend on a wrt parameter."""
+    defs = [(targets, _reads(value, ctx, precise)) for targets, value in _definitions(tree)]
+    varied = set(ctx.wrt_names)
+    changed = True
+    while changed:
+        changed = False
+        for targets, reads in defs:
+            if reads & varied and not targets <= varied:
+                varied |= targets
+                changed = True
+    return varied
+
+
+def useful_names(tree, ctx: Context, results: set[str]) -> set[str]:
+    """Names that can influence ``results`` through differentiable operations."""
+    defs = [(targets, _reads(value, ctx, True)) for targets, value in _definitions(tree)]
+    useful = set(results)
+    changed = True
+    while changed:
+        changed = False
+        for targets, reads in defs:
+            if targets & useful and not reads <= useful:
+                useful |= reads
+                changed = True
+    return useful
+
+
+def mark_varied(tree, ctx: Context):
+    """Pre-pass on the user's tree: over-approximate which names depend on wrt."""
+    ctx.varied = varied_names(tree, ctx, precise=False)
+    return tree
+
+
+def mark_active(tree, ctx: Context, results: set[str]):
+    """Exact pass on the normalized tree: varied and useful."""
+    ctx.varied = varied_names(tree, ctx, precise=True)
+    ctx.active = ctx.varied & useful_names(tree, ctx, results)
+    return tree

@@ -1,0 +1,113 @@
+"""Guarantees afterwards: every statement that reads a varied name performs one operation on
+names and constants (A-normal form); an assignment's target is never one of its operands;
+conditional expressions are if-statements; the final ``return`` returns a name.
+"""
+from __future__ import annotations
+
+import gast
+
+from . import astutil as A
+from .context import Context
+
+
+def to_anf(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    tree.body = _ANF(ctx).block(tree.body)
+    return tree
+
+
+def is_static_ref(node, ctx: Context) -> bool:
+    """``np.linalg.norm``-like chains rooted at a name that is not a local variable."""
+    while isinstance(node, gast.Attribute):
+        node = node.value
+    return isinstance(node, gast.Name) and node.id not in ctx.local_names
+
+
+class _ANF:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def block(self, stmts) -> list:
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s) -> list:
+        if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+            if not (A.names_read(s.value) & self.ctx.varied):
+                return [s]
+            pre: list = []
+            op = self.op(s.value, pre, s)
+            target = s.targets[0].id
+            if target in A.names_read(op) and not isinstance(op, gast.Name):
+                tmp = self.ctx.namer.fresh()
+                pre.append(A.assign(tmp, op, at=s))
+                op = A.load(tmp)
+            return pre + [A.assign(target, op, at=s)]
+        if isinstance(s, gast.Return) and not isinstance(s.value, gast.Name):
+            pre = []
+            value = self.atom(s.value, pre, s)
+            return pre + [A.located(gast.Return(value=value), s)]
+        if isinstance(s, (gast.If, gast.For, gast.While)):
+            s.body = self.block(s.body)
+            s.orelse = self.block(s.orelse)
+        return [s]
+
+    def atom(self, e, pre, at):
+        if A.is_atomic(e):
+            return e
+        op = self.op(e, pre, at)
+        tmp = self.ctx.namer.fresh()
+        pre.append(A.assign(tmp, op, at=at))
+        return A.load(tmp)
+
+    def op(self, e, pre, at):
+        """``e`` as a single operation whose operands are atomic, lifting the rest to ``pre``."""
+        atom = lambda x: self.atom(x, pre, at)  # noqa: E731
+        if isinstance(e, gast.BinOp):
+            return A.located(gast.BinOp(left=atom(e.left), op=e.op, right=atom(e.right)), e)
+        if isinstance(e, gast.UnaryOp) and not isinstance(e.op, gast.Not):
+            if A.is_atomic(e):
+                return e
+            return A.located(gast.UnaryOp(op=e.op, operand=atom(e.operand)), e)
+        if isinstance(e, gast.Call):
+            func = e.func
+            if isinstance(func, gast.Attribute) and not is_static_ref(func, self.ctx):
+                func = gast.Attribute(value=atom(func.value), attr=func.attr, ctx=gast.Load())
+            elif not isinstance(func, (gast.Name, gast.Attribute)):
+                func = atom(func)
+            args = [gast.Starred(value=atom(a.value), ctx=gast.Load())
+                    if isinstance(a, gast.Starred) else atom(a) for a in e.args]
+            keywords = [gast.keyword(arg=k.arg, value=atom(k.value)) for k in e.keywords]
+            call = gast.Call(func=func, args=args, keywords=keywords)
+            gast.copy_location(call, e)
+            return A.located(call, e)
+        if isinstance(e, gast.Subscript):
+            return A.located(gast.Subscript(value=atom(e.value), slice=self.index(e.slice, pre, at),
+                                            ctx=gast.Load()), e)
+        if isinstance(e, gast.Attribute):
+            if is_static_ref(e, self.ctx):
+                return e
+            return A.located(gast.Attribute(value=atom(e.value), attr=e.attr, ctx=gast.Load()), e)
+        if isinstance(e, (gast.Tuple, gast.List)):
+            return A.located(type(e)(elts=[atom(x) for x in e.elts], ctx=gast.Load()), e)
+        if isinstance(e, gast.Dict):
+            keys = [None if k is None else atom(k) for k in e.keys]
+            return A.located(gast.Dict(keys=keys, values=[atom(v) for v in e.values]), e)
+        if isinstance(e, gast.IfExp):
+            tmp = self.ctx.namer.fresh()
+            body, orelse = [], []
+            body.append(A.assign(tmp, self.op(e.body, body, at), at=at))
+            orelse.append(A.assign(tmp, self.op(e.orelse, orelse, at), at=at))
+            pre.append(A.located(gast.If(test=e.test, body=body, orelse=orelse), at))
+            return A.load(tmp)
+        return e
+
+    def index(self, s, pre, at):
+        if isinstance(s, gast.Slice):
+            parts = [None if p is None else self.atom(p, pre, at)
+                     for p in (s.lower, s.upper, s.step)]
+            return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
+        if isinstance(s, gast.Tuple):
+            return gast.Tuple(elts=[self.index(x, pre, at) for x in s.elts], ctx=gast.Load())
+        return self.atom(s, pre, at)

@@ -1,0 +1,112 @@
+"""Small helpers to build and inspect gast trees."""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+
+def load(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Load(), annotation=None, type_comment=None)
+
+
+def store(name: str) -> gast.Name:
+    return gast.Name(id=name, ctx=gast.Store(), annotation=None, type_comment=None)
+
+
+def const(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def assign(target, value, at=None) -> gast.Assign:
+    if isinstance(target, str):
+        target = store(target)
+    node = gast.Assign(targets=[target], value=value, type_comment=None)
+    if at is not None:
+        located(node, at)
+    return node
+
+
+def expr_stmt(value, at=None) -> gast.Expr:
+    node = gast.Expr(value=value)
+    return located(node, at) if at is not None else node
+
+
+def call(func, *args, keywords=()) -> gast.Call:
+    if isinstance(func, str):
+        func = parse_expr(func)
+    return gast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def attr(value, name: str) -> gast.Attribute:
+    if isinstance(value, str):
+        value = load(value)
+    return gast.Attribute(value=value, attr=name, ctx=gast.Load())
+
+
+def parse_expr(text: str):
+    return gast.parse(text, mode="eval").body
+
+
+def parse_stmts(text: str) -> list:
+    return gast.parse(text).body
+
+
+def located(node, at):
+    """Copy ``at``'s line/column onto ``node`` and every child lacking one."""
+    if at is None:
+        return node
+    line = getattr(at, "lineno", None)
+    if line is None:
+        return node
+    for n in gast.walk(node):
+        if hasattr(n, "_attributes") and "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is None:
+                n.lineno = line
+                n.col_offset = getattr(at, "col_offset", 0)
+                n.end_lineno = getattr(at, "end_lineno", line)
+                n.end_col_offset = getattr(at, "end_col_offset", 0)
+    return node
+
+
+def deepcopy(node):
+    return copy.deepcopy(node)
+
+
+def names_read(node) -> set[str]:
+    return {n.id for n in gast.walk(node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def names_written(node) -> set[str]:
+    return {n.id for n in gast.walk(node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del))}
+
+
+def is_atomic(node) -> bool:
+    """Names, constants and (tuples/slices of) them: operands that need no temporary."""
+    if isinstance(node, (gast.Name, gast.Constant)):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return isinstance(node.operand, gast.Constant)
+    if isinstance(node, gast.Slice):
+        return all(p is None or is_atomic(p) for p in (node.lower, node.upper, node.step))
+    if isinstance(node, gast.Tuple):
+        return all(is_atomic(e) for e in node.elts)
+    return False
+
+
+class NameReplacer(gast.NodeTransformer):
+    """Replace Name loads by expressions (deep-copied at each use)."""
+
+    def __init__(self, mapping: dict):
+        self.mapping = mapping
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.mapping:
+            return copy.deepcopy(self.mapping[node.id])
+        return node
+
+
+def substitute(expr, mapping: dict):
+    return NameReplacer(mapping).visit(copy.deepcopy(expr))

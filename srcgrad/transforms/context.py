@@ -1,0 +1,83 @@
+"""The shared context every pass reads and writes: the only channel besides the tree."""
+from __future__ import annotations
+
+import builtins
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import gast
+
+from ..errors import Location, UnsupportedSyntaxError
+from ..naming import Namer
+from ..source import FunctionSource
+
+
+@dataclass
+class Resolved:
+    """What a call or attribute refers to, found by the resolve pass."""
+
+    kind: str  # 'rule' | 'nondiff' | 'user' | 'method' | 'unknown' | 'attribute'
+    obj: Any = None  # the function (or rule key) it refers to
+    name: str = ""  # readable name for messages
+
+
+@dataclass
+class Context:
+    """Facts about one function being transformed, shared by all passes."""
+
+    fn: Callable
+    src: FunctionSource
+    wrt: tuple[int, ...]
+    namer: Namer
+    params: list[str] = field(default_factory=list)
+    globals: dict = field(default_factory=dict)
+    closure: dict = field(default_factory=dict)
+    local_names: set[str] = field(default_factory=set)
+    # side tables (keyed by id of the node; the node itself is kept alive by the tree)
+    resolved: dict[int, Resolved] = field(default_factory=dict)
+    # names of values depending on wrt inputs, and of those that also reach the result
+    varied: set[str] = field(default_factory=set)
+    active: set[str] = field(default_factory=set)
+    # objects generated code refers to, by the name it uses for them (factory parameters)
+    helpers: dict[str, Any] = field(default_factory=dict)
+    problems: list[tuple[Location, str, str]] = field(default_factory=list)
+    debug: bool = False
+    rt: str = "_rt"  # the name generated code uses for srcgrad.runtime
+
+    @property
+    def wrt_names(self) -> list[str]:
+        return [self.params[i] for i in self.wrt]
+
+    def location(self, node) -> Location:
+        return Location(self.src.filename, self.src.real_line(node), self.fn.__name__)
+
+    def problem(self, node, construct: str, hint: str = "") -> None:
+        self.problems.append((self.location(node), construct, hint))
+
+    def raise_problems(self) -> None:
+        if self.problems:
+            problems, self.problems = self.problems, []
+            raise UnsupportedSyntaxError(problems)
+
+    def lookup_static(self, name: str):
+        """The object a free name refers to (closure, global, builtin), or raise KeyError."""
+        if name in self.local_names:
+            raise KeyError(name)
+        if name in self.closure:
+            return self.closure[name]
+        if name in self.globals:
+            return self.globals[name]
+        return getattr(builtins, name)
+
+    def helper(self, obj: Any, preferred: str) -> str:
+        """A name generated code can use for ``obj``: a global of the user's module when it
+        is bound there to the same object, else a factory parameter under a fresh name."""
+        if preferred not in self.local_names and self.globals.get(preferred) is obj \
+                and preferred not in self.closure:
+            return preferred
+        for name, value in self.helpers.items():
+            if value is obj:
+                return name
+        name = self.namer.unique(preferred)
+        self.helpers[name] = obj
+        return name

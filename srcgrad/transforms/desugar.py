@@ -1,0 +1,277 @@
+"""Guarantees afterwards: no augmented, chained or unpacking assignments; no comprehensions;
+no in-place mutation of values that depend on wrt (subscript stores and list methods become
+functional updates through runtime helpers); loops over varied sequences iterate indices.
+"""
+from __future__ import annotations
+
+import gast
+
+from . import astutil as A
+from .context import Context
+
+_LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
+
+
+def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    tree.body = _Desugar(ctx).block(tree.body)
+    return tree
+
+
+class _Desugar:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def block(self, stmts: list) -> list:
+        out = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s) -> list:
+        pre = self.hoist_comprehensions(s)
+        method = getattr(self, "visit_" + type(s).__name__, None)
+        if method is not None:
+            return pre + method(s)
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, self.block(getattr(s, field)))
+        return pre + [s]
+
+    # -- assignments -----------------------------------------------------------------------
+    def visit_AugAssign(self, s):
+        load_target = _as_load(A.deepcopy(s.target))
+        value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
+        return self.visit_Assign(A.assign(s.target, value, at=s))
+
+    def visit_AnnAssign(self, s):
+        if s.value is None:
+            return []
+        return self.visit_Assign(A.assign(s.target, s.value, at=s))
+
+    def visit_Assign(self, s):
+        if len(s.targets) > 1:  # a = b = e  ->  a = e; b = a
+            first, rest = s.targets[0], s.targets[1:]
+            out = self.visit_Assign(A.assign(first, s.value, at=s))
+            if not isinstance(first, gast.Name):
+                tmp = self.ctx.namer.fresh()
+                out = self.visit_Assign(A.assign(tmp, s.value, at=s))
+                first = A.store(tmp)
+                rest = s.targets
+            for t in rest:
+                out += self.visit_Assign(A.assign(t, _as_load(A.deepcopy(first)), at=s))
+            return out
+        target = s.targets[0]
+        if isinstance(target, (gast.Tuple, gast.List)):
+            return self.unpack(target, s.value, s)
+        if isinstance(target, gast.Subscript) and self.is_varied_store(target, s.value):
+            return self.functional_setitem(target, s.value, s)
+        return [s]
+
+    def unpack(self, target, value, at) -> list:
+        tmp = self.ctx.namer.fresh()
+        out = [A.assign(tmp, value, at=at)]
+        for i, elt in enumerate(target.elts):
+            if isinstance(elt, gast.Starred):
+                self.ctx.problem(at, "starred unpacking", "Index the sequence explicitly.")
+                continue
+            item = A.located(gast.Subscript(value=A.load(tmp), slice=A.const(i),
+                                            ctx=gast.Load()), at)
+            out += self.visit_Assign(A.assign(elt, item, at=at))
+        return out
+
+    def is_varied_store(self, target, value) -> bool:
+        names = A.names_read(target) | A.names_read(value)
+        return bool(names & self.ctx.varied)
+
+    def functional_setitem(self, target, value, at) -> list:
+        """``x[i] = v`` -> ``x = _rt.setitem(x, i, v)`` (nested targets recursively)."""
+        container = target.value
+        new = A.call(A.attr(self.ctx.rt, "setitem"), _as_load(A.deepcopy(container)),
+                     target.slice, value)
+        A.located(new, at)
+        if isinstance(container, gast.Name):
+            return [A.assign(container.id, new, at=at)]
+        if isinstance(container, gast.Subscript):
+            return self.functional_setitem(container, new, at)
+        self.ctx.problem(at, "assignment into an element of an attribute or call result",
+                         "Assign the container to a local variable first.")
+        return []
+
+    def visit_Expr(self, s):
+        call = s.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name)
+                and call.func.attr in _LIST_METHODS | {"pop"}
+                and (A.names_read(call) & self.ctx.varied)):
+            name = call.func.value.id
+            if call.func.attr == "pop":
+                return self.list_pop(None, call, s)
+            helper = A.attr(self.ctx.rt, _LIST_METHODS[call.func.attr])
+            new = A.located(A.call(helper, A.load(name), *call.args), s)
+            return [A.assign(name, new, at=s)]
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and call.func.attr == "update" and isinstance(call.func.value, gast.Name) \
+                and (A.names_read(call) & self.ctx.varied):
+            name = call.func.value.id
+            new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
+            return [A.assign(name, new, at=s)]
+        return [s]
+
+    def list_pop(self, target, call, at) -> list:
+        name = call.func.value.id
+        index = call.args[0] if call.args else A.const(-1)
+        out = []
+        if target is not None:
+            item = A.located(gast.Subscript(value=A.load(name), slice=A.deepcopy(index),
+                                            ctx=gast.Load()), at)
+            out += self.visit_Assign(A.assign(target, item, at=at))
+        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), A.load(name), index), at)
+        return out + [A.assign(name, rest, at=at)]
+
+    # -- loops -----------------------------------------------------------------------------
+    def visit_For(self, s):
+        s.body = self.block(s.body)
+        s.orelse = self.block(s.orelse)
+        if not (A.names_read(s.iter) & self.ctx.varied):
+            if not isinstance(s.target, gast.Name):
+                # for a, b in pairs  ->  for _t in pairs: a, b = _t
+                tmp = self.ctx.namer.fresh("_e")
+                s.body = self.visit_Assign(A.assign(s.target, A.load(tmp), at=s)) + s.body
+                s.target = A.store(tmp)
+            return [s]
+        return self.index_loop(s)
+
+    def index_loop(self, s) -> list:
+        """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``."""
+        namer = self.ctx.namer
+        it, target = s.iter, s.target
+        fn = _builtin_call(it, self.ctx)
+        pre = []
+        if fn == "enumerate" and len(it.args) == 1 and isinstance(target, gast.Tuple) \
+                and len(target.elts) == 2:
+            seqs, idx_target, elt_targets = [it.args[0]], target.elts[0], [target.elts[1]]
+        elif fn == "zip" and isinstance(target, gast.Tuple) \
+                and len(target.elts) == len(it.args):
+            seqs, idx_target, elt_targets = list(it.args), None, list(target.elts)
+        else:
+            seqs, idx_target, elt_targets = [it], None, [target]
+        reverse = False
+        if fn == "reversed" and len(it.args) == 1:
+            seqs, reverse = [it.args[0]], True
+        seq_names = []
+        for seq in seqs:
+            if isinstance(seq, gast.Name):
+                seq_names.append(seq.id)
+            else:
+                tmp = namer.fresh()
+                pre += self.visit_Assign(A.assign(tmp, seq, at=s))
+                seq_names.append(tmp)
+        index = idx_target.id if isinstance(idx_target, gast.Name) else namer.fresh("_i")
+        lengths = [A.call("len", A.load(n)) for n in seq_names]
+        length = lengths[0] if len(lengths) == 1 else A.call("min", *lengths)
+        rng = A.call("range", length)
+        if reverse:
+            rng = A.call("reversed", rng)
+        body = []
+        for name, t in zip(seq_names, elt_targets):
+            item = A.located(gast.Subscript(value=A.load(name), slice=A.load(index),
+                                            ctx=gast.Load()), s)
+            body += self.visit_Assign(A.assign(t, item, at=s))
+        loop = gast.For(target=A.store(index), iter=A.located(rng, s), body=body + s.body,
+                        orelse=s.orelse, type_comment=None)
+        return pre + [A.located(loop, s)]
+
+    # -- comprehensions --------------------------------------------------------------------
+    def hoist_comprehensions(self, s) -> list:
+        """Lift list/dict comprehensions in ``s``'s expressions into loops before ``s``."""
+        pre = []
+        hoister = _CompHoister(self, pre, s)
+        for field in ("value", "test", "iter"):
+            node = getattr(s, field, None)
+            if isinstance(node, gast.AST) and not isinstance(s, gast.While):
+                setattr(s, field, hoister.visit(node))
+        return pre
+
+
+class _CompHoister(gast.NodeTransformer):
+    def __init__(self, owner: _Desugar, pre: list, at):
+        self.owner, self.pre, self.at = owner, pre, at
+
+    def visit_Lambda(self, node):
+        return node  # its body runs later, in its own scope
+
+    def visit_ListComp(self, node):
+        return self.lower(node, gast.List(elts=[], ctx=gast.Load()), [node.elt])
+
+    def visit_DictComp(self, node):
+        return self.lower(node, gast.Dict(keys=[], values=[]), [node.key, node.value])
+
+    def lower(self, node, empty, parts):
+        self.generic_visit(node)
+        ctx, namer, at = self.owner.ctx, self.owner.ctx.namer, self.at
+        result = namer.fresh("_l")
+        # comprehension variables get fresh names: they must not clobber the function's
+        renames = {}
+        for gen in node.generators:
+            for n in gast.walk(gen.target):
+                if isinstance(n, gast.Name):
+                    renames.setdefault(n.id, A.load(namer.unique("_" + n.id)))
+        rename = A.NameReplacer(renames)
+
+        def fix(e):
+            e = rename.visit(e)
+            for n in gast.walk(e):
+                if isinstance(n, gast.Name) and n.id in renames:
+                    n.id = renames[n.id].id
+            return e
+
+        varied = bool(A.names_read(node) & ctx.varied)
+        if isinstance(empty, gast.List):
+            elt = fix(parts[0])
+            if varied:
+                add = [A.assign(result, A.call(A.attr(ctx.rt, "list_append"), A.load(result),
+                                               elt), at=at)]
+            else:
+                add = [A.expr_stmt(A.call(A.attr(result, "append"), elt), at=at)]
+        else:
+            key, value = fix(parts[0]), fix(parts[1])
+            if varied:
+                add = [A.assign(result, A.call(A.attr(ctx.rt, "setitem"), A.load(result), key,
+                                               value), at=at)]
+            else:
+                add = [A.assign(gast.Subscript(value=A.load(result), slice=key,
+                                               ctx=gast.Store()), value, at=at)]
+        body = add
+        for gen in reversed(node.generators):
+            for cond in reversed(gen.ifs):
+                body = [A.located(gast.If(test=fix(cond), body=body, orelse=[]), at)]
+            loop = gast.For(target=fix(gen.target), iter=fix(gen.iter) if gen is not
+                            node.generators[0] else gen.iter, body=body, orelse=[],
+                            type_comment=None)
+            body = [A.located(loop, at)]
+        if varied:
+            ctx.varied.add(result)
+        self.pre.append(A.assign(result, empty, at=at))
+        self.pre.extend(self.owner.block(body))
+        return A.load(result)
+
+
+def _as_load(node):
+    for n in gast.walk(node):
+        if hasattr(n, "ctx"):
+            n.ctx = gast.Load()
+    return node
+
+
+def _builtin_call(node, ctx: Context) -> str | None:
+    """'enumerate', 'zip', 'reversed' when ``node`` calls that builtin."""
+    if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+            and node.func.id in ("enumerate", "zip", "reversed") \
+            and node.func.id not in ctx.local_names and not node.keywords:
+        import builtins
+        try:
+            return node.func.id if ctx.lookup_static(node.func.id) is getattr(
+                builtins, node.func.id) else None
+        except (KeyError, AttributeError):
+            return None
+    return None

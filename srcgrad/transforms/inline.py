@@ -1,0 +1,100 @@
+"""Turning a rule's vjp/jvp into expressions in generated code.
+
+A rule whose body is a single ``return (e0, e1, ...)`` is inlined element by element, its
+parameters replaced by the call's operands; any other rule is called. Names the rule's module
+uses (``np``, runtime helpers) are bound through ``Context.helper`` so generated code never
+depends on a merged namespace.
+"""
+from __future__ import annotations
+
+import builtins
+import inspect
+import textwrap
+import types
+from dataclasses import dataclass
+from functools import lru_cache
+
+import gast
+
+from .. import runtime
+from . import astutil as A
+from .context import Context
+
+
+@dataclass
+class Template:
+    params: list[str]  # every parameter name, in order (g, ans, ... for vjp)
+    defaults: dict  # parameter name -> default value node
+    elements: list | None  # the returned tuple's expressions, or None if not inlinable
+    has_varargs: bool
+
+
+@lru_cache(maxsize=None)
+def template(fn) -> Template:
+    """Parse a rule function once into an inlining template."""
+    try:
+        src = textwrap.dedent(inspect.getsource(fn))
+        fdef = gast.parse(src).body[0]
+    except (OSError, TypeError, SyntaxError, IndexError):
+        sig = inspect.signature(fn)
+        return Template(list(sig.parameters), {}, None, True)
+    args = fdef.args
+    positional = [a.id for a in args.posonlyargs + args.args]
+    params = positional + [a.id for a in args.kwonlyargs]
+    defaults = dict(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    defaults.update({a.id: d for a, d in zip(args.kwonlyargs, args.kw_defaults)
+                     if d is not None})
+    body = [s for s in fdef.body if not (isinstance(s, gast.Expr)
+                                         and isinstance(s.value, gast.Constant))]
+    elements = None
+    if (isinstance(fdef, gast.FunctionDef) and len(body) == 1
+            and isinstance(body[0], gast.Return) and isinstance(body[0].value, gast.Tuple)
+            and not any(isinstance(n, (gast.Lambda, gast.ListComp, gast.DictComp))
+                        for n in gast.walk(body[0]))):
+        elements = body[0].value.elts
+    return Template(params, defaults, elements,
+                    args.vararg is not None or args.kwarg is not None)
+
+
+def bind(tmpl: Template, leading: list, args: list, keywords: dict):
+    """Map each template parameter to an expression node, or None if binding fails."""
+    if tmpl.has_varargs:
+        return None
+    values = list(leading) + list(args)
+    names = tmpl.params
+    if len(values) > len(names):
+        return None
+    mapping = dict(zip(names, values))
+    for k, v in keywords.items():
+        if k not in names or k in mapping:
+            return None
+        mapping[k] = v
+    for name in names:
+        if name not in mapping:
+            if name not in tmpl.defaults:
+                return None
+            mapping[name] = tmpl.defaults[name]
+    return mapping
+
+
+def instantiate(fn, element, mapping: dict, ctx: Context):
+    """One element of ``fn``'s template with parameters substituted and globals bound."""
+    free = {n.id for n in gast.walk(element) if isinstance(n, gast.Name)} - set(mapping)
+    renames = {name: global_ref(fn, name, ctx) for name in sorted(free)}
+    # one simultaneous substitution: the user's operands are never renamed themselves
+    return A.substitute(element, {**mapping, **renames})
+
+
+def global_ref(fn, name: str, ctx: Context):
+    """An expression generated code can use for global ``name`` of ``fn``'s module."""
+    scope = getattr(fn, "__globals__", {})
+    if name in scope:
+        obj = scope[name]
+    elif hasattr(builtins, name):
+        return A.load(name) if name not in ctx.local_names else A.load(
+            ctx.helper(getattr(builtins, name), name))
+    else:
+        return A.load(name)
+    if getattr(runtime, name, None) is obj and not isinstance(obj, types.ModuleType):
+        return A.attr(ctx.rt, name)
+    return A.load(ctx.helper(obj, name))

@@ -1,0 +1,104 @@
+"""Guarantees afterwards: ``ctx.resolved`` says, for every call and attribute read, whether it
+is a derivative rule, a non-differentiable helper, a user function to transform, an array
+method or attribute (mapped to a rule), or unknown.
+"""
+from __future__ import annotations
+
+import operator
+
+import gast
+
+from .. import runtime
+from ..rules import is_nondifferentiable, lookup, rule_name
+from .context import Context, Resolved
+
+BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
+          gast.Div: operator.truediv, gast.Pow: operator.pow, gast.FloorDiv: operator.floordiv,
+          gast.Mod: operator.mod, gast.MatMult: operator.matmul}
+UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
+
+
+def _methods():
+    try:
+        from ..rules import methods
+    except ImportError:  # rule modules still being written
+        return {}, {}, set(), set()
+    return (getattr(methods, "ARRAY_METHODS", {}), getattr(methods, "ARRAY_ATTRIBUTES", {}),
+            set(getattr(methods, "NONDIFF_ATTRIBUTES", ())),
+            set(getattr(methods, "NONDIFF_METHODS", ())))
+
+
+def static_value(node, ctx: Context):
+    """The object a name or attribute chain refers to at transform time; KeyError if local
+    or unresolvable."""
+    if isinstance(node, gast.Name):
+        if node.id == ctx.rt:
+            return runtime
+        try:
+            return ctx.lookup_static(node.id)
+        except AttributeError:
+            raise KeyError(node.id) from None
+    if isinstance(node, gast.Attribute):
+        base = static_value(node.value, ctx)
+        try:
+            return getattr(base, node.attr)
+        except AttributeError:
+            raise KeyError(node.attr) from None
+    raise KeyError(type(node).__name__)
+
+
+def classify(obj) -> Resolved:
+    if lookup(obj) is not None:
+        return Resolved("rule", obj, rule_name(obj))
+    if is_nondifferentiable(obj):
+        return Resolved("nondiff", obj, rule_name(obj))
+    if isinstance(obj, type):
+        return Resolved("class", obj, obj.__name__)
+    func = getattr(obj, "__func__", obj)
+    if hasattr(func, "__code__"):
+        return Resolved("user", obj, getattr(func, "__qualname__", repr(obj)))
+    if callable(obj):
+        return Resolved("unknown", obj, rule_name(obj))
+    return Resolved("constant", obj, repr(obj))
+
+
+def resolve(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    methods, attributes, nondiff_attrs, nondiff_methods = _methods()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call):
+            ctx.resolved[id(node)] = _resolve_call(node, ctx, methods, nondiff_methods)
+        elif isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Load):
+            ctx.resolved.setdefault(id(node), _resolve_attribute(node, ctx, attributes,
+                                                                  nondiff_attrs))
+    return tree
+
+
+def _resolve_call(node, ctx, methods, nondiff_methods) -> Resolved:
+    func = node.func
+    try:
+        return classify(static_value(func, ctx))
+    except KeyError:
+        pass
+    if isinstance(func, gast.Attribute):
+        ctx.resolved[id(func)] = Resolved("method-ref", None, func.attr)
+        if func.attr in methods:
+            target = methods[func.attr]
+            return Resolved("method", target, f"ndarray.{func.attr}")
+        if func.attr in nondiff_methods:
+            return Resolved("nondiff", None, f"ndarray.{func.attr}")
+        return Resolved("unknown", None, f".{func.attr}()")
+    name = func.id if isinstance(func, gast.Name) else type(func).__name__
+    return Resolved("unknown", None, name)
+
+
+def _resolve_attribute(node, ctx, attributes, nondiff_attrs) -> Resolved:
+    try:
+        return classify(static_value(node, ctx)) if not callable(
+            static_value(node, ctx)) else Resolved("constant", static_value(node, ctx))
+    except KeyError:
+        pass
+    if node.attr in attributes:
+        return Resolved("rule", attributes[node.attr], f"ndarray.{node.attr}")
+    if node.attr in nondiff_attrs:
+        return Resolved("nondiff", None, f"ndarray.{node.attr}")
+    return Resolved("attribute", None, node.attr)

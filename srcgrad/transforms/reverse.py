@@ -1,0 +1,585 @@
+"""Guarantees afterwards: the tree is a module defining ``_make(...)``, which returns the
+forward sweep (the user's code plus tape pushes, returning the value and what the backward
+sweep needs) and the backward sweep (adjoints in reverse order, returning the gradients).
+
+Values: the backward sweep sees every primal variable with the value it had at the same
+point of the forward sweep. Straight-line code needs nothing for that; a variable that is
+overwritten (reassigned, or assigned in a loop) and read by the backward sweep is pushed on
+the tape before each overwrite and popped back after the adjoint of that assignment. Branch
+decisions and loop trip counts are pushed after the statement and popped before its adjoint.
+
+Adjoints: ``bx`` for ``x``. An adjoint known to be zero is never materialized: its first
+contribution is assigned, later ones added; ``0.0`` stands for zero where control flow merges.
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+import gast
+
+from .. import codegen
+from ..errors import InternalError, MissingRuleError, NonDifferentiableError
+from ..rules import lookup
+from . import astutil as A
+from . import inline
+from .context import Context
+from .resolve import BINOPS, UNARYOPS
+
+ZERO = A.const(0.0)
+
+
+class _State:
+    """What generation tracks through the backward sweep: adjoints known to be zero."""
+
+    def __init__(self, zero: set[str]):
+        self.zero = set(zero)
+
+
+class ReverseGenerator:
+    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls):
+        self.tree = tree
+        self.ctx = ctx
+        self.user_calls = user_calls  # id(call) -> Adjoint of the callee
+        namer = ctx.namer
+        self.tape = namer.unique("_tape")
+        self.saved_name = namer.unique("_saved")
+        self.cond_names: dict[int, str] = {}  # id(If) -> saved decision name
+        self.count_names: dict[int, str] = {}  # id(loop) -> trip count name
+        self.call_saves: dict[int, str] = {}  # id(Assign of a user call) -> callee's saved
+        self.needed: set[str] = set()  # primal names the backward sweep reads
+        self.final = False  # first pass: emit every pop and learn what is needed
+        self.recorded: set[int] = set()  # ids of ifs/loops whose backward is not empty
+        self.filename = os.path.basename(ctx.src.filename)
+        self.in_loop: set[int] = set()  # ids of statements inside a loop
+        self.overwritten, self.pushes, self.none_init = self._overwrites()
+        self.numeric = self._numeric_names()
+        for node in gast.walk(tree):  # names for decisions, fixed before any dry run
+            if isinstance(node, gast.If):
+                self.cond_names[id(node)] = ctx.namer.fresh("_c")
+            elif isinstance(node, (gast.For, gast.While)):
+                self.count_names[id(node)] = ctx.namer.fresh("_n")
+
+    # -- analyses --------------------------------------------------------------------------
+    def _overwrites(self):
+        """Names assigned more than once or in a loop; assignments that must push the old
+        value; names to pre-bind to None because their first assignment may not run."""
+        count: dict[str, int] = {p: 1 for p in self.ctx.params}
+        in_loop: set[str] = set()
+        first_top: set[int] = set()
+        first_nested: set[str] = set()
+        seen: set[str] = set(self.ctx.params)
+
+        def walk(stmts, depth, looping):
+            for s in stmts:
+                if looping:
+                    self.in_loop.add(id(s))
+                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
+                    v = s.targets[0].id
+                    count[v] = count.get(v, 0) + 1
+                    if looping:
+                        in_loop.add(v)
+                    if v not in seen:
+                        seen.add(v)
+                        if depth == 0:
+                            first_top.add(id(s))
+                        else:
+                            first_nested.add(v)
+                elif isinstance(s, (gast.For, gast.While)):
+                    if isinstance(s, gast.For):
+                        seen.add(s.target.id)
+                    walk(s.body, depth + 1, True)
+                    walk(s.orelse, depth + 1, looping)
+                elif isinstance(s, gast.If):
+                    walk(s.body, depth + 1, looping)
+                    walk(s.orelse, depth + 1, looping)
+
+        walk(self.tree.body, 0, False)
+        overwritten = {v for v, n in count.items() if n > 1} | in_loop
+        pushes = set()
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+                if node.targets[0].id in overwritten and id(node) not in first_top:
+                    pushes.add(id(node))
+        return overwritten, pushes, first_nested & overwritten
+
+    def _numeric_names(self) -> set[str]:
+        """Names every definition of which is arithmetic or a rule call: plain ``+`` is a
+        valid accumulation for their adjoints (others go through ``_rt.add``)."""
+        kinds: dict[str, bool] = {}
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+                v = node.value
+                numeric = isinstance(v, (gast.BinOp, gast.UnaryOp)) or (
+                    isinstance(v, gast.Call)
+                    and self.ctx.resolved.get(id(v)) is not None
+                    and self.ctx.resolved[id(v)].kind in ("rule", "method"))
+                name = node.targets[0].id
+                kinds[name] = kinds.get(name, True) and numeric
+        return {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
+
+    # -- helpers ---------------------------------------------------------------------------
+    def adj(self, name: str) -> str:
+        return self.ctx.namer.adjoint(name)
+
+    def is_active(self, node) -> bool:
+        return isinstance(node, gast.Name) and node.id in self.ctx.active
+
+    def read(self, node):
+        """Record the primal names an adjoint expression reads (they must be available)."""
+        self.needed |= A.names_read(node)
+        return node
+
+    def is_needed(self, name: str) -> bool:
+        return not self.final or name in self.needed
+
+    def accumulate(self, name: str, contribution, state: _State, at) -> gast.stmt:
+        b = self.adj(name)
+        if b in state.zero:
+            state.zero.discard(b)
+            return A.assign(b, contribution, at=at)
+        if name in self.numeric:
+            value = gast.BinOp(left=A.load(b), op=gast.Add(), right=contribution)
+        else:
+            value = A.call(A.attr(self.ctx.rt, "add"), A.load(b), contribution)
+        return A.assign(b, value, at=at)
+
+    def comment_for(self, node) -> gast.stmt:
+        return codegen.comment(f"{self.filename}:{self.ctx.src.real_line(node)}  "
+                               f"{self.ctx.src.text_of(node)}")
+
+    # -- backward sweep --------------------------------------------------------------------
+    def backward_block(self, stmts, state: _State) -> list:
+        out = []
+        last_line = None
+        for s in reversed(stmts):
+            code = self.backward_stmt(s, state)
+            if code:
+                line = getattr(s, "lineno", None)
+                if line is not None and line != last_line and not isinstance(
+                        s, (gast.If, gast.For, gast.While)):
+                    code.insert(0, self.comment_for(s))
+                    last_line = line
+                elif isinstance(s, (gast.If, gast.For, gast.While)):
+                    last_line = None
+                out.extend(code)
+        return out
+
+    def backward_stmt(self, s, state: _State) -> list:
+        if isinstance(s, gast.Assign):
+            return self.backward_assign(s, state)
+        if isinstance(s, gast.If):
+            return self.backward_if(s, state)
+        if isinstance(s, (gast.For, gast.While)):
+            return self.backward_loop(s, state)
+        return []
+
+    def pop_restore(self, s) -> list:
+        out = []
+        if id(s) in self.call_saves and id(s) in self.in_loop:
+            out.append(A.assign(self.call_saves[id(s)], A.call(A.attr(self.tape, "pop")),
+                                at=s))
+        if id(s) in self.pushes and self.is_needed(s.targets[0].id):
+            out.append(A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s))
+        return out
+
+    def backward_assign(self, s, state: _State) -> list:
+        target = s.targets[0]
+        if not isinstance(target, gast.Name):
+            raise InternalError("reverse", f"assignment to {type(target).__name__} after "
+                                           f"normalization")
+        v = target.id
+        out = []
+        if v in self.ctx.active:
+            b = self.adj(v)
+            if b in state.zero:
+                contributions = []  # nothing flows back into this definition
+            else:
+                contributions = self.contributions(s, v, state)
+            for item in contributions:
+                out.append(item)
+            state.zero.add(b)
+        return out + self.pop_restore(s)
+
+    def contributions(self, s, v: str, state: _State) -> list:
+        """Statements adding the adjoint of ``v = value`` into its operands' adjoints."""
+        value, bv = s.value, A.load(self.adj(v))
+        ctx = self.ctx
+        if isinstance(value, gast.Name):
+            return [self.accumulate(value.id, bv, state, s)] if self.is_active(value) else []
+        if isinstance(value, gast.BinOp):
+            fn = BINOPS[type(value.op)]
+            return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
+        if isinstance(value, gast.UnaryOp):
+            fn = UNARYOPS[type(value.op)]
+            return self.rule_contributions(fn, [value.operand], {}, v, state, s)
+        if isinstance(value, gast.Subscript):
+            return self.subscript_contributions(value, v, state, s)
+        if isinstance(value, (gast.Tuple, gast.List)):
+            out = []
+            for i, e in enumerate(value.elts):
+                if self.is_active(e):
+                    part = A.call(A.attr(ctx.rt, "part"), bv, A.const(i))
+                    out.append(self.accumulate(e.id, part, state, s))
+            return out
+        if isinstance(value, gast.Dict):
+            out = []
+            for k, e in zip(value.keys, value.values):
+                if self.is_active(e):
+                    part = A.call(A.attr(ctx.rt, "part"), bv, self.read(A.deepcopy(k)))
+                    out.append(self.accumulate(e.id, part, state, s))
+            return out
+        if isinstance(value, gast.Attribute):
+            return self.attribute_contributions(value, v, state, s)
+        if isinstance(value, gast.Call):
+            return self.call_contributions(value, v, state, s)
+        if isinstance(value, gast.Constant):
+            return []
+        return []
+
+    def subscript_contributions(self, value, v, state, s) -> list:
+        base = value.value
+        if not self.is_active(base):
+            return []
+        b = self.adj(base.id)
+        acc = ZERO if b in state.zero else A.load(b)
+        index = self.read(_index_expr(value.slice))
+        self.read(base)
+        call = A.call(A.attr(self.ctx.rt, "add_at"), acc, A.load(base.id), index,
+                      A.load(self.adj(v)))
+        state.zero.discard(b)
+        return [A.assign(b, call, at=s)]
+
+    def attribute_contributions(self, value, v, state, s) -> list:
+        r = self.ctx.resolved.get(id(value))
+        if r is not None and r.kind == "rule":
+            return self.rule_contributions(r.obj, [value.value], {}, v, state, s)
+        base = value.value
+        if not self.is_active(base):
+            return []
+        b = self.adj(base.id)
+        acc = ZERO if b in state.zero else A.load(b)
+        self.read(base)
+        call = A.call(A.attr(self.ctx.rt, "add_attr"), acc, A.load(base.id),
+                      A.const(value.attr), A.load(self.adj(v)))
+        state.zero.discard(b)
+        return [A.assign(b, call, at=s)]
+
+    def call_contributions(self, call, v, state, s) -> list:
+        r = self.ctx.resolved.get(id(call))
+        args = list(call.args)
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        active_args = [a for a in args + list(keywords.values()) if self.is_active(a)]
+        if not active_args:
+            return []
+        if any(isinstance(a, gast.Starred) for a in args) or any(
+                k.arg is None for k in call.keywords):
+            self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable arguments",
+                             "Pass each argument explicitly.")
+            return []
+        if r.kind == "method":
+            args = [call.func.value] + args
+            return self.rule_contributions(r.obj, args, keywords, v, state, s)
+        if r.kind == "rule":
+            return self.rule_contributions(r.obj, args, keywords, v, state, s)
+        if r.kind == "user" and id(s) in self.call_saves:
+            return self.user_call_contributions(call, v, state, s)
+        if r.kind == "nondiff":
+            return []
+        raise InternalError("reverse", f"unresolved call {r.name} with active arguments")
+
+    def rule_contributions(self, fn, args, keywords, v, state, s) -> list:
+        rule = lookup(fn)
+        ctx = self.ctx
+        if rule is None:
+            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
+        # keyword arguments naming differentiable positions bind to those positions
+        args = list(args)
+        for i, pname in enumerate(rule.params):
+            if pname in keywords and i >= len(args) and i in rule.diff_args:
+                while len(args) < i:
+                    args.append(None)
+                args.append(keywords.pop(pname))
+        active = [(k, i) for k, i in enumerate(rule.diff_args)
+                  if i < len(args) and self.is_active(args[i])]
+        # an active operand outside diff_args would silently get no gradient
+        for i, a in enumerate(args):
+            if self.is_active(a) and i not in rule.diff_args:
+                raise NonDifferentiableError(
+                    f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
+                    f"differentiable, but it depends on the differentiated input.")
+        if not active:
+            return []
+        if any(a is None for a in args):
+            raise InternalError("reverse", f"keyword binding left a gap calling {rule.name}")
+        bv, ans = A.load(self.adj(v)), A.load(v)
+        tmpl = inline.template(rule.vjp)
+        mapping = inline.bind(tmpl, [bv, ans], args, keywords)
+        out = []
+        if tmpl.elements is not None and mapping is not None:
+            exprs = {k: inline.instantiate(rule.vjp, tmpl.elements[k], mapping, ctx)
+                     for k, _ in active}
+        else:
+            tmp = ctx.namer.fresh()
+            fname = ctx.helper(rule.vjp, rule.vjp.__name__)
+            kw = [gast.keyword(arg=k, value=val) for k, val in keywords.items()]
+            out.append(A.assign(tmp, A.call(A.load(fname), bv, ans, *args, keywords=kw), at=s))
+            exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
+                     for k, _ in active}
+        for k, i in active:
+            self.read(exprs[k])
+            out.append(self.accumulate(args[i].id, exprs[k], state, s))
+        return out
+
+    def user_call_contributions(self, call, v, state, s) -> list:
+        adjoint = self.user_calls[id(call)]
+        saved = self.call_saves[id(s)]
+        self.read(A.load(saved))
+        tmp = self.ctx.namer.fresh()
+        bwd = A.attr(A.load(self.ctx.helper(adjoint, adjoint.helper_name)), "bwd")
+        out = [A.assign(tmp, A.call(bwd, A.load(saved), A.load(self.adj(v))), at=s)]
+        for i, a in enumerate(adjoint.bind_positions(call)):
+            if a is not None and self.is_active(a):
+                part = gast.Subscript(value=A.load(tmp), slice=A.const(i), ctx=gast.Load())
+                out.append(self.accumulate(a.id, part, state, s))
+        return out
+
+    # -- control flow ----------------------------------------------------------------------
+    def backward_if(self, s, state: _State) -> list:
+        cond = self.cond_names[id(s)]
+        body_state, else_state = _State(state.zero), _State(state.zero)
+        body = self.backward_block(s.body, body_state)
+        orelse = self.backward_block(s.orelse, else_state)
+        if not body and not orelse:
+            return []
+        self.recorded.add(id(s))
+        join = body_state.zero & else_state.zero
+        body += _reset(body_state.zero - join, s)
+        orelse += _reset(else_state.zero - join, s)
+        state.zero = join
+        node = gast.If(test=A.load(cond), body=body or [gast.Pass()], orelse=orelse)
+        pop = A.assign(cond, A.call(A.attr(self.tape, "pop")), at=s)
+        return [pop, A.located(node, s)]
+
+    def backward_loop(self, s, state: _State) -> list:
+        namer = self.ctx.namer
+        count = self.count_names[id(s)]
+        target_pop = []
+        if isinstance(s, gast.For) and self.is_needed(s.target.id):
+            target_pop = [A.assign(s.target.id, A.call(A.attr(self.tape, "pop")), at=s)]
+        # fixed point of the zero set at the top of the backward body
+        entry = set(state.zero)
+        snapshot = _snapshot(namer, self)
+        while True:
+            trial = _State(entry)
+            self.backward_block(s.body, trial)
+            _restore(namer, self, snapshot)
+            if entry <= trial.zero:
+                break
+            entry &= trial.zero
+        body_state = _State(entry)
+        body = self.backward_block(s.body, body_state)
+        if not body and not target_pop:
+            return []
+        self.recorded.add(id(s))
+        body = target_pop + body + _reset(body_state.zero - entry, s)
+        materialize = _reset(state.zero - entry, s)
+        state.zero = set(entry)
+        loop_var = namer.fresh("_k")
+        loop = gast.For(target=A.store(loop_var), iter=A.call("range", A.load(count)),
+                        body=body or [gast.Pass()], orelse=[], type_comment=None)
+        pop = A.assign(count, A.call(A.attr(self.tape, "pop")), at=s)
+        return [pop] + materialize + [A.located(loop, s)]
+
+    # -- forward sweep ---------------------------------------------------------------------
+    def forward_block(self, stmts) -> list:
+        out = []
+        for s in stmts:
+            out.extend(self.forward_stmt(s))
+        return out
+
+    def push(self, name: str, at) -> gast.stmt:
+        return A.expr_stmt(A.call(A.attr(self.tape, "push"), A.load(name)), at=at)
+
+    def forward_stmt(self, s) -> list:
+        if isinstance(s, gast.Assign):
+            out = []
+            if id(s) in self.pushes and s.targets[0].id in self.needed:
+                out.append(self.push(s.targets[0].id, s))
+            if id(s) in self.call_saves and id(s) in self.in_loop:
+                out.append(self.push(self.call_saves[id(s)], s))
+            if id(s) in self.call_saves:
+                call = s.value
+                adjoint = self.user_calls[id(call)]
+                fwd = A.attr(A.load(self.ctx.helper(adjoint, adjoint.helper_name)), "fwd")
+                new_call = gast.Call(func=fwd, args=list(call.args), keywords=call.keywords)
+                target = gast.Tuple(elts=[A.store(s.targets[0].id),
+                                          A.store(self.call_saves[id(s)])], ctx=gast.Store())
+                out.append(A.assign(target, new_call, at=s))
+            else:
+                out.append(s)
+            return out
+        if isinstance(s, gast.If):
+            s.body = self.forward_block(s.body) or [gast.Pass()]
+            s.orelse = self.forward_block(s.orelse)
+            if id(s) not in self.recorded:
+                return [s]
+            cond = self.cond_names[id(s)]
+            decide = A.assign(cond, s.test, at=s)
+            s.test = A.load(cond)
+            return [decide, s, self.push(cond, s)]
+        if isinstance(s, (gast.For, gast.While)):
+            body = self.forward_block(s.body)
+            if id(s) not in self.recorded:
+                s.body = body or [gast.Pass()]
+                s.orelse = self.forward_block(s.orelse)
+                return [s]
+            count = self.count_names[id(s)]
+            start = [A.assign(count, gast.BinOp(left=A.load(count), op=gast.Add(),
+                                                right=A.const(1)), at=s)]
+            if isinstance(s, gast.For) and s.target.id in self.needed:
+                # pushed last in the iteration, so it is popped first in the backward one
+                # (before the final 'if flag: break' that exits lowering may have added)
+                at = len(body) - 1 if body and _is_exit_if(body[-1]) else len(body)
+                body.insert(at, self.push(s.target.id, s))
+            s.body = start + body
+            s.orelse = self.forward_block(s.orelse)
+            return [A.assign(count, A.const(0), at=s), s, self.push(count, s)]
+        if isinstance(s, gast.Delete):
+            kept = [t for t in s.targets if t.id not in self.needed]
+            if not kept:
+                return []
+            s.targets = kept
+            return [s]
+        return [s]
+
+
+def _is_exit_if(s) -> bool:
+    return isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], gast.Break)
+
+
+def _index_expr(node):
+    """A Load-context copy of an index (slices become ``slice(...)`` calls)."""
+    if isinstance(node, gast.Slice):
+        parts = [A.const(None) if p is None else A.deepcopy(p)
+                 for p in (node.lower, node.upper, node.step)]
+        return A.call("slice", *parts)
+    if isinstance(node, gast.Tuple):
+        return gast.Tuple(elts=[_index_expr(e) for e in node.elts], ctx=gast.Load())
+    return A.deepcopy(node)
+
+
+def _reset(names, at) -> list:
+    return [A.assign(b, A.const(0.0), at=at) for b in sorted(names)]
+
+
+def _snapshot(namer, gen):
+    return (dict(namer.counters), set(namer.taken), dict(namer.adjoints),
+            dict(gen.ctx.helpers), copy.copy(gen.needed))
+
+
+def _restore(namer, gen, snap):
+    namer.counters, namer.taken, namer.adjoints = dict(snap[0]), set(snap[1]), dict(snap[2])
+    gen.ctx.helpers = dict(snap[3])
+    gen.needed = copy.copy(snap[4])
+
+
+def _primal_names(tree, ctx: Context) -> set[str]:
+    names = set(ctx.params)
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            names.add(node.id)
+    return names
+
+
+def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Module:
+    """Build ``_make(...)`` returning the forward and backward sweeps of ``tree``."""
+    ret = tree.body[-1]
+    if not (isinstance(ret, gast.Return) and isinstance(ret.value, (gast.Name, gast.Constant))):
+        raise InternalError("reverse", "the body does not end with 'return name'")
+    body = tree.body[:-1]
+    gen = ReverseGenerator(tree, ctx, user_calls)
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
+                and id(node.value) in user_calls:
+            gen.call_saves[id(node)] = ctx.namer.fresh("_s")
+    result = ret.value.id if isinstance(ret.value, gast.Name) else None
+    seed = ctx.namer.adjoint(result) if result else ctx.namer.unique("b_result")
+    all_adjoints = {ctx.namer.adjoint(v) for v in sorted(ctx.active)}
+
+    # pass 1 learns which primal values the backward sweep reads; pass 2 emits the code
+    snap = _snapshot(ctx.namer, gen)
+    gen.backward_block(body, _State(all_adjoints - {seed}))
+    needed = gen.needed
+    _restore(ctx.namer, gen, snap)
+    gen.needed, gen.final, gen.recorded = needed, True, set()
+    state = _State(all_adjoints - {seed})
+    backward = gen.backward_block(body, state)
+    forward = gen.forward_block(body)
+    ctx.raise_problems()
+
+    primal = _primal_names(tree, ctx)
+    uses_tape = any(isinstance(n, gast.Attribute) and n.attr == "push"
+                    and isinstance(n.value, gast.Name) and n.value.id == gen.tape
+                    for s in forward for n in gast.walk(s))
+    saved = sorted((gen.needed & primal) - set(ctx.params) - {gen.tape})
+    saved = [p for p in ctx.params if p in gen.needed or p in ctx.wrt_names] + saved
+    if uses_tape:
+        saved = [gen.tape] + saved
+    rt = ctx.rt
+
+    fwd_body = [codegen.comment("forward sweep")]
+    if uses_tape:
+        fwd_body.append(A.assign(gen.tape, A.call(A.attr(rt, "Tape"))))
+        loop_saves = [gen.call_saves[i] for i in gen.call_saves if i in gen.in_loop]
+        for v in sorted((gen.none_init & gen.needed) | set(loop_saves)):
+            fwd_body.append(A.assign(v, A.const(None)))
+    fwd_body += forward
+    result_expr = A.load(result) if result else A.deepcopy(ret.value)
+    saved_tuple = gast.Tuple(elts=[A.load(n) for n in saved], ctx=gast.Load())
+    fwd_body.append(A.located(gast.Return(value=gast.Tuple(elts=[result_expr, saved_tuple],
+                                                             ctx=gast.Load())), ret))
+
+    bwd_body = [codegen.comment("backward sweep")]
+    if saved:
+        target = gast.Tuple(elts=[A.store(n) for n in saved], ctx=gast.Store()) \
+            if len(saved) > 1 else A.store(saved[0])
+        value = A.load(gen.saved_name) if len(saved) > 1 else gast.Subscript(
+            value=A.load(gen.saved_name), slice=A.const(0), ctx=gast.Load())
+        bwd_body.append(A.assign(target, value))
+    bwd_body += backward
+    grads = []
+    for p in ctx.wrt_names:
+        b = ctx.namer.adjoint(p)
+        if b in state.zero:
+            grads.append(A.call(A.attr(rt, "zeros_like"), A.load(p)))
+        else:
+            grads.append(A.call(A.attr(rt, "densify"), A.load(b), A.load(p)))
+    bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
+
+    name = tree.name if tree.name != "_lambda" else "lambda"
+    fwd = _function(f"{name}_fwd", tree.args, fwd_body)
+    bwd_args = gast.arguments(args=[A.store(gen.saved_name), A.store(seed)], posonlyargs=[],
+                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                              defaults=[])
+    for a in bwd_args.args:
+        a.ctx = gast.Param()
+    bwd = _function(f"{name}_bwd", bwd_args, bwd_body)
+    return _factory(ctx, [fwd, bwd], [fwd.name, bwd.name])
+
+
+def _function(name, args, body) -> gast.FunctionDef:
+    return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])
+
+
+def _factory(ctx: Context, functions, returned) -> gast.Module:
+    """``def _make(_rt, helpers..., closure vars...): <functions>; return them``."""
+    params = [ctx.rt] + list(ctx.helpers) + sorted(ctx.closure)
+    args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
+                                          type_comment=None) for p in params],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[])
+    ret = gast.Return(value=gast.Tuple(elts=[A.load(n) for n in returned], ctx=gast.Load()))
+    make = _function("_make", args, list(functions) + [ret])
+    return gast.Module(body=[make], type_ignores=[])
