@@ -39,14 +39,13 @@ class Adjoint:
         self._helpers: list = []
         self._fwd = self._bwd = None
         self._has_closure = bool(getattr(fn, "__closure__", None))
-        self.params: list[str] = []
+        self.params: list[str] = _param_names(fn)
 
     def build(self, debug: bool = False) -> None:
         ctx = prepare(self.fn, self.wrt, debug)
         tree = normalize(ctx)
         user_calls = check_calls(tree, ctx, get_callee_adjoint)
         module = reverse(tree, ctx, user_calls)
-        self.params = ctx.params
         self.source = codegen.to_source(module)
         if debug:
             print(self.source, file=sys.stderr)
@@ -62,10 +61,18 @@ class Adjoint:
         if not self._has_closure:
             self._fwd, self._bwd = self._make(*self._helpers)
 
-    def _instantiate(self):
-        cells = dict(zip(self.fn.__code__.co_freevars, self.fn.__closure__))
+    def _instantiate(self, fn=None):
+        fn = self.fn if fn is None else fn
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
         values = [cells[n].cell_contents for n in self._closure_names]
         return self._make(*self._helpers, *values)
+
+    def sweeps_for(self, fn):
+        """The sweeps for ``fn``, a function sharing this adjoint's code (its closure
+        cells supply the values the generated code reads)."""
+        if not self._has_closure:
+            return self._fwd, self._bwd
+        return self._instantiate(fn)
 
     @property
     def fwd(self):
@@ -97,9 +104,16 @@ def _func_key(fn):
     return getattr(fn, "__func__", fn)
 
 
+def _cache_key(fn):
+    # Functions made by the same 'def' (closures, local defs run on every call) share one
+    # adjoint: their cells are read per call.
+    return fn.__code__
+
+
 def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
     """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
-    key = _func_key(fn)
+    fn = _func_key(fn)
+    key = _cache_key(fn)
     with _LOCK:
         per_fn = _CACHE.get(key)
         if per_fn is None:
@@ -107,7 +121,7 @@ def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjo
         adj = per_fn.get(wrt)
         if adj is not None and not debug:
             return adj
-        adj = Adjoint(key, wrt)
+        adj = Adjoint(fn, wrt)
         per_fn[wrt] = adj  # before building: a recursive call finds it
         try:
             adj.build(debug)
@@ -267,7 +281,7 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
     @functools.wraps(f)
     def gradient(*args, **kwargs):
         _check_differentiable(f, names, indices, args)
-        fwd, bwd = adjoint().sweeps()
+        fwd, bwd = adjoint().sweeps_for(f)
         value, saved = fwd(*args, **kwargs)
         grads = bwd(saved, _seed(f, value))
         g = grads[0] if single else tuple(grads)
@@ -287,7 +301,7 @@ def vjp(f: Callable, *args, **kwargs):
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
     adj = get_adjoint(f, wrt)
-    fwd, bwd = adj.sweeps()
+    fwd, bwd = adj.sweeps_for(f)
     value, saved = fwd(*args, **kwargs)
     used = []
 
@@ -318,3 +332,40 @@ def source(obj) -> str:
         return get_adjoint(obj, (0,)).source
     raise SrcgradError(f"srcgrad.source() takes a function made by srcgrad.grad/vjp/jvp or a "
                        f"Tensor; got {type(obj).__name__}")
+
+
+# -- calls resolved only at run time (functions passed in, local defs, lambdas, methods) -----
+def dynamic_forward(fn, args, kwargs):
+    """Run ``fn(*args, **kwargs)`` recording how to differentiate it; see runtime.call_fwd."""
+    from .rules import lookup
+    rule = lookup(fn)
+    if rule is not None:
+        value = fn(*args, **kwargs)
+        return value, ("rule", rule, args, kwargs, value)
+    func = _func_key(fn)
+    if not hasattr(func, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
+    names = _param_names(func)
+    adj = get_adjoint(func, tuple(range(len(names))))
+    fwd, bwd = adj.sweeps_for(func)
+    self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    value, saved = fwd(*self_args, *args, **kwargs)
+    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+
+
+def dynamic_backward(record, g):
+    """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
+    if record[0] == "rule":
+        _, rule, args, kwargs, value = record
+        grads = rule.vjp(g, value, *args, **kwargs)
+        positional = [None] * len(args)
+        for k, i in enumerate(rule.diff_args):
+            if i < len(args):
+                positional[i] = grads[k]
+        return positional, {}
+    _, bwd, saved, n_self, names, n_args, kwargs = record
+    grads = bwd(saved, g)
+    positional = list(grads[n_self:n_self + n_args])
+    by_name = dict(zip(names, grads))
+    return positional, {k: by_name.get(k) for k in kwargs}

@@ -15,6 +15,15 @@ __all__ = [
     "zeros_like",
     "densify",
     "ZERO",
+    "is_zero",
+    "part",
+    "add_attr",
+    "setitem",
+    "list_append",
+    "list_extend",
+    "list_insert",
+    "list_delete",
+    "dict_update",
 ]
 
 import numpy as np
@@ -76,16 +85,41 @@ def zeros_like(x):
         return type(x)(zeros_like(v) for v in x)
     if hasattr(x, "__array__"):
         return np.zeros_like(np.asarray(x), dtype=np.float64)
+    if _is_object(x):
+        return _densify_object({}, x)
     return None
+
+
+def is_zero(g) -> bool:
+    """Whether ``g`` is the lazy zero (``0.0`` written by generated code, or None)."""
+    return g is None or (type(g) is float and g == 0.0)
 
 
 def densify(g, x):
     """Turn a lazy zero adjoint into real zeros shaped like ``x``; other values pass."""
-    if g is ZERO or g is None:
+    if is_zero(g):
         return zeros_like(x)
     if isinstance(x, (list, tuple, dict)):
         return _densify_struct(g, x)
+    if isinstance(g, dict) and not isinstance(x, dict):
+        return _densify_object(g, x)
+    if _is_object(g):
+        return _densify_object(vars(g), x)
+    if isinstance(x, np.ndarray) and np.shape(g) != x.shape:
+        return np.broadcast_to(g, x.shape).copy()
     return g
+
+
+def _densify_object(g: dict, x):
+    """Gradient of an object's attributes: an object of the same class holding them."""
+    import copy
+    out = copy.copy(x)
+    for name, value in vars(x).items():
+        if name in g:
+            object.__setattr__(out, name, densify(g[name], value))
+        elif isinstance(value, (float, np.ndarray, np.floating)):
+            object.__setattr__(out, name, zeros_like(value))
+    return out
 
 
 def _densify_struct(g, x):
@@ -100,11 +134,12 @@ def _densify_struct(g, x):
 
 def add(a, b):
     """``a + b`` for adjoints, where either may be the lazy zero or a container."""
-    if a is ZERO or a is None:
+    if is_zero(a):
         return b
-    if b is ZERO or b is None:
+    if is_zero(b):
         return a
-    if isinstance(a, dict):
+    if isinstance(a, dict) or isinstance(b, dict) or _is_object(a):
+        a, b = _attr_dict(a), _attr_dict(b)
         out = dict(a)
         for k, v in b.items():
             out[k] = add(out.get(k, ZERO), v)
@@ -123,7 +158,7 @@ def add_at(acc, x, index, g):
     Repeated fancy indices accumulate (``np.add.at``). Containers get container adjoints.
     """
     if isinstance(x, np.ndarray):
-        if acc is ZERO or acc is None:
+        if is_zero(acc):
             acc = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32)
                            if x.dtype.kind in "fc" else np.float64)
         else:
@@ -139,6 +174,8 @@ def add_at(acc, x, index, g):
         return acc
     if isinstance(x, (list, tuple)):
         items = list(acc) if isinstance(acc, (list, tuple)) else [ZERO] * len(x)
+        if isinstance(index, (np.integer,)):
+            index = int(index)
         if isinstance(index, slice):
             for i, gi in zip(range(*index.indices(len(x))), g):
                 items[i] = add(items[i], gi)
@@ -147,7 +184,9 @@ def add_at(acc, x, index, g):
         if isinstance(x, tuple) and hasattr(x, "_fields"):
             return type(x)(*items)
         return type(x)(items)
-    raise TypeError(f"cannot differentiate indexing into {type(x).__name__}")
+    if np.ndim(x) == 0 and isinstance(x, (float, np.floating)):
+        raise TypeError("cannot index into a scalar")
+    return add_at(acc, np.asarray(x), index, g)
 
 
 def _is_simple_index(index) -> bool:
@@ -155,3 +194,122 @@ def _is_simple_index(index) -> bool:
     if isinstance(index, tuple):
         return all(_is_simple_index(i) for i in index)
     return index is None or index is Ellipsis or isinstance(index, (int, np.integer, slice))
+
+
+def _is_object(x) -> bool:
+    """A user object (its adjoint is a dict of attribute adjoints)."""
+    return hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, type))
+
+
+def _attr_dict(x):
+    return dict(vars(x)) if _is_object(x) else x
+
+
+def part(g, key):
+    """``g[key]`` of a structured adjoint, the lazy zero staying zero."""
+    if is_zero(g):
+        return ZERO
+    if isinstance(g, dict):
+        return g.get(key, ZERO)
+    return g[key]
+
+
+def add_attr(acc, obj, name: str, g):
+    """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
+    if is_zero(g):
+        return acc
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple: by position
+        return add_at(acc, obj, obj._fields.index(name), g)
+    out = dict(acc) if isinstance(acc, dict) else {}
+    out[name] = add(out.get(name, ZERO), g)
+    return out
+
+
+# -- functional updates: what ``x[i] = v`` and list methods become on varied values ---------
+def setitem(x, index, value):
+    """A copy of ``x`` with ``x[index] = value`` (arrays, lists, dicts)."""
+    if isinstance(x, np.ndarray):
+        dtype = np.result_type(x.dtype, np.asarray(value).dtype) \
+            if x.dtype.kind in "biu" and np.asarray(value).dtype.kind == "f" else x.dtype
+        out = np.array(x, dtype=dtype, copy=True)
+    elif isinstance(x, dict):
+        out = dict(x)
+    elif isinstance(x, list):
+        out = list(x)
+    else:
+        raise TypeError(f"cannot assign into an element of {type(x).__name__}")
+    out[index] = value
+    return out
+
+
+def list_append(xs, value):
+    return list(xs) + [value]
+
+
+def list_extend(xs, values):
+    return list(xs) + list(values)
+
+
+def list_insert(xs, index, value):
+    out = list(xs)
+    out.insert(index, value)
+    return out
+
+
+def list_delete(xs, index):
+    out = list(xs)
+    del out[index]
+    return out
+
+
+def dict_update(d, other):
+    out = dict(d)
+    out.update(other)
+    return out
+
+
+def setitem_zeroed(g, x, index):
+    """``g`` with the elements at ``index`` set to zero (adjoint of an overwritten slot)."""
+    if is_zero(g):
+        return ZERO
+    if isinstance(g, np.ndarray):
+        out = np.array(g, copy=True)
+        out[index] = 0
+        return out
+    if isinstance(g, dict):
+        out = dict(g)
+        out.pop(index, None)
+        return out
+    out = list(g)
+    out[index] = ZERO
+    return out
+
+
+def list_slice(g, start: int, stop: int):
+    """``g[start:stop]`` of a list adjoint, the lazy zero staying zero."""
+    if is_zero(g):
+        return ZERO
+    return list(g[start:stop])
+
+
+# -- calls whose target is known only at run time ------------------------------------------
+def call_fwd(fn, *args, **kwargs):
+    """Forward sweep of a call to a function value (argument, local def, lambda): returns
+    ``(value, record)``; ``call_bwd(record, g)`` gives ``(positional, keyword)`` gradients."""
+    from .api import dynamic_forward
+    return dynamic_forward(fn, args, kwargs)
+
+
+def method_fwd(obj, name, *args, **kwargs):
+    """Like ``call_fwd`` for ``obj.name(...)``: gradients include ``obj`` as argument 0."""
+    from .api import dynamic_forward
+    method = getattr(type(obj), name, None)
+    if method is None or not hasattr(method, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    return dynamic_forward(method, (obj,) + args, kwargs)
+
+
+def call_bwd(record, g):
+    from .api import dynamic_backward
+    return dynamic_backward(record, g)

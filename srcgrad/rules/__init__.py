@@ -8,3 +8,4 @@ from . import operators  # noqa: F401  (registers rules on import)
 
 __all__ = ["Rule", "all_rules", "defjvp", "defrule", "is_nondifferentiable", "lookup",
            "nondifferentiable", "rule", "rule_name"]
+from . import runtime_rules  # noqa: E402,F401  (rules of the runtime's functional updates)

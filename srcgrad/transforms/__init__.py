@@ -17,7 +17,7 @@ from ..naming import Namer
 from ..source import get_source
 from .activity import mark_active, mark_varied
 from .anf import to_anf
-from .context import Context
+from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
 from .resolve import resolve
@@ -50,6 +50,8 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
                 pass
     local_names = set(params) | {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                                  and isinstance(n.ctx, (gast.Store, gast.Del))}
+    local_names |= {n.name for n in gast.walk(tree)
+                    if isinstance(n, gast.FunctionDef) and n is not tree}
     ctx = Context(fn=fn, src=src, wrt=tuple(wrt), namer=namer, params=params,
                   globals=getattr(fn, "__globals__", {}), closure=closure,
                   local_names=local_names, debug=debug)
@@ -89,6 +91,14 @@ def active_calls(tree: gast.FunctionDef, ctx: Context):
                 yield node, call, ctx.resolved[id(call)]
 
 
+def _local_callee(func, ctx: Context) -> bool:
+    base = func
+    while isinstance(base, gast.Attribute):
+        base = base.value
+    return isinstance(base, gast.Name) and (base.id in ctx.local_names
+                                            or base.id in ctx.closure)
+
+
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint; raise for calls
     nothing can differentiate."""
@@ -101,6 +111,11 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
                 user_calls[id(call)] = get_adjoint(r.obj)
             except SourceUnavailableError:
                 raise MissingRuleError(r.name, ctx.location(stmt)) from None
+            continue
+        if r.kind == "dynamic" or (r.kind in ("unknown", "attribute") and _local_callee(
+                call.func, ctx)):
+            user_calls[id(call)] = DynamicCall(
+                "method" if isinstance(call.func, gast.Attribute) else "call")
             continue
         if r.kind == "class":
             ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",

@@ -21,6 +21,14 @@ class Resolved:
     name: str = ""  # readable name for messages
 
 
+class DynamicCall:
+    """A call whose callee is known only at run time (a function passed in, a local def or
+    lambda, a method of a user object): generated code goes through runtime.call_fwd."""
+
+    def __init__(self, kind: str):
+        self.kind = kind  # 'call' (f(...)) or 'method' (obj.name(...))
+
+
 @dataclass
 class Context:
     """Facts about one function being transformed, shared by all passes."""

@@ -13,8 +13,52 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    lift_closures(tree, ctx)
     tree.body = _Desugar(ctx).block(tree.body)
     return tree
+
+
+def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
+    """Nested defs and lambdas that read varied variables of the enclosing function take
+    them as keyword-only parameters instead, passed at each call: gradients then flow back
+    to those variables through the call like through any argument."""
+    lifted: dict[str, list[str]] = {}
+    for node in gast.walk(tree):
+        if isinstance(node, gast.FunctionDef) and node is not tree:
+            fn, name = node, node.name
+        elif isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda) \
+                and isinstance(node.targets[0], gast.Name):
+            fn, name = node.value, node.targets[0].id
+        else:
+            continue
+        own = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+        own |= {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Store)}
+        free = sorted({n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
+                       and isinstance(n.ctx, gast.Load)} - own)
+        captured = [v for v in free if v in ctx.varied and v in ctx.local_names]
+        if not captured:
+            continue
+        lifted[name] = captured
+        for v in captured:
+            fn.args.kwonlyargs.append(gast.Name(id=v, ctx=gast.Param(), annotation=None,
+                                                type_comment=None))
+            fn.args.kw_defaults.append(None)
+        ctx.varied.add(name)
+    if not lifted:
+        return
+    calls = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id in lifted:
+            calls.add(id(node.func))
+            node.keywords += [gast.keyword(arg=v, value=A.load(v)) for v in lifted[node.func.id]]
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
+                and node.id in lifted and id(node) not in calls:
+            ctx.problem(node, f"using '{node.id}', which reads differentiable variables of "
+                              f"the enclosing function, other than by calling it",
+                        "Call it directly, or pass those variables as arguments.")
 
 
 class _Desugar:
@@ -87,7 +131,7 @@ class _Desugar:
         """``x[i] = v`` -> ``x = _rt.setitem(x, i, v)`` (nested targets recursively)."""
         container = target.value
         new = A.call(A.attr(self.ctx.rt, "setitem"), _as_load(A.deepcopy(container)),
-                     target.slice, value)
+                     index_value(target.slice), value)
         A.located(new, at)
         if isinstance(container, gast.Name):
             return [A.assign(container.id, new, at=at)]
@@ -101,7 +145,7 @@ class _Desugar:
         call = s.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name)
-                and call.func.attr in _LIST_METHODS | {"pop"}
+                and call.func.attr in {*_LIST_METHODS, "pop"}
                 and (A.names_read(call) & self.ctx.varied)):
             name = call.func.value.id
             if call.func.attr == "pop":
@@ -254,6 +298,16 @@ class _CompHoister(gast.NodeTransformer):
         self.pre.append(A.assign(result, empty, at=at))
         self.pre.extend(self.owner.block(body))
         return A.load(result)
+
+
+def index_value(node):
+    """An index as an ordinary expression: ``a:b`` becomes ``slice(a, b, None)``."""
+    if isinstance(node, gast.Slice):
+        parts = [A.const(None) if p is None else p for p in (node.lower, node.upper, node.step)]
+        return A.call("slice", *parts)
+    if isinstance(node, gast.Tuple):
+        return gast.Tuple(elts=[index_value(e) for e in node.elts], ctx=gast.Load())
+    return node
 
 
 def _as_load(node):

@@ -76,7 +76,11 @@ def resolve(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 def _resolve_call(node, ctx, methods, nondiff_methods) -> Resolved:
     func = node.func
     try:
-        return classify(static_value(func, ctx))
+        resolved = classify(static_value(func, ctx))
+        if resolved.kind == "user" and isinstance(func, gast.Name) and func.id in ctx.closure:
+            # a function captured from an enclosing scope may differ between closures
+            return Resolved("dynamic", None, func.id)
+        return resolved
     except KeyError:
         pass
     if isinstance(func, gast.Attribute):

@@ -23,7 +23,7 @@ from ..errors import InternalError, MissingRuleError, NonDifferentiableError
 from ..rules import lookup
 from . import astutil as A
 from . import inline
-from .context import Context
+from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
 
 ZERO = A.const(0.0)
@@ -52,6 +52,7 @@ class ReverseGenerator:
         self.recorded: set[int] = set()  # ids of ifs/loops whose backward is not empty
         self.filename = os.path.basename(ctx.src.filename)
         self.in_loop: set[int] = set()  # ids of statements inside a loop
+        self.nested: set[int] = set()  # ids of statements inside a branch or loop
         self.overwritten, self.pushes, self.none_init = self._overwrites()
         self.numeric = self._numeric_names()
         for node in gast.walk(tree):  # names for decisions, fixed before any dry run
@@ -74,6 +75,8 @@ class ReverseGenerator:
             for s in stmts:
                 if looping:
                     self.in_loop.add(id(s))
+                if depth:
+                    self.nested.add(id(s))
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
                     v = s.targets[0].id
                     count[v] = count.get(v, 0) + 1
@@ -101,6 +104,7 @@ class ReverseGenerator:
             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
                 if node.targets[0].id in overwritten and id(node) not in first_top:
                     pushes.add(id(node))
+        self.maybe_unbound = first_nested
         return overwritten, pushes, first_nested & overwritten
 
     def _numeric_names(self) -> set[str]:
@@ -269,7 +273,10 @@ class ReverseGenerator:
         r = self.ctx.resolved.get(id(call))
         args = list(call.args)
         keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-        active_args = [a for a in args + list(keywords.values()) if self.is_active(a)]
+        operands = args + list(keywords.values())
+        if isinstance(call.func, gast.Attribute):
+            operands.append(call.func.value)  # the receiver of a method call
+        active_args = [a for a in operands if self.is_active(a)]
         if not active_args:
             return []
         if any(isinstance(a, gast.Starred) for a in args) or any(
@@ -282,7 +289,7 @@ class ReverseGenerator:
             return self.rule_contributions(r.obj, args, keywords, v, state, s)
         if r.kind == "rule":
             return self.rule_contributions(r.obj, args, keywords, v, state, s)
-        if r.kind == "user" and id(s) in self.call_saves:
+        if r.kind in ("user", "dynamic", "unknown", "attribute") and id(s) in self.call_saves:
             return self.user_call_contributions(call, v, state, s)
         if r.kind == "nondiff":
             return []
@@ -323,7 +330,9 @@ class ReverseGenerator:
             tmp = ctx.namer.fresh()
             fname = ctx.helper(rule.vjp, rule.vjp.__name__)
             kw = [gast.keyword(arg=k, value=val) for k, val in keywords.items()]
-            out.append(A.assign(tmp, A.call(A.load(fname), bv, ans, *args, keywords=kw), at=s))
+            call = A.call(A.load(fname), bv, ans, *args, keywords=kw)
+            self.read(call)
+            out.append(A.assign(tmp, call, at=s))
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
         for k, i in active:
@@ -334,6 +343,8 @@ class ReverseGenerator:
     def user_call_contributions(self, call, v, state, s) -> list:
         adjoint = self.user_calls[id(call)]
         saved = self.call_saves[id(s)]
+        if isinstance(adjoint, DynamicCall):
+            return self.dynamic_call_contributions(call, adjoint, saved, v, state, s)
         self.read(A.load(saved))
         tmp = self.ctx.namer.fresh()
         bwd = A.attr(A.load(self.ctx.helper(adjoint, adjoint.helper_name)), "bwd")
@@ -343,6 +354,37 @@ class ReverseGenerator:
                 part = gast.Subscript(value=A.load(tmp), slice=A.const(i), ctx=gast.Load())
                 out.append(self.accumulate(a.id, part, state, s))
         return out
+
+    def dynamic_call_contributions(self, call, dyn, saved, v, state, s) -> list:
+        self.read(A.load(saved))
+        tmp = self.ctx.namer.fresh()
+        bwd = A.call(A.attr(self.ctx.rt, "call_bwd"), A.load(saved), A.load(self.adj(v)))
+        out = [A.assign(tmp, bwd, at=s)]
+        positional = ([call.func.value] if dyn.kind == "method" else []) + list(call.args)
+        for i, a in enumerate(positional):
+            if self.is_active(a):
+                part = A.parse_expr(f"{tmp}[0][{i}]")
+                out.append(self.accumulate(a.id, part, state, s))
+        for k in call.keywords:
+            if self.is_active(k.value):
+                part = A.parse_expr(f"{tmp}[1][{k.arg!r}]")
+                out.append(self.accumulate(k.value.id, part, state, s))
+        return out
+
+    def forward_call(self, call):
+        """The forward-sweep call returning ``(value, saved)`` for a user or dynamic call."""
+        adjoint = self.user_calls[id(call)]
+        rt = self.ctx.rt
+        if isinstance(adjoint, DynamicCall):
+            if adjoint.kind == "method":
+                func = call.func
+                args = [func.value, A.const(func.attr)] + list(call.args)
+                return gast.Call(func=A.attr(rt, "method_fwd"), args=args,
+                                 keywords=call.keywords)
+            return gast.Call(func=A.attr(rt, "call_fwd"), args=[call.func] + list(call.args),
+                             keywords=call.keywords)
+        fwd = A.attr(A.load(self.ctx.helper(adjoint, adjoint.helper_name)), "fwd")
+        return gast.Call(func=fwd, args=list(call.args), keywords=call.keywords)
 
     # -- control flow ----------------------------------------------------------------------
     def backward_if(self, s, state: _State) -> list:
@@ -409,10 +451,7 @@ class ReverseGenerator:
             if id(s) in self.call_saves and id(s) in self.in_loop:
                 out.append(self.push(self.call_saves[id(s)], s))
             if id(s) in self.call_saves:
-                call = s.value
-                adjoint = self.user_calls[id(call)]
-                fwd = A.attr(A.load(self.ctx.helper(adjoint, adjoint.helper_name)), "fwd")
-                new_call = gast.Call(func=fwd, args=list(call.args), keywords=call.keywords)
+                new_call = self.forward_call(s.value)
                 target = gast.Tuple(elts=[A.store(s.targets[0].id),
                                           A.store(self.call_saves[id(s)])], ctx=gast.Store())
                 out.append(A.assign(target, new_call, at=s))
@@ -505,7 +544,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
             gen.call_saves[id(node)] = ctx.namer.fresh("_s")
     result = ret.value.id if isinstance(ret.value, gast.Name) else None
     seed = ctx.namer.adjoint(result) if result else ctx.namer.unique("b_result")
-    all_adjoints = {ctx.namer.adjoint(v) for v in sorted(ctx.active)}
+    all_adjoints = {ctx.namer.adjoint(v) for v in sorted(ctx.active | set(ctx.wrt_names))}
 
     # pass 1 learns which primal values the backward sweep reads; pass 2 emits the code
     snap = _snapshot(ctx.namer, gen)
@@ -518,7 +557,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     forward = gen.forward_block(body)
     ctx.raise_problems()
 
-    primal = _primal_names(tree, ctx)
+    primal = _primal_names(tree, ctx) | set(gen.call_saves.values())
     uses_tape = any(isinstance(n, gast.Attribute) and n.attr == "push"
                     and isinstance(n.value, gast.Name) and n.value.id == gen.tape
                     for s in forward for n in gast.walk(s))
@@ -531,9 +570,12 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd_body = [codegen.comment("forward sweep")]
     if uses_tape:
         fwd_body.append(A.assign(gen.tape, A.call(A.attr(rt, "Tape"))))
-        loop_saves = [gen.call_saves[i] for i in gen.call_saves if i in gen.in_loop]
-        for v in sorted((gen.none_init & gen.needed) | set(loop_saves)):
-            fwd_body.append(A.assign(v, A.const(None)))
+    # names the forward sweep saves or pushes before a first assignment that may not run
+    nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in gen.nested}
+    unbound = ((gen.none_init & gen.needed) | gen.maybe_unbound | nested_saves) \
+        & (set(saved) | (gen.none_init & gen.needed) | nested_saves)
+    for v in sorted(unbound - set(ctx.params)):
+        fwd_body.append(A.assign(v, A.const(None)))
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
     saved_tuple = gast.Tuple(elts=[A.load(n) for n in saved], ctx=gast.Load())

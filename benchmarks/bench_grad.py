@@ -1,0 +1,197 @@
+"""srcgrad.grad against hand-written gradients (and PyTorch when installed), as ratios measured
+in the same run; plus the one-off transform time and the cached lookup time.
+
+    python benchmarks/bench_grad.py [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import timeit
+
+import numpy as np
+
+import srcgrad
+from srcgrad.api import get_adjoint
+
+
+def best(fn, number, repeat=7):
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+# -- (a) 2-layer tanh MLP loss, batch 64, 784 -> 128 -> 10 ----------------------------------
+def mlp_loss(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    out = h @ W2 + b2
+    return np.mean((out - y) ** 2)
+
+
+def mlp_grad_by_hand(W1, b1, W2, b2, x, y):
+    a = x @ W1 + b1
+    h = np.tanh(a)
+    out = h @ W2 + b2
+    d = out - y
+    dout = 2.0 * d / d.size
+    gW2 = h.T @ dout
+    gb2 = dout.sum(axis=0)
+    dh = dout @ W2.T
+    da = dh * (1.0 - h * h)
+    gW1 = x.T @ da
+    gb1 = da.sum(axis=0)
+    return gW1, gb1, gW2, gb2
+
+
+# -- (b) sum(tanh(x)*x + exp(-x*x)) on 10^6 elements ----------------------------------------
+def elementwise(x):
+    return np.sum(np.tanh(x) * x + np.exp(-x * x))
+
+
+def elementwise_by_hand(x):
+    t = np.tanh(x)
+    e = np.exp(-x * x)
+    return t + x * (1.0 - t * t) - 2.0 * x * e
+
+
+# -- (c) 1,000 Euler steps on floats ----------------------------------------------------------
+def euler(x, a):
+    for _ in range(1000):
+        x = x + 0.001 * a * np.sin(x)
+    return x
+
+
+def euler_by_hand(x, a):
+    xs = []
+    for _ in range(1000):
+        xs.append(x)
+        x = x + 0.001 * a * np.sin(x)
+    g = 1.0
+    for x in reversed(xs):
+        g = g * (1.0 + 0.001 * a * np.cos(x))
+    return g
+
+
+# -- (d) 50-step RNN, hidden 64, batch 16 ------------------------------------------------------
+def rnn_loss(Wh, Wx, b, xs, h0):
+    h = h0
+    for t in range(50):
+        h = np.tanh(h @ Wh + xs[t] @ Wx + b)
+    return np.sum(h * h)
+
+
+def rnn_grad_by_hand(Wh, Wx, b, xs, h0):
+    hs = [h0]
+    h = h0
+    for t in range(50):
+        h = np.tanh(h @ Wh + xs[t] @ Wx + b)
+        hs.append(h)
+    gh = 2.0 * h
+    gWh = np.zeros_like(Wh)
+    gWx = np.zeros_like(Wx)
+    gb = np.zeros_like(b)
+    for t in range(49, -1, -1):
+        da = gh * (1.0 - hs[t + 1] ** 2)
+        gWh += hs[t].T @ da
+        gWx += xs[t].T @ da
+        gb += da.sum(axis=0)
+        gh = da @ Wh.T
+    return gWh, gWx, gb
+
+
+def tape_of_loop(x):
+    for i in range(10000):
+        x = x * 0.9999 + 0.001
+    return x
+
+
+def main(quick: bool = False):
+    rng = np.random.default_rng(0)
+    n = 3 if quick else 7
+    rows = []
+
+    W1 = rng.standard_normal((784, 128)) * 0.05
+    b1 = np.zeros(128)
+    W2 = rng.standard_normal((128, 10)) * 0.1
+    b2 = np.zeros(10)
+    x = rng.standard_normal((64, 784))
+    y = rng.standard_normal((64, 10))
+    g = srcgrad.grad(mlp_loss, wrt=(0, 1, 2, 3))
+    ref = mlp_grad_by_hand(W1, b1, W2, b2, x, y)
+    for a, b in zip(g(W1, b1, W2, b2, x, y), ref):
+        assert np.allclose(a, b)
+    t_src = best(lambda: g(W1, b1, W2, b2, x, y), 50, n)
+    t_hand = best(lambda: mlp_grad_by_hand(W1, b1, W2, b2, x, y), 50, n)
+    rows.append(("MLP 784-128-10, batch 64", t_src, t_hand))
+    peer = _torch_mlp(W1, b1, W2, b2, x, y, n)
+
+    xe = rng.standard_normal(10 ** 6)
+    ge = srcgrad.grad(elementwise)
+    assert np.allclose(ge(xe), elementwise_by_hand(xe))
+    rows.append(("sum(tanh(x)*x + exp(-x*x)), 1e6",
+                 best(lambda: ge(xe), 5, n), best(lambda: elementwise_by_hand(xe), 5, n)))
+
+    gu = srcgrad.grad(euler)
+    assert np.allclose(gu(0.5, 2.0), euler_by_hand(0.5, 2.0))
+    rows.append(("1,000 Euler steps on floats",
+                 best(lambda: gu(0.5, 2.0), 5, n), best(lambda: euler_by_hand(0.5, 2.0), 5, n)))
+
+    Wh = rng.standard_normal((64, 64)) * 0.1
+    Wx = rng.standard_normal((32, 64)) * 0.1
+    bb = np.zeros(64)
+    xs = rng.standard_normal((50, 16, 32))
+    h0 = np.zeros((16, 64))
+    gr = srcgrad.grad(rnn_loss, wrt=(0, 1, 2))
+    for a, b in zip(gr(Wh, Wx, bb, xs, h0), rnn_grad_by_hand(Wh, Wx, bb, xs, h0)):
+        assert np.allclose(a, b)
+    rows.append(("RNN 50 steps, hidden 64, batch 16",
+                 best(lambda: gr(Wh, Wx, bb, xs, h0), 5, n),
+                 best(lambda: rnn_grad_by_hand(Wh, Wx, bb, xs, h0), 5, n)))
+
+    print(f"{'benchmark':<36}{'srcgrad':>12}{'by hand':>12}{'ratio':>8}")
+    for name, a, b in rows:
+        print(f"{name:<36}{a * 1e6:>10.1f}us{b * 1e6:>10.1f}us{a / b:>8.2f}")
+    if peer is not None:
+        print(f"{'PyTorch eager MLP (same inputs)':<36}{peer * 1e6:>10.1f}us"
+              f"{'':>12}{peer / rows[0][2]:>8.2f}  (vs by hand)")
+
+    # one-off transform cost and cached lookup
+    import srcgrad.api as api
+
+    def fresh_transform():
+        api._CACHE.pop(mlp_loss, None)
+        get_adjoint(mlp_loss, (0, 1, 2, 3))
+
+    t_transform = best(fresh_transform, 5, n)
+    get_adjoint(mlp_loss, (0, 1, 2, 3))
+    t_lookup = best(lambda: srcgrad.grad(mlp_loss, wrt=(0, 1, 2, 3)), 2000, n)
+    t_cached = best(lambda: get_adjoint(mlp_loss, (0, 1, 2, 3)), 2000, n)
+    print(f"transform (MLP loss, uncached): {t_transform * 1e3:.2f} ms")
+    print(f"srcgrad.grad(f) (cached): {t_lookup * 1e6:.2f} us; adjoint lookup: "
+          f"{t_cached * 1e6:.2f} us")
+
+    # tape of a 10,000-iteration loop
+    adj = get_adjoint(tape_of_loop, (0,))
+    value, saved = adj.fwd(0.5)
+    tape = saved[0] if saved and isinstance(saved[0], list) else []
+    nbytes = sum(np.asarray(v).nbytes for v in tape)
+    print(f"tape of a 10,000-iteration scalar loop: {len(tape)} entries, {nbytes} bytes")
+
+
+def _torch_mlp(W1, b1, W2, b2, x, y, n):
+    try:
+        import torch
+    except ImportError:
+        return None
+    ts = [torch.tensor(a, requires_grad=True) for a in (W1, b1, W2, b2)]
+    tx, ty = torch.tensor(x), torch.tensor(y)
+
+    def step():
+        for t in ts:
+            t.grad = None
+        loss = ((torch.tanh(tx @ ts[0] + ts[1]) @ ts[2] + ts[3] - ty) ** 2).mean()
+        loss.backward()
+    return best(step, 50, n)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    main(parser.parse_args().quick)
