@@ -47,8 +47,13 @@ ZERO = 0.0
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing numpy broadcasting)."""
-    shape = np.shape(x)
-    gshape = np.shape(g)
+    # getattr is several times cheaper than np.shape on scalars: this runs once per operand
+    shape = getattr(x, "shape", None)
+    if shape is None:
+        shape = np.shape(x)
+    gshape = getattr(g, "shape", None)
+    if gshape is None:
+        gshape = np.shape(g)
     if gshape == shape:
         return g
     extra = len(gshape) - len(shape)
@@ -313,3 +318,8 @@ def method_fwd(obj, name, *args, **kwargs):
 def call_bwd(record, g):
     from .api import dynamic_backward
     return dynamic_backward(record, g)
+
+
+def seq_concat(a, b):
+    """``a + b`` of two tuples or lists (what ``+`` means on sequences)."""
+    return a + b

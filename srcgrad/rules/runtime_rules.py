@@ -41,7 +41,8 @@ def list_extend_jvp(dxs, dvalues, ans, xs, values):
 
 
 def list_delete_vjp(g, ans, xs, index):
-    return (rt.list_insert(rt.densify(g, ans), index, rt.ZERO),)
+    # a negative index counts from the end of the list before the deletion
+    return (rt.list_insert(rt.densify(g, ans), index % len(xs), rt.ZERO),)
 
 
 def list_delete_jvp(dxs, ans, xs, index):
@@ -65,3 +66,17 @@ defrule(rt.list_extend, list_extend_vjp, diff_args=(0, 1), jvp=list_extend_jvp,
         linear=True, name="runtime.list_extend")
 defrule(rt.list_delete, list_delete_vjp, diff_args=(0,), jvp=list_delete_jvp,
         domain=_delete_domain, linear=True, name="runtime.list_delete")
+
+
+def seq_concat_vjp(g, ans, a, b):
+    return rt.list_slice(g, 0, len(a)), rt.list_slice(g, len(a), len(ans))
+
+
+def seq_concat_jvp(da, db, ans, a, b):
+    return (rt.seq_concat(rt.densify(da, a), rt.zeros_like(b)),
+            rt.seq_concat(rt.zeros_like(a), rt.densify(db, b)))
+
+
+defrule(rt.seq_concat, seq_concat_vjp, diff_args=(0, 1), jvp=seq_concat_jvp, linear=True,
+        domain=lambda rng: [(((draw(rng, (2,)), draw(rng, None)), (draw(rng, (3,)),)), {})],
+        name="runtime.seq_concat")

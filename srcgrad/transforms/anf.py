@@ -54,7 +54,9 @@ class _ANF:
         return [s]
 
     def atom(self, e, pre, at):
-        if A.is_atomic(e):
+        # a tuple of names is an operand only inside an index (x[i, j]); elsewhere it is a
+        # value of its own whose elements get adjoints
+        if A.is_atomic(e) and not isinstance(e, gast.Tuple):
             return e
         op = self.op(e, pre, at)
         tmp = self.ctx.namer.fresh()
@@ -110,4 +112,6 @@ class _ANF:
             return gast.Slice(lower=parts[0], upper=parts[1], step=parts[2])
         if isinstance(s, gast.Tuple):
             return gast.Tuple(elts=[self.index(x, pre, at) for x in s.elts], ctx=gast.Load())
+        if A.is_atomic(s):
+            return s
         return self.atom(s, pre, at)

@@ -105,6 +105,11 @@ class _Desugar:
                 out += self.visit_Assign(A.assign(t, _as_load(A.deepcopy(first)), at=s))
             return out
         target = s.targets[0]
+        call = s.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
+                and call.func.value.id in self.ctx.varied):
+            return self.list_pop(target, call, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
         if isinstance(target, gast.Subscript) and self.is_varied_store(target, s.value):

@@ -95,6 +95,8 @@ def global_ref(fn, name: str, ctx: Context):
             ctx.helper(getattr(builtins, name), name))
     else:
         return A.load(name)
+    if obj is runtime:
+        return A.load(ctx.rt)
     if getattr(runtime, name, None) is obj and not isinstance(obj, types.ModuleType):
         return A.attr(ctx.rt, name)
     return A.load(ctx.helper(obj, name))

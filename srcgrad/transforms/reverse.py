@@ -18,11 +18,12 @@ import os
 
 import gast
 
-from .. import codegen
+from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, NonDifferentiableError
 from ..rules import lookup
 from . import astutil as A
 from . import inline
+from .cleanup import simplify
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
 
@@ -54,7 +55,8 @@ class ReverseGenerator:
         self.in_loop: set[int] = set()  # ids of statements inside a loop
         self.nested: set[int] = set()  # ids of statements inside a branch or loop
         self.overwritten, self.pushes, self.none_init = self._overwrites()
-        self.numeric = self._numeric_names()
+        self.sequences = self._sequence_names()
+        self.numeric = self._numeric_names() - self.sequences
         for node in gast.walk(tree):  # names for decisions, fixed before any dry run
             if isinstance(node, gast.If):
                 self.cond_names[id(node)] = ctx.namer.fresh("_c")
@@ -71,10 +73,13 @@ class ReverseGenerator:
         first_nested: set[str] = set()
         seen: set[str] = set(self.ctx.params)
 
-        def walk(stmts, depth, looping):
+        outermost: dict[int, gast.stmt] = {}  # statement id -> outermost enclosing loop
+
+        def walk(stmts, depth, looping, outer=None):
             for s in stmts:
                 if looping:
                     self.in_loop.add(id(s))
+                    outermost[id(s)] = outer
                 if depth:
                     self.nested.add(id(s))
                 if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
@@ -91,21 +96,74 @@ class ReverseGenerator:
                 elif isinstance(s, (gast.For, gast.While)):
                     if isinstance(s, gast.For):
                         seen.add(s.target.id)
-                    walk(s.body, depth + 1, True)
-                    walk(s.orelse, depth + 1, looping)
+                    walk(s.body, depth + 1, True, outer or s)
+                    walk(s.orelse, depth + 1, looping, outer)
                 elif isinstance(s, gast.If):
-                    walk(s.body, depth + 1, looping)
-                    walk(s.orelse, depth + 1, looping)
+                    walk(s.body, depth + 1, looping, outer)
+                    walk(s.orelse, depth + 1, looping, outer)
 
         walk(self.tree.body, 0, False)
         overwritten = {v for v, n in count.items() if n > 1} | in_loop
         pushes = set()
         for node in gast.walk(self.tree):
             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                if node.targets[0].id in overwritten and id(node) not in first_top:
+                v = node.targets[0].id
+                if v in overwritten and id(node) not in first_top and not (
+                        count[v] == 1 and self._loop_invariant(node, outermost.get(id(node)))):
                     pushes.add(id(node))
         self.maybe_unbound = first_nested
         return overwritten, pushes, first_nested & overwritten
+
+    def _loop_invariant(self, s, loop) -> bool:
+        """Whether ``s`` computes the same value in every iteration of its loops: a pure
+        operation on names no enclosing loop assigns. Its one assignment then needs no
+        saving: every backward iteration reads the same value."""
+        if loop is None:
+            return False
+        value = s.value
+        if isinstance(value, gast.Call):
+            r = self.ctx.resolved.get(id(value))
+            if r is None or r.kind not in ("rule", "method"):
+                return False
+        elif not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant,
+                                    gast.Attribute, gast.Subscript)):
+            return False
+        if any(isinstance(n, (gast.Call, gast.Lambda)) and n is not value
+               for n in gast.walk(value)):
+            return False
+        assigned = {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)
+                    and isinstance(n.ctx, gast.Store)}
+        return not (A.names_read(value) & assigned)
+
+    def _sequence_names(self) -> set[str]:
+        """Names every definition of which is a tuple or list (so ``+`` concatenates)."""
+        defs: dict[str, list] = {}
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+                defs.setdefault(node.targets[0].id, []).append(node.value)
+        seqs: set[str] = set()
+        changed = True
+        while changed:
+            changed = False
+            for name, values in defs.items():
+                if name not in seqs and all(self._is_sequence(v, seqs) for v in values):
+                    seqs.add(name)
+                    changed = True
+        return seqs
+
+    def _is_sequence(self, value, seqs) -> bool:
+        if isinstance(value, (gast.Tuple, gast.List)):
+            return True
+        if isinstance(value, gast.Name):
+            return value.id in seqs
+        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+            return any(isinstance(o, gast.Name) and o.id in seqs
+                       for o in (value.left, value.right))
+        if isinstance(value, gast.Call):
+            r = self.ctx.resolved.get(id(value))
+            return r is not None and r.obj in (runtime.list_append, runtime.list_extend,
+                                               runtime.list_insert, runtime.list_delete)
+        return False
 
     def _numeric_names(self) -> set[str]:
         """Names every definition of which is arithmetic or a rule call: plain ``+`` is a
@@ -120,7 +178,15 @@ class ReverseGenerator:
                     and self.ctx.resolved[id(v)].kind in ("rule", "method"))
                 name = node.targets[0].id
                 kinds[name] = kinds.get(name, True) and numeric
-        return {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
+        numeric = {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
+        # an operand of arithmetic is a number or an array (the rules assume so anyway)
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
+                numeric |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
+            elif isinstance(node, gast.UnaryOp):
+                if isinstance(node.operand, gast.Name):
+                    numeric.add(node.operand.id)
+        return numeric
 
     # -- helpers ---------------------------------------------------------------------------
     def adj(self, name: str) -> str:
@@ -213,6 +279,9 @@ class ReverseGenerator:
             return [self.accumulate(value.id, bv, state, s)] if self.is_active(value) else []
         if isinstance(value, gast.BinOp):
             fn = BINOPS[type(value.op)]
+            if isinstance(value.op, gast.Add) and (value.left.id if isinstance(
+                    value.left, gast.Name) else None) in self.sequences:
+                fn = runtime.seq_concat
             return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
         if isinstance(value, gast.UnaryOp):
             fn = UNARYOPS[type(value.op)]
@@ -336,9 +405,20 @@ class ReverseGenerator:
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
         for k, i in active:
+            if all(isinstance(a, gast.Constant) for j, a in enumerate(args) if j != i):
+                exprs[k] = self.same_shape(exprs[k], args[i])
             self.read(exprs[k])
             out.append(self.accumulate(args[i].id, exprs[k], state, s))
         return out
+
+    def same_shape(self, expr, operand):
+        """``unbroadcast(e, x)`` is ``e`` when every other operand is a constant scalar."""
+        if (isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute)
+                and expr.func.attr == "unbroadcast" and isinstance(expr.func.value, gast.Name)
+                and expr.func.value.id == self.ctx.rt and len(expr.args) == 2
+                and isinstance(expr.args[1], gast.Name) and expr.args[1].id == operand.id):
+            return expr.args[0]
+        return expr
 
     def user_call_contributions(self, call, v, state, s) -> list:
         adjoint = self.user_calls[id(call)]
@@ -553,7 +633,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     _restore(ctx.namer, gen, snap)
     gen.needed, gen.final, gen.recorded = needed, True, set()
     state = _State(all_adjoints - {seed})
-    backward = gen.backward_block(body, state)
+    backward = simplify(gen.backward_block(body, state))
     forward = gen.forward_block(body)
     ctx.raise_problems()
 
