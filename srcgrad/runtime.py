@@ -29,6 +29,10 @@ __all__ = [
 import numpy as np
 
 
+_ndarray = np.ndarray
+_generic = np.generic
+
+
 class Tape(list):
     """A push/pop stack of values the backward sweep needs.
 
@@ -47,6 +51,11 @@ ZERO = 0.0
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing numpy broadcasting)."""
+    if type(g) is not _ndarray:
+        # A scalar adjoint belongs to a scalar result, whose operands were scalars too.
+        # (This is the hot path of scalar code: one type check.)
+        if type(g) is float or isinstance(g, _generic):
+            return g
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
     if shape is None:

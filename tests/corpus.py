@@ -451,3 +451,824 @@ _Point = namedtuple("_Point", "x y")
 @case(_Point(0.3, 0.8))
 def namedtuple_parameter(p):
     return p.x * p.y + p[0] ** 2
+
+
+# =================================================================================================
+# Issue #3: a wider corpus of user-style code. Each case lists its arguments and wrt explicitly.
+# =================================================================================================
+
+# -- branches with data-dependent conditions --------------------------------------------------------
+@case(0.7, -0.4, wrt=(0, 1))
+def bool_ops_in_condition(x, y):
+    if x > 0 and not y > 0:
+        z = x * y
+    elif x < 0 or y < 0:
+        z = x + y
+    else:
+        z = x - y
+    return z * z
+
+
+@case(-0.3, 0.6, wrt=(0, 1))
+def bool_ops_other_branch(x, y):
+    if x > 0 and not y > 0:
+        z = x * y
+    elif x < 0 or y < 0:
+        z = x + y
+    else:
+        z = x - y
+    return z * z + x
+
+
+@case(1.7)
+def huber_by_hand(r):
+    delta = 1.0
+    if abs(r) <= delta:
+        loss = 0.5 * r * r
+    else:
+        loss = delta * (abs(r) - 0.5 * delta)
+    return loss
+
+
+@case(arr(6, low=-3.0, high=3.0))
+def huber_elementwise_loop(r):
+    total = 0.0
+    for v in r:
+        if v > 1.0:
+            total += v - 0.5
+        elif v < -1.0:
+            total += -v - 0.5
+        else:
+            total += 0.5 * v * v
+    return total
+
+
+@case(0.35)
+def nested_conditional_expressions(x):
+    y = x * x if x > 1 else (x * 3 if x > 0.3 else -x)
+    z = 2.0 if y > 100 else y
+    return y * z
+
+
+@case(arr(4) * 3)
+def clip_gradient_norm_by_hand(g):
+    norm = np.sqrt(np.sum(g * g))
+    if norm > 1.0:
+        g = g / norm
+    return np.sum(g * np.array([1.0, -2.0, 3.0, 0.5]))
+
+
+@case(0.4, 1.2, wrt=(0, 1))
+def nested_if(x, y):
+    out = x
+    if x < y:
+        if x * y > 0.3:
+            out = out * y
+        else:
+            out = out + y
+        out = out * 2
+    else:
+        out = -out
+    return out
+
+
+@case(0.25)
+def if_without_else(x):
+    y = x * 2
+    if y < 1:
+        y = y ** 3
+    if y > 5:
+        y = y - 5
+    return y + x
+
+
+@case(2.5)
+def piecewise_cubic_spline(t):
+    # piecewise polynomial in t, evaluated away from the knots
+    if t < 1.0:
+        v = t ** 3 / 6
+    elif t < 2.0:
+        v = (-3 * t ** 3 + 12 * t ** 2 - 12 * t + 4) / 6
+    elif t < 3.0:
+        v = (3 * t ** 3 - 24 * t ** 2 + 60 * t - 44) / 6
+    else:
+        v = (4 - t) ** 3 / 6
+    return v
+
+
+@case(-1.3)
+def stable_sigmoid(x):
+    if x >= 0:
+        z = math.exp(-x)
+        return 1 / (1 + z)
+    z = math.exp(x)
+    return z / (1 + z)
+
+
+@case(arr(5, low=-4.0, high=4.0))
+def stable_softplus_loop(x):
+    s = 0.0
+    for v in x:
+        s = s + (v + np.log1p(np.exp(-v)) if v > 0 else np.log1p(np.exp(v)))
+    return s
+
+
+# -- loops of every kind ---------------------------------------------------------------------------
+@case(np.array([0.5, -1.0, 2.0, 0.25]), 0.7, wrt=(0, 1))
+def horner_reversed(coeffs, x):
+    acc = 0.0
+    for c in reversed(coeffs):
+        acc = acc * x + c
+    return acc
+
+
+@case([0.3, -1.2, 0.8, 2.0], 1.3, wrt=(0, 1))
+def horner_list_coefficients(coeffs, x):
+    acc = coeffs[-1]
+    for k in range(len(coeffs) - 2, -1, -1):
+        acc = acc * x + coeffs[k]
+    return acc
+
+
+@case(0.6)
+def loop_over_tuple_constants(x):
+    s = 0.0
+    for w in (0.5, 1.5, 2.5):
+        s = s + w * np.sin(w * x)
+    return s
+
+
+@case(0.6, 1.1, wrt=(0, 1))
+def loop_over_list_of_active_values(x, y):
+    s = 1.0
+    for v in [x, y, x * y, x + 2]:
+        s = s * v + 0.1
+    return s
+
+
+@case(arr(3, 4), arr(3, 4), wrt=(0, 1))
+def zip_rows(a, b):
+    total = 0.0
+    for ra, rb in zip(a, b):
+        total = total + np.dot(ra, rb) ** 2
+    return total
+
+
+@case(arr(5))
+def enumerate_with_weights(x):
+    total = 0.0
+    for i, v in enumerate(x):
+        if i % 2 == 1:
+            total = total - v * v
+        else:
+            total = total + np.exp(v) / (i + 1)
+    return total
+
+
+@case(0.9, 5)
+def reversed_range(x, n):
+    s = x
+    for i in reversed(range(n)):
+        s = s * (i + 1) * 0.3 + np.cos(s)
+    return s
+
+
+@case(arr(3, 4), arr(4, 2), wrt=(0, 1))
+def matmul_triple_loop(a, b):
+    n, k = a.shape
+    m = b.shape[1]
+    total = 0.0
+    for i in range(n):
+        for j in range(m):
+            acc = 0.0
+            for t in range(k):
+                acc = acc + a[i, t] * b[t, j]
+            total = total + acc * acc
+    return total
+
+
+@case(2.0)
+def newton_sqrt_while(a):
+    x = a
+    while abs(x * x - a) > 1e-12:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+@case(0.05)
+def while_data_dependent_growth(x):
+    y = x
+    steps = 0
+    while y < 3.0 and steps < 100:
+        y = y * 1.3 + 0.2
+        steps += 1
+    return y * y
+
+
+@case(0.4)
+def while_with_break(x):
+    y = x
+    k = 0
+    while True:
+        y = y + 0.5 * np.sin(y)
+        k += 1
+        if y > 1.5 or k > 20:
+            break
+    return y
+
+
+@case(0.3)
+def while_with_continue(x):
+    s = 0.0
+    k = 0
+    while k < 7:
+        k += 1
+        if k % 3 == 0:
+            continue
+        s = s + x ** 2 * k
+    return s
+
+
+@case(0.7)
+def for_else_no_break(x):
+    y = x
+    for i in range(3):
+        y = y * 1.1
+        if y > 100:
+            break
+    else:
+        y = y + x * x
+    return y
+
+
+@case(0.7)
+def for_else_with_break(x):
+    y = x
+    for i in range(5):
+        y = y * 1.5
+        if y > 1.5:
+            break
+    else:
+        y = y + x * x
+    return y * 2
+
+
+@case(0.4)
+def while_else_with_break(x):
+    y = x
+    k = 0
+    while k < 10:
+        y = y * y + 0.3
+        k += 1
+        if y > 2:
+            break
+    else:
+        y = -y
+    return y
+
+
+@case(arr(4, 3))
+def return_inside_nested_loops(m):
+    for i in range(4):
+        for j in range(3):
+            if m[i, j] > 0.5:
+                return m[i, j] * np.sum(m[i])
+    return np.sum(m)
+
+
+@case(0.9)
+def several_returns(x):
+    if x < 0:
+        return -x
+    if x < 0.5:
+        return x * x
+    if x < 1.0:
+        y = x ** 3
+        return y + x
+    return np.exp(x)
+
+
+@case(0.3)
+def pass_statement(x):
+    if x > 10:
+        pass
+    else:
+        x = x * 2
+    for _ in range(2):
+        pass
+    return x * x
+
+
+@case(0.3, 0.8, wrt=(0, 1))
+def nested_loop_with_break_and_continue(x, y):
+    s = 0.0
+    for i in range(4):
+        for j in range(4):
+            if j > i:
+                break
+            if (i + j) % 2 == 1:
+                continue
+            s = s + x ** (i + 1) * y ** j
+    return s
+
+
+# -- assignments, swaps, subscript stores ---------------------------------------------------------
+@case(0.6, 0.9, wrt=(0, 1))
+def fibonacci_swaps(x, y):
+    a, b = x, y
+    for _ in range(5):
+        a, b = b, a + b * x
+    return b
+
+
+@case(arr(3), wrt=(0,))
+def tuple_unpack_from_function(v):
+    a, b, c = _split3(v)
+    c, a = a, c
+    return a * b - c
+
+
+def _split3(v):
+    return v[0], v[1] * 2, v[2] ** 2
+
+
+@case(0.5)
+def chained_then_modified(x):
+    a = b = c = x + 1
+    b = b * a
+    c += b
+    return a * b * c
+
+
+@case(arr(4))
+def overwrite_elements_read_before(x):
+    y = x * 1.0
+    y[0] = y[0] * y[1]
+    y[1] = y[0] + y[1]
+    y[2] = y[2] * y[2]
+    y[0] = np.sin(y[0])
+    return np.sum(y * y)
+
+
+@case(arr(3, 4))
+def column_augassign_loop(x):
+    y = np.zeros((3, 4))
+    for j in range(4):
+        y[:, j] += x[:, j] * (j + 1)
+        if j > 0:
+            y[:, j] += y[:, j - 1] * 0.5
+    return np.sum(y ** 2)
+
+
+@case(arr(3, 3))
+def element_assign_2d(m):
+    out = np.zeros((3, 3))
+    for i in range(3):
+        for j in range(3):
+            out[i, j] = m[i, j] * m[j, i] + m[i, i]
+    return np.sum(out)
+
+
+@case(arr(5))
+def slice_store_from_input(x):
+    y = np.ones(5)
+    y[1:3] = x[0:2] * 2
+    y[3:] = y[1:3] * x[3:]
+    return np.sum(y ** 3)
+
+
+@case(arr(4))
+def inplace_accumulate_prefix_sum(x):
+    out = x * 1.0
+    for i in range(1, 4):
+        out[i] += out[i - 1]
+    return np.sum(out * out)
+
+
+@case(0.8)
+def del_a_name(x):
+    tmp = x * 3
+    y = tmp + 1
+    del tmp
+    tmp = y * x
+    return tmp
+
+
+@case(0.5, 1.5, wrt=(0, 1))
+def annotated_and_augmented(x, y):
+    z: float = x * y
+    z += x
+    z *= y
+    z -= x * x
+    z /= (1 + y)
+    return z
+
+
+# -- containers -------------------------------------------------------------------------------------
+@case(0.4, 1.3, wrt=(0, 1))
+def dict_literal_build_and_read(x, y):
+    d = {"a": x * y, "b": x + y}
+    d["c"] = d["a"] * d["b"]
+    return d["a"] + d["c"] * 2
+
+
+@case(0.5)
+def list_pop_and_extend(x):
+    xs = [x, x * 2]
+    xs.extend([x * x, 3.0])
+    last = xs.pop()
+    first = xs.pop(0)
+    return sum(xs) * last + first
+
+
+@case(arr(4))
+def dict_comprehension(x):
+    d = {i: x[i] * (i + 1) for i in range(4)}
+    return d[0] * d[3] + d[1] + d[2] ** 2
+
+
+@case(arr(4))
+def list_comprehension_with_condition(x):
+    ys = [v * v for v in x if v > 0]
+    zs = [np.sin(v) for v in x]
+    return sum(ys) + sum(zs) * 0.5
+
+
+@case(0.3, 0.7, wrt=(0, 1))
+def np_array_of_active_scalars(x, y):
+    v = np.array([x, y, x * y])
+    m = np.array([[x, y], [y * y, 1.0]])
+    return np.sum(v ** 2) + np.sum(m @ m)
+
+
+@case(arr(3, 2))
+def stack_list_built_in_loop(x):
+    rows = []
+    for i in range(3):
+        rows.append(x[i] * (i + 1))
+    s = np.stack(rows)
+    return np.sum(s * s)
+
+
+@case(0.2, 0.9, wrt=(0, 1))
+def tuple_literal_reads(x, y):
+    t = (x, y, x * y)
+    u = t + (x,)
+    return u[0] * u[2] + u[3] - t[1]
+
+
+@case(0.8)
+def list_of_lists(x):
+    grid = [[x, 2 * x], [x * x, 1.0]]
+    grid[1][1] = grid[0][0] * 3
+    return grid[0][1] * grid[1][0] + grid[1][1]
+
+
+@case((arr(3), 0.5))
+def tuple_param(wb):
+    w, b = wb
+    return np.sum(w * w) * b + b ** 2
+
+
+@case({"layers": [{"W": arr(3, 3), "b": arr(3)}, {"W": arr(3, 2), "b": arr(2)}]}, arr(4, 3))
+def nested_param_structure(params, x):
+    h = x
+    for layer in params["layers"]:
+        h = np.tanh(h @ layer["W"] + layer["b"])
+    return np.sum(h ** 2)
+
+
+@case([arr(2), arr(2), arr(2)])
+def list_param_in_loop(xs):
+    total = xs[0] * 0.0
+    for v in xs:
+        total = total + v * v
+    return np.sum(total * total)
+
+
+# -- realistic numerics -----------------------------------------------------------------------------
+_MLP_X = arr(6, 4)
+_MLP_Y = np.array([0, 2, 1, 1, 0, 2])
+
+
+@case({"W1": arr(4, 5), "b1": arr(5), "W2": arr(5, 3), "b2": arr(3)}, _MLP_X, _MLP_Y)
+def mlp_softmax_cross_entropy(params, x, y):
+    h = np.tanh(x @ params["W1"] + params["b1"])
+    logits = h @ params["W2"] + params["b2"]
+    m = np.max(logits, axis=1, keepdims=True)
+    z = logits - m
+    logp = z - np.log(np.sum(np.exp(z), axis=1, keepdims=True))
+    loss = 0.0
+    for i in range(len(y)):
+        loss = loss - logp[i, y[i]]
+    return loss / len(y)
+
+
+@case(arr(5))
+def logsumexp_by_hand(x):
+    m = x[0]
+    for v in x:
+        if v > m:
+            m = v
+    return m + np.log(np.sum(np.exp(x - m)))
+
+
+@case(arr(4), 2)
+def softmax_by_hand(x, k):
+    e = np.exp(x - np.max(x))
+    p = e / np.sum(e)
+    return p[k] * 3 + np.sum(p * p)
+
+
+@case({"Wx": arr(3, 4), "Wh": arr(4, 4), "b": arr(4)}, arr(5, 3))
+def rnn_over_sequence(p, xs):
+    h = np.zeros(4)
+    total = 0.0
+    for x_t in xs:
+        h = np.tanh(x_t @ p["Wx"] + h @ p["Wh"] + p["b"])
+        total = total + np.sum(h)
+    return total
+
+
+@case(arr(4, 6), arr(6), arr(6), wrt=(0, 1, 2))
+def layer_norm_by_hand(x, gamma, beta):
+    mu = np.mean(x, axis=1, keepdims=True)
+    var = np.mean((x - mu) ** 2, axis=1, keepdims=True)
+    y = (x - mu) / np.sqrt(var + 1e-5) * gamma + beta
+    return np.sum(y * np.arange(6.0))
+
+
+@case(arr(3, 4), arr(3, 4), arr(3, 4), wrt=(0, 1, 2))
+def attention_by_hand(q, k, v):
+    scores = q @ k.T / np.sqrt(4.0)
+    scores = scores - np.max(scores, axis=1, keepdims=True)
+    w = np.exp(scores)
+    w = w / np.sum(w, axis=1, keepdims=True)
+    return np.sum((w @ v) ** 2)
+
+
+@case(1.0, 0.3, 0.5, wrt=(0, 1, 2))
+def spring_verlet(k, x0, v0):
+    x, v = x0, v0
+    dt = 0.05
+    a = -k * x
+    for _ in range(20):
+        x = x + v * dt + 0.5 * a * dt * dt
+        a_new = -k * x - 0.1 * v
+        v = v + 0.5 * (a + a_new) * dt
+        a = a_new
+    return x * x + v * v
+
+
+@case(12.0, 0.8, wrt=(0, 1))
+def projectile_until_ground(speed, angle):
+    x, y = 0.0, 0.0
+    vx, vy = speed * math.cos(angle), speed * math.sin(angle)
+    dt = 0.01
+    drag = 0.05
+    while y >= 0.0:
+        vx = vx - drag * vx * dt
+        vy = vy - (9.81 + drag * vy) * dt
+        x = x + vx * dt
+        y = y + vy * dt
+    return x
+
+
+def _pendulum_rhs(theta, omega, g_over_l=9.81):
+    return omega, -g_over_l * math.sin(theta)
+
+
+@case(0.6, 0.0, wrt=(0, 1))
+def pendulum_rk4(theta, omega):
+    h = 0.05
+    for _ in range(10):
+        k1t, k1w = _pendulum_rhs(theta, omega)
+        k2t, k2w = _pendulum_rhs(theta + h / 2 * k1t, omega + h / 2 * k1w)
+        k3t, k3w = _pendulum_rhs(theta + h / 2 * k2t, omega + h / 2 * k2w)
+        k4t, k4w = _pendulum_rhs(theta + h * k3t, omega + h * k3w)
+        theta = theta + h / 6 * (k1t + 2 * k2t + 2 * k3t + k4t)
+        omega = omega + h / 6 * (k1w + 2 * k2w + 2 * k3w + k4w)
+    return theta
+
+
+@case(arr(3), 0.1, wrt=(0, 1))
+def unrolled_gradient_descent(w0, lr):
+    target = np.array([1.0, -2.0, 0.5])
+    w = w0
+    for _ in range(5):
+        grad_w = 2 * (w - target) + 0.1 * w ** 3
+        w = w - lr * grad_w
+    return np.sum((w - target) ** 2)
+
+
+@case(0.4, 3.0, wrt=(0, 1))
+def stable_log_sum_exp_pair(a, b):
+    if a > b:
+        return a + math.log1p(math.exp(b - a))
+    return b + math.log1p(math.exp(a - b))
+
+
+@case(arr(4, low=0.5, high=2.0))
+def geometric_mean_via_logs(x):
+    s = 0.0
+    for v in x:
+        s += math.log(v)
+    return math.exp(s / len(x))
+
+
+@case(0.7)
+def series_exp_until_small(x):
+    term = 1.0
+    total = 1.0
+    n = 1
+    while abs(term) > 1e-15:
+        term = term * x / n
+        total = total + term
+        n += 1
+    return total
+
+
+# -- user functions, recursion, closures, higher-order -----------------------------------------------
+def _affine(x, w=2.0, b=0.5, *, scale=1.0):
+    return scale * (w * x + b)
+
+
+@case(0.3, 1.7, wrt=(0, 1))
+def calls_with_keywords_and_defaults(x, w):
+    return _affine(x) + _affine(x, w) + _affine(x, b=w) + _affine(w=x, x=w, scale=w)
+
+
+def _sum_list(xs):
+    if len(xs) == 0:
+        return 0.0
+    return xs[0] + _sum_list(xs[1:])
+
+
+@case(0.6, 1.2, wrt=(0, 1))
+def recursion_over_list(x, y):
+    return _sum_list([x, y, x * y, x * x])
+
+
+def _power(x, n):
+    if n == 0:
+        return 1.0
+    half = _power(x, n // 2)
+    if n % 2 == 0:
+        return half * half
+    return half * half * x
+
+
+@case(1.1)
+def recursive_fast_power(x):
+    return _power(x, 7)
+
+
+def _make_poly(coeffs):
+    def poly(t):
+        acc = 0.0
+        for c in coeffs:
+            acc = acc * t + c
+        return acc
+    return poly
+
+
+_cubic = _make_poly([1.0, -2.0, 0.5, 3.0])
+
+
+@case(0.8)
+def closure_poly(x):
+    return _cubic(x) * _cubic(2 * x)
+
+
+@case(0.4, 1.3, wrt=(0, 1))
+def nested_def_in_loop(x, w):
+    def step(v):
+        return np.tanh(v * w) + v
+    y = x
+    for _ in range(3):
+        y = step(y)
+    return y
+
+
+def _compose(f, g):
+    return lambda v: f(g(v))
+
+
+@case(0.5)
+def composed_functions_as_values(x):
+    h = _compose(np.sin, np.exp)
+    return h(x) + _apply(lambda v: v * v, x)
+
+
+def _map_sum(fn, xs):
+    total = 0.0
+    for v in xs:
+        total = total + fn(v)
+    return total
+
+
+@case(arr(4))
+def higher_order_map_with_lambda(x):
+    return _map_sum(lambda v: v ** 3 - v, x) + _map_sum(np.cos, x)
+
+
+def _min_max_scale(v, lo, hi):
+    return (v - lo) / (hi - lo), lo, hi
+
+
+@case(0.3, wrt=(0,))
+def function_returning_tuple(x):
+    y, lo, hi = _min_max_scale(x * 2, -1.0, 3.0)
+    return y * y + lo * hi
+
+
+@case(0.9, 0.4, wrt=(0, 1))
+def lambda_with_default_and_two_args(x, y):
+    f = lambda a, b=2.0: a * b + a ** 2  # noqa: E731
+    return f(x) + f(x, y) + f(b=x, a=y)
+
+
+# -- objects: plain, dataclasses, namedtuples, methods -------------------------------------------
+@dataclass
+class _Params:
+    w: np.ndarray
+    b: float
+
+
+@case(_Params(arr(3), 0.25), arr(5, 3))
+def dataclass_parameter(p, x):
+    return np.sum((x @ p.w + p.b) ** 2)
+
+
+_State = namedtuple("_State", "pos vel")
+
+
+@case(_State(0.3, -0.2), 0.1, wrt=(0,))
+def namedtuple_in_physics_loop(s, dt):
+    pos, vel = s.pos, s.vel
+    for _ in range(4):
+        vel = vel - dt * pos
+        pos = pos + dt * vel
+    return pos * pos + vel * vel
+
+
+class _Quadratic:
+    def __init__(self, a, c):
+        self.a = a
+        self.c = c
+
+    def value(self, x):
+        return self.a * x * x + self.c
+
+    def slope_sum(self, x):
+        return self.value(x) + self.value(2 * x)
+
+
+_quad = _Quadratic(1.5, -0.5)
+
+
+@case(0.7)
+def method_calling_method(x):
+    return _quad.slope_sum(x) * x
+
+
+@case(_Quadratic(0.8, 0.2), 1.3, wrt=(0, 1))
+def object_param_and_method(q, x):
+    return q.value(x) + q.a * q.c
+
+
+class _Counter:
+    def __init__(self):
+        self.scale = 3.0
+
+
+_counter_obj = _Counter()
+
+
+@case(0.4)
+def attribute_read_on_plain_object(x):
+    return x * _counter_obj.scale + x ** 2 / _counter_obj.scale
+
+
+# -- statements that carry no derivative --------------------------------------------------------------
+@case(0.6)
+def print_in_untaken_branch(x):
+    y = x * x
+    if y > 100:
+        print(f"large value {y:.3f}")
+        raise ValueError(f"y too large: {y}")
+    assert y >= 0, f"negative {y}"
+    label = f"y={y:.2f}"
+    return y + len(label) * 0.0
+
+
+@case(0.2)
+def debug_strings_and_asserts(x):
+    history = []
+    for i in range(3):
+        x = x * 1.5
+        history.append(f"step {i}: {x}")
+        assert x < 100, "diverged"
+    if len(history) > 10:
+        print(history)
+    return x

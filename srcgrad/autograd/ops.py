@@ -19,6 +19,7 @@ import numpy as np
 
 from .. import rules as _rules
 from ..errors import MissingRuleError
+from .graph import node_class
 
 
 def _load(key: Any) -> Any:
@@ -58,12 +59,13 @@ def _import_rule_modules() -> None:
 class Op:
     """A Tensor operation: its rule (found in the registry) and its default node name."""
 
-    __slots__ = ("label", "keys", "rule", "node", "reads")
+    __slots__ = ("label", "keys", "rule", "node", "cls", "reads")
 
     def __init__(self, label: str, keys: tuple, node: str):
         self.label = label
         self.keys = keys
         self.node = node
+        self.cls = node_class(node)
         self.rule = None
         self.reads = None
 
@@ -169,7 +171,8 @@ OPS: dict[str, Op] = {op.label: op for op in [
     _op("concatenate", np.concatenate, node="CatBackward0"),
     _op("stack", np.stack, node="StackBackward0"),
     _op("copy", np.copy, node="CloneBackward0"),
-    _op("astype", np.asarray, node="ToCopyBackward0"),
+    _op("astype", "srcgrad.rules.numpy_shape:astype_method", np.asarray,
+        node="ToCopyBackward0"),
 ]}
 
 

@@ -4,8 +4,20 @@ Importing this package registers every built-in rule. See ``registry.py`` for th
 """
 from .registry import (Rule, all_rules, defjvp, defrule, is_nondifferentiable, lookup,
                        nondifferentiable, rule, rule_name)
-from . import operators  # noqa: F401  (registers rules on import)
+# Importing a rule module registers its rules.
+from . import operators  # noqa: F401
+from . import math_rules  # noqa: F401
+from . import numpy_elementwise  # noqa: F401
+from . import numpy_reductions  # noqa: F401
+from . import numpy_shape  # noqa: F401
+from . import numpy_linalg  # noqa: F401
+from . import nn  # noqa: F401
+from . import nondiff  # noqa: F401
+from . import runtime_rules  # noqa: F401  (functional updates generated code calls)
+from .methods import ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS
+from .nn import log_softmax, logsumexp, relu, sigmoid, softmax, softplus
 
 __all__ = ["Rule", "all_rules", "defjvp", "defrule", "is_nondifferentiable", "lookup",
-           "nondifferentiable", "rule", "rule_name"]
-from . import runtime_rules  # noqa: E402,F401  (rules of the runtime's functional updates)
+           "nondifferentiable", "rule", "rule_name", "ARRAY_METHODS", "ARRAY_ATTRIBUTES",
+           "NONDIFF_METHODS", "NONDIFF_ATTRIBUTES", "sigmoid", "relu", "softplus", "logsumexp",
+           "softmax", "log_softmax"]

@@ -14,6 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..runtime import ZERO, add_at
+from .registry import nondifferentiable
 
 __all__ = [
     "dispatches",
@@ -75,6 +76,7 @@ def _first_two(x, y, *args, **kwargs):
 
 # --------------------------------------------------------------------------- reductions
 
+@nondifferentiable
 def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     """The sorted non-negative axes an ``axis`` argument (None, int, tuple) refers to."""
     if axis is None:
@@ -89,6 +91,7 @@ def normalize_axes(axis, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(axes))
 
 
+@nondifferentiable
 def kept_shape(shape: tuple[int, ...], axis) -> tuple[int, ...]:
     """``shape`` with the reduced axes set to 1: the result shape under ``keepdims=True``."""
     axes = normalize_axes(axis, len(shape))
@@ -107,6 +110,7 @@ def expand_to(g, x, axis=None, keepdims=False):
     return np.broadcast_to(expand_reduced(g, x, axis, keepdims), np.shape(x))
 
 
+@nondifferentiable
 def reduced_count(x, ans) -> int:
     """How many elements of ``x`` were reduced into each element of ``ans``."""
     return np.size(x) // max(np.size(ans), 1)
@@ -126,6 +130,7 @@ def unindex(g, x, index):
 
 # --------------------------------------------------------------------------- piecewise weights
 
+@nondifferentiable
 @dispatches(_first_two)
 def greater_weight(x, y):
     """1 where ``x > y``, 1/2 where they tie, else 0: ``maximum(x, y)``'s share for ``x``.
@@ -135,12 +140,14 @@ def greater_weight(x, y):
     return np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0))
 
 
+@nondifferentiable
 @dispatches(_first_two)
 def fmax_weight(x, y):
     """Like ``greater_weight`` but NaN-aware as ``np.fmax`` is: a NaN never gets gradient."""
     return np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
 
 
+@nondifferentiable
 @dispatches(_first_two)
 def extremum_weights(a, ans, axis=None, keepdims=False):
     """Where a max/min reduction of ``a`` is attained, weighted 1/k among k tied elements."""
@@ -148,6 +155,7 @@ def extremum_weights(a, ans, axis=None, keepdims=False):
     return hit / np.sum(hit, axis=axis, keepdims=True)
 
 
+@nondifferentiable
 def float_dtype_weight(dtype) -> float:
     """1.0 when casting to ``dtype`` keeps a gradient (float/complex or unchanged), else 0.0."""
     if dtype is None:

@@ -103,16 +103,31 @@ def mod_jvp(dx, dy, ans, x, y):
 
 # --------------------------------------------------------------------------- matmul
 
+def matmul_left(g, x, y):
+    """Cotangent of ``x`` in ``x @ y`` (numpy's 1-D promotion and batch broadcasting)."""
+    if np.ndim(x) == 2 and np.ndim(y) == 2:  # the common case, without reshapes
+        return np.matmul(g, np.swapaxes(y, -1, -2))
+    x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
+    y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
+    g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
+    g2 = np.expand_dims(g2, -2) if np.ndim(x) == 1 else g2
+    return np.reshape(unbroadcast(np.matmul(g2, np.swapaxes(y2, -1, -2)), x2), np.shape(x))
+
+
+def matmul_right(g, x, y):
+    """Cotangent of ``y`` in ``x @ y``."""
+    if np.ndim(x) == 2 and np.ndim(y) == 2:
+        return np.matmul(np.swapaxes(x, -1, -2), g)
+    x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
+    y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
+    g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
+    g2 = np.expand_dims(g2, -2) if np.ndim(x) == 1 else g2
+    return np.reshape(unbroadcast(np.matmul(np.swapaxes(x2, -1, -2), g2), y2), np.shape(y))
+
+
 def matmul_vjp(g, ans, x, y):
-    """Cotangents of ``x @ y`` with numpy's promotion of 1-D operands and batch broadcasting."""
-    x_vector, y_vector = np.ndim(x) == 1, np.ndim(y) == 1
-    x2 = np.expand_dims(x, 0) if x_vector else x
-    y2 = np.expand_dims(y, -1) if y_vector else y
-    g2 = np.expand_dims(g, -1) if y_vector else g
-    g2 = np.expand_dims(g2, -2) if x_vector else g2
-    gx = unbroadcast(np.matmul(g2, np.swapaxes(y2, -1, -2)), x2)
-    gy = unbroadcast(np.matmul(np.swapaxes(x2, -1, -2), g2), y2)
-    return np.reshape(gx, np.shape(x)), np.reshape(gy, np.shape(y))
+    """Cotangents of ``x @ y``; one helper per operand, so only active ones are computed."""
+    return matmul_left(g, x, y), matmul_right(g, x, y)
 
 
 def matmul_jvp(dx, dy, ans, x, y):

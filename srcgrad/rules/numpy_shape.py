@@ -1,0 +1,759 @@
+"""Rules of functions that move, copy, select or convert values without arithmetic.
+
+Shape functions (transpose, reshape, concatenate, tile...), indexing (``operator.getitem``),
+conversions (``float``, ``np.asarray``...), and the shape helpers of ``runtime`` and
+``_helpers`` that vjps call, so that generated adjoints can be differentiated again. All are
+linear in their differentiable arguments.
+
+A sequence argument (``np.concatenate([a, b])``) gets its cotangent as a container of the same
+kind (list or tuple), one entry per item.
+"""
+import operator
+
+import numpy as np
+
+from .. import runtime
+from ..runtime import broadcast_like, densify, unbroadcast
+from ._helpers import (_first, dispatches, expand_reduced, expand_to, float_dtype_weight,
+                       like_sequence, unindex)
+from .domains import draw
+from .registry import defrule, nondifferentiable
+
+# --------------------------------------------------------------------------- axis order
+
+
+def inverse_axes(axes, ndim):
+    """The permutation undoing ``np.transpose(x, axes)`` (None stays None: a reversal)."""
+    if axes is None:
+        return None
+    return tuple(int(i) for i in np.argsort([int(a) % ndim for a in axes]))
+
+
+def transpose_vjp(g, ans, a, axes=None):
+    return (np.transpose(g, inverse_axes(axes, np.ndim(a))),)
+
+
+def transpose_jvp(da, ans, a, axes=None):
+    return (np.transpose(da, axes),)
+
+
+def matrix_transpose_vjp(g, ans, x):
+    return (np.swapaxes(g, -1, -2),)
+
+
+def matrix_transpose_jvp(dx, ans, x):
+    return (np.swapaxes(dx, -1, -2),)
+
+
+def swapaxes_vjp(g, ans, a, axis1, axis2):
+    return (np.swapaxes(g, axis1, axis2),)
+
+
+def swapaxes_jvp(da, ans, a, axis1, axis2):
+    return (np.swapaxes(da, axis1, axis2),)
+
+
+def moveaxis_vjp(g, ans, a, source, destination):
+    return (np.moveaxis(g, destination, source),)
+
+
+def moveaxis_jvp(da, ans, a, source, destination):
+    return (np.moveaxis(da, source, destination),)
+
+
+# --------------------------------------------------------------------------- reshaping
+
+def reshape_vjp(g, ans, a, shape=None, order="C", copy=None):
+    return (np.reshape(g, np.shape(a), order=order),)
+
+
+def reshape_jvp(da, ans, a, shape=None, order="C", copy=None):
+    return (np.reshape(da, np.shape(ans), order=order),)
+
+
+def ravel_vjp(g, ans, a, order="C"):
+    return (np.reshape(g, np.shape(a), order=order),)
+
+
+def ravel_jvp(da, ans, a, order="C"):
+    return (np.ravel(da, order=order),)
+
+
+def squeeze_vjp(g, ans, a, axis=None):
+    return (np.reshape(g, np.shape(a)),)
+
+
+def squeeze_jvp(da, ans, a, axis=None):
+    return (np.reshape(da, np.shape(ans)),)
+
+
+def expand_dims_vjp(g, ans, a, axis):
+    return (np.reshape(g, np.shape(a)),)
+
+
+def expand_dims_jvp(da, ans, a, axis):
+    return (np.reshape(da, np.shape(ans)),)
+
+
+def broadcast_to_vjp(g, ans, array, shape, subok=False):
+    return (unbroadcast(g, array),)
+
+
+def broadcast_to_jvp(darray, ans, array, shape, subok=False):
+    return (np.broadcast_to(darray, np.shape(ans)),)
+
+
+# --------------------------------------------------------------------------- joining
+
+def split_like(g, arrays, axis, shapes=None):
+    """Cut ``g`` along ``axis`` into pieces shaped like the joined ``arrays`` were.
+
+    ``shapes`` are the items' shapes as joined (after any promotion, e.g. by ``vstack``);
+    each piece is reshaped back to its item's own shape. ``axis=None`` cuts a flat ``g``.
+    """
+    shapes = [np.shape(x) for x in arrays] if shapes is None else shapes
+    pieces, start = [], 0
+    for x, shape in zip(arrays, shapes):
+        if axis is None:
+            stop = start + int(np.prod(shape))
+            piece = g[start:stop]
+        else:
+            stop = start + shape[axis % len(shape)]
+            piece = g[(slice(None),) * (axis % len(shape)) + (slice(start, stop),)]
+        pieces.append(np.reshape(piece, np.shape(x)))
+        start = stop
+    return like_sequence(arrays, pieces)
+
+
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kwargs):
+    return (split_like(g, arrays, axis),)
+
+
+def concatenate_jvp(d_arrays, ans, arrays, axis=0, out=None, **kwargs):
+    return (np.concatenate(densify(d_arrays, arrays), axis=axis),)
+
+
+def unstack(g, arrays, axis=0):
+    """Cut ``g`` along ``axis`` into one piece per stacked item."""
+    axis = axis % np.ndim(g)
+    return like_sequence(arrays, [g[(slice(None),) * axis + (i,)] for i in range(len(arrays))])
+
+
+def stack_vjp(g, ans, arrays, axis=0, out=None, **kwargs):
+    return (unstack(g, arrays, axis),)
+
+
+def stack_jvp(d_arrays, ans, arrays, axis=0, out=None, **kwargs):
+    return (np.stack(densify(d_arrays, arrays), axis=axis),)
+
+
+def _at_least(shape, n):
+    """The shape of ``np.atleast_2d`` (n=2) or ``np.atleast_1d`` (n=1) of an array."""
+    if len(shape) >= n:
+        return tuple(shape)
+    if n == 2 and len(shape) == 1:
+        return (1,) + tuple(shape)
+    return (1,) * n
+
+
+def hstack_vjp(g, ans, tup, **kwargs):
+    shapes = [_at_least(np.shape(x), 1) for x in tup]
+    return (split_like(g, tup, 0 if np.ndim(ans) == 1 else 1, shapes),)
+
+
+def hstack_jvp(dtup, ans, tup, **kwargs):
+    return (np.hstack(densify(dtup, tup)),)
+
+
+def vstack_vjp(g, ans, tup, **kwargs):
+    return (split_like(g, tup, 0, [_at_least(np.shape(x), 2) for x in tup]),)
+
+
+def vstack_jvp(dtup, ans, tup, **kwargs):
+    return (np.vstack(densify(dtup, tup)),)
+
+
+# --------------------------------------------------------------------------- repetition
+
+def untile(g, A, reps):
+    """Cotangent of ``np.tile(A, reps)``: the sum of ``g`` over all the tiles."""
+    reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
+    shape = np.shape(A)
+    ndim = max(len(shape), len(reps))
+    shape_full = (1,) * (ndim - len(shape)) + shape
+    reps_full = (1,) * (ndim - len(reps)) + reps
+    interleaved = tuple(n for pair in zip(reps_full, shape_full) for n in pair)
+    summed = np.sum(np.reshape(g, interleaved), axis=tuple(range(0, 2 * ndim, 2)))
+    return np.reshape(summed, shape)
+
+
+def tile_vjp(g, ans, A, reps):
+    return (untile(g, A, reps),)
+
+
+def tile_jvp(dA, ans, A, reps):
+    return (np.tile(dA, reps),)
+
+
+def unrepeat(g, a, repeats, axis=None):
+    """Cotangent of ``np.repeat(a, repeats, axis)``: each copy's cotangent added back."""
+    if axis is None:
+        index = np.repeat(np.arange(np.size(a)), repeats)
+        return np.reshape(unindex(g, np.zeros(np.size(a)), index), np.shape(a))
+    axis = axis % np.ndim(a)
+    index = (slice(None),) * axis + (np.repeat(np.arange(np.shape(a)[axis]), repeats),)
+    return unindex(g, np.zeros(np.shape(a)), index)
+
+
+def repeat_vjp(g, ans, a, repeats, axis=None):
+    return (unrepeat(g, a, repeats, axis),)
+
+
+def repeat_jvp(da, ans, a, repeats, axis=None):
+    return (np.repeat(da, repeats, axis),)
+
+
+# --------------------------------------------------------------------------- diagonals
+
+def undiagonal(g, shape, offset=0, axis1=0, axis2=1):
+    """Cotangent of ``np.diagonal(a, offset, axis1, axis2)`` for ``a`` of ``shape``."""
+    ndim = len(shape)
+    n = np.shape(g)[-1]
+    rows = np.eye(n, shape[axis1], k=max(-offset, 0))  # rows[i, p] = [p == i + row0]
+    cols = np.eye(n, shape[axis2], k=max(offset, 0))
+    full = np.einsum("...i,ip,iq->...pq", g, rows, cols)
+    return np.moveaxis(full, (-2, -1), (axis1 % ndim, axis2 % ndim))
+
+
+def diagonal_vjp(g, ans, a, offset=0, axis1=0, axis2=1):
+    return (undiagonal(g, np.shape(a), offset, axis1, axis2),)
+
+
+def diagonal_jvp(da, ans, a, offset=0, axis1=0, axis2=1):
+    return (np.diagonal(da, offset, axis1, axis2),)
+
+
+def diag_vjp(g, ans, v, k=0):
+    # np.diag builds a matrix from a vector, or extracts the diagonal of a matrix.
+    return (np.diag(g, k) if np.ndim(v) == 1 else undiagonal(g, np.shape(v), k),)
+
+
+def diag_jvp(dv, ans, v, k=0):
+    return (np.diag(dv, k),)
+
+
+def trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    ndim = np.ndim(a)
+    mask = np.eye(np.shape(a)[axis1], np.shape(a)[axis2], k=offset)
+    full = np.expand_dims(g, (-2, -1)) * mask
+    return (np.moveaxis(full, (-2, -1), (axis1 % ndim, axis2 % ndim)),)
+
+
+def trace_jvp(da, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+    return (np.trace(da, offset, axis1, axis2),)
+
+
+def tril_vjp(g, ans, m, k=0):
+    return (np.tril(g, k),)
+
+
+def tril_jvp(dm, ans, m, k=0):
+    return (np.tril(dm, k),)
+
+
+def triu_vjp(g, ans, m, k=0):
+    return (np.triu(g, k),)
+
+
+def triu_jvp(dm, ans, m, k=0):
+    return (np.triu(dm, k),)
+
+
+# --------------------------------------------------------------------------- indexing
+
+def getitem_vjp(g, ans, x, index):
+    return (unindex(g, x, index),)
+
+
+def getitem_jvp(dx, ans, x, index):
+    return (dx[index],)
+
+
+def unindex_vjp(c, ans, g, x, index):
+    return (c[index],)
+
+
+def unindex_jvp(dg, ans, g, x, index):
+    return (unindex(dg, x, index),)
+
+
+# --------------------------------------------------------------------------- conversions
+
+def unstack_like(g, a):
+    """Cotangent of ``np.array(a)`` for ``a`` possibly a nested list of arrays and floats."""
+    if isinstance(a, (list, tuple)):
+        return like_sequence(a, [unstack_like(g[i], item) for i, item in enumerate(a)])
+    return np.reshape(g, np.shape(a))
+
+
+def restack(d):
+    """``np.array`` of a nested list of tangents, built from ``np.stack`` (differentiable)."""
+    if isinstance(d, (list, tuple)):
+        return np.stack([restack(item) for item in d])
+    return d
+
+
+def asarray_vjp(g, ans, a, dtype=None, order=None, **kwargs):
+    # Casting to an integer or bool dtype cuts the gradient.
+    return (unstack_like(g * float_dtype_weight(dtype), a),)
+
+
+def asarray_jvp(da, ans, a, dtype=None, order=None, **kwargs):
+    return (np.reshape(restack(densify(da, a)), np.shape(ans)) * float_dtype_weight(dtype),)
+
+
+def array_vjp(g, ans, object, dtype=None, **kwargs):
+    return (unstack_like(g * float_dtype_weight(dtype), object),)
+
+
+def array_jvp(dobject, ans, object, dtype=None, **kwargs):
+    return (np.reshape(restack(densify(dobject, object)), np.shape(ans))
+            * float_dtype_weight(dtype),)
+
+
+def copy_vjp(g, ans, a, order="K", subok=False):
+    return (g,)
+
+
+def copy_jvp(da, ans, a, order="K", subok=False):
+    return (da,)
+
+
+def float_vjp(g, ans, x=0.0):
+    return (np.reshape(g, np.shape(x)),)
+
+
+def float_jvp(dx, ans, x=0.0):
+    return (np.reshape(dx, ()),)
+
+
+# --------------------------------------------------------------------------- runtime helpers
+
+def unbroadcast_vjp(c, ans, g, x):
+    return (np.broadcast_to(c, np.shape(g)),)
+
+
+def unbroadcast_jvp(dg, ans, g, x):
+    return (unbroadcast(dg, x),)
+
+
+def broadcast_like_vjp(c, out, d, ans):
+    return (unbroadcast(c, d),)
+
+
+def broadcast_like_jvp(dd, out, d, ans):
+    return (broadcast_like(dd, ans),)
+
+
+def expand_reduced_vjp(c, ans, g, x, axis=None, keepdims=False):
+    return (np.reshape(c, np.shape(g)),)
+
+
+def expand_reduced_jvp(dg, ans, g, x, axis=None, keepdims=False):
+    return (expand_reduced(dg, x, axis, keepdims),)
+
+
+def expand_to_vjp(c, ans, g, x, axis=None, keepdims=False):
+    return (np.reshape(np.sum(c, axis=axis, keepdims=keepdims), np.shape(g)),)
+
+
+def expand_to_jvp(dg, ans, g, x, axis=None, keepdims=False):
+    return (expand_to(dg, x, axis, keepdims),)
+
+
+def densify_vjp(c, ans, g, x):
+    # A lazy-zero g is never active; a broadcastable g was broadcast to x's shape.
+    return (c if isinstance(x, (list, tuple, dict)) else unbroadcast(c, g),)
+
+
+def densify_jvp(dg, ans, g, x):
+    return (densify(dg, x),)
+
+
+def add_vjp(g, ans, a, b):
+    # A lazily zero operand (runtime.ZERO) is never active, so its cotangent is unused.
+    return (g, g)
+
+
+def add_jvp(da, db, ans, a, b):
+    return (da, db)
+
+
+def add_at_vjp(c, ans, acc, x, index, g):
+    return (c, c[index])
+
+
+def add_at_jvp(dacc, dg, ans, acc, x, index, g):
+    return (dacc, unindex(dg, x, index))
+
+
+# --------------------------------------------------------------------------- shims for methods
+
+@dispatches(_first)
+def reshape_method(a, *shape, order="C"):
+    """``a.reshape(2, 3)``, ``a.reshape((2, 3))`` and ``a.reshape(-1)`` as a function."""
+    return np.reshape(a, shape[0] if len(shape) == 1 else shape, order=order)
+
+
+@dispatches(_first)
+def transpose_method(a, *axes):
+    """``a.transpose()``, ``a.transpose(1, 0)`` and ``a.transpose((1, 0))`` as a function."""
+    return np.transpose(a, method_axes(axes))
+
+
+def method_axes(axes):
+    """The ``axes`` of ``np.transpose`` from the varargs of ``ndarray.transpose``."""
+    if not axes or (len(axes) == 1 and axes[0] is None):
+        return None
+    return tuple(axes[0]) if len(axes) == 1 else tuple(axes)
+
+
+def transpose_method_vjp(g, ans, a, *axes):
+    return (np.transpose(g, inverse_axes(method_axes(axes), np.ndim(a))),)
+
+
+def transpose_method_jvp(da, ans, a, *axes):
+    return (np.transpose(da, method_axes(axes)),)
+
+
+def reshape_method_vjp(g, ans, a, *shape, order="C"):
+    return (np.reshape(g, np.shape(a), order=order),)
+
+
+def reshape_method_jvp(da, ans, a, *shape, order="C"):
+    return (np.reshape(da, np.shape(ans), order=order),)
+
+
+@dispatches(_first)
+def astype_method(a, dtype, *args, **kwargs):
+    """``a.astype(dtype)`` as a function (also for Python numbers, via ``np.asarray``)."""
+    return np.asarray(a).astype(dtype, *args, **kwargs)
+
+
+def astype_method_vjp(g, ans, a, dtype, *args, **kwargs):
+    # Casting to an integer or bool dtype cuts the gradient.
+    return (g * float_dtype_weight(dtype),)
+
+
+def astype_method_jvp(da, ans, a, dtype, *args, **kwargs):
+    return (da * float_dtype_weight(dtype),)
+
+
+@dispatches(_first)
+def item_method(a, *args):
+    """``a.item()`` / ``a.item(i)`` / ``a.item(i, j)`` as a function: a Python scalar."""
+    return np.asarray(a).item(*args)
+
+
+def unitem(g, a, args):
+    """Cotangent of ``a.item(*args)``: ``g`` at the element read, zeros elsewhere."""
+    if not args:
+        return np.reshape(g, np.shape(a))
+    if len(args) == 1 and np.ndim(args[0]) == 0:  # a flat index
+        return np.reshape(unindex(g, np.zeros(np.size(a)), args[0]), np.shape(a))
+    index = tuple(args[0]) if len(args) == 1 else tuple(args)
+    return unindex(g, np.zeros(np.shape(a)), index)
+
+
+def item_method_vjp(g, ans, a, *args):
+    return (unitem(g, a, args),)
+
+
+def item_method_jvp(da, ans, a, *args):
+    return (item_method(da, *args),)
+
+
+@dispatches(_first)
+def tolist_method(a):
+    """``a.tolist()`` as a function: nested lists of Python scalars."""
+    return np.asarray(a).tolist()
+
+
+def tolist_method_vjp(g, ans, a):
+    return (np.reshape(restack(g), np.shape(a)),)
+
+
+def tolist_method_jvp(da, ans, a):
+    return (tolist_method(da),)
+
+
+# --------------------------------------------------------------------------- domains
+
+def _transpose_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (2, 3, 4)),), {}),
+            ((draw(rng, (2, 3, 4)), (1, 2, 0)), {}), ((draw(rng, (2, 3, 4)),), {"axes": (-1, 0, 1)}),
+            ((draw(rng, (3,)),), {}), ((draw(rng, None),), {})]
+
+
+def _matrix_transpose_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (4, 2, 3)),), {})]
+
+
+def _swapaxes_points(rng):
+    return [((draw(rng, (2, 3)), 0, 1), {}), ((draw(rng, (2, 3, 4)), -1, 0), {}),
+            ((draw(rng, (2, 3, 4)), 1, 1), {})]
+
+
+def _moveaxis_points(rng):
+    return [((draw(rng, (2, 3, 4)), 0, -1), {}), ((draw(rng, (2, 3, 4)), (0, 1), (2, 0)), {})]
+
+
+def _reshape_points(rng):
+    return [((draw(rng, (2, 3)), (3, 2)), {}), ((draw(rng, (2, 3)), -1), {}),
+            ((draw(rng, (2, 3)), (3, 2)), {"order": "F"}), ((draw(rng, (6,)),), {"shape": (1, 2, 3)}),
+            ((draw(rng, None), (1, 1)), {}), ((draw(rng, (2, 3, 4)), (4, -1)), {})]
+
+
+def _ravel_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (2, 3)), "F"), {}), ((draw(rng, None),), {}),
+            ((draw(rng, (2, 3, 4)),), {})]
+
+
+def _squeeze_points(rng):
+    return [((draw(rng, (1, 3, 1)),), {}), ((draw(rng, (1, 3, 1)), 0), {}),
+            ((draw(rng, (1, 3, 1)),), {"axis": (0, 2)}), ((draw(rng, (3,)),), {})]
+
+
+def _expand_dims_points(rng):
+    return [((draw(rng, (2, 3)), 0), {}), ((draw(rng, (2, 3)), -1), {}),
+            ((draw(rng, (2, 3)), (0, 2)), {}), ((draw(rng, None), 0), {})]
+
+
+def _broadcast_to_points(rng):
+    return [((draw(rng, (3,)), (2, 3)), {}), ((draw(rng, (2, 1)), (4, 2, 3)), {}),
+            ((draw(rng, None), (2, 2)), {}), ((draw(rng, (2, 3)), (2, 3)), {})]
+
+
+def _concatenate_points(rng):
+    return [(([draw(rng, (2, 3)), draw(rng, (1, 3)), draw(rng, (3, 3))],), {}),
+            (((draw(rng, (2, 3)), draw(rng, (2, 1))), 1), {}),
+            (([draw(rng, (2, 3)), draw(rng, (2, 2))],), {"axis": -1}),
+            (([draw(rng, (2, 3)), draw(rng, (4,))],), {"axis": None}),
+            (([draw(rng, (3,))],), {})]
+
+
+def _stack_points(rng):
+    return [(([draw(rng, (2, 3)), draw(rng, (2, 3)), draw(rng, (2, 3))],), {}),
+            (((draw(rng, (2, 3)), draw(rng, (2, 3))), -1), {}),
+            (([draw(rng, None), draw(rng, None)],), {}),
+            (([draw(rng, (3,)), draw(rng, (3,))],), {"axis": 1})]
+
+
+def _hstack_points(rng):
+    return [(([draw(rng, (3,)), draw(rng, (2,))],), {}), (([draw(rng, (2, 3)), draw(rng, (2, 1))],), {}),
+            (([draw(rng, None), draw(rng, (2,))],), {}),
+            (((draw(rng, (2, 3, 2)), draw(rng, (2, 1, 2))),), {})]
+
+
+def _vstack_points(rng):
+    return [(([draw(rng, (3,)), draw(rng, (3,))],), {}), (([draw(rng, (2, 3)), draw(rng, (3,))],), {}),
+            (((draw(rng, (2, 3, 2)), draw(rng, (1, 3, 2))),), {}),
+            (([draw(rng, None), draw(rng, None)],), {})]
+
+
+def _tile_points(rng):
+    return [((draw(rng, (3,)), 2), {}), ((draw(rng, (2, 3)), (2, 1)), {}),
+            ((draw(rng, (3,)), (2, 2)), {}), ((draw(rng, (2, 3, 2)), (2,)), {}),
+            ((draw(rng, None), 3), {})]
+
+
+def _repeat_points(rng):
+    return [((draw(rng, (3,)), 2), {}), ((draw(rng, (2, 3)), 2), {}),
+            ((draw(rng, (2, 3)), 2, 1), {}), ((draw(rng, (2, 3)), [1, 0, 3], -1), {}),
+            ((draw(rng, (2, 3)), np.array([2, 1])), {"axis": 0}), ((draw(rng, None), 3), {})]
+
+
+def _diag_points(rng):
+    return [((draw(rng, (3,)),), {}), ((draw(rng, (3,)), 1), {}), ((draw(rng, (3,)), -2), {}),
+            ((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}), ((draw(rng, (4, 3)), -1), {})]
+
+
+def _diagonal_points(rng):
+    return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}),
+            ((draw(rng, (2, 3, 4)), -1, 2, 1), {}), ((draw(rng, (3, 2, 4)),), {"axis1": 0, "axis2": 2})]
+
+
+def _trace_points(rng):
+    return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}),
+            ((draw(rng, (2, 3, 4)), 0, 1, 2), {}), ((draw(rng, (3, 2, 3)),), {"axis1": 2, "axis2": 0})]
+
+
+def _tri_points(rng):
+    return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}), ((draw(rng, (2, 3, 3)), -1), {})]
+
+
+def _getitem_points(rng):
+    x = draw(rng, (4, 3))
+    indices = [1, -1, slice(1, 3), (slice(None), 0), (Ellipsis, 1), None, (1, None, slice(None)),
+               np.array([0, 2, 0]), [0, 0, 1], (np.array([0, 1, 1]), np.array([2, 0, 2])),
+               x > 0, (slice(None, None, -1), slice(0, 3, 2)), (np.array([[0, 3], [3, 3]]), 1),
+               (slice(None), [2, 2])]
+    points = [((x, index), {}) for index in indices]
+    a, b = draw(rng, (2, 3)), draw(rng, (3,))
+    points += [((draw(rng, ()), ()), {}), (([a, b, draw(rng, None)], 1), {}), (((a, b), -1), {}),
+               (({"w": a, "b": b}, "w"), {}), (([a, b, draw(rng, None)], slice(0, 2)), {}),
+               ((draw(rng, (5,)), np.array([True, False, True, True, False])), {})]
+    return points
+
+
+def _unindex_points(rng):
+    points = []
+    for (x, index), _ in _getitem_points(rng):
+        g = runtime.zeros_like(operator.getitem(x, index))
+        points.append(((_randomized(rng, g), x, index), {}))
+    return points
+
+
+def _randomized(rng, template):
+    if isinstance(template, np.ndarray):
+        return rng.uniform(-2.0, 2.0, size=template.shape)
+    if isinstance(template, dict):
+        return {k: _randomized(rng, v) for k, v in template.items()}
+    if isinstance(template, (list, tuple)):
+        return type(template)(_randomized(rng, v) for v in template)
+    return float(rng.uniform(-2.0, 2.0))
+
+
+def _asarray_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (2, 3)), np.float64), {}),
+            ((draw(rng, None),), {}), (([draw(rng, None), draw(rng, None)],), {}),
+            (([draw(rng, (3,)), draw(rng, (3,))],), {}),
+            (([[draw(rng, None), draw(rng, None)], (draw(rng, None), draw(rng, None))],), {}),
+            ((draw(rng, (3,)),), {"dtype": np.int64})]
+
+
+def _array_points(rng):
+    return _asarray_points(rng) + [((draw(rng, (3,)),), {"ndmin": 2})]
+
+
+def _copy_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, None),), {})]
+
+
+def _float_points(rng):
+    return [((draw(rng, None),), {}), ((draw(rng, ()),), {}), ((np.float64(draw(rng, None)),), {})]
+
+
+def _unbroadcast_points(rng):
+    return [((draw(rng, (2, 3)), draw(rng, (3,))), {}), ((draw(rng, (4, 2, 3)), draw(rng, (2, 1))), {}),
+            ((draw(rng, (2, 3)), draw(rng, None)), {}), ((draw(rng, (2, 3)), draw(rng, (2, 3))), {})]
+
+
+def _broadcast_like_points(rng):
+    return [((draw(rng, (3,)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, (2, 3))), {}),
+            ((draw(rng, (2, 1)), draw(rng, (4, 2, 3))), {}), ((draw(rng, (3,)), draw(rng, (3,))), {})]
+
+
+def _expand_points(rng):
+    x = draw(rng, (3, 4, 2))
+    return [((draw(rng, (4, 2)), x, 0), {}), ((draw(rng, (3, 1, 2)), x, 1, True), {}),
+            ((draw(rng, (4,)), x, (0, 2)), {}), ((draw(rng, None), x), {}),
+            ((draw(rng, (3, 4)), x), {"axis": -1})]
+
+
+def _densify_points(rng):
+    return [((draw(rng, (2, 3)), draw(rng, (2, 3))), {}), ((draw(rng, (3,)), draw(rng, (2, 3))), {}),
+            (([draw(rng, (3,)), draw(rng, None)], [draw(rng, (3,)), draw(rng, None)]), {})]
+
+
+def _add_points(rng):
+    return [((draw(rng, (2, 3)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, None)), {}),
+            (([draw(rng, (3,)), draw(rng, None)], [draw(rng, (3,)), draw(rng, None)]), {})]
+
+
+def _add_at_points(rng):
+    x = draw(rng, (4, 3))
+    return [((draw(rng, (4, 3)), x, 1, draw(rng, (3,))), {}),
+            ((draw(rng, (4, 3)), x, np.array([0, 2, 0]), draw(rng, (3, 3))), {}),
+            ((draw(rng, (4, 3)), x, (slice(None), 1), draw(rng, (4,))), {})]
+
+
+def _transpose_method_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (2, 3, 4)), 1, 2, 0), {}),
+            ((draw(rng, (2, 3, 4)), (2, 0, 1)), {}), ((draw(rng, (2, 3, 4)), None), {})]
+
+
+def _reshape_method_points(rng):
+    return [((draw(rng, (2, 3)), 3, 2), {}), ((draw(rng, (2, 3)), (3, 2)), {}),
+            ((draw(rng, (2, 3)), -1), {}), ((draw(rng, (2, 3)), 3, 2), {"order": "F"})]
+
+
+def _astype_points(rng):
+    return [((draw(rng, (2, 3)), np.float64), {}), ((draw(rng, (3,)), "float64"), {}),
+            ((draw(rng, (3,)), np.int64), {}), ((draw(rng, None), float), {})]
+
+
+def _item_points(rng):
+    return [((draw(rng, ()),), {}), ((draw(rng, (1, 1)),), {}), ((draw(rng, (2, 3)), 4), {}),
+            ((draw(rng, (2, 3)), 1, 2), {}), ((draw(rng, (2, 3)), (0, 1)), {})]
+
+
+def _tolist_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (3,)),), {}), ((draw(rng, ()),), {})]
+
+
+# --------------------------------------------------------------------------- registration
+
+_LINEAR = [
+    (np.transpose, transpose_vjp, transpose_jvp, _transpose_points, (0,)),  # is np.permute_dims
+    (np.matrix_transpose, matrix_transpose_vjp, matrix_transpose_jvp, _matrix_transpose_points,
+     (0,)),
+    (np.swapaxes, swapaxes_vjp, swapaxes_jvp, _swapaxes_points, (0,)),
+    (np.moveaxis, moveaxis_vjp, moveaxis_jvp, _moveaxis_points, (0,)),
+    (np.reshape, reshape_vjp, reshape_jvp, _reshape_points, (0,)),
+    (np.ravel, ravel_vjp, ravel_jvp, _ravel_points, (0,)),
+    (np.squeeze, squeeze_vjp, squeeze_jvp, _squeeze_points, (0,)),
+    (np.expand_dims, expand_dims_vjp, expand_dims_jvp, _expand_dims_points, (0,)),
+    (np.broadcast_to, broadcast_to_vjp, broadcast_to_jvp, _broadcast_to_points, (0,)),
+    (np.concatenate, concatenate_vjp, concatenate_jvp, _concatenate_points, (0,)),  # np.concat
+    (np.stack, stack_vjp, stack_jvp, _stack_points, (0,)),
+    (np.hstack, hstack_vjp, hstack_jvp, _hstack_points, (0,)),
+    (np.vstack, vstack_vjp, vstack_jvp, _vstack_points, (0,)),
+    (np.tile, tile_vjp, tile_jvp, _tile_points, (0,)),
+    (np.repeat, repeat_vjp, repeat_jvp, _repeat_points, (0,)),
+    (np.diag, diag_vjp, diag_jvp, _diag_points, (0,)),
+    (np.diagonal, diagonal_vjp, diagonal_jvp, _diagonal_points, (0,)),
+    (np.trace, trace_vjp, trace_jvp, _trace_points, (0,)),
+    (np.tril, tril_vjp, tril_jvp, _tri_points, (0,)),
+    (np.triu, triu_vjp, triu_jvp, _tri_points, (0,)),
+    (operator.getitem, getitem_vjp, getitem_jvp, _getitem_points, (0,)),
+    (unindex, unindex_vjp, unindex_jvp, _unindex_points, (0,)),
+    (np.asarray, asarray_vjp, asarray_jvp, _asarray_points, (0,)),
+    (np.asanyarray, asarray_vjp, asarray_jvp, _asarray_points, (0,)),
+    (np.array, array_vjp, array_jvp, _array_points, (0,)),
+    (np.copy, copy_vjp, copy_jvp, _copy_points, (0,)),
+    (float, float_vjp, float_jvp, _float_points, (0,)),
+    (runtime.unbroadcast, unbroadcast_vjp, unbroadcast_jvp, _unbroadcast_points, (0,)),
+    (runtime.broadcast_like, broadcast_like_vjp, broadcast_like_jvp, _broadcast_like_points,
+     (0,)),
+    (runtime.add, add_vjp, add_jvp, _add_points, (0, 1)),
+    (runtime.add_at, add_at_vjp, add_at_jvp, _add_at_points, (0, 3)),
+    (expand_reduced, expand_reduced_vjp, expand_reduced_jvp, _expand_points, (0,)),
+    (expand_to, expand_to_vjp, expand_to_jvp, _expand_points, (0,)),
+    (reshape_method, reshape_method_vjp, reshape_method_jvp, _reshape_method_points, (0,)),
+    (transpose_method, transpose_method_vjp, transpose_method_jvp, _transpose_method_points,
+     (0,)),
+    (astype_method, astype_method_vjp, astype_method_jvp, _astype_points, (0,)),
+    (item_method, item_method_vjp, item_method_jvp, _item_points, (0,)),
+    (tolist_method, tolist_method_vjp, tolist_method_jvp, _tolist_points, (0,)),
+]
+for _fn, _vjp, _jvp, _domain, _diff in _LINEAR:
+    defrule(_fn, _vjp, diff_args=_diff, jvp=_jvp, domain=_domain, linear=True)
+defrule(np.linalg.matrix_transpose, matrix_transpose_vjp, jvp=matrix_transpose_jvp,
+        domain=_matrix_transpose_points, linear=True, name="numpy.linalg.matrix_transpose")
+defrule(runtime.densify, densify_vjp, jvp=densify_jvp, domain=_densify_points, linear=True)
+del _fn, _vjp, _jvp, _domain, _diff
+
+nondifferentiable(inverse_axes)
+nondifferentiable(method_axes)
+nondifferentiable(runtime.zeros_like)

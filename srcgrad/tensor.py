@@ -1,0 +1,1697 @@
+"""The PyTorch-compatible ``Tensor``: define-by-run recording over the shared rule registry.
+
+Every differentiable operation runs the registry rule of a numpy function or Python operator
+(``srcgrad.rules.lookup(np.exp)``...): the forward is ``rule.fn(*raw_args, **kw)`` on numpy
+data, and the graph node keeps the rule, the raw arguments and ``ans`` so that ``backward``
+calls ``rule.vjp``. There is no second set of derivative formulas here.
+
+``__array_ufunc__`` and ``__array_function__`` route numpy calls on Tensors back into these
+operations, so running a vjp body on Tensors (``create_graph=True``) records it too.
+
+Deliberate differences from PyTorch (presentation aside) are listed where they arise:
+``2 / x`` shows ``DivBackward0`` (PyTorch decomposes it into ``MulBackward0`` of a
+reciprocal); in-place updates of views of tensors that require grad are refused; float sums
+use numpy's pairwise summation, so last-bit rounding can differ.
+"""
+from __future__ import annotations
+
+__all__ = ["Tensor", "dtype", "Size", "device", "tensor_from_data",
+           "float32", "float64", "float16", "int64", "int32", "int16", "int8", "uint8",
+           "bool_", "complex64", "complex128", "get_default_dtype", "as_dtype"]
+
+import builtins
+import math
+import warnings
+import weakref
+from typing import Any, Iterable
+
+import numpy as np
+
+from .autograd import printing
+from .autograd.grad_mode import STATE as _STATE
+from .autograd.graph import Node, RemovableHandle, node_class
+from .autograd.ops import OPS, Op, promote_types
+from .errors import MissingRuleError
+from .rules import is_nondifferentiable, lookup, rule_name
+
+_ndarray = np.ndarray
+_asarray = np.asarray
+_new = object.__new__
+_NOKW: dict = {}
+
+
+# --------------------------------------------------------------------------- dtype, Size
+
+
+class dtype:
+    """A tensor element type; prints as ``torch.float32``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize")
+
+    def __init__(self, name: str, np_type: Any):
+        self.name = name
+        self.np = np.dtype(np_type)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_complex = self.np.kind == "c"
+        self.is_signed = self.np.kind in "fic"
+        self.itemsize = self.np.itemsize
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
+
+    def __reduce__(self):
+        return (as_dtype, (self.name,))
+
+    def to_real(self) -> "dtype":
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+
+float32 = dtype("float32", np.float32)
+float64 = dtype("float64", np.float64)
+float16 = dtype("float16", np.float16)
+int64 = dtype("int64", np.int64)
+int32 = dtype("int32", np.int32)
+int16 = dtype("int16", np.int16)
+int8 = dtype("int8", np.int8)
+uint8 = dtype("uint8", np.uint8)
+bool_ = dtype("bool", np.bool_)
+complex64 = dtype("complex64", np.complex64)
+complex128 = dtype("complex128", np.complex128)
+
+_BY_NP = {d.np: d for d in (float32, float64, float16, int64, int32, int16, int8, uint8,
+                            bool_, complex64, complex128)}
+_BY_NAME = {d.name: d for d in _BY_NP.values()}
+_BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int32,
+                short=int16, cfloat=complex64, cdouble=complex128)
+_F32 = np.dtype(np.float32)
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                      "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                      "complex128": "ComplexDouble"}
+
+
+def get_default_dtype() -> dtype:
+    """The dtype of tensors made from Python floats (float32)."""
+    return float32
+
+
+def as_dtype(d: Any) -> dtype:
+    """A srcgrad dtype from a dtype, its name, a numpy dtype or a Python type."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, str) and d in _BY_NAME:
+        return _BY_NAME[d]
+    if d is builtins.float:
+        return float64
+    if d is builtins.int:
+        return int64
+    if d is builtins.bool:
+        return bool_
+    try:
+        return _BY_NP[np.dtype(d)]
+    except (TypeError, KeyError):
+        raise TypeError(f"unsupported dtype: {d!r}") from None
+
+
+def _dtype_of(data: np.ndarray) -> dtype:
+    d = _BY_NP.get(data.dtype)
+    if d is None:
+        raise TypeError(f"numpy dtype {data.dtype} has no tensor counterpart")
+    return d
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple that prints as ``torch.Size([2, 2])``."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"torch.Size({list(self)})"
+
+    __str__ = __repr__
+
+    def numel(self) -> int:
+        return math.prod(self)
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+
+class device:
+    """The only device of srcgrad: ``device(type='cpu')``."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type: str = "cpu", index: int | None = None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        kind = str(type).split(":")[0]
+        if kind != "cpu":
+            raise RuntimeError(f"srcgrad runs on the CPU only; device '{type}' is not available")
+        self.type = "cpu"
+        self.index = index
+
+    def __repr__(self) -> str:
+        return "device(type='cpu')"
+
+    def __str__(self) -> str:
+        return "cpu"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
+
+    def __hash__(self) -> int:
+        return hash("cpu")
+
+
+_CPU = device("cpu")
+
+# --------------------------------------------------------------------------- messages
+
+LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
+VIEW_OF_LEAF_INPLACE = ("a view of a leaf Variable that requires grad is being used in an "
+                        "in-place operation.")
+NONLEAF_FLAG = ("you can only change requires_grad flags of leaf variables. If you want to use "
+                "a computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+NONLEAF_GRAD = ("The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. "
+                "Its .grad attribute won't be populated during autograd.backward(). If you "
+                "indeed want the .grad field to be populated for a non-leaf Tensor, use "
+                ".retain_grad() on the non-leaf Tensor. If you access the non-leaf Tensor by "
+                "mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more information.")
+INT_REQUIRES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
+INT_REQUIRES_GRAD_ = "only Tensors of floating point dtype can require gradients"
+
+
+def _type_label(t: "Tensor") -> str:
+    """PyTorch's ``[torch.FloatTensor [2, 3]]`` description of a tensor in messages."""
+    name = _SCALAR_TYPE_NAMES.get(t._data.dtype.name, "Float")
+    shape = ", ".join(map(str, t._data.shape))
+    return f"[torch.{name}Tensor [{shape}]]"
+
+
+# --------------------------------------------------------------------------- construction
+
+
+def _wrap(data: np.ndarray, cls: type | None = None) -> "Tensor":
+    """A Tensor (no history) around ``data``, which it owns from now on."""
+    t = _new(cls or Tensor)
+    t._data = data
+    t._rg = False
+    t.grad_fn = None
+    t._grad = None
+    t._vc = [0]
+    t._meta = None
+    return t
+
+
+def _strip_tensors(data: Any) -> Any:
+    if isinstance(data, Tensor):
+        return data._data
+    if isinstance(data, (list, tuple)):
+        return [_strip_tensors(x) for x in data]
+    return data
+
+
+def tensor_from_data(data: Any, dt: Any = None, copy: bool = True) -> np.ndarray:
+    """The numpy array PyTorch's ``torch.tensor(data, dtype=dt)`` would hold.
+
+    Python floats become float32 (the default dtype), ints int64, bools bool; numpy arrays
+    keep their dtype.
+    """
+    target = as_dtype(dt).np if dt is not None else None
+    if isinstance(data, Tensor):
+        arr = data._data
+    elif isinstance(data, np.ndarray):
+        arr = data
+    elif isinstance(data, np.generic):
+        arr = np.asarray(data)
+    else:
+        arr = np.array(_strip_tensors(data))
+        if target is None:
+            if arr.dtype.kind == "f" and arr.dtype != np.float16:
+                target = _F32
+            elif arr.dtype.kind in "iu":
+                target = np.dtype(np.int64)
+            elif arr.dtype.kind == "c":
+                target = np.dtype(np.complex64)
+            elif arr.dtype.kind not in "b":
+                raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+    if target is not None and arr.dtype != target:
+        return arr.astype(target)
+    if arr.dtype not in _BY_NP:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only "
+                        "supported types are: float64, float32, float16, complex64, "
+                        "complex128, int64, int32, int16, int8, uint8, and bool.")
+    return np.array(arr, copy=True) if copy else arr
+
+
+def _shape_args(size: tuple) -> tuple[int, ...]:
+    """``ones(2, 3)``, ``ones((2, 3))``, ``ones([2, 3])`` and ``ones(Size)`` all mean (2, 3)."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(n) for n in size)
+
+
+# --------------------------------------------------------------------------- recording
+
+
+class _Meta:
+    """Rarely used per-tensor state: leaf hooks and the base of a view."""
+
+    __slots__ = ("hooks", "base")
+
+    def __init__(self):
+        self.hooks = None
+        self.base = None
+
+
+class NodeHooks:
+    """Tensor hooks and retain_grad of a non-leaf tensor, kept on the node that made it."""
+
+    __slots__ = ("pre", "retain")
+
+    def __init__(self):
+        self.pre = {}
+        self.retain = None
+
+
+def _saved_versions(op: Op, args: tuple, out: "Tensor") -> tuple | None:
+    """(tensor, counter, version) of each argument the vjp reads, and of the output."""
+    reads, reads_ans = op.reads
+    saved = []
+    for i in reads:
+        if i < len(args):
+            a = args[i]
+            if isinstance(a, Tensor):
+                saved.append((a, a._vc, a._vc[0]))
+            elif isinstance(a, (list, tuple)):
+                saved.extend((t, t._vc, t._vc[0]) for t in a if isinstance(t, Tensor))
+    if reads_ans:
+        saved.append((None, out._vc, 0))
+    return tuple(saved) or None
+
+
+def _edges(rule, args: tuple) -> list:
+    """(vjp output index, item index or None, target) for each input that requires grad."""
+    edges = []
+    for j, pos in enumerate(rule.diff_args):
+        if pos >= len(args):
+            continue
+        a = args[pos]
+        if isinstance(a, Tensor):
+            if a._rg:
+                edges.append((j, None, a.grad_fn or a))
+        elif isinstance(a, (list, tuple)):
+            for k, t in enumerate(a):
+                if isinstance(t, Tensor) and t._rg:
+                    edges.append((j, k, t.grad_fn or t))
+    return edges
+
+
+def _any_requires_grad(args: Iterable) -> bool:
+    for a in args:
+        if isinstance(a, Tensor):
+            if a._rg:
+                return True
+        elif isinstance(a, (list, tuple)) and _any_requires_grad(a):
+            return True
+    return False
+
+
+def _raw(a: Any) -> Any:
+    if isinstance(a, Tensor):
+        return a._data
+    if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
+        return type(a)(_raw(x) for x in a) if type(a) in (list, tuple) else [_raw(x) for x in a]
+    return a
+
+
+def _record(op: Op, cls: type, rule, args: tuple, raw: tuple, kw: dict, ans: np.ndarray,
+            out: "Tensor") -> None:
+    """Attach a node of class ``cls`` running ``rule`` to the fresh output ``out``."""
+    node = _new(cls)
+    node.rule = rule
+    node.args = args
+    node.raw = raw
+    node.kw = kw
+    node.ans = ans
+    node.hooks = None
+    node.edges = _edges(rule, args)
+    node.vers = _saved_versions(op, args, out) if cls.saves else None
+    out.grad_fn = node
+    out._rg = True
+
+
+def _apply(op: Op, args: tuple, kw: dict = _NOKW, cls: type | None = None,
+           view_of: "Tensor | None" = None) -> "Tensor":
+    """Run ``op``'s rule on the raw data of ``args`` and record it when a gradient is needed."""
+    rule = op.rule or op.resolve()
+    raw = tuple(_raw(a) for a in args)
+    ans = rule.fn(*raw, **kw)
+    if type(ans) is not _ndarray:
+        ans = _asarray(ans)
+    out = _wrap(ans)
+    if view_of is not None:
+        out._vc = view_of._vc
+    if _STATE.enabled and ans.dtype.kind in "fc" and _any_requires_grad(args):
+        _record(op, cls or op.cls, rule, args, raw, kw, ans, out)
+        if view_of is not None and view_of._rg:
+            out._meta = _Meta()
+            out._meta.base = view_of
+    return out
+
+
+def _unary(op: Op, a: "Tensor", cls: type | None = None) -> "Tensor":
+    """Fast path of an elementwise function of one tensor."""
+    rule = op.rule or op.resolve()
+    ad = a._data
+    ans = rule.fn(ad)
+    if type(ans) is not _ndarray:
+        ans = _asarray(ans)
+    if ans.dtype is not ad.dtype:
+        ans = _fix_unary_dtype(ans, ad)
+    out = _new(Tensor)
+    out._data = ans
+    out._grad = None
+    out._vc = [0]
+    out._meta = None
+    if a._rg and _STATE.enabled:
+        cls = cls or op.cls
+        node = _new(cls)
+        node.rule = rule
+        node.args = (a,)
+        node.raw = (ad,)
+        node.kw = _NOKW
+        node.ans = ans
+        node.hooks = None
+        node.edges = [(0, None, a.grad_fn or a)]
+        node.vers = _saved_versions(op, node.args, out) if cls.saves else None
+        out.grad_fn = node
+        out._rg = True
+    else:
+        out.grad_fn = None
+        out._rg = False
+    return out
+
+
+def _fix_unary_dtype(ans: np.ndarray, ad: np.ndarray) -> np.ndarray:
+    if ans.dtype.kind == "f":
+        if ad.dtype.kind == "f":
+            return ans.astype(ad.dtype)
+        if ans.dtype != _F32:
+            return ans.astype(_F32)
+    return ans
+
+
+def _binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
+    """Fast path of ``a <op> b`` where ``a`` or ``b`` is a Tensor (the other may be a number)."""
+    ta = isinstance(a, Tensor)
+    tb = isinstance(b, Tensor)
+    ad = a._data if ta else a
+    bd = b._data if tb else b
+    rule = op.rule or op.resolve()
+    try:
+        ans = rule.fn(ad, bd)
+    except ValueError:
+        raise _broadcast_error(op, ad, bd) from None
+    if type(ans) is not _ndarray:
+        ans = _asarray(ans)
+    if ta:
+        if ans.dtype is not ad.dtype or (tb and bd.dtype is not ad.dtype):
+            ans = _fix_binary_dtype(op, ans, ad, bd)
+    elif ans.dtype is not bd.dtype:
+        ans = _fix_binary_dtype(op, ans, ad, bd)
+    out = _new(Tensor)
+    out._data = ans
+    out._grad = None
+    out._vc = [0]
+    out._meta = None
+    if _STATE.enabled and ((ta and a._rg) or (tb and b._rg)) and ans.dtype.kind in "fc":
+        cls = cls or op.cls
+        node = _new(cls)
+        node.rule = rule
+        node.args = (a, b)
+        node.raw = (ad, bd)
+        node.kw = _NOKW
+        node.ans = ans
+        node.hooks = None
+        if ta and a._rg:
+            node.edges = [(0, None, a.grad_fn or a), (1, None, b.grad_fn or b)] \
+                if tb and b._rg else [(0, None, a.grad_fn or a)]
+        else:
+            node.edges = [(1, None, b.grad_fn or b)]
+        node.vers = _saved_versions(op, node.args, out) if cls.saves else None
+        out.grad_fn = node
+        out._rg = True
+    else:
+        out.grad_fn = None
+        out._rg = False
+    return out
+
+
+def _fix_binary_dtype(op: Op, ans: np.ndarray, ad: Any, bd: Any) -> np.ndarray:
+    want = promote_types(ad, bd, true_divide=op.label == "div")
+    if op.label == "div" and want.kind in "biu":
+        want = _F32
+    if ans.dtype != want and ans.dtype.kind != "b":
+        return ans.astype(want)
+    return ans
+
+
+def _broadcast_error(op: Op, ad: Any, bd: Any) -> Exception:
+    """PyTorch's message for operands whose shapes do not broadcast."""
+    sa, sb = np.shape(ad), np.shape(bd)
+    if op.label == "matmul":
+        return _matmul_error(sa, sb)
+    n = max(len(sa), len(sb))
+    pa = (1,) * (n - len(sa)) + tuple(sa)
+    pb = (1,) * (n - len(sb)) + tuple(sb)
+    for dim in range(n - 1, -1, -1):
+        if pa[dim] != pb[dim] and pa[dim] != 1 and pb[dim] != 1:
+            return RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of "
+                                f"tensor b ({pb[dim]}) at non-singleton dimension {dim}")
+    return RuntimeError(f"operands could not be broadcast together with shapes {sa} {sb}")
+
+
+def _matmul_error(sa: tuple, sb: tuple) -> Exception:
+    if len(sa) == 1 and len(sb) == 1:
+        return RuntimeError(
+            f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
+            f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
+    if len(sa) == 0 or len(sb) == 0:
+        return RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                            f"{len(sa)}D and {len(sb)}D")
+    a2 = sa if len(sa) > 1 else (1,) + tuple(sa)
+    b2 = sb if len(sb) > 1 else tuple(sb) + (1,)
+    if len(sa) == 2 and len(sb) == 1:
+        return RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), "
+                            f"vec ({sb[0]})")
+    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
+                        f"({math.prod(a2[:-1])}x{a2[-1]} and {b2[-2]}x{b2[-1]})")
+
+
+_OP = OPS
+_ADD, _SUB, _MUL, _DIV, _POW, _MATMUL = (OPS[k] for k in ("add", "sub", "mul", "div", "pow",
+                                                            "matmul"))
+_RSUB = node_class("RsubBackward1")
+_POW1 = node_class("PowBackward1")
+_POW2 = node_class("PowBackward2")
+_MATMUL_NODES = {(2, 2): node_class("MmBackward0"), (2, 1): node_class("MvBackward0"),
+                 (1, 1): node_class("DotBackward0"), (1, 2): node_class("SqueezeBackward4")}
+_UNSAFE_VIEW = node_class("UnsafeViewBackward0")
+
+
+def _matmul(a: Any, b: Any) -> "Tensor":
+    cls = _MATMUL_NODES.get((np.ndim(_raw(a)), np.ndim(_raw(b))), _UNSAFE_VIEW)
+    return _binary(_MATMUL, a, b, cls)
+
+
+def _pow(a: Any, b: Any) -> "Tensor":
+    if not isinstance(b, Tensor):
+        return _binary(_POW, a, b)
+    return _binary(_POW, a, b, _POW1 if isinstance(a, Tensor) else _POW2)
+
+
+# --------------------------------------------------------------------------- numpy dispatch
+
+_FUNC_OPS: dict[Any, Op] = {}
+for _o in OPS.values():
+    for _k in _o.keys:
+        if not isinstance(_k, str):
+            _FUNC_OPS.setdefault(_k, _o)
+del _o, _k
+
+# Functions and ufuncs that only inspect or produce non-differentiable values.
+_STRUCTURAL = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like,
+               np.empty_like, np.full_like, np.iscomplexobj, np.isrealobj, np.shares_memory,
+               np.may_share_memory, np.array_equal, np.allclose, np.isclose, np.argmax,
+               np.argmin, np.argsort, np.nonzero, np.count_nonzero, np.any, np.all,
+               np.searchsorted, np.isscalar, np.copyto, np.broadcast_shapes}
+_NONDIFF_UFUNCS = {np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
+                   np.not_equal, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+                   np.isnan, np.isinf, np.isfinite, np.sign, np.floor, np.ceil, np.trunc,
+                   np.rint, np.signbit, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
+                   np.invert}
+
+
+def _op_for(func: Any) -> Op | None:
+    op = _FUNC_OPS.get(func)
+    if op is None and lookup(func) is not None:
+        name = getattr(func, "__name__", "Op")
+        node = "".join(p[:1].upper() + p[1:] for p in name.split("_")) + "Backward0"
+        op = Op(name, (func,), node)
+        _FUNC_OPS[func] = op
+    return op
+
+
+def _wrap_result(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return _wrap(value)
+    if isinstance(value, np.generic) and value.dtype in _BY_NP:
+        return _wrap(np.asarray(value))
+    if isinstance(value, tuple):
+        return type(value)(*map(_wrap_result, value)) if hasattr(value, "_fields") \
+            else tuple(map(_wrap_result, value))
+    if isinstance(value, list):
+        return [_wrap_result(v) for v in value]
+    return value
+
+
+def _deep_raw(value: Any) -> Any:
+    if isinstance(value, Tensor):
+        return value._data
+    if isinstance(value, (list, tuple)):
+        return type(value)(_deep_raw(v) for v in value) if type(value) in (list, tuple) \
+            else [_deep_raw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _deep_raw(v) for k, v in value.items()}
+    return value
+
+
+def _call_numpy(func: Any, args: tuple, kwargs: dict, differentiable: bool) -> Any:
+    """Numpy function ``func`` called on Tensors: recorded through its rule when it has one."""
+    op = _op_for(func) if differentiable else None
+    if op is not None:
+        return _apply(op, tuple(args), kwargs or _NOKW)
+    needs_grad = (differentiable and _STATE.enabled
+                  and (_any_requires_grad(args) or _any_requires_grad(kwargs.values())))
+    if needs_grad and not is_nondifferentiable(func):
+        raise MissingRuleError(rule_name(func))
+    result = func(*_deep_raw(args), **_deep_raw(kwargs))
+    return _wrap_result(result)
+
+
+# --------------------------------------------------------------------------- indexing
+
+_SELECT = node_class("SelectBackward0")
+_SLICE = node_class("SliceBackward0")
+_INDEX = node_class("IndexBackward0")
+_ALIAS = node_class("AliasBackward0")
+_UNSQUEEZE = node_class("UnsqueezeBackward0")
+
+
+def _raw_index(index: Any) -> tuple[Any, bool]:
+    """The numpy index for a Tensor index, and whether it is advanced (copies, may repeat)."""
+    if isinstance(index, Tensor):
+        return index._data, True
+    if isinstance(index, tuple):
+        parts = [_raw_index(i) for i in index]
+        return tuple(p for p, _ in parts), any(adv for _, adv in parts)
+    if isinstance(index, (list, np.ndarray)):
+        return (np.asarray(_strip_tensors(index)) if isinstance(index, list) else index), True
+    if isinstance(index, bool):
+        return index, True
+    return index, False
+
+
+def _index_node(index: Any, advanced: bool) -> type:
+    """PyTorch's node for basic indexing is the one of its last non-trivial step."""
+    if advanced:
+        return _INDEX
+    parts = index if isinstance(index, tuple) else (index,)
+    cls = None
+    for p in parts:
+        if p is None:
+            cls = _UNSQUEEZE
+        elif isinstance(p, slice):
+            if p != slice(None) or len(parts) == 1:
+                cls = _SLICE
+        elif p is not Ellipsis:
+            cls = _SELECT
+    return cls or _ALIAS
+
+
+def _index_error(shape: tuple, index: Any) -> Exception | None:
+    parts = index if isinstance(index, tuple) else (index,)
+    dim = 0
+    for p in parts:
+        if p is Ellipsis:
+            return None
+        if isinstance(p, (int, np.integer)) and not isinstance(p, bool) and dim < len(shape):
+            if not -shape[dim] <= p < shape[dim]:
+                return IndexError(f"index {p} is out of bounds for dimension {dim} with size "
+                                  f"{shape[dim]}")
+        if p is not None:
+            dim += 1
+    return None
+
+
+# --------------------------------------------------------------------------- Tensor
+
+
+class Tensor:
+    """A multi-dimensional array that records operations for reverse-mode differentiation.
+
+    Only float tensors can require grad. The default dtype of floats is float32, as in
+    PyTorch. ``torch.Tensor(data)`` (the legacy constructor) makes a float32 tensor.
+    """
+
+    __slots__ = ("_data", "_rg", "grad_fn", "_grad", "_vc", "_meta", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, *args: Any):
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            data = tensor_from_data(args[0], float32)
+        else:
+            data = np.zeros(_shape_args(args), dtype=np.float32)
+        self._data = data
+        self._rg = False
+        self.grad_fn = None
+        self._grad = None
+        self._vc = [0]
+        self._meta = None
+
+    # ----------------------------------------------------------------- metadata
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[self._dim(dim)]
+
+    @property
+    def dtype(self) -> dtype:
+        return _dtype_of(self._data)
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def device(self) -> device:
+        return _CPU
+
+    @property
+    def is_cuda(self) -> bool:
+        return False
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def _dim(self, dim: int) -> int:
+        n = max(self._data.ndim, 1)
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-n}, {n - 1}], but got {dim})")
+        return dim % n
+
+    # ----------------------------------------------------------------- autograd state
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self._set_requires_grad(bool(value), INT_REQUIRES_GRAD_)
+
+    def _set_requires_grad(self, value: bool, int_message: str) -> None:
+        if self.grad_fn is not None:
+            if not value:
+                raise RuntimeError(NONLEAF_FLAG)
+            return
+        if value and self._data.dtype.kind not in "fc":
+            raise RuntimeError(int_message)
+        self._rg = value
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        self._set_requires_grad(bool(requires_grad), INT_REQUIRES_GRAD_)
+        return self
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self) -> "Tensor | None":
+        if self.grad_fn is not None and not self.retains_grad and self._grad is None:
+            warnings.warn(NONLEAF_GRAD, UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: "Tensor | None") -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad "
+                                f"of type {type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        node = self.grad_fn
+        return (node is not None and node.hooks is not None and node.hooks.retain is not None
+                and node.hooks.retain() is self)
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` during backward."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None:
+            return
+        hooks = self._node_hooks()
+        hooks.retain = weakref.ref(self)
+
+    def _node_hooks(self) -> NodeHooks:
+        node = self.grad_fn
+        if node.hooks is None:
+            node.hooks = NodeHooks()
+        return node.hooks
+
+    def register_hook(self, hook) -> RemovableHandle:
+        """Call ``hook(grad)`` when this tensor's gradient is computed; a returned Tensor
+        replaces the gradient. Returns a handle whose ``remove()`` unregisters it."""
+        if not self._rg:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require "
+                               "gradient")
+        if self.grad_fn is not None:
+            hooks = self._node_hooks().pre
+        else:
+            if self._meta is None:
+                self._meta = _Meta()
+            if self._meta.hooks is None:
+                self._meta.hooks = {}
+            hooks = self._meta.hooks
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = hook
+        return handle
+
+    def backward(self, gradient: Any = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad."""
+        _engine().backward((self,), None if gradient is None else (gradient,), retain_graph,
+                           create_graph, inputs)
+
+    def _backward_source(self, names: dict | None = None):
+        """Readable straight-line Python of the backward pass ``self.backward()`` would run.
+
+        Names come from the caller's variables (``b_out`` is the adjoint of ``out``), or from
+        ``names`` (name -> Tensor). The returned string has ``.namespace`` (the saved values)
+        and ``.run(g=1.0)``, which executes the source and returns the leaf gradients.
+        """
+        from .autograd.backward_source import backward_source
+        return backward_source(self, names, depth=2)
+
+    @property
+    def data(self) -> "Tensor":
+        return _wrap(self._data)
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
+
+    def detach(self) -> "Tensor":
+        t = _wrap(self._data)
+        t._vc = self._vc
+        return t
+
+    def detach_(self) -> "Tensor":
+        self.grad_fn = None
+        self._rg = False
+        return self
+
+    # ----------------------------------------------------------------- conversion
+
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        return self._data.item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, force: bool = False) -> np.ndarray:
+        if self._rg and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if self._rg:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        if dtype is not None and np.dtype(dtype) != self._data.dtype:
+            return self._data.astype(dtype)
+        return self._data.copy() if copy else self._data
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if method != "__call__" or kwargs.get("out") is not None:
+            return NotImplemented
+        kwargs.pop("out", None)
+        return _call_numpy(ufunc, inputs, kwargs, ufunc not in _NONDIFF_UFUNCS)
+
+    def __array_function__(self, func, types, args, kwargs):
+        for t in types:
+            if not (issubclass(t, (Tensor, np.ndarray))):
+                return NotImplemented
+        return _call_numpy(func, args, kwargs, func not in _STRUCTURAL)
+
+    def to(self, *args: Any, **kwargs: Any) -> "Tensor":
+        """Cast to a dtype (``x.to(torch.float64)``); devices other than the CPU are refused."""
+        target = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, Tensor):
+                target = a.dtype
+            elif isinstance(a, (dtype, type)) or (isinstance(a, str) and a in _BY_NAME):
+                target = a
+            else:
+                device(a)
+        if "device" in kwargs:
+            device(kwargs["device"])
+        if target is None:
+            return self
+        return self._cast(as_dtype(target))
+
+    def type(self, dt: Any = None):
+        if dt is None:
+            return f"torch.{_SCALAR_TYPE_NAMES[self._data.dtype.name]}Tensor"
+        return self._cast(as_dtype(dt))
+
+    def _cast(self, target: dtype) -> "Tensor":
+        if target.np == self._data.dtype:
+            return self
+        if target.np.kind not in "fc" or not (self._rg and _STATE.enabled):
+            out = _wrap(self._data.astype(target.np))
+            return out
+        return _apply(OPS["astype"], (self, target.np))
+
+    def float(self) -> "Tensor":
+        return self._cast(float32)
+
+    def double(self) -> "Tensor":
+        return self._cast(float64)
+
+    def half(self) -> "Tensor":
+        return self._cast(float16)
+
+    def long(self) -> "Tensor":
+        return self._cast(int64)
+
+    def int(self) -> "Tensor":
+        return self._cast(int32)
+
+    def bool(self) -> "Tensor":
+        return self._cast(bool_)
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def contiguous(self, memory_format: Any = None) -> "Tensor":
+        return self
+
+    def clone(self, memory_format: Any = None) -> "Tensor":
+        return _apply(OPS["copy"], (self,))
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self._cast(other.dtype)
+
+    def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False):
+        return _make(tensor_from_data(data, dtype or self.dtype), requires_grad)
+
+    def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False):
+        return _make(np.zeros(_shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
+                     requires_grad)
+
+    def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False):
+        return _make(np.ones(_shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
+                     requires_grad)
+
+    def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
+                 requires_grad: bool = False):
+        return _make(np.full(_shape_args((size,)), fill_value,
+                             (as_dtype(dtype) if dtype else self.dtype).np), requires_grad)
+
+    # ----------------------------------------------------------------- printing
+
+    def __repr__(self, *, prefix: str = "tensor(") -> str:
+        node = self.grad_fn
+        dt = self._data.dtype
+        return printing.tensor_repr(
+            self._data, printing_dtype_name(dt), dt.name in ("float32", "int64", "bool"),
+            None if node is None else node.name(), self._rg, prefix)
+
+    __str__ = __repr__
+
+    def __format__(self, spec: str) -> str:
+        if self._data.ndim == 0:
+            return self._data.item().__format__(spec)
+        return format(repr(self), spec)
+
+    # ----------------------------------------------------------------- Python protocol
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.item())
+
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.item()
+
+    def __float__(self) -> float:
+        return builtins.float(self._scalar())
+
+    def __int__(self) -> int:
+        return builtins.int(self._scalar())
+
+    def __complex__(self) -> complex:
+        return complex(self._scalar())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return builtins.int(self._data.item())
+
+    __hash__ = object.__hash__
+
+    def __contains__(self, element: Any) -> bool:
+        return bool(np.any(self._data == _raw(element)))
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data, self._rg))
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = _wrap(self._data.copy(), type(self))
+        t._rg = self._rg
+        if self._grad is not None:
+            t._grad = _wrap(self._grad._data.copy())
+        memo[id(self)] = t
+        return t
+
+    # ----------------------------------------------------------------- arithmetic
+
+    def __add__(self, other):
+        return _binary(_ADD, self, other)
+
+    def __radd__(self, other):
+        return _binary(_ADD, other, self)
+
+    def __sub__(self, other):
+        return _binary(_SUB, self, other)
+
+    def __rsub__(self, other):
+        return _binary(_SUB, other, self, _RSUB)
+
+    def __mul__(self, other):
+        return _binary(_MUL, self, other)
+
+    def __rmul__(self, other):
+        return _binary(_MUL, other, self)
+
+    def __truediv__(self, other):
+        return _binary(_DIV, self, other)
+
+    def __rtruediv__(self, other):
+        return _binary(_DIV, other, self)
+
+    def __pow__(self, other):
+        return _pow(self, other)
+
+    def __rpow__(self, other):
+        return _pow(other, self)
+
+    def __matmul__(self, other):
+        return _matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _matmul(other, self)
+
+    def __floordiv__(self, other):
+        return _apply(_op_for(np.floor_divide), (self, other))
+
+    def __rfloordiv__(self, other):
+        return _apply(_op_for(np.floor_divide), (other, self))
+
+    def __mod__(self, other):
+        return _apply(_op_for(np.remainder), (self, other))
+
+    def __rmod__(self, other):
+        return _apply(_op_for(np.remainder), (other, self))
+
+    def __neg__(self):
+        return _unary(OPS["neg"], self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _unary(OPS["abs"], self)
+
+    def add(self, other, *, alpha: Any = 1):
+        return _binary(_ADD, self, other if alpha == 1 else other * alpha)
+
+    def sub(self, other, *, alpha: Any = 1):
+        return _binary(_SUB, self, other if alpha == 1 else other * alpha)
+
+    subtract = sub
+
+    def mul(self, other):
+        return _binary(_MUL, self, other)
+
+    multiply = mul
+
+    def div(self, other, *, rounding_mode: str | None = None):
+        if rounding_mode is None:
+            return _binary(_DIV, self, other)
+        q = _binary(_DIV, self, other).detach()
+        return _wrap(np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data))
+
+    divide = true_divide = div
+
+    def pow(self, exponent):
+        return _pow(self, exponent)
+
+    def neg(self):
+        return _unary(OPS["neg"], self)
+
+    negative = neg
+
+    def matmul(self, other):
+        return _matmul(self, other)
+
+    def mm(self, mat2):
+        if self._data.ndim != 2:
+            raise RuntimeError("self must be a matrix")
+        if _raw(mat2).ndim != 2:
+            raise RuntimeError("mat2 must be a matrix")
+        return _matmul(self, mat2)
+
+    def mv(self, vec):
+        if self._data.ndim != 2 or _raw(vec).ndim != 1:
+            raise RuntimeError("vector + matrix @ vector expected, got "
+                               f"{_raw(vec).ndim}, {self._data.ndim}, {_raw(vec).ndim}")
+        return _matmul(self, vec)
+
+    def dot(self, other):
+        if self._data.ndim != 1 or _raw(other).ndim != 1:
+            raise RuntimeError(f"1D tensors expected, but got {self._data.ndim}D and "
+                               f"{_raw(other).ndim}D tensors")
+        return _matmul(self, other)
+
+    # ----------------------------------------------------------------- comparisons
+
+    def _compare(self, fn, other) -> "Tensor":
+        od = _raw(other)
+        try:
+            return _wrap(_asarray(fn(self._data, od)))
+        except ValueError:
+            raise _broadcast_error(OPS["add"], self._data, od) from None
+
+    def __eq__(self, other):
+        return self._compare(np.equal, other)
+
+    def __ne__(self, other):
+        return self._compare(np.not_equal, other)
+
+    def __lt__(self, other):
+        return self._compare(np.less, other)
+
+    def __le__(self, other):
+        return self._compare(np.less_equal, other)
+
+    def __gt__(self, other):
+        return self._compare(np.greater, other)
+
+    def __ge__(self, other):
+        return self._compare(np.greater_equal, other)
+
+    eq, ne, lt, le, gt, ge = __eq__, __ne__, __lt__, __le__, __gt__, __ge__
+    greater, less, greater_equal, less_equal, not_equal = gt, lt, ge, le, ne
+
+    def __and__(self, other):
+        return self._compare(np.logical_and if self._data.dtype.kind == "b"
+                             else np.bitwise_and, other)
+
+    def __or__(self, other):
+        return self._compare(np.logical_or if self._data.dtype.kind == "b"
+                             else np.bitwise_or, other)
+
+    def __xor__(self, other):
+        return self._compare(np.logical_xor if self._data.dtype.kind == "b"
+                             else np.bitwise_xor, other)
+
+    __rand__, __ror__, __rxor__ = __and__, __or__, __xor__
+
+    def __invert__(self):
+        if self._data.dtype.kind == "b":
+            return _wrap(np.logical_not(self._data))
+        return _wrap(np.invert(self._data))
+
+    def logical_not(self):
+        return _wrap(np.logical_not(self._data))
+
+    def isnan(self):
+        return _wrap(np.isnan(self._data))
+
+    def isfinite(self):
+        return _wrap(np.isfinite(self._data))
+
+    def equal(self, other) -> bool:
+        od = _raw(other)
+        return self._data.shape == np.shape(od) and bool(np.all(self._data == od))
+
+    def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
+                 equal_nan: bool = False) -> bool:
+        return bool(np.allclose(self._data, _raw(other), rtol=rtol, atol=atol,
+                                equal_nan=equal_nan))
+
+    def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
+                equal_nan: bool = False) -> "Tensor":
+        return _wrap(np.isclose(self._data, _raw(other), rtol=rtol, atol=atol,
+                                equal_nan=equal_nan))
+
+    def all(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        return _wrap(_asarray(np.all(self._data, axis=dim, keepdims=keepdim)))
+
+    def any(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
+        return _wrap(_asarray(np.any(self._data, axis=dim, keepdims=keepdim)))
+
+    def argmax(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
+        return _wrap(_asarray(np.argmax(self._data, axis=dim, keepdims=keepdim), np.int64))
+
+    def argmin(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
+        return _wrap(_asarray(np.argmin(self._data, axis=dim, keepdims=keepdim), np.int64))
+
+    # ----------------------------------------------------------------- elementwise
+
+    def exp(self):
+        return _unary(OPS["exp"], self)
+
+    def log(self):
+        return _unary(OPS["log"], self)
+
+    def sin(self):
+        return _unary(OPS["sin"], self)
+
+    def cos(self):
+        return _unary(OPS["cos"], self)
+
+    def tan(self):
+        return _unary(OPS["tan"], self)
+
+    def tanh(self):
+        return _unary(OPS["tanh"], self)
+
+    def sigmoid(self):
+        return _unary(OPS["sigmoid"], self)
+
+    def relu(self):
+        return _unary(OPS["relu"], self)
+
+    def sqrt(self):
+        return _unary(OPS["sqrt"], self)
+
+    def abs(self):
+        return _unary(OPS["abs"], self)
+
+    absolute = abs
+
+    def log1p(self):
+        return _unary(OPS["log1p"], self)
+
+    def expm1(self):
+        return _unary(OPS["expm1"], self)
+
+    def square(self):
+        return _pow(self, 2)
+
+    def reciprocal(self):
+        return _unary(OPS["reciprocal"], self)
+
+    def rsqrt(self):
+        return _binary(_DIV, 1.0, _unary(OPS["sqrt"], self))
+
+    def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
+        if min is None and max is None:
+            raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+        return _apply(OPS["clip"], (self, _raw(min), _raw(max)))
+
+    clip = clamp
+
+    def clamp_min(self, min: Any) -> "Tensor":
+        return _apply(OPS["clip"], (self, _raw(min), None), cls=node_class("ClampMinBackward0"))
+
+    def clamp_max(self, max: Any) -> "Tensor":
+        return _apply(OPS["clip"], (self, None, _raw(max)), cls=node_class("ClampMaxBackward0"))
+
+    def maximum(self, other):
+        return _binary(OPS["maximum"], self, other)
+
+    def minimum(self, other):
+        return _binary(OPS["minimum"], self, other)
+
+    def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return _apply(OPS["softmax"], (self.to(dtype) if dtype else self,),
+                      {"axis": self._dim(dim)})
+
+    def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
+        return _apply(OPS["log_softmax"], (self.to(dtype) if dtype else self,),
+                      {"axis": self._dim(dim)})
+
+    def logsumexp(self, dim: Any, keepdim: bool = False) -> "Tensor":
+        return _apply(OPS["logsumexp"], (self,), {"axis": self._axes(dim),
+                                                  "keepdims": keepdim})
+
+    # ----------------------------------------------------------------- reductions
+
+    def _axes(self, dim: Any):
+        if dim is None:
+            return None
+        if isinstance(dim, (tuple, list)):
+            return tuple(self._dim(d) for d in dim)
+        return self._dim(dim)
+
+    def _reduce(self, label: str, dim: Any, keepdim: bool, dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.to(dtype)
+        op = OPS[label]
+        if dim is None:
+            return _apply(op, (x,), _NOKW, cls=op.cls)
+        kw = {"axis": self._axes(dim), "keepdims": keepdim}
+        return _apply(op, (x,), kw, cls=node_class(op.node[:-1] + "1"))
+
+    def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> "Tensor":
+        if dtype is None and self._data.dtype.kind in "biu":
+            dtype = int64
+        return self._reduce("sum", dim, keepdim, dtype)
+
+    def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> "Tensor":
+        if dtype is None and self._data.dtype.kind not in "fc":
+            name = _SCALAR_TYPE_NAMES[self._data.dtype.name]
+            raise RuntimeError("mean(): could not infer output dtype. Input dtype must be "
+                               f"either a floating point or complex dtype. Got: {name}")
+        return self._reduce("mean", dim, keepdim, dtype)
+
+    def prod(self, dim: int | None = None, keepdim: bool = False, *, dtype: Any = None):
+        if dtype is None and self._data.dtype.kind in "biu":
+            dtype = int64
+        return self._reduce("prod", dim, keepdim, dtype)
+
+    def _extremum(self, label: str, dim: Any, keepdim: bool, other: Any):
+        if isinstance(dim, Tensor) and other is None:
+            dim, other = None, dim
+        if other is not None:
+            return _binary(OPS["maximum" if label == "max" else "minimum"], self, other)
+        if self._data.size == 0:
+            raise RuntimeError(f"{label}(): Expected reduction dim to be specified for "
+                               "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                               "argument.")
+        op = OPS[label]
+        if dim is None:
+            return _apply(op, (self,), _NOKW)
+        d = self._dim(dim)
+        values = _apply(op, (self,), {"axis": d, "keepdims": keepdim},
+                        cls=node_class(op.node[:-1] + "0"))
+        pick = np.argmax if label == "max" else np.argmin
+        indices = _wrap(_asarray(pick(self._data, axis=d, keepdims=keepdim), np.int64))
+        return return_types(label, values, indices)
+
+    def max(self, dim: Any = None, keepdim: bool = False, *, other: Any = None):
+        return self._extremum("max", dim, keepdim, other)
+
+    def min(self, dim: Any = None, keepdim: bool = False, *, other: Any = None):
+        return self._extremum("min", dim, keepdim, other)
+
+    def amax(self, dim: Any = (), keepdim: bool = False):
+        return self._reduce("max", dim if dim != () else None, keepdim)
+
+    def amin(self, dim: Any = (), keepdim: bool = False):
+        return self._reduce("min", dim if dim != () else None, keepdim)
+
+    def norm(self, p: Any = "fro", dim: Any = None, keepdim: bool = False,
+             dtype: Any = None) -> "Tensor":
+        x = self if dtype is None else self.to(dtype)
+        ord_ = None if p in ("fro", 2, 2.0, None) else p
+        if dim is None:
+            if ord_ is not None and x.ndim > 1:
+                x = x.reshape(-1)
+            kw = {} if ord_ is None else {"ord": ord_}
+        else:
+            axes = self._axes(dim)
+            if isinstance(axes, tuple) and len(axes) == 1:
+                axes = axes[0]
+            kw = {"ord": ord_, "axis": axes, "keepdims": keepdim}
+        return _apply(OPS["norm"], (x,), kw)
+
+    def var(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+            correction: Any = None) -> "Tensor":
+        ddof = (1 if unbiased else 0) if correction is None else correction
+        return _apply(_op_for(np.var), (self,), {"axis": self._axes(dim), "ddof": ddof,
+                                                 "keepdims": keepdim},
+                      cls=node_class("VarBackward0"))
+
+    def std(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
+            correction: Any = None) -> "Tensor":
+        ddof = (1 if unbiased else 0) if correction is None else correction
+        return _apply(_op_for(np.std), (self,), {"axis": self._axes(dim), "ddof": ddof,
+                                                 "keepdims": keepdim},
+                      cls=node_class("StdBackward0"))
+
+    # ----------------------------------------------------------------- shapes
+
+    def _view_op(self, label: str, args: tuple, kw: dict, cls: type | None = None):
+        return _apply(OPS[label], (self,) + args, kw, cls=cls, view_of=self)
+
+    def reshape(self, *shape: Any) -> "Tensor":
+        shape = _shape_args(shape)
+        self._check_shape(shape)
+        return self._view_op("reshape", (shape,), _NOKW)
+
+    def view(self, *shape: Any) -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (dtype, type)):
+            raise NotImplementedError("view(dtype) is not supported by srcgrad")
+        return self.reshape(*shape)
+
+    def view_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
+
+    reshape_as = view_as
+
+    def _check_shape(self, shape: tuple) -> None:
+        n = self._data.size
+        known = math.prod(d for d in shape if d != -1)
+        bad = shape.count(-1) > 1 or (shape.count(-1) == 0 and known != n) or \
+            (shape.count(-1) == 1 and (known == 0 or n % known))
+        if bad:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+
+    def transpose(self, dim0: int, dim1: int) -> "Tensor":
+        if self._data.ndim < 2:
+            return self._view_op("transpose", (None,), _NOKW,
+                                 cls=node_class("TransposeBackward0"))
+        axes = list(range(self._data.ndim))
+        a, b = self._dim(dim0), self._dim(dim1)
+        axes[a], axes[b] = axes[b], axes[a]
+        return self._view_op("transpose", (tuple(axes),), _NOKW,
+                             cls=node_class("TransposeBackward0"))
+
+    swapaxes = swapdims = transpose
+
+    def permute(self, *dims: Any) -> "Tensor":
+        dims = tuple(self._dim(d) for d in _shape_args(dims))
+        if sorted(dims) != list(range(self._data.ndim)):
+            raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input "
+                               "does not match the length of the desired ordering of dimensions "
+                               "i.e. input.dim() = "
+                               f"{self._data.ndim} is not equal to len(dims) = {len(dims)}")
+        return self._view_op("transpose", (dims,), _NOKW)
+
+    def t(self) -> "Tensor":
+        if self._data.ndim > 2:
+            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
+                               f"{self._data.ndim}D")
+        return self._view_op("transpose", (None,), _NOKW, cls=node_class("TBackward0"))
+
+    @property
+    def T(self) -> "Tensor":
+        if self._data.ndim != 2:
+            warnings.warn("The use of `x.T` on tensors of dimension other than 2 to reverse "
+                          "their shape is deprecated and it will throw an error in a future "
+                          "release. Consider `x.mT` to transpose batches of matrices or "
+                          "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
+                          "dimensions of a tensor.", UserWarning, stacklevel=2)
+        return self._view_op("transpose", (None,), _NOKW)
+
+    @property
+    def mT(self) -> "Tensor":
+        return self.transpose(-2, -1)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "Tensor":
+        if self._data.ndim == 0:
+            return self.reshape(1)
+        s, e = self._dim(start_dim), self._dim(end_dim)
+        shape = self._data.shape
+        if s >= e:
+            return self
+        new = shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
+        return self._view_op("reshape", (new,), _NOKW)
+
+    def unsqueeze(self, dim: int) -> "Tensor":
+        n = self._data.ndim + 1
+        if not -n <= dim < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
+                             f"{n - 1}], but got {dim})")
+        return self._view_op("expand_dims", (dim % n,), _NOKW)
+
+    def squeeze(self, dim: Any = None) -> "Tensor":
+        if dim is None:
+            return self._view_op("squeeze", (), _NOKW)
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        axes = tuple(d for d in (self._dim(d) for d in dims) if self._data.shape[d] == 1)
+        return self._view_op("squeeze", (axes,), _NOKW, cls=node_class(
+            "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"))
+
+    def expand(self, *sizes: Any) -> "Tensor":
+        sizes = _shape_args(sizes)
+        shape = self._data.shape
+        lead = len(sizes) - len(shape)
+        full = tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
+        return self._view_op("broadcast_to", (full,), _NOKW)
+
+    def expand_as(self, other: "Tensor") -> "Tensor":
+        return self.expand(other.shape)
+
+    def __getitem__(self, index: Any) -> "Tensor":
+        raw, advanced = _raw_index(index)
+        error = None if advanced else _index_error(self._data.shape, raw)
+        if error is not None:
+            raise error
+        cls = _index_node(raw, advanced)
+        try:
+            if advanced:
+                return _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls)
+            return _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls, view_of=self)
+        except IndexError as e:
+            raise IndexError(str(e)) from None
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raw, _ = _raw_index(index)
+        vraw = _raw(value)
+        if _STATE.enabled and (self._rg or (isinstance(value, Tensor) and value._rg)):
+            self._check_inplace()
+            raise NotImplementedError(
+                "srcgrad does not record item assignment into a tensor that requires grad; "
+                "build the result out of place (e.g. with torch.where or torch.cat)")
+        self._data[raw] = vraw
+        self._vc[0] += 1
+
+    # ----------------------------------------------------------------- in place
+
+    def _check_inplace(self) -> None:
+        if not _STATE.enabled:
+            return
+        if self._rg and self.grad_fn is None:
+            raise RuntimeError(LEAF_INPLACE)
+        meta = self._meta
+        if meta is not None and meta.base is not None and self._rg:
+            base = meta.base
+            while base._meta is not None and base._meta.base is not None:
+                base = base._meta.base
+            if base.grad_fn is None:
+                raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+            raise NotImplementedError(
+                "srcgrad does not record in-place operations on views of tensors that require "
+                "grad; use the out-of-place operation")
+
+    def _inplace(self, compute) -> "Tensor":
+        """Apply ``compute(value) -> Tensor`` in place, rebasing history like PyTorch."""
+        self._check_inplace()
+        if _STATE.enabled:
+            before = _wrap(self._data.copy())
+            before.grad_fn, before._rg = self.grad_fn, self._rg
+            result = compute(before)
+        else:
+            result = compute(self.detach())
+        data = result._data
+        if data.dtype != self._data.dtype and not np.can_cast(data.dtype, self._data.dtype,
+                                                               "same_kind"):
+            raise RuntimeError(
+                f"result type {_SCALAR_TYPE_NAMES.get(data.dtype.name, data.dtype.name)} can't "
+                f"be cast to the desired output type "
+                f"{_SCALAR_TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)}")
+        if self._data.shape != data.shape:
+            data = np.broadcast_to(data, self._data.shape) \
+                if np.broadcast_shapes(data.shape, self._data.shape) == self._data.shape \
+                else None
+            if data is None:
+                raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match "
+                                   f"the broadcast shape {list(result._data.shape)}")
+        np.copyto(self._data, data, casting="unsafe")
+        self._vc[0] += 1
+        if result.grad_fn is not None:
+            self.grad_fn = result.grad_fn
+            self._rg = True
+        return self
+
+    def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return self._inplace(lambda v: v.add(other, alpha=alpha))
+
+    def sub_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        return self._inplace(lambda v: v.sub(other, alpha=alpha))
+
+    def mul_(self, other: Any) -> "Tensor":
+        return self._inplace(lambda v: v * other)
+
+    def div_(self, other: Any) -> "Tensor":
+        return self._inplace(lambda v: v / other)
+
+    def pow_(self, exponent: Any) -> "Tensor":
+        return self._inplace(lambda v: v ** exponent)
+
+    def clamp_(self, min: Any = None, max: Any = None) -> "Tensor":
+        return self._inplace(lambda v: v.clamp(min, max))
+
+    def neg_(self) -> "Tensor":
+        return self._inplace(lambda v: -v)
+
+    def exp_(self) -> "Tensor":
+        return self._inplace(lambda v: v.exp())
+
+    def zero_(self) -> "Tensor":
+        return self.fill_(0)
+
+    def fill_(self, value: Any) -> "Tensor":
+        self._check_inplace()
+        if isinstance(value, Tensor) and value._rg and _STATE.enabled:
+            return self._inplace(lambda v: v * 0 + value)
+        self._data[...] = _raw(value)
+        self._vc[0] += 1
+        if self.grad_fn is not None:  # the old history no longer reaches this value
+            self.grad_fn = None
+            self._rg = False
+        return self
+
+    def copy_(self, src: Any) -> "Tensor":
+        if isinstance(src, Tensor) and src._rg and _STATE.enabled:
+            return self._inplace(lambda v: v * 0 + src)
+        return self.fill_(src)
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
+        from . import torch_api
+        return self.copy_(torch_api.rand(self.shape, dtype=self.dtype) * (b - a) + a)
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
+        from . import torch_api
+        return self.copy_(torch_api.randn(self.shape, dtype=self.dtype) * std + mean)
+
+    def __iadd__(self, other):
+        return self.add_(other)
+
+    def __isub__(self, other):
+        return self.sub_(other)
+
+    def __imul__(self, other):
+        return self.mul_(other)
+
+    def __itruediv__(self, other):
+        return self.div_(other)
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+
+_ENGINE = []
+
+
+def _engine():
+    """The backward engine module (imported on first use: it imports this module)."""
+    if not _ENGINE:
+        from .autograd import engine
+        _ENGINE.append(engine)
+    return _ENGINE[0]
+
+
+def printing_dtype_name(dt: np.dtype) -> str:
+    return "torch." + _dtype_of_np_name(dt)
+
+
+def _dtype_of_np_name(dt: np.dtype) -> str:
+    d = _BY_NP.get(dt)
+    return d.name if d is not None else dt.name
+
+
+def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
+    t = _wrap(data)
+    t._rg = requires_grad
+    return t
+
+
+def _make(data: np.ndarray, requires_grad: bool = False, cls: type | None = None) -> Tensor:
+    """A fresh leaf around ``data``, with PyTorch's check of ``requires_grad``."""
+    t = _wrap(data, cls)
+    if requires_grad:
+        t._set_requires_grad(True, INT_REQUIRES_GRAD)
+    return t
+
+
+class _ReturnType(tuple):
+    """``torch.return_types.max(values=..., indices=...)``: a named pair."""
+
+    __slots__ = ()
+    _name = "max"
+
+    @property
+    def values(self) -> Tensor:
+        return self[0]
+
+    @property
+    def indices(self) -> Tensor:
+        return self[1]
+
+    def __repr__(self) -> str:
+        return f"torch.return_types.{self._name}(\nvalues={self[0]!r},\nindices={self[1]!r})"
+
+
+_RETURN_TYPES: dict[str, type] = {}
+
+
+def return_types(name: str, values: Tensor, indices: Tensor) -> tuple:
+    cls = _RETURN_TYPES.get(name)
+    if cls is None:
+        cls = type(name, (_ReturnType,), {"__slots__": (), "_name": name,
+                                          "__module__": "torch.return_types"})
+        _RETURN_TYPES[name] = cls
+    return cls((values, indices))
