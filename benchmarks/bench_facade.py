@@ -63,16 +63,25 @@ def _cases(torch) -> dict[str, tuple[int, Callable[[], None]]]:
     }
 
 
-def _time(fn: Callable[[], None], ops: int, number: int, repeat: int) -> float:
-    """Best microseconds per operation over ``repeat`` runs of ``number`` calls."""
-    fn()
-    best = float("inf")
+def _run(fn: Callable[[], None], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return time.perf_counter() - start
+
+
+def _time(fns: list, ops: int, number: int, repeat: int) -> list[float]:
+    """Best microseconds per operation of each function over ``repeat`` runs.
+
+    The functions take turns within each repeat, so that a noisy machine slows them alike.
+    """
+    for fn in fns:
+        fn()
+    best = [float("inf")] * len(fns)
     for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        best = min(best, time.perf_counter() - start)
-    return best / number / ops * 1e6
+        for i, fn in enumerate(fns):
+            best[i] = min(best[i], _run(fn, number))
+    return [b / number / ops * 1e6 for b in best]
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -90,8 +99,9 @@ def main(argv: list[str] | None = None) -> dict:
     results = {}
     print(f"{'case':44} {'srcgrad us/op':>14} {'torch us/op':>12} {'ratio':>7}")
     for name, (ops, fn) in ours.items():
-        mine = _time(fn, ops, args.number, args.repeat)
-        ref = _time(theirs[name][1], ops, args.number, args.repeat) if name in theirs else None
+        fns = [fn] + ([theirs[name][1]] if name in theirs else [])
+        times = _time(fns, ops, args.number, args.repeat)
+        mine, ref = times[0], (times[1] if len(times) > 1 else None)
         ratio = f"{mine / ref:7.2f}" if ref else "      -"
         ref_text = f"{ref:12.2f}" if ref else f"{'-':>12}"
         print(f"{name:44} {mine:14.2f} {ref_text} {ratio}")

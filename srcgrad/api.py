@@ -105,13 +105,18 @@ def _func_key(fn):
 
 
 def _cache_key(fn):
-    # Functions made by the same 'def' (closures, local defs run on every call) share one
-    # adjoint: their cells are read per call.
+    # Functions made by the same 'def' (closures, local defs run on every call, decorators'
+    # wrappers) share one adjoint: their cells are read per call, and functions they capture
+    # are called dynamically.
     return fn.__code__
 
 
 def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
     """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
+    if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
+        # made by srcgrad (a gradient, a bound method's sweep): its generated equivalent
+        from .api_forward import source_function
+        fn = source_function(fn)
     fn = _func_key(fn)
     key = _cache_key(fn)
     with _LOCK:
@@ -133,6 +138,11 @@ def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjo
 
 def get_callee_adjoint(fn: Callable) -> Adjoint:
     """Adjoint of a function called from differentiated code: w.r.t. all its parameters."""
+    if hasattr(fn, "__srcgrad_grad__") or isinstance(getattr(fn, "__self__", None),
+                                                     _BoundAdjoint):
+        # made by srcgrad (a gradient, a bound method's sweep): its generated form
+        from .api_forward import source_function
+        fn = source_function(fn)
     func = _func_key(fn)
     code = getattr(func, "__code__", None)
     if code is None:
@@ -217,7 +227,8 @@ def _integer_leaf(x):
     if isinstance(x, (int, np.integer)):
         return "an integer"
     if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
-        return f"an array of dtype {x.dtype}"
+        kind = "a bool" if x.dtype.kind == "b" else "an integer"
+        return f"{kind} array (dtype {x.dtype})"
     if isinstance(x, dict):
         for v in x.values():
             r = _integer_leaf(v)
@@ -228,6 +239,13 @@ def _integer_leaf(x):
             r = _integer_leaf(v)
             if r:
                 return r
+    elif hasattr(x, "__dict__") and not isinstance(x, (type, np.ndarray)) \
+            and not callable(x):
+        for v in vars(x).values():  # plain objects and dataclasses: their attributes
+            if isinstance(v, (np.ndarray, float, int, np.number, list, tuple, dict)):
+                r = _integer_leaf(v)
+                if r:
+                    return r
     return None
 
 
@@ -238,7 +256,8 @@ def _seed(fn, value):
             f"grad requires {fn.__qualname__}() to return a scalar, but it returned a value "
             f"of shape {shape}. For non-scalar outputs use srcgrad.vjp(f, *args), which "
             f"returns a pullback taking a cotangent of the output's shape.")
-    if isinstance(value, np.ndarray):
+    if isinstance(value, (np.ndarray, np.floating)):
+        # same dtype as the value: float32 functions get float32 gradients
         return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
     return 1.0
 
@@ -269,11 +288,15 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
     indices, single = _normalize_wrt(f, wrt)
     names = _param_names(f)
     state: dict = {}
+    # a bound method: its function, with the instance passed first (never differentiated)
+    bound = (f.__self__,) if inspect.ismethod(f) else ()
+    func = f.__func__ if bound else f
+    func_indices = tuple(i + len(bound) for i in indices)
 
     def adjoint():
         adj = state.get("adj")
         if adj is None:
-            adj = state["adj"] = get_adjoint(f, indices)
+            adj = state["adj"] = get_adjoint(func, func_indices)
             if verbose:
                 print(adj.source)
         return adj
@@ -281,8 +304,8 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
     @functools.wraps(f)
     def gradient(*args, **kwargs):
         _check_differentiable(f, names, indices, args)
-        fwd, bwd = adjoint().sweeps_for(f)
-        value, saved = fwd(*args, **kwargs)
+        fwd, bwd = adjoint().sweeps_for(func)
+        value, saved = fwd(*bound, *args, **kwargs)
         grads = bwd(saved, _seed(f, value))
         g = grads[0] if single else tuple(grads)
         if value_first:
@@ -290,6 +313,8 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
         return (g, value) if preserve_result else g
 
     gradient.__srcgrad_adjoint__ = adjoint
+    # what srcgrad.api_forward.source_function needs to differentiate this gradient again
+    gradient.__srcgrad_grad__ = (f, indices, single, preserve_result, value_first)
     return gradient
 
 
@@ -306,10 +331,10 @@ def vjp(f: Callable, *args, **kwargs):
     used = []
 
     def pullback(g):
-        if used and not adj.source:
-            raise SrcgradError("pullback called after its values were released")
+        # the backward sweep pops its tape: each call pops its own copy (the values are
+        # shared), so a pullback can be called any number of times
+        grads = bwd(runtime.copy_saved(saved), g)
         used.append(True)
-        grads = bwd(saved, g)
         out: list = [None] * len(args)
         for i, gi in zip(wrt, grads):
             out[i] = gi

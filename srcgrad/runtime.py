@@ -24,13 +24,33 @@ __all__ = [
     "list_insert",
     "list_delete",
     "dict_update",
+    "ZeroTape",
+    "ZERO_TAPE",
+    "tangent_tape",
+    "tangent_item",
+    "tangent_attr",
+    "call_jvp",
+    "method_jvp",
+    "call_fwd_jvp",
+    "method_fwd_jvp",
+    "call_bwd_jvp",
+    "adjoint_push",
+    "adjoint_pop",
+    "grad_seed",
+    "copy_saved",
 ]
+
+import sys
 
 import numpy as np
 
 
 _ndarray = np.ndarray
 _generic = np.generic
+_getrefcount = sys.getrefcount
+# References to an adjoint array owned by one generated frame while add_at runs: the
+# frame's variable, add_at's parameter, and getrefcount's own argument.
+_OWNED_REFS = 3
 
 
 class Tape(list):
@@ -79,8 +99,16 @@ def unbroadcast(g, x):
 
 def broadcast_like(d, ans):
     """Broadcast a tangent contribution ``d`` to the shape of the result ``ans``."""
-    shape = np.shape(ans)
-    if np.shape(d) == shape:
+    # attribute reads are several times cheaper than np.shape: the scalar fast path
+    shape = getattr(ans, "shape", None)
+    if shape is None:
+        if type(d) is float or isinstance(d, _generic):
+            return d  # a scalar result's contributions are scalars
+        shape = np.shape(ans)
+    dshape = getattr(d, "shape", None)
+    if dshape is None:
+        dshape = np.shape(d)
+    if dshape == shape:
         return d
     return np.broadcast_to(d, shape)
 
@@ -111,6 +139,10 @@ def is_zero(g) -> bool:
 
 def densify(g, x):
     """Turn a lazy zero adjoint into real zeros shaped like ``x``; other values pass."""
+    if isinstance(x, type):  # a class (the cls of a classmethod) carries no gradient
+        return None
+    if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
+        return g
     if is_zero(g):
         return zeros_like(x)
     if isinstance(x, (list, tuple, dict)):
@@ -175,7 +207,11 @@ def add_at(acc, x, index, g):
         if is_zero(acc):
             acc = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32)
                            if x.dtype.kind in "fc" else np.float64)
-        else:
+        elif not (type(acc) is _ndarray and acc.base is None and acc.flags.writeable
+                  and _getrefcount(acc) <= _OWNED_REFS and acc.shape == x.shape):
+            # someone else may hold this array (an aliased adjoint, a user's array):
+            # accumulate into a copy. Otherwise adding in place keeps a loop over the rows
+            # of x linear instead of quadratic.
             acc = np.array(acc, copy=True)
         if _is_simple_index(index):
             acc[index] += g
@@ -314,9 +350,41 @@ def call_fwd(fn, *args, **kwargs):
     return dynamic_forward(fn, args, kwargs)
 
 
+def dict_get(d, key, default=None):
+    return d.get(key, default)
+
+
+def dict_values(d):
+    return list(d.values())
+
+
+def dict_items(d):
+    # plain Python without a rule of its own: srcgrad differentiates its source
+    return [(k, d[k]) for k in d]
+
+
+def dict_keys(d):
+    return list(d.keys())
+
+
+def copy_value(x):
+    """``x.copy()`` of a list, dict or array."""
+    return x.copy()
+
+
+# methods of builtin containers, as runtime functions with rules
+CONTAINER_METHODS = {
+    (dict, "get"): dict_get, (dict, "values"): dict_values, (dict, "items"): dict_items,
+    (dict, "keys"): dict_keys, (dict, "copy"): copy_value, (list, "copy"): copy_value,
+}
+
+
 def method_fwd(obj, name, *args, **kwargs):
     """Like ``call_fwd`` for ``obj.name(...)``: gradients include ``obj`` as argument 0."""
     from .api import dynamic_forward
+    special = CONTAINER_METHODS.get((type(obj), name))
+    if special is not None:
+        return dynamic_forward(special, (obj,) + args, kwargs)
     method = getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         from .errors import MissingRuleError
@@ -332,3 +400,182 @@ def call_bwd(record, g):
 def seq_concat(a, b):
     """``a + b`` of two tuples or lists (what ``+`` means on sequences)."""
     return a + b
+
+
+# -- forward mode (jvp) support: tangent tapes, attribute tangents, dynamic jvp calls ----------
+class ZeroTape:
+    """The tangent tape of a tape whose tangent is zero: pushes zeros, pops zeros."""
+
+    __slots__ = ()
+
+    def push(self, d):
+        if not is_zero(d):
+            raise TypeError("srcgrad: a nonzero tangent pushed on a tape whose tangent is zero")
+
+    def pop(self):
+        return ZERO
+
+
+ZERO_TAPE = ZeroTape()
+
+
+def tangent_tape(d):
+    """A tangent tape that may be the lazy zero, as a tape (``ZERO_TAPE`` for zero)."""
+    return ZERO_TAPE if is_zero(d) else d
+
+
+def tangent_item(d, x, index):
+    """Tangent of ``x[index]`` from a tangent ``d`` of ``x`` that may be the lazy zero, a
+    container with lazy entries, or an array smaller than ``x`` that broadcasts to it."""
+    if is_zero(d):
+        return ZERO
+    if isinstance(d, dict):
+        return d.get(index, ZERO)
+    if isinstance(x, np.ndarray) and np.shape(d) != x.shape:
+        return np.broadcast_to(d, x.shape)[index]
+    return d[index]
+
+
+def tangent_attr(d, name: str):
+    """Tangent of ``obj.name`` from the tangent ``d`` of ``obj``: an object of the same class
+    holding tangents, a dict of attribute tangents, or the lazy zero."""
+    if is_zero(d):
+        return ZERO
+    if isinstance(d, dict):
+        return d.get(name, ZERO)
+    return getattr(d, name, ZERO)
+
+
+def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
+    """``(value, tangent)`` of a call to a function value known only at run time (argument,
+    local def, lambda); ``tangents`` align with ``args`` (lazy zeros allowed), ``kw_tangents``
+    maps keyword names to tangents."""
+    from .api_forward import dynamic_jvp
+    return dynamic_jvp(fn, args, kwargs, tangents, kw_tangents)
+
+
+def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
+    """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
+    from .api_forward import dynamic_jvp
+    method = getattr(type(obj), name, None)
+    if method is None or not hasattr(method, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    return dynamic_jvp(method, (obj,) + args, kwargs, (d_obj,) + tuple(tangents), kw_tangents)
+
+
+def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
+    """Forward mode of ``call_fwd``: ``((value, record), (d_value, d_record))``;
+    ``tangents`` align with ``(fn,) + args``."""
+    from .api_forward import dynamic_forward_jvp
+    return dynamic_forward_jvp(fn, args, kwargs, tuple(tangents[1:]), kw_tangents)
+
+
+def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
+    """Forward mode of ``method_fwd``; ``tangents`` align with ``(obj, name) + args``."""
+    from .api_forward import dynamic_forward_jvp
+    method = getattr(type(obj), name, None)
+    if method is None or not hasattr(method, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    return dynamic_forward_jvp(method, (obj,) + args, kwargs,
+                               (tangents[0],) + tuple(tangents[2:]), kw_tangents)
+
+
+def call_bwd_jvp(tangents, kw_tangents, record, g):
+    """Forward mode of ``call_bwd``; ``tangents`` are those of ``(record, g)``."""
+    from .api_forward import dynamic_backward_jvp
+    return dynamic_backward_jvp(record, g, tangents[0], tangents[1])
+
+
+def adjoint_push(adjoint_tape, g):
+    """Adjoint of ``v = tape.pop()`` in a generated sweep differentiated again: push ``v``'s
+    adjoint on the tape's adjoint (a tape, made on first use)."""
+    if is_zero(adjoint_tape):
+        adjoint_tape = Tape()
+    adjoint_tape.push(g)
+    return adjoint_tape
+
+
+def adjoint_pop(adjoint_tape):
+    """Adjoint of ``tape.push(v)``: ``v``'s adjoint, popped from the tape's adjoint."""
+    if is_zero(adjoint_tape):
+        return ZERO
+    return adjoint_tape.pop()
+
+
+def grad_seed(value):
+    """The seed cotangent of a scalar result: ones shaped like it (used by generated
+    gradient wrappers, which differentiate through a gradient)."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ValueError(f"srcgrad: grad needs a scalar result, got shape {value.shape}")
+        return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
+    return 1.0
+
+
+def copy_saved(saved):
+    """A copy of what a forward sweep saved whose tapes can be popped again: tapes (also
+    inside tuples, lists and other tapes) are copied, values are shared."""
+    if isinstance(saved, Tape):
+        return Tape(copy_saved(v) for v in saved)
+    if isinstance(saved, tuple) and not hasattr(saved, "_fields"):
+        return tuple(copy_saved(v) for v in saved)
+    return saved
+
+
+def seq_max(items):
+    """Builtin ``max`` of a sequence (``max(xs)``, ``max(a, b, c)``)."""
+    return max(items)
+
+
+def seq_min(items):
+    """Builtin ``min`` of a sequence."""
+    return min(items)
+
+
+def seq_pick(g, items, chosen):
+    """Adjoint of picking ``chosen`` out of ``items``: ``g`` at its first occurrence."""
+    k = seq_index(items, chosen)
+    out = [g if i == k else ZERO for i in range(len(items))]
+    return tuple(out) if isinstance(items, tuple) else out
+
+
+def seq_index(items, chosen) -> int:
+    """Position of ``chosen`` in ``items`` (by identity first, then equality)."""
+    for i, item in enumerate(items):
+        if item is chosen:
+            return i
+    for i, item in enumerate(items):
+        if item == chosen:
+            return i
+    raise ValueError("value not in sequence")
+
+
+def dict_with(d, key, g):
+    """A dict adjoint of ``d`` holding ``g`` at ``key`` only."""
+    if is_zero(g):
+        return ZERO
+    return {key: g}
+
+
+def dict_from(d, keys, values):
+    """A dict adjoint of ``d`` from adjoints listed in the order of ``keys``."""
+    if is_zero(values):
+        return ZERO
+    return {k: v for k, v in zip(keys, values)}
+
+
+def element(xs, i):
+    """The ``i``-th item a ``for`` loop over ``xs`` binds: a row of an array, an item of a
+    list or tuple, a key of a dict (keys carry no gradient)."""
+    if isinstance(xs, dict):
+        return list(xs)[i]
+    return xs[i]
+
+
+def add_element(acc, xs, i, g):
+    """Adjoint of ``element(xs, i)``: ``g`` added at position ``i`` (nothing for dict keys)."""
+    if isinstance(xs, dict) or is_zero(g):
+        return acc
+    return add_at(acc, xs, i, g)

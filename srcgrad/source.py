@@ -38,18 +38,30 @@ def get_source(fn) -> FunctionSource:
             f"cannot read the source of {fn!r}: it is not a Python function. Register a "
             f"derivative rule for it with @srcgrad.rule.")
     try:
-        lines, first_line = inspect.getsourcelines(fn)
+        # the code object, not the function: inspect would follow a decorator's
+        # __wrapped__ to the undecorated function, whose behaviour differs
+        lines, first_line = inspect.getsourcelines(code)
     except (OSError, TypeError) as e:
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__}() ({e}). Define it in a file, or in a "
             f"REPL that keeps source (IPython), or register a rule with @srcgrad.rule.") from None
-    filename = inspect.getsourcefile(fn) or code.co_filename
+    filename = inspect.getsourcefile(code) or code.co_filename
     text = textwrap.dedent("".join(lines))
     if fn.__name__ == "<lambda>":
         tree = _lambda_def(fn, text)
     else:
         module = gast.parse(text)
         tree = module.body[0]
+        if isinstance(tree, gast.AsyncFunctionDef):
+            # validation reports it with the user's line, like every unsupported construct
+            tree = gast.FunctionDef(name=tree.name, args=tree.args,
+                                    body=[gast.copy_location(gast.AsyncFunctionDef(
+                                        name=tree.name, args=tree.args, body=tree.body,
+                                        decorator_list=[], returns=None, type_comment=None,
+                                        type_params=[]), tree)],
+                                    decorator_list=[], returns=None, type_comment=None,
+                                    type_params=[])
+            gast.copy_location(tree, module.body[0])
         if not isinstance(tree, gast.FunctionDef):
             raise SourceUnavailableError(f"{filename}:{first_line}: expected a def of "
                                          f"{fn.__qualname__}()")
@@ -58,36 +70,46 @@ def get_source(fn) -> FunctionSource:
 
 
 def _lambda_def(fn, text: str) -> gast.FunctionDef:
-    """Find ``fn``'s lambda in its source lines and turn it into ``def <lambda>(...)``."""
-    module = None
-    candidate = text
-    # The lines may hold an incomplete statement (a lambda inside a call's arguments);
-    # drop trailing characters until what remains parses.
-    while candidate:
-        try:
-            module = gast.parse(candidate)
-            break
-        except SyntaxError:
-            try:
-                module = gast.parse("(" + candidate.strip() + ")")
-                break
-            except SyntaxError:
-                candidate = candidate[:-1]
-    if module is None:
-        raise SourceUnavailableError(f"cannot parse the source of lambda in "
-                                     f"{fn.__code__.co_filename}")
+    """Find ``fn``'s lambda in its source lines and turn it into ``def _lambda(...)``.
+
+    The lines may hold any statement around the lambda (a call's arguments, a dict value),
+    so each ``lambda`` keyword is tried as the start of an expression, trimmed from the end
+    until it parses.
+    """
     code = fn.__code__
     want = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-    lambdas = [n for n in gast.walk(module) if isinstance(n, gast.Lambda)
-               and [a.id for a in n.args.args + n.args.kwonlyargs] == want]
-    if len(lambdas) != 1:
+    found = []
+    for start in [i for i in range(len(text)) if text.startswith("lambda", i)]:
+        candidate = text[start:]
+        while candidate:
+            try:
+                node = gast.parse("(" + candidate + ")", mode="eval").body
+            except SyntaxError:
+                node = None
+            if not isinstance(node, gast.Lambda):  # not yet just the lambda: trim more
+                candidate = candidate[:-1]
+                continue
+            if [a.id for a in node.args.args + node.args.kwonlyargs] == want:
+                _shift_lines(node, text[:start].count("\n"))
+                found.append(node)
+            break
+    if len(found) != 1:
         raise SourceUnavailableError(
             f"{code.co_filename}:{code.co_firstlineno}: cannot tell which lambda on this line "
-            f"is being differentiated ({len(lambdas)} candidates); give it a def.")
-    lam = lambdas[0]
+            f"is being differentiated ({len(found)} candidates); give it a def.")
+    lam = found[0]
     ret = gast.Return(value=lam.body)
     gast.copy_location(ret, lam.body)
     fdef = gast.FunctionDef(name="_lambda", args=lam.args, body=[ret], decorator_list=[],
                             returns=None, type_comment=None, type_params=[])
     gast.copy_location(fdef, lam)
     return fdef
+
+
+def _shift_lines(node, offset: int) -> None:
+    """Line numbers of a snippet parsed on its own, moved to where it stands in the text."""
+    for n in gast.walk(node):
+        if getattr(n, "lineno", None) is not None:
+            n.lineno += offset
+            if getattr(n, "end_lineno", None) is not None:
+                n.end_lineno += offset

@@ -8,10 +8,19 @@ calls ``rule.vjp``. There is no second set of derivative formulas here.
 ``__array_ufunc__`` and ``__array_function__`` route numpy calls on Tensors back into these
 operations, so running a vjp body on Tensors (``create_graph=True``) records it too.
 
-Deliberate differences from PyTorch (presentation aside) are listed where they arise:
-``2 / x`` shows ``DivBackward0`` (PyTorch decomposes it into ``MulBackward0`` of a
-reciprocal); in-place updates of views of tensors that require grad are refused; float sums
-use numpy's pairwise summation, so last-bit rounding can differ.
+Deliberate differences from PyTorch (what users see is otherwise meant to be identical):
+
+* ``2 / x`` shows ``DivBackward0`` (PyTorch records a reciprocal and ``MulBackward0``).
+* In-place operations on a *view* of a non-leaf tensor that requires grad raise
+  ``NotImplementedError`` (PyTorch rewrites the base's history); views of leaves raise
+  PyTorch's own error, and ``x[i] = v`` on tensors with history is recorded (``CopySlices``).
+* ``max(dim)``/``min(dim)`` share the gradient among tied elements, as the registry rule of
+  ``np.max`` does; PyTorch sends it to the returned index only.
+* Float sums use numpy's pairwise summation, so the last bit can differ from PyTorch's.
+* More gradient accumulated into a ``.grad`` that has history (``create_graph=True``) gives
+  ``AddBackward0``; PyTorch shows ``CopyBackwards``.
+* Random draws come from numpy's generator: reproducible with ``manual_seed``, but not
+  PyTorch's numbers.
 """
 from __future__ import annotations
 
@@ -23,21 +32,20 @@ import builtins
 import math
 import warnings
 import weakref
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
-from .autograd import printing
+from .autograd import dispatch, printing
+from .autograd.dispatch import (_ADD, _DIV, _MUL, _NONDIFF_UFUNCS, _NOKW, _RSUB, _STRUCTURAL,
+                                _SUB, NodeHooks, _apply, _binary, _broadcast_error,
+                                _call_numpy, _index_error, _index_node, _Meta, _matmul, _op_for,
+                                _pow, _raw, _raw_index, _strip_tensors, _unary, _wrap)
 from .autograd.grad_mode import STATE as _STATE
-from .autograd.graph import Node, RemovableHandle, node_class
-from .autograd.ops import OPS, Op, promote_types
-from .errors import MissingRuleError
-from .rules import is_nondifferentiable, lookup, rule_name
+from .autograd.graph import RemovableHandle, node_class
+from .autograd.ops import OPS
 
-_ndarray = np.ndarray
 _asarray = np.asarray
-_new = object.__new__
-_NOKW: dict = {}
 
 
 # --------------------------------------------------------------------------- dtype, Size
@@ -195,26 +203,6 @@ def _type_label(t: "Tensor") -> str:
 # --------------------------------------------------------------------------- construction
 
 
-def _wrap(data: np.ndarray, cls: type | None = None) -> "Tensor":
-    """A Tensor (no history) around ``data``, which it owns from now on."""
-    t = _new(cls or Tensor)
-    t._data = data
-    t._rg = False
-    t.grad_fn = None
-    t._grad = None
-    t._vc = [0]
-    t._meta = None
-    return t
-
-
-def _strip_tensors(data: Any) -> Any:
-    if isinstance(data, Tensor):
-        return data._data
-    if isinstance(data, (list, tuple)):
-        return [_strip_tensors(x) for x in data]
-    return data
-
-
 def tensor_from_data(data: Any, dt: Any = None, copy: bool = True) -> np.ndarray:
     """The numpy array PyTorch's ``torch.tensor(data, dtype=dt)`` would hold.
 
@@ -253,390 +241,6 @@ def _shape_args(size: tuple) -> tuple[int, ...]:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     return tuple(int(n) for n in size)
-
-
-# --------------------------------------------------------------------------- recording
-
-
-class _Meta:
-    """Rarely used per-tensor state: leaf hooks and the base of a view."""
-
-    __slots__ = ("hooks", "base")
-
-    def __init__(self):
-        self.hooks = None
-        self.base = None
-
-
-class NodeHooks:
-    """Tensor hooks and retain_grad of a non-leaf tensor, kept on the node that made it."""
-
-    __slots__ = ("pre", "retain")
-
-    def __init__(self):
-        self.pre = {}
-        self.retain = None
-
-
-def _saved_versions(op: Op, args: tuple, out: "Tensor") -> tuple | None:
-    """(tensor, counter, version) of each argument the vjp reads, and of the output."""
-    reads, reads_ans = op.reads
-    saved = []
-    for i in reads:
-        if i < len(args):
-            a = args[i]
-            if isinstance(a, Tensor):
-                saved.append((a, a._vc, a._vc[0]))
-            elif isinstance(a, (list, tuple)):
-                saved.extend((t, t._vc, t._vc[0]) for t in a if isinstance(t, Tensor))
-    if reads_ans:
-        saved.append((None, out._vc, 0))
-    return tuple(saved) or None
-
-
-def _edges(rule, args: tuple) -> list:
-    """(vjp output index, item index or None, target) for each input that requires grad."""
-    edges = []
-    for j, pos in enumerate(rule.diff_args):
-        if pos >= len(args):
-            continue
-        a = args[pos]
-        if isinstance(a, Tensor):
-            if a._rg:
-                edges.append((j, None, a.grad_fn or a))
-        elif isinstance(a, (list, tuple)):
-            for k, t in enumerate(a):
-                if isinstance(t, Tensor) and t._rg:
-                    edges.append((j, k, t.grad_fn or t))
-    return edges
-
-
-def _any_requires_grad(args: Iterable) -> bool:
-    for a in args:
-        if isinstance(a, Tensor):
-            if a._rg:
-                return True
-        elif isinstance(a, (list, tuple)) and _any_requires_grad(a):
-            return True
-    return False
-
-
-def _raw(a: Any) -> Any:
-    if isinstance(a, Tensor):
-        return a._data
-    if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
-        return type(a)(_raw(x) for x in a) if type(a) in (list, tuple) else [_raw(x) for x in a]
-    return a
-
-
-def _record(op: Op, cls: type, rule, args: tuple, raw: tuple, kw: dict, ans: np.ndarray,
-            out: "Tensor") -> None:
-    """Attach a node of class ``cls`` running ``rule`` to the fresh output ``out``."""
-    node = _new(cls)
-    node.rule = rule
-    node.args = args
-    node.raw = raw
-    node.kw = kw
-    node.ans = ans
-    node.hooks = None
-    node.edges = _edges(rule, args)
-    node.vers = _saved_versions(op, args, out) if cls.saves else None
-    out.grad_fn = node
-    out._rg = True
-
-
-def _apply(op: Op, args: tuple, kw: dict = _NOKW, cls: type | None = None,
-           view_of: "Tensor | None" = None) -> "Tensor":
-    """Run ``op``'s rule on the raw data of ``args`` and record it when a gradient is needed."""
-    rule = op.rule or op.resolve()
-    raw = tuple(_raw(a) for a in args)
-    ans = rule.fn(*raw, **kw)
-    if type(ans) is not _ndarray:
-        ans = _asarray(ans)
-    out = _wrap(ans)
-    if view_of is not None:
-        out._vc = view_of._vc
-    if _STATE.enabled and ans.dtype.kind in "fc" and _any_requires_grad(args):
-        _record(op, cls or op.cls, rule, args, raw, kw, ans, out)
-        if view_of is not None and view_of._rg:
-            out._meta = _Meta()
-            out._meta.base = view_of
-    return out
-
-
-def _unary(op: Op, a: "Tensor", cls: type | None = None) -> "Tensor":
-    """Fast path of an elementwise function of one tensor."""
-    rule = op.rule or op.resolve()
-    ad = a._data
-    ans = rule.fn(ad)
-    if type(ans) is not _ndarray:
-        ans = _asarray(ans)
-    if ans.dtype is not ad.dtype:
-        ans = _fix_unary_dtype(ans, ad)
-    out = _new(Tensor)
-    out._data = ans
-    out._grad = None
-    out._vc = [0]
-    out._meta = None
-    if a._rg and _STATE.enabled:
-        cls = cls or op.cls
-        node = _new(cls)
-        node.rule = rule
-        node.args = (a,)
-        node.raw = (ad,)
-        node.kw = _NOKW
-        node.ans = ans
-        node.hooks = None
-        node.edges = [(0, None, a.grad_fn or a)]
-        node.vers = _saved_versions(op, node.args, out) if cls.saves else None
-        out.grad_fn = node
-        out._rg = True
-    else:
-        out.grad_fn = None
-        out._rg = False
-    return out
-
-
-def _fix_unary_dtype(ans: np.ndarray, ad: np.ndarray) -> np.ndarray:
-    if ans.dtype.kind == "f":
-        if ad.dtype.kind == "f":
-            return ans.astype(ad.dtype)
-        if ans.dtype != _F32:
-            return ans.astype(_F32)
-    return ans
-
-
-def _binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
-    """Fast path of ``a <op> b`` where ``a`` or ``b`` is a Tensor (the other may be a number)."""
-    ta = isinstance(a, Tensor)
-    tb = isinstance(b, Tensor)
-    ad = a._data if ta else a
-    bd = b._data if tb else b
-    rule = op.rule or op.resolve()
-    try:
-        ans = rule.fn(ad, bd)
-    except ValueError:
-        raise _broadcast_error(op, ad, bd) from None
-    if type(ans) is not _ndarray:
-        ans = _asarray(ans)
-    if ta:
-        if ans.dtype is not ad.dtype or (tb and bd.dtype is not ad.dtype):
-            ans = _fix_binary_dtype(op, ans, ad, bd)
-    elif ans.dtype is not bd.dtype:
-        ans = _fix_binary_dtype(op, ans, ad, bd)
-    out = _new(Tensor)
-    out._data = ans
-    out._grad = None
-    out._vc = [0]
-    out._meta = None
-    if _STATE.enabled and ((ta and a._rg) or (tb and b._rg)) and ans.dtype.kind in "fc":
-        cls = cls or op.cls
-        node = _new(cls)
-        node.rule = rule
-        node.args = (a, b)
-        node.raw = (ad, bd)
-        node.kw = _NOKW
-        node.ans = ans
-        node.hooks = None
-        if ta and a._rg:
-            node.edges = [(0, None, a.grad_fn or a), (1, None, b.grad_fn or b)] \
-                if tb and b._rg else [(0, None, a.grad_fn or a)]
-        else:
-            node.edges = [(1, None, b.grad_fn or b)]
-        node.vers = _saved_versions(op, node.args, out) if cls.saves else None
-        out.grad_fn = node
-        out._rg = True
-    else:
-        out.grad_fn = None
-        out._rg = False
-    return out
-
-
-def _fix_binary_dtype(op: Op, ans: np.ndarray, ad: Any, bd: Any) -> np.ndarray:
-    want = promote_types(ad, bd, true_divide=op.label == "div")
-    if op.label == "div" and want.kind in "biu":
-        want = _F32
-    if ans.dtype != want and ans.dtype.kind != "b":
-        return ans.astype(want)
-    return ans
-
-
-def _broadcast_error(op: Op, ad: Any, bd: Any) -> Exception:
-    """PyTorch's message for operands whose shapes do not broadcast."""
-    sa, sb = np.shape(ad), np.shape(bd)
-    if op.label == "matmul":
-        return _matmul_error(sa, sb)
-    n = max(len(sa), len(sb))
-    pa = (1,) * (n - len(sa)) + tuple(sa)
-    pb = (1,) * (n - len(sb)) + tuple(sb)
-    for dim in range(n - 1, -1, -1):
-        if pa[dim] != pb[dim] and pa[dim] != 1 and pb[dim] != 1:
-            return RuntimeError(f"The size of tensor a ({pa[dim]}) must match the size of "
-                                f"tensor b ({pb[dim]}) at non-singleton dimension {dim}")
-    return RuntimeError(f"operands could not be broadcast together with shapes {sa} {sb}")
-
-
-def _matmul_error(sa: tuple, sb: tuple) -> Exception:
-    if len(sa) == 1 and len(sb) == 1:
-        return RuntimeError(
-            f"inconsistent tensor size, expected tensor [{sa[0]}] and src [{sb[0]}] to have "
-            f"the same number of elements, but got {sa[0]} and {sb[0]} elements respectively")
-    if len(sa) == 0 or len(sb) == 0:
-        return RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                            f"{len(sa)}D and {len(sb)}D")
-    a2 = sa if len(sa) > 1 else (1,) + tuple(sa)
-    b2 = sb if len(sb) > 1 else tuple(sb) + (1,)
-    if len(sa) == 2 and len(sb) == 1:
-        return RuntimeError(f"size mismatch, got input ({sa[0]}), mat ({sa[0]}x{sa[1]}), "
-                            f"vec ({sb[0]})")
-    return RuntimeError(f"mat1 and mat2 shapes cannot be multiplied "
-                        f"({math.prod(a2[:-1])}x{a2[-1]} and {b2[-2]}x{b2[-1]})")
-
-
-_OP = OPS
-_ADD, _SUB, _MUL, _DIV, _POW, _MATMUL = (OPS[k] for k in ("add", "sub", "mul", "div", "pow",
-                                                            "matmul"))
-_RSUB = node_class("RsubBackward1")
-_POW1 = node_class("PowBackward1")
-_POW2 = node_class("PowBackward2")
-_MATMUL_NODES = {(2, 2): node_class("MmBackward0"), (2, 1): node_class("MvBackward0"),
-                 (1, 1): node_class("DotBackward0"), (1, 2): node_class("SqueezeBackward4")}
-_UNSAFE_VIEW = node_class("UnsafeViewBackward0")
-
-
-def _matmul(a: Any, b: Any) -> "Tensor":
-    cls = _MATMUL_NODES.get((np.ndim(_raw(a)), np.ndim(_raw(b))), _UNSAFE_VIEW)
-    return _binary(_MATMUL, a, b, cls)
-
-
-def _pow(a: Any, b: Any) -> "Tensor":
-    if not isinstance(b, Tensor):
-        return _binary(_POW, a, b)
-    return _binary(_POW, a, b, _POW1 if isinstance(a, Tensor) else _POW2)
-
-
-# --------------------------------------------------------------------------- numpy dispatch
-
-_FUNC_OPS: dict[Any, Op] = {}
-for _o in OPS.values():
-    for _k in _o.keys:
-        if not isinstance(_k, str):
-            _FUNC_OPS.setdefault(_k, _o)
-del _o, _k
-
-# Functions and ufuncs that only inspect or produce non-differentiable values.
-_STRUCTURAL = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like, np.iscomplexobj, np.isrealobj, np.shares_memory,
-               np.may_share_memory, np.array_equal, np.allclose, np.isclose, np.argmax,
-               np.argmin, np.argsort, np.nonzero, np.count_nonzero, np.any, np.all,
-               np.searchsorted, np.isscalar, np.copyto, np.broadcast_shapes}
-_NONDIFF_UFUNCS = {np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
-                   np.not_equal, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-                   np.isnan, np.isinf, np.isfinite, np.sign, np.floor, np.ceil, np.trunc,
-                   np.rint, np.signbit, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
-                   np.invert}
-
-
-def _op_for(func: Any) -> Op | None:
-    op = _FUNC_OPS.get(func)
-    if op is None and lookup(func) is not None:
-        name = getattr(func, "__name__", "Op")
-        node = "".join(p[:1].upper() + p[1:] for p in name.split("_")) + "Backward0"
-        op = Op(name, (func,), node)
-        _FUNC_OPS[func] = op
-    return op
-
-
-def _wrap_result(value: Any) -> Any:
-    if isinstance(value, np.ndarray):
-        return _wrap(value)
-    if isinstance(value, np.generic) and value.dtype in _BY_NP:
-        return _wrap(np.asarray(value))
-    if isinstance(value, tuple):
-        return type(value)(*map(_wrap_result, value)) if hasattr(value, "_fields") \
-            else tuple(map(_wrap_result, value))
-    if isinstance(value, list):
-        return [_wrap_result(v) for v in value]
-    return value
-
-
-def _deep_raw(value: Any) -> Any:
-    if isinstance(value, Tensor):
-        return value._data
-    if isinstance(value, (list, tuple)):
-        return type(value)(_deep_raw(v) for v in value) if type(value) in (list, tuple) \
-            else [_deep_raw(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _deep_raw(v) for k, v in value.items()}
-    return value
-
-
-def _call_numpy(func: Any, args: tuple, kwargs: dict, differentiable: bool) -> Any:
-    """Numpy function ``func`` called on Tensors: recorded through its rule when it has one."""
-    op = _op_for(func) if differentiable else None
-    if op is not None:
-        return _apply(op, tuple(args), kwargs or _NOKW)
-    needs_grad = (differentiable and _STATE.enabled
-                  and (_any_requires_grad(args) or _any_requires_grad(kwargs.values())))
-    if needs_grad and not is_nondifferentiable(func):
-        raise MissingRuleError(rule_name(func))
-    result = func(*_deep_raw(args), **_deep_raw(kwargs))
-    return _wrap_result(result)
-
-
-# --------------------------------------------------------------------------- indexing
-
-_SELECT = node_class("SelectBackward0")
-_SLICE = node_class("SliceBackward0")
-_INDEX = node_class("IndexBackward0")
-_ALIAS = node_class("AliasBackward0")
-_UNSQUEEZE = node_class("UnsqueezeBackward0")
-
-
-def _raw_index(index: Any) -> tuple[Any, bool]:
-    """The numpy index for a Tensor index, and whether it is advanced (copies, may repeat)."""
-    if isinstance(index, Tensor):
-        return index._data, True
-    if isinstance(index, tuple):
-        parts = [_raw_index(i) for i in index]
-        return tuple(p for p, _ in parts), any(adv for _, adv in parts)
-    if isinstance(index, (list, np.ndarray)):
-        return (np.asarray(_strip_tensors(index)) if isinstance(index, list) else index), True
-    if isinstance(index, bool):
-        return index, True
-    return index, False
-
-
-def _index_node(index: Any, advanced: bool) -> type:
-    """PyTorch's node for basic indexing is the one of its last non-trivial step."""
-    if advanced:
-        return _INDEX
-    parts = index if isinstance(index, tuple) else (index,)
-    cls = None
-    for p in parts:
-        if p is None:
-            cls = _UNSQUEEZE
-        elif isinstance(p, slice):
-            if p != slice(None) or len(parts) == 1:
-                cls = _SLICE
-        elif p is not Ellipsis:
-            cls = _SELECT
-    return cls or _ALIAS
-
-
-def _index_error(shape: tuple, index: Any) -> Exception | None:
-    parts = index if isinstance(index, tuple) else (index,)
-    dim = 0
-    for p in parts:
-        if p is Ellipsis:
-            return None
-        if isinstance(p, (int, np.integer)) and not isinstance(p, bool) and dim < len(shape):
-            if not -shape[dim] <= p < shape[dim]:
-                return IndexError(f"index {p} is out of bounds for dimension {dim} with size "
-                                  f"{shape[dim]}")
-        if p is not None:
-            dim += 1
-    return None
 
 
 # --------------------------------------------------------------------------- Tensor
@@ -806,8 +410,11 @@ class Tensor:
     def backward(self, gradient: Any = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad."""
-        _engine().backward((self,), None if gradient is None else (gradient,), retain_graph,
-                           create_graph, inputs)
+        if gradient is None and not create_graph and inputs is None:
+            _engine().backward_scalar(self, bool(retain_graph))
+        else:
+            _engine().backward((self,), None if gradient is None else (gradient,),
+                               retain_graph, create_graph, inputs)
 
     def _backward_source(self, names: dict | None = None):
         """Readable straight-line Python of the backward pass ``self.backward()`` would run.
@@ -955,7 +562,8 @@ class Tensor:
         node = self.grad_fn
         dt = self._data.dtype
         return printing.tensor_repr(
-            self._data, printing_dtype_name(dt), dt.name in ("float32", "int64", "bool"),
+            self._data, printing_dtype_name(dt),
+            dt.name in ("float32", "int64", "bool", "complex64"),
             None if node is None else node.name(), self._rg, prefix)
 
     __str__ = __repr__
@@ -1508,13 +1116,13 @@ class Tensor:
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raw, _ = _raw_index(index)
-        vraw = _raw(value)
         if _STATE.enabled and (self._rg or (isinstance(value, Tensor) and value._rg)):
-            self._check_inplace()
-            raise NotImplementedError(
-                "srcgrad does not record item assignment into a tensor that requires grad; "
-                "build the result out of place (e.g. with torch.where or torch.cat)")
-        self._data[raw] = vraw
+            if self._rg and self.grad_fn is None:  # PyTorch writes through a view here
+                raise RuntimeError(VIEW_OF_LEAF_INPLACE)
+            # Recorded as the functional update runtime.setitem (PyTorch: CopySlices).
+            self._inplace(lambda before: _apply(OPS["setitem"], (before, raw, value)))
+            return
+        self._data[raw] = _raw(value)
         self._vc[0] += 1
 
     # ----------------------------------------------------------------- in place
@@ -1632,6 +1240,8 @@ class Tensor:
     def _version(self) -> int:
         return self._vc[0]
 
+
+dispatch.bind(Tensor, _BY_NP)
 
 _ENGINE = []
 

@@ -17,10 +17,10 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, n
                                  set_grad_enabled)
 from .autograd.ops import OPS, promote_types
 from .autograd.printing import set_printoptions
-from .tensor import (Size, Tensor, _apply, _binary, _make, _matmul, _raw, _shape_args, _wrap,
-                     as_dtype, bool_, complex64, complex128, device, dtype, float16, float32,
-                     float64, get_default_dtype, int8, int16, int32, int64, tensor_from_data,
-                     uint8)
+from .autograd.dispatch import _apply, _binary, _matmul, _raw, _wrap
+from .tensor import (Size, Tensor, _make, _shape_args, as_dtype, bool_, complex64, complex128,
+                     device, dtype, float16, float32, float64, get_default_dtype, int8, int16,
+                     int32, int64, tensor_from_data, uint8)
 
 __all__ = [
     # types
@@ -647,3 +647,8 @@ def isfinite(input: Tensor) -> Tensor:
 
 def logical_not(input: Tensor) -> Tensor:
     return input.logical_not()
+
+
+from . import nn  # noqa: E402,F401  (torch.nn; imported last: it uses the names above)
+
+__all__.append("nn")

@@ -453,11 +453,11 @@ def namedtuple_parameter(p):
     return p.x * p.y + p[0] ** 2
 
 
-# =================================================================================================
+# =============================================================================================
 # Issue #3: a wider corpus of user-style code. Each case lists its arguments and wrt explicitly.
-# =================================================================================================
+# =============================================================================================
 
-# -- branches with data-dependent conditions --------------------------------------------------------
+# -- branches with data-dependent conditions --------------------------------------------------
 @case(0.7, -0.4, wrt=(0, 1))
 def bool_ops_in_condition(x, y):
     if x > 0 and not y > 0:
@@ -573,7 +573,7 @@ def stable_softplus_loop(x):
     return s
 
 
-# -- loops of every kind ---------------------------------------------------------------------------
+# -- loops of every kind ----------------------------------------------------------------------
 @case(np.array([0.5, -1.0, 2.0, 0.25]), 0.7, wrt=(0, 1))
 def horner_reversed(coeffs, x):
     acc = 0.0
@@ -772,7 +772,7 @@ def nested_loop_with_break_and_continue(x, y):
     return s
 
 
-# -- assignments, swaps, subscript stores ---------------------------------------------------------
+# -- assignments, swaps, subscript stores -----------------------------------------------------
 @case(0.6, 0.9, wrt=(0, 1))
 def fibonacci_swaps(x, y):
     a, b = x, y
@@ -864,7 +864,7 @@ def annotated_and_augmented(x, y):
     return z
 
 
-# -- containers -------------------------------------------------------------------------------------
+# -- containers -------------------------------------------------------------------------------
 @case(0.4, 1.3, wrt=(0, 1))
 def dict_literal_build_and_read(x, y):
     d = {"a": x * y, "b": x + y}
@@ -946,7 +946,7 @@ def list_param_in_loop(xs):
     return np.sum(total * total)
 
 
-# -- realistic numerics -----------------------------------------------------------------------------
+# -- realistic numerics -----------------------------------------------------------------------
 _MLP_X = arr(6, 4)
 _MLP_Y = np.array([0, 2, 1, 1, 0, 2])
 
@@ -1039,15 +1039,13 @@ def _pendulum_rhs(theta, omega, g_over_l=9.81):
 
 
 @case(0.6, 0.0, wrt=(0, 1))
-def pendulum_rk4(theta, omega):
+def pendulum_midpoint(theta, omega):
     h = 0.05
     for _ in range(10):
         k1t, k1w = _pendulum_rhs(theta, omega)
         k2t, k2w = _pendulum_rhs(theta + h / 2 * k1t, omega + h / 2 * k1w)
-        k3t, k3w = _pendulum_rhs(theta + h / 2 * k2t, omega + h / 2 * k2w)
-        k4t, k4w = _pendulum_rhs(theta + h * k3t, omega + h * k3w)
-        theta = theta + h / 6 * (k1t + 2 * k2t + 2 * k3t + k4t)
-        omega = omega + h / 6 * (k1w + 2 * k2w + 2 * k3w + k4w)
+        theta = theta + h * k2t
+        omega = omega + h * k2w
     return theta
 
 
@@ -1088,7 +1086,7 @@ def series_exp_until_small(x):
     return total
 
 
-# -- user functions, recursion, closures, higher-order -----------------------------------------------
+# -- user functions, recursion, closures, higher-order ----------------------------------------
 def _affine(x, w=2.0, b=0.5, *, scale=1.0):
     return scale * (w * x + b)
 
@@ -1188,7 +1186,7 @@ def lambda_with_default_and_two_args(x, y):
     return f(x) + f(x, y) + f(b=x, a=y)
 
 
-# -- objects: plain, dataclasses, namedtuples, methods -------------------------------------------
+# -- objects: plain, dataclasses, namedtuples, methods ----------------------------------------
 @dataclass
 class _Params:
     w: np.ndarray
@@ -1250,7 +1248,7 @@ def attribute_read_on_plain_object(x):
     return x * _counter_obj.scale + x ** 2 / _counter_obj.scale
 
 
-# -- statements that carry no derivative --------------------------------------------------------------
+# -- statements that carry no derivative ------------------------------------------------------
 @case(0.6)
 def print_in_untaken_branch(x):
     y = x * x
@@ -1272,3 +1270,109 @@ def debug_strings_and_asserts(x):
     if len(history) > 10:
         print(history)
     return x
+
+
+# =============================================================================================
+# Known srcgrad bugs: user-style functions srcgrad currently gets wrong (wrong gradient, crash,
+# or a spurious error). Kept out of CASES so the corpus stays green; test_control_flow.py runs
+# them as strict xfails. When one starts passing, move it to @case.
+# =============================================================================================
+KNOWN_BUGS: list[Case] = []
+
+
+def known_bug(reason, *args, wrt=(0,), **kwargs):
+    """Like ``case``, for a function srcgrad gets wrong; ``reason`` says how."""
+    def register(fn):
+        KNOWN_BUGS.append(Case(fn, args, wrt, ("srcgrad bug: " + reason,), kwargs))
+        return fn
+    return register
+
+
+def _two_args(a, b):
+    return a * b * b
+
+
+@case(0.5, 1.5,
+           wrt=(0, 1))
+def bool_ops_as_values(x, y):
+    z = (x > 0) and y or x
+    default = None
+    w = default or x
+    return z * x + w * y
+
+
+@case(np.array([0.5, 1.5, -0.7]))
+def loop_target_shadows_iterable(x):
+    s = 0.0
+    for x in x:
+        s = s + x * x
+    return s
+
+
+@case(np.array([0.5, 1.5, -0.7]))
+def enumerate_with_start(x):
+    s = 0.0
+    for i, v in enumerate(x, 1):
+        s = s + v * i
+    return s
+
+
+@case(np.array([0.5, 1.5, 2.0]))
+def zip_with_reversed(x):
+    s = 0.0
+    for a, b in zip(x, reversed(x)):
+        s = s + a * b
+    return s
+
+
+@case(0.6, 1.4, wrt=(0, 1))
+def builtin_max_of_list(x, y):
+    return max([x, y, x * y]) + min([x, y]) + max(x, y)
+
+
+def attribute_store_on_local_object(x):
+    acc = _Counter()
+    acc.scale = x * 2
+    return acc.scale * x
+
+
+class _Accumulator:
+    def __init__(self):
+        self.total = 0.0
+
+    def add(self, v):
+        self.total = self.total + v
+        return self.total
+
+
+def method_mutating_self(x):
+    a = _Accumulator()
+    a.add(x)
+    return a.add(x * x)
+
+
+class _WithClassMethod:
+    k = 3.0
+
+    @classmethod
+    def scaled(cls, v):
+        return v * cls.k
+
+    @staticmethod
+    def square(v):
+        return v * v
+
+
+@case(0.5)
+def classmethod_call(x):
+    return _WithClassMethod.scaled(x) + _WithClassMethod.square(x)
+
+
+@case({"a": arr(2), "b": arr(3)})
+def dict_methods_on_params(p):
+    total = 0.0
+    for k, v in p.items():
+        total = total + np.sum(v ** 2)
+    for v in p.values():
+        total = total + np.sum(v)
+    return total + np.sum(p.get("a", 0.0)) * 2

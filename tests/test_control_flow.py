@@ -19,7 +19,7 @@ def _live_tapes():
     return [o for o in gc.get_objects() if isinstance(o, srcgrad.runtime.Tape)]
 
 
-# -- the tutorial's doubling loop ---------------------------------------------------------------
+# -- the tutorial's doubling loop -------------------------------------------------------------
 def doubling(x):
     y = x * 2
     while np.linalg.norm(y) < 1000:
@@ -50,7 +50,7 @@ def test_doubling_loop_different_trip_counts_share_one_adjoint():
     np.testing.assert_array_equal(pb_short(v)[0], v * 4)
 
 
-# -- tape life cycle ---------------------------------------------------------------------------
+# -- tape life cycle --------------------------------------------------------------------------
 def raises_on_large(x, limit):
     s = 0.0
     for i in range(6):
@@ -61,13 +61,24 @@ def raises_on_large(x, limit):
 
 
 def test_tape_is_empty_after_the_backward_sweep():
+    from srcgrad.api import get_adjoint
+    adj = get_adjoint(raises_on_large, (0,))
     before = {id(t) for t in _live_tapes()}
-    value, pullback = srcgrad.vjp(raises_on_large, 0.3, 100.0)
+    value, saved = adj.fwd(0.3, 100.0)
     mine = [t for t in _live_tapes() if id(t) not in before]
     assert mine and any(len(t) > 0 for t in mine), "the forward sweep should record a tape"
-    pullback(1.0)
+    adj.bwd(saved, 1.0)
     assert all(len(t) == 0 for t in mine), "the backward sweep must pop every entry it pushed"
-    del pullback, mine
+    del saved, mine
+    assert not [t for t in _live_tapes() if id(t) not in before]
+
+
+def test_pullback_pops_a_copy_and_releases_everything():
+    before = {id(t) for t in _live_tapes()}
+    value, pullback = srcgrad.vjp(raises_on_large, 0.3, 100.0)
+    first = pullback(1.0)
+    assert pullback(1.0) == first
+    del pullback
     assert not [t for t in _live_tapes() if id(t) not in before]
 
 
@@ -113,8 +124,6 @@ def test_grad_call_leaves_no_tape_alive():
     assert not [t for t in _live_tapes() if id(t) not in before]
 
 
-@pytest.mark.xfail(reason="srcgrad bug: calling a vjp pullback a second time pops an empty "
-                          "tape (IndexError)", strict=True)
 def test_pullback_can_be_called_twice_or_says_why_not():
     _, pullback = srcgrad.vjp(doubling, np.array([1.0, 2.0, 3.0]))
     first = pullback(np.ones(3))[0]
@@ -125,7 +134,7 @@ def test_pullback_can_be_called_twice_or_says_why_not():
     np.testing.assert_array_equal(second, first)
 
 
-# -- threads -----------------------------------------------------------------------------------
+# -- threads ----------------------------------------------------------------------------------
 def threaded_target(w, x):
     h = x
     for _ in range(3):
@@ -181,7 +190,7 @@ def test_threads_building_the_adjoint_at_the_same_time():
         assert gy == pytest.approx(4 * x * x)
 
 
-# -- recursion ---------------------------------------------------------------------------------
+# -- recursion --------------------------------------------------------------------------------
 def _tree_sum(xs, lo, hi):
     if hi - lo == 1:
         return xs[lo] * xs[lo]
@@ -239,7 +248,7 @@ def test_deep_recursion_of_differentiated_function():
     assert g == pytest.approx(1.01 ** 150)
 
 
-# -- nested srcgrad.grad ---------------------------------------------------------------------------
+# -- nested srcgrad.grad ----------------------------------------------------------------------
 def _cube(x):
     return x ** 3
 
@@ -249,9 +258,6 @@ def calls_grad_inside(x):
     return d(x) * x
 
 
-@pytest.mark.xfail(reason="srcgrad bug: a srcgrad.grad function called inside differentiated "
-                          "code is transformed as the wrapped function (via __wrapped__): "
-                          "silently wrong gradient", strict=True)
 def test_grad_of_a_function_that_calls_grad():
     # d/dx (3 x^2 * x) = 9 x^2; an explicit SrcgradError would also be acceptable
     try:
@@ -267,7 +273,7 @@ def test_grad_of_grad_value_outside_is_fine():
     assert calls_grad_inside(2.0) == pytest.approx(24.0)
 
 
-# -- shapes of broadcasting binary operations ----------------------------------------------------
+# -- shapes of broadcasting binary operations -------------------------------------------------
 def _bin_div(a, b):
     return np.sum((a / b) ** 2)
 
@@ -335,8 +341,6 @@ def test_vjp_of_broadcasting_op_returns_input_shapes():
                                                             * math.log(1.3))))
 
 
-@pytest.mark.xfail(reason="srcgrad bug: vjp of x ** i uses i * x ** (i - 1), which raises "
-                          "ZeroDivisionError / gives nan at x = 0, i = 0", strict=True)
 def test_integer_power_zero_at_zero():
     def powers(x, n):
         s = 0.0
@@ -348,7 +352,7 @@ def test_integer_power_zero_at_zero():
     assert srcgrad.grad(powers)(np.float64(0.0), 3) == 1.0
 
 
-# -- loops whose structure depends on data --------------------------------------------------------
+# -- loops whose structure depends on data ----------------------------------------------------
 def bisect_style(x):
     lo, hi = 0.0, 4.0
     y = x
@@ -404,3 +408,14 @@ def test_zero_trip_loop_gradient_is_identity_part():
 
     assert srcgrad.grad(f)(0.5, 0) == 3.0
     assert srcgrad.grad(f)(0.5, 1) == pytest.approx(2 * 1.5 * 3)
+
+
+# -- corpus functions srcgrad currently gets wrong --------------------------------------------
+from corpus import KNOWN_BUGS  # noqa: E402
+
+
+@pytest.mark.parametrize("case", [
+    pytest.param(c, marks=pytest.mark.xfail(reason=c.tags[0], strict=True), id=c.id)
+    for c in KNOWN_BUGS])
+def test_corpus_known_bugs(case):
+    check_grad(case.fn, case.args, wrt=case.wrt, kwargs=case.kwargs)

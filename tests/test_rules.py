@@ -193,6 +193,19 @@ def test_prod_is_exact_with_zeros(a):
         assert abs(numeric - np.sum(ga * v)) <= 1e-8 * (1 + abs(numeric))
 
 
+@pytest.mark.parametrize("fn,args", [(np.max, (np.float32([1.0, 3.0]),)),
+                                     (np.maximum, (np.float32([1.0, 3.0]), np.float32(2.0))),
+                                     (np.sin, (np.float32([1.0, 3.0]),)),
+                                     (np.mean, (np.float32([[1.0, 3.0]]),)),
+                                     (np.prod, (np.float32([1.0, 3.0]),))],
+                         ids=["max", "maximum", "sin", "mean", "prod"])
+def test_float32_gradients_stay_float32(fn, args):
+    r = lookup(fn)
+    ans = fn(*args)
+    for ct in r.vjp(np.ones_like(ans), ans, *args):
+        assert np.asarray(ct).dtype == np.float32
+
+
 def test_floor_and_sign_are_nondifferentiable():
     for fn in (np.floor, np.sign, np.argmax, np.zeros_like, len, isinstance, math.floor,
                np.random.randn, operator.lt):

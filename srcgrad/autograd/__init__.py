@@ -4,7 +4,7 @@ Importing this package does not import the Tensor class; ``engine`` and ``functi
 """
 from __future__ import annotations
 
-from . import grad_mode, graph
+from . import grad_mode, graph  # noqa: F401  (srcgrad.autograd.graph, as torch.autograd.graph)
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 __all__ = ["backward_source", "BackwardSource"]
 
 import builtins
+import importlib
 import inspect
 import sys
 import textwrap
@@ -25,9 +26,11 @@ import gast
 import numpy as np
 
 from .. import codegen, runtime
-from .. import tensor as _t
 from .engine import _reachable
 from .graph import FREED_MESSAGE, Node
+
+# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
+_t = importlib.import_module("..tensor", __package__)
 
 _HELPERS = {"np", "_rt"}
 
@@ -59,9 +62,16 @@ def backward_source(root: Any, names: dict | None = None, depth: int = 1) -> Bac
     if root.grad_fn is None:
         raise RuntimeError("the tensor is a leaf: its backward pass is empty")
     if names is None:
-        frame = sys._getframe(depth)
-        names = dict(frame.f_locals)
+        names = _caller_variables(depth + 1)
     return _Writer(root, names).write()
+
+
+def _caller_variables(depth: int) -> dict:
+    """The variables of the first calling frame outside srcgrad (e.g. ``srcgrad.source``)."""
+    frame = sys._getframe(depth)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("srcgrad."):
+        frame = frame.f_back
+    return dict(frame.f_locals) if frame is not None else {}
 
 
 class _Writer:
@@ -252,8 +262,11 @@ def _literal(value: Any) -> str | None:
 
 
 def _forward_text(node: Node, arg_exprs: list) -> str:
-    name = getattr(node.rule, "name", type(node).__name__)
-    name = name.replace("numpy.", "np.")
+    function = getattr(type(node), "_function", None)
+    if function is not None:  # a custom Function's context node
+        name = f"{function.__name__}.apply"
+    else:
+        name = node.rule.name.replace("numpy.", "np.")
     kws = [f"{k}={_literal(v) if _literal(v) is not None else '...'}"
            for k, v in node.kw.items()]
     return f"{name}({', '.join(arg_exprs + kws)})"

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 __all__ = ["backward", "grad"]
 
+import importlib
 from typing import Any
 
 import numpy as np
 
-from .. import tensor as _tensor_mod
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
+
+# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
+_tensor_mod = importlib.import_module("..tensor", __package__)
 
 _ndarray = np.ndarray
 
@@ -180,60 +183,7 @@ class _Walk:
         self._finish_leaves(leaves)
 
     def _walk_fast(self, starts: list, grads: dict, leaves: dict) -> None:
-        """The common walk (every node runs, gradients are arrays), with the calls inlined."""
-        deps = dict.fromkeys(starts, 0)
-        stack = list(starts)
-        while stack:
-            for _, _, t in stack.pop().edges:
-                if isinstance(t, Node):
-                    c = deps.get(t)
-                    if c is None:
-                        deps[t] = 1
-                        stack.append(t)
-                    else:
-                        deps[t] = c + 1
-        ready = [n for n in starts if deps[n] == 0]
-        retain = self.retain
-        while ready:
-            node = ready.pop()
-            g = grads.pop(node, None)
-            if g is None:
-                for _, _, t in node.edges:
-                    if isinstance(t, Node):
-                        d = deps[t] - 1
-                        deps[t] = d
-                        if d == 0:
-                            ready.append(t)
-                continue
-            if node.hooks is not None:
-                g = self._node_hooks(node, g)
-            raw = node.raw
-            if raw is None:
-                raise RuntimeError(FREED_MESSAGE)
-            if node.vers is not None:
-                _check_versions(node)
-            ans = node.ans
-            if type(ans) is _ndarray and (type(g) is not _ndarray or g.dtype is not ans.dtype):
-                g = _match(g, ans)
-            gs = node.rule.vjp(g, ans, *raw, **node.kw)
-            if not retain and node.saves:
-                node.raw = node.ans = node.args = None
-            for j, k, t in node.edges:
-                gi = gs[j] if k is None else gs[j][k]
-                if isinstance(t, Node):
-                    if gi is not None:
-                        prev = grads.get(t)
-                        grads[t] = gi if prev is None else prev + gi
-                    d = deps[t] - 1
-                    deps[t] = d
-                    if d == 0:
-                        ready.append(t)
-                elif gi is not None:
-                    entry = leaves.get(id(t))
-                    if entry is None:
-                        leaves[id(t)] = [t, gi]
-                    else:
-                        entry[1] = entry[1] + gi
+        _walk_arrays(starts, grads, leaves, self.retain)
 
     def _walk(self, starts: list, grads: dict, leaves: dict) -> None:
         deps, needed = self._plan(starts)
@@ -278,7 +228,7 @@ class _Walk:
         ans = node.ans
         if type(ans) is _ndarray and (type(g) is not _ndarray or g.dtype is not ans.dtype):
             g = _match(g, ans)
-        return node.rule.vjp(g, ans, *raw, **node.kw)
+        return node.pullback(g, ans, *raw, **node.kw)
 
     def _vjp_graph(self, node: Node, g: Any) -> tuple:
         if node.raw is None:
@@ -296,32 +246,17 @@ class _Walk:
         prev = STATE.enabled
         STATE.enabled = True
         try:
-            return node.rule.vjp(g, ans, *node.args, **node.kw)
+            return node.pullback(g, ans, *node.args, **node.kw)
         finally:
             STATE.enabled = prev
 
     # ------------------------------------------------------------------ hooks, leaves
 
     def _node_hooks(self, node: Node, g: Any) -> Any:
-        hooks = node.hooks
-        for hook in list(hooks.pre.values()):
-            g = self._call_hook(hook, g, node.ans)
-        if hooks.retain is not None and self.accumulate:
-            t = hooks.retain()
-            if t is not None:
-                t._grad = self.as_tensor(g, t, copy=True) if t._grad is None else \
-                    self.as_tensor(_plus(t._grad, g, self.create), t, copy=False)
-        return g
+        return _node_hooks(node, g, self.create, self.accumulate)
 
     def _call_hook(self, hook, g: Any, like: Any) -> Any:
-        Tensor = _tensor_mod.Tensor
-        gt = g if isinstance(g, Tensor) else _tensor_mod._wrap(_match(g, like))
-        result = hook(gt)
-        if result is None:
-            return g
-        if self.create:
-            return result
-        return result._data if isinstance(result, Tensor) else np.asarray(result)
+        return _call_hook(hook, g, like, self.create)
 
     def _capture(self, t: Any, g: Any) -> None:
         prev = self.captured.get(id(t))
@@ -356,33 +291,153 @@ class _Walk:
                         self.as_tensor(_plus(t._grad, g, self.create), t, copy=False)
 
     def _deposit(self, leaf: Any, g: Any) -> None:
-        """Add ``g`` to ``leaf.grad``: in place, unless either side is part of a graph."""
-        old = leaf._grad
-        if old is None:
-            leaf._grad = self.as_tensor(g, leaf, copy=True)
-        elif self.create or old._rg or not old._data.flags.writeable:
-            leaf._grad = self.as_tensor(_plus(old, g, self.create), leaf, copy=False)
-        else:
-            old._data += _match(g._data if isinstance(g, _tensor_mod.Tensor) else g, old._data)
+        _deposit(leaf, g, self.create)
 
     def as_tensor(self, g: Any, like: Any, copy: bool) -> Any:
-        """``g`` as a Tensor shaped and typed like tensor ``like``."""
-        Tensor = _tensor_mod.Tensor
-        if isinstance(g, Tensor):
-            if g._data.dtype != like._data.dtype and not g._rg:
-                return _tensor_mod._wrap(g._data.astype(like._data.dtype))
-            return g
-        data = _match(g, like._data)
-        if copy or not data.flags.writeable:
-            data = np.array(data, copy=True)
-        return _tensor_mod._wrap(data)
+        return _as_tensor(g, like, copy)
+
+
+def backward_scalar(out: Any, retain_graph: bool = False) -> None:
+    """``out.backward()`` without arguments: the common case, on its shortest path."""
+    if not out._rg:
+        _check_outputs((out,))
+    data = out._data
+    if data.size != 1:
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    g = np.array(1, data.dtype) if not data.ndim else np.ones(data.shape, data.dtype)
+    node = out.grad_fn
+    leaves: dict = {}
+    if node is None:
+        leaves[id(out)] = [out, g]
+    else:
+        _walk_arrays([node], {node: g}, leaves, retain_graph)
+    for leaf, gl in leaves.values():
+        meta = leaf._meta
+        if meta is not None and meta.hooks:
+            for hook in list(meta.hooks.values()):
+                gl = _call_hook(hook, gl, leaf._data, False)
+        _deposit(leaf, gl, False)
+
+
+def _walk_arrays(starts: list, grads: dict, leaves: dict, retain: bool) -> None:
+    """The common walk: every node runs and gradients are arrays; calls are inlined."""
+    deps = dict.fromkeys(starts, 0)
+    stack = list(starts)
+    while stack:
+        for _, _, t in stack.pop().edges:
+            if isinstance(t, Node):
+                c = deps.get(t)
+                if c is None:
+                    deps[t] = 1
+                    stack.append(t)
+                else:
+                    deps[t] = c + 1
+    ready = [n for n in starts if deps[n] == 0]
+    while ready:
+        node = ready.pop()
+        g = grads.pop(node, None)
+        if g is None:
+            for _, _, t in node.edges:
+                if isinstance(t, Node):
+                    d = deps[t] - 1
+                    deps[t] = d
+                    if d == 0:
+                        ready.append(t)
+            continue
+        if node.hooks is not None:
+            g = _node_hooks(node, g, False, True)
+        raw = node.raw
+        if raw is None:
+            raise RuntimeError(FREED_MESSAGE)
+        if node.vers is not None:
+            _check_versions(node)
+        ans = node.ans
+        if type(ans) is _ndarray and (type(g) is not _ndarray or g.dtype is not ans.dtype):
+            g = _match(g, ans)
+        gs = node.pullback(g, ans, *raw, **node.kw)
+        if not retain and node.saves:
+            node.raw = node.ans = node.args = None
+        for j, k, t in node.edges:
+            gi = gs[j] if k is None else gs[j][k]
+            if isinstance(t, Node):
+                if gi is not None:
+                    prev = grads.get(t)
+                    grads[t] = gi if prev is None else prev + gi
+                d = deps[t] - 1
+                deps[t] = d
+                if d == 0:
+                    ready.append(t)
+            elif gi is not None:
+                entry = leaves.get(id(t))
+                if entry is None:
+                    leaves[id(t)] = [t, gi]
+                else:
+                    entry[1] = entry[1] + gi
+
+
+def _node_hooks(node: Node, g: Any, create: bool, accumulate: bool) -> Any:
+    """Run a non-leaf tensor's hooks on its gradient ``g``, then store it if retained."""
+    hooks = node.hooks
+    for hook in list(hooks.pre.values()):
+        g = _call_hook(hook, g, node.ans, create)
+    if hooks.retain is not None and accumulate:
+        t = hooks.retain()
+        if t is not None:
+            t._grad = _as_tensor(g, t, copy=True) if t._grad is None else \
+                _as_tensor(_plus(t._grad, g, create), t, copy=False)
+    return g
+
+
+def _call_hook(hook, g: Any, like: Any, create: bool) -> Any:
+    Tensor = _tensor_mod.Tensor
+    gt = g if isinstance(g, Tensor) else _tensor_mod._wrap(_match(g, like))
+    result = hook(gt)
+    if result is None:
+        return g
+    if create:
+        return result
+    return result._data if isinstance(result, Tensor) else np.asarray(result)
+
+
+def _deposit(leaf: Any, g: Any, create: bool) -> None:
+    """Add ``g`` to ``leaf.grad``: in place, unless either side is part of a graph."""
+    old = leaf._grad
+    if old is None:
+        leaf._grad = _as_tensor(g, leaf, copy=True)
+    elif create or old._rg or isinstance(g, _tensor_mod.Tensor) or \
+            not old._data.flags.writeable:
+        leaf._grad = _as_tensor(_plus(old, g, create), leaf, copy=False)
+    else:
+        old._data += _match(g, old._data)
+
+
+def _as_tensor(g: Any, like: Any, copy: bool) -> Any:
+    """``g`` as a Tensor shaped and typed like tensor ``like``."""
+    Tensor = _tensor_mod.Tensor
+    if isinstance(g, Tensor):
+        if g._data.dtype != like._data.dtype and not g._rg:
+            return _tensor_mod._wrap(g._data.astype(like._data.dtype))
+        return g
+    data = _match(g, like._data)
+    if copy or not data.flags.writeable:
+        data = np.array(data, copy=True)
+    return _tensor_mod._wrap(data)
 
 
 def _plus(old: Any, g: Any, create: bool) -> Any:
-    """``old + g`` where ``old`` is a Tensor and ``g`` an array or a Tensor."""
+    """``old + g`` where ``old`` is a Tensor and ``g`` an array or a Tensor.
+
+    The sum is recorded when either side has history (a ``.grad`` made with
+    ``create_graph=True`` stays differentiable as more gradient accumulates into it).
+    """
     Tensor = _tensor_mod.Tensor
-    if create or isinstance(g, Tensor):
-        return old + (g if isinstance(g, Tensor) else _tensor_mod._wrap(np.asarray(g)))
+    if create or isinstance(g, Tensor) or old._rg:
+        prev = STATE.enabled
+        STATE.enabled = True
+        try:
+            return old + (g if isinstance(g, Tensor) else _tensor_mod._wrap(np.asarray(g)))
+        finally:
+            STATE.enabled = prev
     return old._data + g
 
 

@@ -14,16 +14,19 @@ from __future__ import annotations
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
 import functools
+import importlib
 import inspect
 from typing import Any
 
 import numpy as np
 
 from .. import rules as _rules
-from .. import tensor as _t
 from ..errors import SrcgradError
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
+
+# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
+_t = importlib.import_module("..tensor", __package__)
 
 
 class _Grads(list):
@@ -45,8 +48,11 @@ class FunctionCtx(Node):
     saves = False  # becomes True for a node once tensors are saved
 
     @property
-    def rule(self):  # the engine calls ``node.rule.vjp``: a context is its own rule
+    def rule(self):  # a context is its own rule (``vjp`` below)
         return self
+
+    def pullback(self, *args: Any, **kwargs: Any) -> tuple:
+        return self.vjp(*args, **kwargs)
 
     def save_for_backward(self, *tensors: Any) -> None:
         self._saved = tuple(tensors)
@@ -115,6 +121,9 @@ class _OutputPort(Node):
     def rule(self):
         return self
 
+    def pullback(self, *args: Any, **kwargs: Any) -> tuple:
+        return self.vjp(*args, **kwargs)
+
     def vjp(self, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
         grads = _Grads([None] * self.count)
         grads[self.index] = g
@@ -126,9 +135,11 @@ class _FunctionMeta(type):
 
     def __init__(cls, name: str, bases: tuple, namespace: dict):
         super().__init__(name, bases, namespace)
+        # Named and placed as in PyTorch: <srcgrad.autograd.function.MyFnBackward object ...>
         cls._backward_cls = type(f"{name}Backward", (FunctionCtx,),
-                                 {"_function": cls, "__module__": cls.__module__})
-        cls._port_cls = type(f"{name}Backward", (_OutputPort,), {"__slots__": ()})
+                                 {"_function": cls, "__module__": __name__})
+        cls._port_cls = type(f"{name}Backward", (_OutputPort,),
+                             {"__slots__": (), "__module__": __name__})
         is_subclass = any(isinstance(b, _FunctionMeta) for b in bases)
         if is_subclass and "forward" in namespace and "backward" in namespace:
             _register_rule(cls)

@@ -35,10 +35,15 @@ _SAVES_NOTHING = frozenset({
 })
 
 
+_WRAPS_NUMBERS = frozenset({"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0"})
+
+
 class Node:
     """Base class of graph nodes (PyTorch calls them ``grad_fn``)."""
 
-    __slots__ = ("rule", "args", "raw", "kw", "ans", "edges", "vers", "hooks", "__weakref__")
+    # pullback: rule.vjp, or its copy computing only the needed cotangents (specialize.py)
+    __slots__ = ("rule", "pullback", "args", "raw", "kw", "ans", "edges", "vers", "hooks",
+                 "__weakref__")
     saves = True
 
     def name(self) -> str:
@@ -49,8 +54,13 @@ class Node:
         """``((node_or_AccumulateGrad_or_None, 0), ...)`` per input, as in PyTorch."""
         from ..tensor import Tensor
 
+        if self.args is None:  # freed: only the inputs that receive gradients are known
+            return tuple((t if isinstance(t, Node) else AccumulateGrad(t), 0)
+                         for _, _, t in self.edges)
+        # PyTorch wraps a Python number operand of + - * / into a tensor: it shows as None.
+        numbers_count = type(self).__name__ in _WRAPS_NUMBERS
         out = []
-        for arg in self.args or ():
+        for arg in self.args:
             items = arg if isinstance(arg, (list, tuple)) else (arg,)
             for item in items:
                 if isinstance(item, Tensor):
@@ -60,6 +70,8 @@ class Node:
                         out.append((AccumulateGrad(item), 0))
                     else:
                         out.append((None, 0))
+                elif numbers_count and isinstance(item, (int, float)):
+                    out.append((None, 0))
         return tuple(out)
 
     def register_hook(self, hook: Callable) -> "RemovableHandle":
@@ -67,22 +79,25 @@ class Node:
         raise NotImplementedError(
             "srcgrad nodes support Tensor.register_hook only; register the hook on the tensor")
 
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} object at {id(self):#x}>"
 
-
-_CLASSES: dict[str, type] = {}
+_CLASSES: dict[tuple[str, bool], type] = {}
 
 
 def node_class(name: str, saves: bool | None = None) -> type:
-    """The Node subclass called ``name`` (created once, then cached)."""
-    cls = _CLASSES.get(name)
+    """The Node subclass called ``name`` (created once, then cached).
+
+    ``saves`` defaults to what PyTorch's node of that name does; a facade node standing for
+    several PyTorch nodes (matmul of batches: ``UnsafeViewBackward0`` over ``BmmBackward0``)
+    passes it explicitly.
+    """
+    if saves is None:
+        saves = name not in _SAVES_NOTHING
+    cls = _CLASSES.get((name, saves))
     if cls is None:
-        if saves is None:
-            saves = name not in _SAVES_NOTHING
-        cls = type(name, (Node,), {"__slots__": (), "saves": saves,
-                                   "__module__": "srcgrad.autograd.graph"})
-        _CLASSES[name] = cls
+        # Module "builtins", as PyTorch's node classes: the default repr then reads
+        # <MulBackward0 object at 0x...> (and IPython's <MulBackward0 at 0x...>).
+        cls = type(name, (Node,), {"__slots__": (), "saves": saves, "__module__": "builtins"})
+        _CLASSES[name, saves] = cls
     return cls
 
 
@@ -90,6 +105,7 @@ class AccumulateGrad:
     """The sink of a leaf tensor's gradient, shown in ``next_functions`` as in PyTorch."""
 
     __slots__ = ("variable",)
+    __module__ = "builtins"  # prints as <AccumulateGrad object at 0x...>
 
     def __init__(self, variable: Any):
         self.variable = variable
@@ -101,8 +117,6 @@ class AccumulateGrad:
     def next_functions(self) -> tuple:
         return ()
 
-    def __repr__(self) -> str:
-        return f"<AccumulateGrad object at {id(self):#x}>"
 
 
 _handle_ids = itertools.count()

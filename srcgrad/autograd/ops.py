@@ -59,7 +59,8 @@ def _import_rule_modules() -> None:
 class Op:
     """A Tensor operation: its rule (found in the registry) and its default node name."""
 
-    __slots__ = ("label", "keys", "rule", "node", "cls", "reads")
+    __slots__ = ("label", "keys", "rule", "node", "cls", "reads", "read0", "read1", "read_ans",
+                 "pullbacks")
 
     def __init__(self, label: str, keys: tuple, node: str):
         self.label = label
@@ -68,6 +69,7 @@ class Op:
         self.cls = node_class(node)
         self.rule = None
         self.reads = None
+        self.pullbacks: dict = {}
 
     def resolve(self):
         rule = self._find()
@@ -75,14 +77,13 @@ class Op:
             _import_rule_modules()
             rule = self._find()
         if rule is None:
-            from . import _interim_rules
-            _interim_rules.register(self.label)
-            rule = self._find()
-        if rule is None:
             key = _load(self.keys[0])
             raise MissingRuleError(_rules.rule_name(key) if key is not None else self.label)
-        self.rule = rule
         self.reads = vjp_reads(rule)
+        self.read0 = 0 in self.reads[0]
+        self.read1 = 1 in self.reads[0]
+        self.read_ans = self.reads[1]
+        self.rule = rule
         return rule
 
     def _find(self):
@@ -171,6 +172,7 @@ OPS: dict[str, Op] = {op.label: op for op in [
     _op("concatenate", np.concatenate, node="CatBackward0"),
     _op("stack", np.stack, node="StackBackward0"),
     _op("copy", np.copy, node="CloneBackward0"),
+    _op("setitem", "srcgrad.runtime:setitem", node="CopySlices"),
     _op("astype", "srcgrad.rules.numpy_shape:astype_method", np.asarray,
         node="ToCopyBackward0"),
 ]}

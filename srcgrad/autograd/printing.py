@@ -51,7 +51,7 @@ class _Formatter:
     """Chooses the number format and the common width from (a summary of) the values."""
 
     def __init__(self, values: np.ndarray):
-        self.floating = values.dtype.kind in "fc"
+        self.floating = values.dtype.kind == "f"
         self.int_mode = True
         self.sci_mode = False
         self.width = 1
@@ -113,6 +113,21 @@ def _summary(values: np.ndarray) -> np.ndarray:
     return np.stack([_summary(values[i]) for i in rows])
 
 
+class _ComplexFormatter:
+    """Real parts and imaginary parts formatted apart, joined as ``1.+2.0000j``."""
+
+    def __init__(self, values: np.ndarray):
+        self.real = _Formatter(np.ascontiguousarray(values.real))
+        self.imag = _Formatter(np.ascontiguousarray(values.imag))
+        self.width = self.real.width + self.imag.width + 1
+
+    def format(self, value) -> str:
+        value = complex(value)
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _vector(values: np.ndarray, indent: int, summarize: bool, fmt: _Formatter) -> str:
     n = PRINT_OPTS.edgeitems
     per_line = max(1, int(math.floor((PRINT_OPTS.linewidth - indent) / (fmt.width + 2))))
@@ -146,7 +161,8 @@ def format_values(values: np.ndarray, indent: int) -> str:
     if values.dtype == np.float16:
         values = values.astype(np.float32)
     summarize = values.size > PRINT_OPTS.threshold
-    fmt = _Formatter(_summary(values) if summarize else values)
+    shown = _summary(values) if summarize else values
+    fmt = _ComplexFormatter(shown) if values.dtype.kind == "c" else _Formatter(shown)
     return _nested(values, indent, summarize, fmt)
 
 

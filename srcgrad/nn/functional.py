@@ -17,7 +17,8 @@ import numpy as np
 
 from ..autograd.graph import node_class
 from ..autograd.ops import OPS
-from ..tensor import Tensor, _apply, _binary, _unary, _wrap
+from ..autograd.dispatch import _apply, _binary, _unary, _wrap
+from ..tensor import Tensor
 
 _REDUCTIONS = ("mean", "sum", "none")
 

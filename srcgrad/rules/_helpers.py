@@ -137,14 +137,15 @@ def greater_weight(x, y):
 
     Ties split the gradient evenly, so ``maximum(x, x)`` has gradient 1 in ``x``.
     """
-    return np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0))
+    return np.asarray(np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0)), dtype=_weight_dtype(x, y))
 
 
 @nondifferentiable
 @dispatches(_first_two)
 def fmax_weight(x, y):
     """Like ``greater_weight`` but NaN-aware as ``np.fmax`` is: a NaN never gets gradient."""
-    return np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
+    weight = np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
+    return np.asarray(weight, dtype=_weight_dtype(x, y))
 
 
 @nondifferentiable
@@ -152,7 +153,12 @@ def fmax_weight(x, y):
 def extremum_weights(a, ans, axis=None, keepdims=False):
     """Where a max/min reduction of ``a`` is attained, weighted 1/k among k tied elements."""
     hit = a == expand_reduced(ans, a, axis, keepdims)
-    return hit / np.sum(hit, axis=axis, keepdims=True)
+    return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=_weight_dtype(a))
+
+
+def _weight_dtype(*values) -> np.dtype:
+    """The float dtype of the values (float32 stays float32): weights never promote g."""
+    return np.result_type(*[np.asarray(v).dtype for v in values], np.float32)
 
 
 @nondifferentiable

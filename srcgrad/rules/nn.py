@@ -107,7 +107,8 @@ def log_softmax_jvp(dx, ans, x, axis=-1):
 def _logsumexp_points(rng):
     return [((draw(rng, (3, 4), -3.0, 3.0),), {}), ((draw(rng, (3, 4)),), {"axis": 1}),
             ((draw(rng, (3, 4)), 0, True), {}), ((draw(rng, (2, 3, 4)),), {"axis": (0, 2)}),
-            ((draw(rng, (5,)) + 500.0,), {}), ((draw(rng, (2, 3)),), {"axis": -1, "keepdims": True}),
+            ((draw(rng, (5,)) + 500.0,), {}),
+            ((draw(rng, (2, 3)),), {"axis": -1, "keepdims": True}),
             ((draw(rng, None),), {})]
 
 

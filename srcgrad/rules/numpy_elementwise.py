@@ -4,14 +4,13 @@ Arithmetic ufuncs (``np.add``, ``np.power``...) share the formulas of their Pyth
 Kinks (``abs``, ``maximum``, ``clip``) take the subgradient documented at each rule; ties of
 ``maximum``/``minimum`` split the gradient evenly.
 """
-import operator
 
 import numpy as np
 
 from ..runtime import broadcast_like, unbroadcast
 from . import operators as ops
 from ._helpers import fmax_weight, greater_weight
-from .domains import BROADCAST_PAIRS, away_from, binary, draw, unary
+from .domains import away_from, binary, draw, unary
 from .registry import defrule
 
 LN2 = float(np.log(2.0))

@@ -1,9 +1,9 @@
 """Rules of functions that move, copy, select or convert values without arithmetic.
 
 Shape functions (transpose, reshape, concatenate, tile...), indexing (``operator.getitem``),
-conversions (``float``, ``np.asarray``...), and the shape helpers of ``runtime`` and
-``_helpers`` that vjps call, so that generated adjoints can be differentiated again. All are
-linear in their differentiable arguments.
+conversions (``float``, ``np.asarray``...), and the shape helpers of ``_helpers`` that vjps
+call, so that generated adjoints can be differentiated again. All are linear in their
+differentiable arguments.
 
 A sequence argument (``np.concatenate([a, b])``) gets its cotangent as a container of the same
 kind (list or tuple), one entry per item.
@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from .. import runtime
-from ..runtime import broadcast_like, densify, unbroadcast
+from ..runtime import densify, unbroadcast
 from ._helpers import (_first, dispatches, expand_reduced, expand_to, float_dtype_weight,
                        like_sequence, unindex)
 from .domains import draw
@@ -339,22 +339,6 @@ def float_jvp(dx, ans, x=0.0):
 
 # --------------------------------------------------------------------------- runtime helpers
 
-def unbroadcast_vjp(c, ans, g, x):
-    return (np.broadcast_to(c, np.shape(g)),)
-
-
-def unbroadcast_jvp(dg, ans, g, x):
-    return (unbroadcast(dg, x),)
-
-
-def broadcast_like_vjp(c, out, d, ans):
-    return (unbroadcast(c, d),)
-
-
-def broadcast_like_jvp(dd, out, d, ans):
-    return (broadcast_like(dd, ans),)
-
-
 def expand_reduced_vjp(c, ans, g, x, axis=None, keepdims=False):
     return (np.reshape(c, np.shape(g)),)
 
@@ -369,32 +353,6 @@ def expand_to_vjp(c, ans, g, x, axis=None, keepdims=False):
 
 def expand_to_jvp(dg, ans, g, x, axis=None, keepdims=False):
     return (expand_to(dg, x, axis, keepdims),)
-
-
-def densify_vjp(c, ans, g, x):
-    # A lazy-zero g is never active; a broadcastable g was broadcast to x's shape.
-    return (c if isinstance(x, (list, tuple, dict)) else unbroadcast(c, g),)
-
-
-def densify_jvp(dg, ans, g, x):
-    return (densify(dg, x),)
-
-
-def add_vjp(g, ans, a, b):
-    # A lazily zero operand (runtime.ZERO) is never active, so its cotangent is unused.
-    return (g, g)
-
-
-def add_jvp(da, db, ans, a, b):
-    return (da, db)
-
-
-def add_at_vjp(c, ans, acc, x, index, g):
-    return (c, c[index])
-
-
-def add_at_jvp(dacc, dg, ans, acc, x, index, g):
-    return (dacc, unindex(dg, x, index))
 
 
 # --------------------------------------------------------------------------- shims for methods
@@ -491,7 +449,8 @@ def tolist_method_jvp(da, ans, a):
 
 def _transpose_points(rng):
     return [((draw(rng, (2, 3)),), {}), ((draw(rng, (2, 3, 4)),), {}),
-            ((draw(rng, (2, 3, 4)), (1, 2, 0)), {}), ((draw(rng, (2, 3, 4)),), {"axes": (-1, 0, 1)}),
+            ((draw(rng, (2, 3, 4)), (1, 2, 0)), {}),
+            ((draw(rng, (2, 3, 4)),), {"axes": (-1, 0, 1)}),
             ((draw(rng, (3,)),), {}), ((draw(rng, None),), {})]
 
 
@@ -510,7 +469,8 @@ def _moveaxis_points(rng):
 
 def _reshape_points(rng):
     return [((draw(rng, (2, 3)), (3, 2)), {}), ((draw(rng, (2, 3)), -1), {}),
-            ((draw(rng, (2, 3)), (3, 2)), {"order": "F"}), ((draw(rng, (6,)),), {"shape": (1, 2, 3)}),
+            ((draw(rng, (2, 3)), (3, 2)), {"order": "F"}),
+            ((draw(rng, (6,)),), {"shape": (1, 2, 3)}),
             ((draw(rng, None), (1, 1)), {}), ((draw(rng, (2, 3, 4)), (4, -1)), {})]
 
 
@@ -550,13 +510,15 @@ def _stack_points(rng):
 
 
 def _hstack_points(rng):
-    return [(([draw(rng, (3,)), draw(rng, (2,))],), {}), (([draw(rng, (2, 3)), draw(rng, (2, 1))],), {}),
+    return [(([draw(rng, (3,)), draw(rng, (2,))],), {}),
+            (([draw(rng, (2, 3)), draw(rng, (2, 1))],), {}),
             (([draw(rng, None), draw(rng, (2,))],), {}),
             (((draw(rng, (2, 3, 2)), draw(rng, (2, 1, 2))),), {})]
 
 
 def _vstack_points(rng):
-    return [(([draw(rng, (3,)), draw(rng, (3,))],), {}), (([draw(rng, (2, 3)), draw(rng, (3,))],), {}),
+    return [(([draw(rng, (3,)), draw(rng, (3,))],), {}),
+            (([draw(rng, (2, 3)), draw(rng, (3,))],), {}),
             (((draw(rng, (2, 3, 2)), draw(rng, (1, 3, 2))),), {}),
             (([draw(rng, None), draw(rng, None)],), {})]
 
@@ -580,16 +542,19 @@ def _diag_points(rng):
 
 def _diagonal_points(rng):
     return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}),
-            ((draw(rng, (2, 3, 4)), -1, 2, 1), {}), ((draw(rng, (3, 2, 4)),), {"axis1": 0, "axis2": 2})]
+            ((draw(rng, (2, 3, 4)), -1, 2, 1), {}),
+            ((draw(rng, (3, 2, 4)),), {"axis1": 0, "axis2": 2})]
 
 
 def _trace_points(rng):
     return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}),
-            ((draw(rng, (2, 3, 4)), 0, 1, 2), {}), ((draw(rng, (3, 2, 3)),), {"axis1": 2, "axis2": 0})]
+            ((draw(rng, (2, 3, 4)), 0, 1, 2), {}),
+            ((draw(rng, (3, 2, 3)),), {"axis1": 2, "axis2": 0})]
 
 
 def _tri_points(rng):
-    return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}), ((draw(rng, (2, 3, 3)), -1), {})]
+    return [((draw(rng, (3, 3)),), {}), ((draw(rng, (3, 4)), 1), {}),
+            ((draw(rng, (2, 3, 3)), -1), {})]
 
 
 def _getitem_points(rng):
@@ -644,38 +609,11 @@ def _float_points(rng):
     return [((draw(rng, None),), {}), ((draw(rng, ()),), {}), ((np.float64(draw(rng, None)),), {})]
 
 
-def _unbroadcast_points(rng):
-    return [((draw(rng, (2, 3)), draw(rng, (3,))), {}), ((draw(rng, (4, 2, 3)), draw(rng, (2, 1))), {}),
-            ((draw(rng, (2, 3)), draw(rng, None)), {}), ((draw(rng, (2, 3)), draw(rng, (2, 3))), {})]
-
-
-def _broadcast_like_points(rng):
-    return [((draw(rng, (3,)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, (2, 3))), {}),
-            ((draw(rng, (2, 1)), draw(rng, (4, 2, 3))), {}), ((draw(rng, (3,)), draw(rng, (3,))), {})]
-
-
 def _expand_points(rng):
     x = draw(rng, (3, 4, 2))
     return [((draw(rng, (4, 2)), x, 0), {}), ((draw(rng, (3, 1, 2)), x, 1, True), {}),
             ((draw(rng, (4,)), x, (0, 2)), {}), ((draw(rng, None), x), {}),
             ((draw(rng, (3, 4)), x), {"axis": -1})]
-
-
-def _densify_points(rng):
-    return [((draw(rng, (2, 3)), draw(rng, (2, 3))), {}), ((draw(rng, (3,)), draw(rng, (2, 3))), {}),
-            (([draw(rng, (3,)), draw(rng, None)], [draw(rng, (3,)), draw(rng, None)]), {})]
-
-
-def _add_points(rng):
-    return [((draw(rng, (2, 3)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, None)), {}),
-            (([draw(rng, (3,)), draw(rng, None)], [draw(rng, (3,)), draw(rng, None)]), {})]
-
-
-def _add_at_points(rng):
-    x = draw(rng, (4, 3))
-    return [((draw(rng, (4, 3)), x, 1, draw(rng, (3,))), {}),
-            ((draw(rng, (4, 3)), x, np.array([0, 2, 0]), draw(rng, (3, 3))), {}),
-            ((draw(rng, (4, 3)), x, (slice(None), 1), draw(rng, (4,))), {})]
 
 
 def _transpose_method_points(rng):
@@ -733,11 +671,6 @@ _LINEAR = [
     (np.array, array_vjp, array_jvp, _array_points, (0,)),
     (np.copy, copy_vjp, copy_jvp, _copy_points, (0,)),
     (float, float_vjp, float_jvp, _float_points, (0,)),
-    (runtime.unbroadcast, unbroadcast_vjp, unbroadcast_jvp, _unbroadcast_points, (0,)),
-    (runtime.broadcast_like, broadcast_like_vjp, broadcast_like_jvp, _broadcast_like_points,
-     (0,)),
-    (runtime.add, add_vjp, add_jvp, _add_points, (0, 1)),
-    (runtime.add_at, add_at_vjp, add_at_jvp, _add_at_points, (0, 3)),
     (expand_reduced, expand_reduced_vjp, expand_reduced_jvp, _expand_points, (0,)),
     (expand_to, expand_to_vjp, expand_to_jvp, _expand_points, (0,)),
     (reshape_method, reshape_method_vjp, reshape_method_jvp, _reshape_method_points, (0,)),
@@ -751,9 +684,7 @@ for _fn, _vjp, _jvp, _domain, _diff in _LINEAR:
     defrule(_fn, _vjp, diff_args=_diff, jvp=_jvp, domain=_domain, linear=True)
 defrule(np.linalg.matrix_transpose, matrix_transpose_vjp, jvp=matrix_transpose_jvp,
         domain=_matrix_transpose_points, linear=True, name="numpy.linalg.matrix_transpose")
-defrule(runtime.densify, densify_vjp, jvp=densify_jvp, domain=_densify_points, linear=True)
 del _fn, _vjp, _jvp, _domain, _diff
 
 nondifferentiable(inverse_axes)
 nondifferentiable(method_axes)
-nondifferentiable(runtime.zeros_like)

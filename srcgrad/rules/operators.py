@@ -72,14 +72,22 @@ defrule(operator.pos, pos_vjp, jvp=pos_jvp, domain=unary(), linear=True)
 
 # --------------------------------------------------------------------------- power, quotients
 
+def pow_base_grad(x, y):
+    """d(x**y)/dx = y * x**(y - 1), exactly 0 where y == 0 (x**0 is constant, also at x = 0,
+    where the plain formula divides by zero)."""
+    if isinstance(y, (int, float)) and y != 0:
+        return y * x ** (y - 1)
+    return y * x ** np.where(y == 0, 1, y - 1)
+
+
 def pow_vjp(g, ans, x, y):
     # d/dy = x**y log x, taken as 0 where x <= 0 (there x**y is real only for integer y).
-    return (unbroadcast(g * y * x ** (y - 1), x),
+    return (unbroadcast(g * pow_base_grad(x, y), x),
             unbroadcast(g * ans * np.log(np.where(x > 0, x, 1.0)), y))
 
 
 def pow_jvp(dx, dy, ans, x, y):
-    return (broadcast_like(dx * y * x ** (y - 1), ans),
+    return (broadcast_like(dx * pow_base_grad(x, y), ans),
             broadcast_like(dy * ans * np.log(np.where(x > 0, x, 1.0)), ans))
 
 

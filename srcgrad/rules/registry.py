@@ -28,7 +28,10 @@ __all__ = [
     "rule_name",
 ]
 
+import ast
+import functools
 import inspect
+import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -76,7 +79,10 @@ def rule_name(fn: Any) -> str:
     if isinstance(fn, type(abs)) and module == "builtins":
         return name
     if module.startswith("numpy"):
-        module = "numpy"
+        # public submodules keep their name (numpy.fft, numpy.linalg); private
+        # implementation modules (numpy._core.fromnumeric) read as plain numpy
+        public = [p for p in module.split(".") if not p.startswith("_") and p != "core"]
+        module = ".".join(public)
     if module == "_operator":
         module = "operator"
     return f"{module}.{name}" if module else name
@@ -145,8 +151,14 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
 
     def register(vjp: Callable) -> Callable:
         n = len(Rule(fn=fn, name="", vjp=vjp).params)
-        r = defrule(fn, vjp, diff_args=tuple(range(n)) if diff_args is None else diff_args,
-                    domain=domain)
+        diff = tuple(range(n)) if diff_args is None else tuple(diff_args)
+        impl = vjp
+        if len(diff) == 1 and not _returns_tuple(vjp):
+            # one differentiable argument: returning the cotangent itself is accepted
+            @functools.wraps(vjp)
+            def impl(*args, **kwargs):
+                return (vjp(*args, **kwargs),)
+        r = defrule(fn, impl, diff_args=diff, domain=domain)
 
         def attach_jvp(jvp: Callable) -> Callable:
             r.jvp = jvp
@@ -156,3 +168,13 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
         return vjp
 
     return register
+
+
+def _returns_tuple(fn) -> bool:
+    """Whether every ``return`` in ``fn``'s source returns a tuple display."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    returns = [n for n in ast.walk(tree) if isinstance(n, ast.Return)]
+    return bool(returns) and all(isinstance(r.value, ast.Tuple) for r in returns)

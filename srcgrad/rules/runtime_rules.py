@@ -1,10 +1,17 @@
 """Rules of the runtime helpers that normalized code calls: functional element assignment
-and list/dict updates (what ``x[i] = v``, ``xs.append(v)`` become on varied values)."""
+and list/dict updates (what ``x[i] = v``, ``xs.append(v)`` become on varied values).
+
+The second half covers the helpers that generated adjoints call (``unbroadcast``, ``add``,
+``add_at``, ``densify``, ``part``...), so generated code can be differentiated again for
+higher derivatives. All rules here are linear in their differentiable arguments; a lazy
+zero (``0.0``) is never active, so its cotangent is unused.
+"""
 import numpy as np
 
 from .. import runtime as rt
+from ._helpers import unindex
 from .domains import draw
-from .registry import defrule
+from .registry import defrule, nondifferentiable
 
 
 def setitem_vjp(g, ans, x, index, value):
@@ -12,14 +19,18 @@ def setitem_vjp(g, ans, x, index, value):
 
 
 def setitem_jvp(dx, dvalue, ans, x, index, value):
-    return rt.setitem_zeroed(dx, x, index), rt.setitem(np.zeros_like(ans), index, dvalue)
+    # rt.zeros_like, not np.zeros_like: x may be a list or dict
+    return rt.setitem_zeroed(dx, x, index), rt.setitem(rt.zeros_like(x), index, dvalue)
 
 
 def _setitem_domain(rng):
     x = draw(rng, (4, 3))
     return [((x, (1, slice(None)), draw(rng, (3,))), {}),
             ((x, (slice(0, 2), 1), draw(rng, (2,))), {}),
-            ((x, 2, draw(rng, None)), {})]
+            ((x, 2, draw(rng, None)), {}),
+            (([draw(rng, (2,)), draw(rng, None)], 1, draw(rng, None)), {}),
+            (({"a": draw(rng, (2,)), "b": draw(rng, None)}, "a", draw(rng, (2,))), {}),
+            (({"a": draw(rng, (2,))}, "c", draw(rng, None)), {})]
 
 
 def list_append_vjp(g, ans, xs, value):
@@ -80,3 +91,279 @@ def seq_concat_jvp(da, db, ans, a, b):
 defrule(rt.seq_concat, seq_concat_vjp, diff_args=(0, 1), jvp=seq_concat_jvp, linear=True,
         domain=lambda rng: [(((draw(rng, (2,)), draw(rng, None)), (draw(rng, (3,)),)), {})],
         name="runtime.seq_concat")
+
+
+# --------------------------------------------------------------------------- adjoint helpers
+
+def unbroadcast_vjp(c, ans, g, x):
+    return (np.broadcast_to(c, np.shape(g)),)
+
+
+def unbroadcast_jvp(dg, ans, g, x):
+    return (rt.unbroadcast(dg, x),)
+
+
+def broadcast_like_vjp(c, out, d, ans):
+    return (rt.unbroadcast(c, d),)
+
+
+def broadcast_like_jvp(dd, out, d, ans):
+    return (rt.broadcast_like(dd, ans),)
+
+
+def add_vjp(g, ans, a, b):
+    return (g, g)
+
+
+def add_jvp(da, db, ans, a, b):
+    return (da, db)
+
+
+def add_at_vjp(c, ans, acc, x, index, g):
+    return (c, c[index])
+
+
+def add_at_jvp(dacc, dg, ans, acc, x, index, g):
+    return (dacc, unindex(dg, x, index))
+
+
+def densify_vjp(c, ans, g, x):
+    # A g that is not a container was broadcast to x's shape.
+    return (c if isinstance(x, (list, tuple, dict)) else rt.unbroadcast(c, g),)
+
+
+def densify_jvp(dg, ans, g, x):
+    return (rt.densify(dg, x),)
+
+
+def part_vjp(c, ans, g, key):
+    return (unindex(c, g, key),)
+
+
+def part_jvp(dg, ans, g, key):
+    return (rt.part(dg, key),)
+
+
+def setitem_zeroed_vjp(c, ans, g, x, index):
+    return (rt.setitem_zeroed(c, x, index),)
+
+
+def setitem_zeroed_jvp(dg, ans, g, x, index):
+    return (rt.setitem_zeroed(dg, x, index),)
+
+
+def list_slice_vjp(c, ans, g, start, stop):
+    return (unindex(c, g, slice(start, stop)),)
+
+
+def list_slice_jvp(dg, ans, g, start, stop):
+    return (rt.list_slice(dg, start, stop),)
+
+
+def insert_position(xs, index) -> int:
+    """Where ``list.insert(index, v)`` puts ``v`` (slice semantics: clipped, negatives wrap)."""
+    return len(xs[:index])
+
+
+def list_insert_vjp(g, ans, xs, index, value):
+    return (rt.list_delete(rt.densify(g, ans), insert_position(xs, index)),
+            rt.part(g, insert_position(xs, index)))
+
+
+def list_insert_jvp(dxs, dvalue, ans, xs, index, value):
+    return (rt.list_insert(rt.densify(dxs, xs), index, rt.zeros_like(value)),
+            rt.list_insert(rt.zeros_like(xs), index, dvalue))
+
+
+def dict_update_vjp(g, ans, d, other):
+    return ({k: rt.part(g, k) for k in d if k not in other},
+            {k: rt.part(g, k) for k in other})
+
+
+def dict_update_jvp(dd, dother, ans, d, other):
+    return ({k: dd[k] for k in d if k not in other}, dict(dother))
+
+
+def _unbroadcast_domain(rng):
+    return [((draw(rng, (2, 3)), draw(rng, (3,))), {}),
+            ((draw(rng, (4, 2, 3)), draw(rng, (2, 1))), {}),
+            ((draw(rng, (2, 3)), draw(rng, None)), {}),
+            ((draw(rng, (2, 3)), draw(rng, (2, 3))), {})]
+
+
+def _broadcast_like_domain(rng):
+    return [((draw(rng, (3,)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, (2, 3))), {}),
+            ((draw(rng, (2, 1)), draw(rng, (4, 2, 3))), {}),
+            ((draw(rng, (3,)), draw(rng, (3,))), {})]
+
+
+def _pair_domain(rng):
+    return [((draw(rng, (2, 3)), draw(rng, (2, 3))), {}), ((draw(rng, None), draw(rng, None)), {}),
+            (([draw(rng, (3,)), draw(rng, None)], [draw(rng, (3,)), draw(rng, None)]), {})]
+
+
+def _densify_domain(rng):
+    return _pair_domain(rng) + [((draw(rng, (3,)), draw(rng, (2, 3))), {})]
+
+
+def _add_at_domain(rng):
+    x = draw(rng, (4, 3))
+    return [((draw(rng, (4, 3)), x, 1, draw(rng, (3,))), {}),
+            ((draw(rng, (4, 3)), x, np.array([0, 2, 0]), draw(rng, (3, 3))), {}),
+            ((draw(rng, (4, 3)), x, (slice(None), 1), draw(rng, (4,))), {})]
+
+
+def _containers(rng):
+    items = [draw(rng, (2, 3)), draw(rng, (3,)), draw(rng, None)]
+    return items, {"w": draw(rng, (2, 3)), "b": draw(rng, (3,))}
+
+
+def _part_domain(rng):
+    items, named = _containers(rng)
+    return [((draw(rng, (4, 3)), 1), {}), ((items, 0), {}), ((named, "b"), {}),
+            ((tuple(items), -1), {})]
+
+
+def _setitem_zeroed_domain(rng):
+    items, named = _containers(rng)
+    g_items, g_named = _containers(rng)
+    return [((draw(rng, (4, 3)), draw(rng, (4, 3)), 1), {}),
+            ((draw(rng, (4, 3)), draw(rng, (4, 3)), (slice(None), 0)), {}),
+            ((g_items, items, 1), {}), ((g_named, named, "w"), {})]
+
+
+def _list_slice_domain(rng):
+    items, _ = _containers(rng)
+    return [((items, 0, 2), {}), ((items, 1, 3), {})]
+
+
+def _list_insert_domain(rng):
+    items, _ = _containers(rng)
+    return [((items, 1, draw(rng, (2,))), {}), ((items, -1, draw(rng, None)), {}),
+            ((items, 10, draw(rng, None)), {}), ((items, 0, draw(rng, None)), {})]
+
+
+def _dict_update_domain(rng):
+    _, named = _containers(rng)
+    return [((named, {"b": draw(rng, (2,)), "c": draw(rng, None)}), {}), ((named, {}), {})]
+
+
+for _name, _vjp, _jvp, _domain, _diff in [
+        ("unbroadcast", unbroadcast_vjp, unbroadcast_jvp, _unbroadcast_domain, (0,)),
+        ("broadcast_like", broadcast_like_vjp, broadcast_like_jvp, _broadcast_like_domain, (0,)),
+        ("add", add_vjp, add_jvp, _pair_domain, (0, 1)),
+        ("add_at", add_at_vjp, add_at_jvp, _add_at_domain, (0, 3)),
+        ("densify", densify_vjp, densify_jvp, _densify_domain, (0,)),
+        ("part", part_vjp, part_jvp, _part_domain, (0,)),
+        ("setitem_zeroed", setitem_zeroed_vjp, setitem_zeroed_jvp, _setitem_zeroed_domain, (0,)),
+        ("list_slice", list_slice_vjp, list_slice_jvp, _list_slice_domain, (0,)),
+        ("list_insert", list_insert_vjp, list_insert_jvp, _list_insert_domain, (0, 2)),
+        ("dict_update", dict_update_vjp, dict_update_jvp, _dict_update_domain, (0, 1))]:
+    defrule(getattr(rt, _name), _vjp, diff_args=_diff, jvp=_jvp, domain=_domain, linear=True,
+            name=f"runtime.{_name}")
+del _name, _vjp, _jvp, _domain, _diff
+
+for _fn in (insert_position, rt.zeros_like, rt.is_zero, getattr(rt, "grad_seed", None)):
+    if _fn is not None:
+        nondifferentiable(_fn)
+del _fn
+
+
+# --------------------------------------------------------------------------- object adjoints
+# (added with forward mode: generated backward sweeps of functions reading attributes call
+# add_attr, so it needs a rule to be differentiated again)
+
+def add_attr_vjp(c, ans, acc, obj, name, g):
+    return (c, rt.tangent_attr(c, name))
+
+
+def add_attr_jvp(dacc, dg, ans, acc, obj, name, g):
+    return (dacc, rt.add_attr(rt.ZERO, obj, name, dg))
+
+
+def _add_attr_domain(rng):
+    import types
+    obj = types.SimpleNamespace(w=draw(rng, (2, 3)), b=draw(rng, None))
+    # acc already holds every attribute the result has: cotangents keep acc's structure
+    return [(({"w": draw(rng, (2, 3))}, obj, "w", draw(rng, (2, 3))), {}),
+            (({"w": draw(rng, (2, 3)), "b": draw(rng, None)}, obj, "b", draw(rng, None)), {})]
+
+
+if getattr(rt, "add_attr", None) is not None:
+    defrule(rt.add_attr, add_attr_vjp, diff_args=(0, 3), jvp=add_attr_jvp,
+            domain=_add_attr_domain, linear=True, name="runtime.add_attr")
+
+
+def seq_max_vjp(g, ans, items):
+    return (rt.seq_pick(g, items, ans),)
+
+
+def seq_max_jvp(ditems, ans, items):
+    return (rt.part(rt.densify(ditems, items), rt.seq_index(items, ans)),)
+
+
+def _seq_extremum_domain(rng):
+    return [(([0.3, 1.7, -0.4],), {}), (((2.5, -1.0),), {})]
+
+
+defrule(rt.seq_max, seq_max_vjp, jvp=seq_max_jvp, domain=_seq_extremum_domain,
+        name="runtime.seq_max")
+defrule(rt.seq_min, seq_max_vjp, jvp=seq_max_jvp, domain=_seq_extremum_domain,
+        name="runtime.seq_min")
+
+
+def dict_get_vjp(g, ans, d, key, default=None):
+    present = key in d
+    return (rt.dict_with(d, key, g) if present else rt.ZERO,
+            rt.ZERO if present else g)
+
+
+def dict_get_jvp(dd, ddefault, ans, d, key, default=None):
+    return (rt.part(dd, key) if key in d else rt.ZERO,
+            rt.ZERO if key in d else ddefault)
+
+
+def dict_values_vjp(g, ans, d):
+    return (rt.dict_from(d, list(d), g),)
+
+
+def dict_values_jvp(dd, ans, d):
+    return ([rt.part(dd, k) for k in d],)
+
+
+def copy_value_vjp(g, ans, x):
+    return (g,)
+
+
+def copy_value_jvp(dx, ans, x):
+    return (dx,)
+
+
+def _dict_domain(rng):
+    return [(({"a": draw(rng, (2,)), "b": draw(rng, None)},), {})]
+
+
+defrule(rt.dict_get, dict_get_vjp, diff_args=(0, 2), jvp=dict_get_jvp, linear=True,
+        domain=lambda rng: [(({"a": draw(rng, (2,)), "b": draw(rng, None)}, "a",
+                              draw(rng, (2,))), {})], name="runtime.dict_get")
+defrule(rt.dict_values, dict_values_vjp, jvp=dict_values_jvp, domain=_dict_domain,
+        linear=True, name="runtime.dict_values")
+defrule(rt.copy_value, copy_value_vjp, jvp=copy_value_jvp, linear=True,
+        domain=lambda rng: [((draw(rng, (3,)),), {}), (([draw(rng, None)],), {})],
+        name="runtime.copy_value")
+nondifferentiable(rt.dict_keys)
+
+
+def element_vjp(g, ans, xs, i):
+    return (rt.add_element(rt.ZERO, xs, i, g),)
+
+
+def element_jvp(dxs, ans, xs, i):
+    return (rt.ZERO if isinstance(xs, dict) else rt.part(dxs, i),)
+
+
+# its vjp accumulates in place through add_at, which the tracer of the second-order
+# checks cannot follow; higher derivatives of loops go through the transformer instead
+defrule(rt.element, element_vjp, jvp=element_jvp, linear=True, second_order=False,
+        domain=lambda rng: [((draw(rng, (3, 2)), 1), {}), (([draw(rng, None), draw(rng, (2,))], 1),
+                                                          {})], name="runtime.element")

@@ -15,6 +15,7 @@ import gast
 from ..errors import MissingRuleError, SourceUnavailableError
 from ..naming import Namer
 from ..source import get_source
+from . import astutil as A
 from .activity import mark_active, mark_varied
 from .anf import to_anf
 from .context import Context, DynamicCall
@@ -91,6 +92,13 @@ def active_calls(tree: gast.FunctionDef, ctx: Context):
                 yield node, call, ctx.resolved[id(call)]
 
 
+def is_tape_op(call, name: str, ctx: Context) -> bool:
+    """``t.push(v)`` / ``t.pop()`` on the tape of a generated sweep being transformed again."""
+    return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+            and call.func.attr == name and isinstance(call.func.value, gast.Name)
+            and ctx.is_tape(call.func.value.id))
+
+
 def _local_callee(func, ctx: Context) -> bool:
     base = func
     while isinstance(base, gast.Attribute):
@@ -103,8 +111,17 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint; raise for calls
     nothing can differentiate."""
     user_calls = {}
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call):
+            spread = [a.value for a in node.args if isinstance(a, gast.Starred)]
+            spread += [k.value for k in node.keywords if k.arg is None]
+            if any(A.names_read(v) & ctx.active for v in spread):
+                ctx.problem(node, "'*args' or '**kwargs' unpacking of differentiable values "
+                                  "in a call", "Pass each argument explicitly.")
     for stmt, call, r in active_calls(tree, ctx):
         if r.kind in ("rule", "method", "nondiff"):
+            continue
+        if is_tape_op(call, "pop", ctx):  # generated code's tape: the generators handle it
             continue
         if r.kind == "user":
             try:

@@ -4,6 +4,8 @@ conditional expressions are if-statements; the final ``return`` returns a name.
 """
 from __future__ import annotations
 
+import builtins
+
 import gast
 
 from . import astutil as A
@@ -72,6 +74,11 @@ class _ANF:
             if A.is_atomic(e):
                 return e
             return A.located(gast.UnaryOp(op=e.op, operand=atom(e.operand)), e)
+        if isinstance(e, gast.Call) and self.builtin_extremum(e):
+            # max(xs) / max(a, b, c): the runtime's sequence form, which has a rule
+            items = e.args[0] if len(e.args) == 1 else gast.Tuple(elts=e.args, ctx=gast.Load())
+            name = "seq_max" if e.func.id == "max" else "seq_min"
+            return self.op(A.located(A.call(A.attr(self.ctx.rt, name), items), e), pre, at)
         if isinstance(e, gast.Call):
             func = e.func
             if isinstance(func, gast.Attribute) and not is_static_ref(func, self.ctx):
@@ -96,6 +103,10 @@ class _ANF:
         if isinstance(e, gast.Dict):
             keys = [None if k is None else atom(k) for k in e.keys]
             return A.located(gast.Dict(keys=keys, values=[atom(v) for v in e.values]), e)
+        if isinstance(e, gast.BoolOp) and A.names_read(e) & self.ctx.varied:
+            # 'a or b' is 'a if a else b'; 'a and b' is 'b if a else a': the value is an
+            # operand, so it carries that operand's gradient
+            return self.op(_boolop_as_ifexp(e), pre, at)
         if isinstance(e, gast.IfExp):
             tmp = self.ctx.namer.fresh()
             body, orelse = [], []
@@ -104,6 +115,16 @@ class _ANF:
             pre.append(A.located(gast.If(test=e.test, body=body, orelse=orelse), at))
             return A.load(tmp)
         return e
+
+    def builtin_extremum(self, e) -> bool:
+        if not (isinstance(e.func, gast.Name) and e.func.id in ("max", "min")
+                and not e.keywords and (len(e.args) == 1 or len(e.args) > 2)
+                and not any(isinstance(a, gast.Starred) for a in e.args)):
+            return False
+        try:
+            return self.ctx.lookup_static(e.func.id) is getattr(builtins, e.func.id)
+        except (KeyError, AttributeError):
+            return False
 
     def index(self, s, pre, at):
         if isinstance(s, gast.Slice):
@@ -115,3 +136,15 @@ class _ANF:
         if A.is_atomic(s):
             return s
         return self.atom(s, pre, at)
+
+
+def _boolop_as_ifexp(e: gast.BoolOp):
+    """Right-nested conditional expressions equivalent to a (non-short-circuit-sensitive)
+    'and'/'or' chain: each operand is evaluated at most once per branch taken."""
+    first, rest = e.values[0], e.values[1:]
+    tail = rest[0] if len(rest) == 1 else gast.BoolOp(op=e.op, values=rest)
+    if isinstance(e.op, gast.Or):
+        node = gast.IfExp(test=first, body=A.deepcopy(first), orelse=tail)
+    else:
+        node = gast.IfExp(test=first, body=tail, orelse=A.deepcopy(first))
+    return A.located(node, e)

@@ -22,6 +22,19 @@ def _number(node):
 
 
 class _Simplify(gast.NodeTransformer):
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        # pow_base_grad(x, c) with a constant c != 0 is c * x ** (c - 1): say so in the code
+        if isinstance(node.func, gast.Name) and node.func.id.startswith("pow_base_grad") \
+                and len(node.args) == 2 and not node.keywords:
+            c = _number(node.args[1])
+            if c is not None and c != 0:
+                power = gast.BinOp(left=node.args[0], op=gast.Pow(),
+                                   right=gast.Constant(value=c - 1, kind=None))
+                return self.visit(gast.BinOp(left=gast.Constant(value=c, kind=None),
+                                             op=gast.Mult(), right=power))
+        return node
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         left, right = _number(node.left), _number(node.right)
@@ -35,6 +48,12 @@ class _Simplify(gast.NodeTransformer):
                 return gast.copy_location(gast.Constant(value=value, kind=None), node)
         if isinstance(node.op, gast.Pow) and right == 1:
             return node.left
+        if isinstance(node.op, gast.Mult) and isinstance(node.right, gast.BinOp) \
+                and isinstance(node.right.op, gast.Mult) and _number(node.right.left) is not None:
+            # g * (2 * x) reads better as g * 2 * x (same value up to rounding order)
+            return gast.BinOp(left=gast.BinOp(left=node.left, op=gast.Mult(),
+                                              right=node.right.left),
+                              op=gast.Mult(), right=node.right.right)
         if isinstance(node.op, (gast.Mult,)) and right == 1:
             return node.left
         if isinstance(node.op, gast.Mult) and left == 1:

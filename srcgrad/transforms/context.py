@@ -67,6 +67,18 @@ class Context:
             problems, self.problems = self.problems, []
             raise UnsupportedSyntaxError(problems)
 
+    @property
+    def own_code(self) -> bool:
+        """Whether the function is srcgrad's own code (a generated sweep, a rule function),
+        which passes values to rules' non-differentiable positions only for their shapes."""
+        module = getattr(self.fn, "__module__", "") or ""
+        return self.src.filename.startswith("<srcgrad") or module.startswith("srcgrad.")
+
+    def is_tape(self, name: str) -> bool:
+        """Whether ``name`` is the tape of a generated sweep being transformed again (for
+        higher derivatives): its ``pop()`` stays a pop, not a functional list update."""
+        return self.src.filename.startswith("<srcgrad") and name.startswith("_tape")
+
     def lookup_static(self, name: str):
         """The object a free name refers to (closure, global, builtin), or raise KeyError."""
         if name in self.local_names:

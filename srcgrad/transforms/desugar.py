@@ -14,7 +14,7 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     lift_closures(tree, ctx)
-    tree.body = _Desugar(ctx).block(tree.body)
+    tree.body = _Desugar(ctx, tree).block(tree.body)
     return tree
 
 
@@ -23,6 +23,8 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
     them as keyword-only parameters instead, passed at each call: gradients then flow back
     to those variables through the call like through any argument."""
     lifted: dict[str, list[str]] = {}
+    assigned_lambdas = {id(n.value) for n in gast.walk(tree) if isinstance(n, gast.Assign)
+                        and isinstance(n.value, gast.Lambda)}
     for node in gast.walk(tree):
         if isinstance(node, gast.FunctionDef) and node is not tree:
             fn, name = node, node.name
@@ -45,6 +47,15 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
                                                 type_comment=None))
             fn.args.kw_defaults.append(None)
         ctx.varied.add(name)
+    for node in gast.walk(tree):  # a lambda used as a value cannot have its captures lifted
+        if isinstance(node, gast.Lambda) and id(node) not in assigned_lambdas:
+            own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+            captured = sorted((A.names_read(node.body) - own) & ctx.varied & ctx.local_names)
+            if captured:
+                ctx.problem(node, f"a lambda reading the differentiable variable "
+                                  f"'{captured[0]}' used as a value",
+                            f"Pass {captured[0]} to it as an argument, or assign the lambda "
+                            f"to a name and call it directly.")
     if not lifted:
         return
     calls = set()
@@ -62,8 +73,18 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
 
 
 class _Desugar:
-    def __init__(self, ctx: Context):
+    def __init__(self, ctx: Context, tree=None):
         self.ctx = ctx
+        # names that share their value with another name (y = x): an element assignment
+        # through one would, in Python, change the other too
+        self.aliased: set[str] = set()
+        for node in gast.walk(tree) if tree is not None else ():
+            if isinstance(node, gast.Assign) and isinstance(node.value, gast.Name):
+                for t in node.targets:
+                    if isinstance(t, gast.Name):
+                        self.aliased |= {t.id, node.value.id}
+            elif isinstance(node, gast.Assign) and len(node.targets) > 1:
+                self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
 
     def block(self, stmts: list) -> list:
         out = []
@@ -108,12 +129,26 @@ class _Desugar:
         call = s.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
-                and call.func.value.id in self.ctx.varied):
+                and call.func.value.id in self.ctx.varied
+                and not self.ctx.is_tape(call.func.value.id)):
             return self.list_pop(target, call, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
         if isinstance(target, gast.Subscript) and self.is_varied_store(target, s.value):
+            base = target
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name) and base.id in self.aliased:
+                self.ctx.problem(s, f"assignment into an element of '{base.id}', which "
+                                    f"another variable also refers to",
+                                 f"Copy it first ({base.id} = {base.id}.copy()), so the "
+                                 f"update cannot silently apply to one name only.")
+                return [s]
             return self.functional_setitem(target, s.value, s)
+        if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
+            self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
+                                "code", "Keep the value in a local variable or return it.")
+            return [s]
         return [s]
 
     def unpack(self, target, value, at) -> list:
@@ -196,9 +231,11 @@ class _Desugar:
         it, target = s.iter, s.target
         fn = _builtin_call(it, self.ctx)
         pre = []
-        if fn == "enumerate" and len(it.args) == 1 and isinstance(target, gast.Tuple) \
+        start = None
+        if fn == "enumerate" and 1 <= len(it.args) <= 2 and isinstance(target, gast.Tuple) \
                 and len(target.elts) == 2:
             seqs, idx_target, elt_targets = [it.args[0]], target.elts[0], [target.elts[1]]
+            start = it.args[1] if len(it.args) == 2 else None
         elif fn == "zip" and isinstance(target, gast.Tuple) \
                 and len(target.elts) == len(it.args):
             seqs, idx_target, elt_targets = list(it.args), None, list(target.elts)
@@ -208,23 +245,37 @@ class _Desugar:
         if fn == "reversed" and len(it.args) == 1:
             seqs, reverse = [it.args[0]], True
         seq_names = []
+        targets_written = A.names_written(target)
         for seq in seqs:
-            if isinstance(seq, gast.Name):
+            if _builtin_call(seq, self.ctx) == "reversed" and len(seq.args) == 1:
+                # zip(x, reversed(y)): the reversed sequence as a value, y[::-1]
+                seq = A.located(gast.Subscript(
+                    value=seq.args[0], slice=gast.Slice(lower=None, upper=None,
+                                                        step=A.const(-1)),
+                    ctx=gast.Load()), s)
+            if isinstance(seq, gast.Name) and seq.id not in targets_written:
                 seq_names.append(seq.id)
             else:
                 tmp = namer.fresh()
                 pre += self.visit_Assign(A.assign(tmp, seq, at=s))
                 seq_names.append(tmp)
-        index = idx_target.id if isinstance(idx_target, gast.Name) else namer.fresh("_i")
+        index = idx_target.id if isinstance(idx_target, gast.Name) and start is None \
+            else namer.fresh("_i")
         lengths = [A.call("len", A.load(n)) for n in seq_names]
         length = lengths[0] if len(lengths) == 1 else A.call("min", *lengths)
         rng = A.call("range", length)
         if reverse:
             rng = A.call("reversed", rng)
         body = []
+        if start is not None:  # enumerate(x, start): the user's index is offset
+            offset = A.located(gast.BinOp(left=A.load(index), op=gast.Add(), right=start), s)
+            body += self.visit_Assign(A.assign(idx_target, offset, at=s))
         for name, t in zip(seq_names, elt_targets):
-            item = A.located(gast.Subscript(value=A.load(name), slice=A.load(index),
-                                            ctx=gast.Load()), s)
+            if fn in ("enumerate", "zip", "reversed"):
+                item = gast.Subscript(value=A.load(name), slice=A.load(index), ctx=gast.Load())
+            else:  # a bare 'for t in X' also iterates dicts (over keys)
+                item = A.call(A.attr(self.ctx.rt, "element"), A.load(name), A.load(index))
+            A.located(item, s)
             body += self.visit_Assign(A.assign(t, item, at=s))
         loop = gast.For(target=A.store(index), iter=A.located(rng, s), body=body + s.body,
                         orelse=s.orelse, type_comment=None)

@@ -25,6 +25,7 @@ from . import astutil as A
 from . import inline
 from .cleanup import simplify
 from .context import Context, DynamicCall
+from . import is_tape_op
 from .resolve import BINOPS, UNARYOPS
 
 ZERO = A.const(0.0)
@@ -242,7 +243,33 @@ class ReverseGenerator:
             return self.backward_if(s, state)
         if isinstance(s, (gast.For, gast.While)):
             return self.backward_loop(s, state)
+        if isinstance(s, gast.Expr) and is_tape_op(s.value, "push", self.ctx):
+            return self.backward_tape_push(s, state)
         return []
+
+    # Tapes of generated sweeps transformed again (higher derivatives): the adjoint of a tape
+    # is a tape of adjoints. A pop's adjoint pushes, a push's adjoint pops: the backward sweep
+    # of the sweep that popped runs before that of the sweep that pushed, in the same order.
+    def backward_tape_push(self, s, state: _State) -> list:
+        tape, item = s.value.func.value, s.value.args[0]
+        bt = self.adj(tape.id)
+        if tape.id not in self.ctx.active or bt in state.zero:
+            return []
+        popped = A.call(A.attr(self.ctx.rt, "adjoint_pop"), A.load(bt))
+        if self.is_active(item):
+            return [self.accumulate(item.id, popped, state, s)]
+        return [A.expr_stmt(popped, at=s)]
+
+    def backward_tape_pop(self, s, state: _State) -> list:
+        tape, v = s.value.func.value, s.targets[0].id
+        bt, b = self.adj(tape.id), self.adj(v)
+        g = A.load(b) if v in self.ctx.active and b not in state.zero else A.const(0.0)
+        acc = A.const(0.0) if bt in state.zero else A.load(bt)
+        state.zero.discard(bt)
+        if v in self.ctx.active:
+            state.zero.add(b)
+        push = A.call(A.attr(self.ctx.rt, "adjoint_push"), acc, g)
+        return [A.assign(bt, push, at=s)] + self.pop_restore(s)
 
     def pop_restore(self, s) -> list:
         out = []
@@ -259,6 +286,8 @@ class ReverseGenerator:
             raise InternalError("reverse", f"assignment to {type(target).__name__} after "
                                            f"normalization")
         v = target.id
+        if is_tape_op(s.value, "pop", self.ctx) and s.value.func.value.id in self.ctx.active:
+            return self.backward_tape_pop(s, state)
         out = []
         if v in self.ctx.active:
             b = self.adj(v)
@@ -304,6 +333,8 @@ class ReverseGenerator:
             return out
         if isinstance(value, gast.Attribute):
             return self.attribute_contributions(value, v, state, s)
+        if isinstance(value, gast.Call) and self.is_element_call(value):
+            return self.element_contributions(value, v, state, s)
         if isinstance(value, gast.Call):
             return self.call_contributions(value, v, state, s)
         if isinstance(value, gast.Constant):
@@ -322,6 +353,24 @@ class ReverseGenerator:
                       A.load(self.adj(v)))
         state.zero.discard(b)
         return [A.assign(b, call, at=s)]
+
+    def is_element_call(self, call) -> bool:
+        r = self.ctx.resolved.get(id(call))
+        return r is not None and r.obj is runtime.element and len(call.args) == 2
+
+    def element_contributions(self, call, v, state, s) -> list:
+        """``v = _rt.element(xs, i)`` (a loop's item): accumulate in place like indexing."""
+        base, index = call.args
+        if not self.is_active(base):
+            return []
+        b = self.adj(base.id)
+        acc = ZERO if b in state.zero else A.load(b)
+        self.read(base)
+        self.read(index)
+        add = A.call(A.attr(self.ctx.rt, "add_element"), acc, A.load(base.id),
+                     A.deepcopy(index), A.load(self.adj(v)))
+        state.zero.discard(b)
+        return [A.assign(b, add, at=s)]
 
     def attribute_contributions(self, value, v, state, s) -> list:
         r = self.ctx.resolved.get(id(value))
@@ -380,7 +429,7 @@ class ReverseGenerator:
                   if i < len(args) and self.is_active(args[i])]
         # an active operand outside diff_args would silently get no gradient
         for i, a in enumerate(args):
-            if self.is_active(a) and i not in rule.diff_args:
+            if self.is_active(a) and i not in rule.diff_args and not ctx.own_code:
                 raise NonDifferentiableError(
                     f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
                     f"differentiable, but it depends on the differentiated input.")
@@ -697,6 +746,11 @@ def _function(name, args, body) -> gast.FunctionDef:
 
 def _factory(ctx: Context, functions, returned) -> gast.Module:
     """``def _make(_rt, helpers..., closure vars...): <functions>; return them``."""
+    used = set()
+    for f in functions:
+        used |= A.names_read(f)
+    # helpers whose every use the cleanup pass rewrote away are not passed in
+    ctx.helpers = {name: obj for name, obj in ctx.helpers.items() if name in used}
     params = [ctx.rt] + list(ctx.helpers) + sorted(ctx.closure)
     args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
                                           type_comment=None) for p in params],

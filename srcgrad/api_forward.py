@@ -1,0 +1,514 @@
+"""Forward mode and higher derivatives: jvp, jacfwd, jacrev, hessian, hvp.
+
+``jvp`` runs a generated function with tangent code interleaved (transforms/forward.py).
+Functions made by srcgrad (``grad(f)``...) are differentiated again through their generated
+sweeps: each gets a small generated Python wrapper calling those sweeps (see
+``source_function``), which the transformers read like any user function.
+"""
+from __future__ import annotations
+
+__all__ = ["jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "get_forward",
+           "source_function"]
+
+import functools
+import inspect
+import itertools
+import os
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import codegen, runtime
+from .api import _func_key, _integer_leaf, _normalize_wrt, _param_names, get_adjoint
+from .errors import MissingRuleError, SourceUnavailableError, SrcgradError
+from .transforms import check_calls, normalize, prepare
+from .transforms.forward import forward
+
+_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_LOCK = threading.RLock()
+
+
+class Forward:
+    """The generated jvp function of one function, for one choice of wrt.
+
+    ``function_for(fn)(*tangents, *args, **kwargs)`` returns ``(value, tangent)``, with one
+    tangent per wrt parameter, in parameter order.
+    """
+
+    def __init__(self, fn: Callable, wrt: tuple[int, ...]):
+        self.fn = fn
+        self.wrt = wrt
+        self.source = ""
+        self.filename = ""
+        self._make = None
+        self._helpers: list = []
+        self._closure_names: list[str] = []
+        self._function = None
+        self._has_closure = bool(getattr(fn, "__closure__", None))
+
+    def build(self, debug: bool = False) -> None:
+        ctx = prepare(self.fn, self.wrt, debug)
+        tree = normalize(ctx)
+        user_calls = check_calls(tree, ctx, _Callee)
+        module = forward(tree, ctx, user_calls)
+        self.source = codegen.to_source(module)
+        if debug:
+            print(self.source, file=sys.stderr)
+        namespace = codegen.compile_source(self.source, f"{self.fn.__name__} jvp", {})
+        self.filename = namespace["__srcgrad_file__"]
+        make = namespace["_make"]
+        # like Adjoint.build: the function sees the user's module globals
+        self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
+        self._helpers = [runtime] + list(ctx.helpers.values())
+        self._closure_names = sorted(ctx.closure)
+        if not self._has_closure:
+            (self._function,) = self._make(*self._helpers)
+
+    def function_for(self, fn=None):
+        """The jvp function for ``fn``, a function sharing this one's code (its closure
+        cells supply the values the generated code reads)."""
+        if not self._has_closure:
+            return self._function
+        fn = self.fn if fn is None else fn
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        values = [cells[n].cell_contents for n in self._closure_names]
+        return self._make(*self._helpers, *values)[0]
+
+
+def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Forward:
+    """The (cached) jvp function of ``fn`` for ``wrt``; built on first use."""
+    fn = _func_key(fn)
+    key = fn.__code__
+    with _LOCK:
+        per_fn = _CACHE.get(key)
+        if per_fn is None:
+            per_fn = _CACHE[key] = {}
+        fwd = per_fn.get(wrt)
+        if fwd is not None and not debug:
+            return fwd
+        fwd = Forward(fn, wrt)
+        per_fn[wrt] = fwd  # before building: a recursive call finds it
+        try:
+            fwd.build(debug)
+        except BaseException:
+            del per_fn[wrt]
+            raise
+        return fwd
+
+
+# -- calls of user functions from generated jvp code -----------------------------------------
+class _Callee:
+    """A statically known user function called with differentiable arguments; the forward
+    generator asks it which parameter each argument binds to, then for a call site."""
+
+    def __init__(self, fn: Callable):
+        self.fn = source_function(fn)
+        func = _func_key(self.fn)
+        if getattr(func, "__code__", None) is None:
+            raise SourceUnavailableError(f"no source for {fn!r}")
+        self.params = _param_names(func)
+        self.offset = 1 if inspect.ismethod(self.fn) else 0
+
+    def bind_positions(self, call) -> list:
+        """``(parameter index, argument node)`` for each argument of ``call``."""
+        out = [(i + self.offset, a) for i, a in enumerate(call.args)]
+        for k in call.keywords:
+            if k.arg in self.params:
+                out.append((self.params.index(k.arg), k.value))
+        return out
+
+    def site(self, wrt: tuple[int, ...]):
+        name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
+        return _CallSite(self.fn, wrt), f"{name}_jvp"
+
+
+class _CallSite:
+    """Calls the jvp function of ``fn`` for ``wrt``, built on first call (recursion)."""
+
+    def __init__(self, fn, wrt):
+        self.fn, self.wrt = fn, wrt
+        self.func = _func_key(fn)
+        self.bound = (fn.__self__,) if inspect.ismethod(fn) else ()
+        self._resolved = None
+
+    def __call__(self, *args, **kwargs):
+        f = self._resolved
+        if f is None:
+            fwd = get_forward(self.func, self.wrt)
+            f = fwd.function_for(self.func)
+            if not fwd._has_closure:
+                self._resolved = f
+        if self.bound:
+            n = len(self.wrt)
+            return f(*args[:n], *self.bound, *args[n:], **kwargs)
+        return f(*args, **kwargs)
+
+
+def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
+    """``(value, tangent)`` of ``fn(*args, **kwargs)``; see runtime.call_jvp."""
+    from .rules import is_nondifferentiable, lookup
+    rule = lookup(fn)
+    if rule is not None:
+        return _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
+    if is_nondifferentiable(fn):
+        return fn(*args, **kwargs), runtime.ZERO
+    fn = source_function(fn)
+    func = _func_key(fn)
+    if not hasattr(func, "__code__"):
+        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
+    names = _param_names(func)
+    bound = (fn.__self__,) if inspect.ismethod(fn) else ()
+    offset = len(bound)
+    by_index = {}
+    for i, t in enumerate(tangents):
+        if not runtime.is_zero(t):
+            by_index[i + offset] = (t, args[i])
+    for k, t in kw_tangents.items():
+        if not runtime.is_zero(t):
+            by_index[names.index(k)] = (t, kwargs[k])
+    wrt = tuple(sorted(by_index))
+    if not wrt:
+        return fn(*args, **kwargs), runtime.ZERO
+    dense = [runtime.densify(*by_index[i]) for i in wrt]
+    f = get_forward(func, wrt).function_for(func)
+    return f(*dense, *bound, *args, **kwargs)
+
+
+def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
+    value = fn(*args, **kwargs)
+    ds, any_active = [], []
+    for k, i in enumerate(rule.diff_args):
+        t = tangents[i] if i < len(tangents) else kw_tangents.get(
+            rule.params[i] if i < len(rule.params) else None, runtime.ZERO)
+        active = not runtime.is_zero(t)
+        any_active.append(active)
+        ds.append(runtime.densify(t, args[i]) if active and i < len(args) else t)
+    if not any(any_active):
+        return value, runtime.ZERO
+    parts = rule.jvp(*ds, value, *args, **kwargs)
+    total = runtime.ZERO
+    for part, active in zip(parts, any_active):
+        if active:
+            total = runtime.add(total, part)
+    return value, total
+
+
+# -- forward mode of the runtime's dispatch (api.dynamic_forward/dynamic_backward records) ----
+def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
+    """``((value, record), (d_value, d_record))``: forward mode of ``api.dynamic_forward``,
+    whose record's saved values get tangents (for differentiating generated sweeps)."""
+    from .rules import lookup
+    zero = runtime.ZERO
+    rule = lookup(fn)
+    if rule is not None:
+        value, d_value = _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
+        record = ("rule", rule, args, kwargs, value)
+        return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
+                                           d_value))
+    fn = source_function(fn)
+    func = _func_key(fn)
+    if not hasattr(func, "__code__"):
+        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
+    names = _param_names(func)
+    adj = get_adjoint(func, tuple(range(len(names))))
+    fwd, bwd = adj.sweeps_for(func)
+    self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    (value, saved), d_pair = dynamic_jvp(fwd, self_args + tuple(args), kwargs,
+                                         (zero,) * len(self_args) + tuple(tangents),
+                                         kw_tangents)
+    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+    d_value, d_saved = runtime.part(d_pair, 0), runtime.part(d_pair, 1)
+    return (value, record), (d_value, (zero, zero, d_saved) + (zero,) * 4)
+
+
+def dynamic_backward_jvp(record, g, d_record, d_g):
+    """Forward mode of ``api.dynamic_backward``: ``((positional, keyword), tangents)``."""
+    zero = runtime.ZERO
+    if record[0] == "rule":
+        _, rule, args, kwargs, value = record
+        d_args = runtime.part(d_record, 2)
+        d_value = runtime.part(d_record, 4)
+        d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
+        grads, d_grads = dynamic_jvp(rule.vjp, (g, value) + tuple(args), kwargs,
+                                     (d_g, d_value) + d_args, {})
+        positional, d_positional = [None] * len(args), [zero] * len(args)
+        for k, i in enumerate(rule.diff_args):
+            if i < len(args):
+                positional[i] = grads[k]
+                d_positional[i] = runtime.part(d_grads, k)
+        return (positional, {}), (d_positional, {})
+    _, bwd, saved, n_self, names, n_args, kwargs = record
+    grads, d_grads = dynamic_jvp(bwd, (saved, g), {}, (runtime.part(d_record, 2), d_g), {})
+    span = range(n_self, n_self + n_args)
+    positional = list(grads[n_self:n_self + n_args])
+    d_positional = [runtime.part(d_grads, i) for i in span]
+    by_name = dict(zip(names, range(len(names))))
+    keyword = {k: grads[by_name[k]] if k in by_name else None for k in kwargs}
+    d_keyword = {k: runtime.part(d_grads, by_name[k]) if k in by_name else zero
+                 for k in kwargs}
+    return (positional, keyword), (d_positional, d_keyword)
+
+
+# -- functions made by srcgrad, as generated source ------------------------------------------
+def source_function(fn):
+    """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
+    equivalent generated Python function calling its sweeps, which can be transformed."""
+    from .api import _BoundAdjoint
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, _BoundAdjoint):
+        return _bound_sweep(owner, fn.__name__)
+    spec = getattr(fn, "__srcgrad_grad__", None)
+    if spec is None:
+        return fn
+    made = getattr(fn, "__srcgrad_source_fn__", None)
+    if made is None:
+        made = _grad_wrapper(*spec)
+        try:
+            fn.__srcgrad_source_fn__ = made
+        except AttributeError:
+            pass
+    return made
+
+
+def _signature(f, skip: int = 0):
+    """``(parameters text, call arguments text, namespace of defaults)`` of ``f``'s
+    signature without its first ``skip`` parameters, for generated wrappers."""
+    name = getattr(f, "__name__", "f")
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        raise SrcgradError(f"cannot differentiate through {name}: its signature is "
+                           f"unknown") from None
+    params, call, namespace = [], [], {}
+    for p in list(sig.parameters.values())[skip:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise SrcgradError(f"cannot differentiate through {name} again: '*{p.name}' "
+                               f"parameters are not supported")
+        text = p.name
+        if p.default is not p.empty:
+            namespace[f"_default_{p.name}"] = p.default
+            text += f"=_default_{p.name}"
+        if p.kind == p.KEYWORD_ONLY and "*" not in params:
+            params.append("*")
+        params.append(text)
+        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
+    return ", ".join(params), ", ".join(call), namespace
+
+
+_serial = itertools.count(1)
+
+
+def _docstring(what: str, f) -> str:
+    """A docstring naming the wrapped function, with a serial number: caches are keyed by
+    code objects, which compare equal for equal text, and each wrapper has its own globals."""
+    code = getattr(_func_key(f), "__code__", None)
+    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
+    return repr(f"Generated {what} of {getattr(f, '__qualname__', 'f')}{where}, "
+                f"wrapper #{next(_serial)}.")
+
+
+def _bound_sweep(owner, which: str):
+    """A generated function equivalent to ``_BoundAdjoint.fwd`` or ``.bwd`` of ``owner``
+    (a method's sweeps with ``self`` bound)."""
+    cache = owner.__dict__.setdefault("_srcgrad_source_sweeps", {})
+    if which in cache:
+        return cache[which]
+    adj = owner.adj
+    name = getattr(adj.fn, "__name__", "method")
+    fwd, bwd = adj.sweeps_for(adj.fn)
+    if which == "fwd":
+        params, call, namespace = _signature(adj.fn, skip=1)
+        source = (f"def {name}_bound_fwd({params}):\n"
+                  f"    {_docstring('forward sweep', adj.fn)}\n"
+                  f"    return {name}_fwd(_self, {call})\n")
+        namespace.update({f"{name}_fwd": fwd, "_self": owner.obj})
+    else:
+        source = (f"def {name}_bound_bwd(_saved, _g):\n"
+                  f"    {_docstring('backward sweep', adj.fn)}\n"
+                  f"    _grads = {name}_bwd(_saved, _g)\n"
+                  f"    return _grads[1:]\n")
+        namespace = {f"{name}_bwd": bwd}
+    namespace = codegen.compile_source(source, f"{name} bound {which}", namespace)
+    cache[which] = namespace[f"{name}_bound_{which}"]
+    return cache[which]
+
+
+def _grad_wrapper(f, indices, single, preserve_result, value_first):
+    """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``."""
+    adj = get_adjoint(f, indices)
+    fwd, bwd = adj.sweeps_for(f)
+    name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
+    params, call, namespace = _signature(f)
+    grads = ", ".join(f"_grads[{i}]" for i in range(len(indices)))
+    result = "_grads[0]" if single else f"({grads},)"
+    if value_first:
+        result = f"(_value, {result})"
+    elif preserve_result:
+        result = f"({result}, _value)"
+    fwd_name, bwd_name = f"{name}_fwd", f"{name}_bwd"
+    source = (f"def {name}_grad({params}):\n"
+              f"    {_docstring('gradient', f)}\n"
+              f"    _value, _saved = {fwd_name}({call})\n"
+              f"    _grads = {bwd_name}(_saved, _rt.grad_seed(_value))\n"
+              f"    return {result}\n")
+    namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime})
+    namespace = codegen.compile_source(source, f"{name} gradient", namespace)
+    return namespace[f"{name}_grad"]
+
+
+# -- public API ----------------------------------------------------------------------------
+def _differentiable(x) -> bool:
+    return _integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
+        and not callable(x)
+
+
+def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """``(value, tangent)``: ``f(*primals)`` and its directional derivative along
+    ``tangents`` (one per primal, structured like it), by forward mode.
+
+    A tangent of ``None`` (or the scalar ``0.0``) marks an argument as not varied: no tangent
+    code runs for it, which is cheaper than an array of zeros. Primals that cannot carry a
+    derivative (integers, bools, strings, None, functions) ignore their tangent.
+    """
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    fn = source_function(f)
+    wrt = tuple(i for i, a in enumerate(primals)
+                if _differentiable(a) and not runtime.is_zero(tangents[i]))
+    for i in wrt:
+        _check_tangent(primals[i], tangents[i], i)
+    jf = get_forward(fn, wrt).function_for(_func_key(fn))
+    value, tangent = jf(*[tangents[i] for i in wrt], *primals)
+    return value, runtime.densify(tangent, value)
+
+
+def _check_tangent(x, t, i):
+    sx, st = _structure_shape(x), _structure_shape(t)
+    if sx != st:
+        raise SrcgradError(f"jvp: the tangent of argument {i} must have the primal's "
+                           f"structure and shape; primal {sx}, tangent {st}")
+
+
+def _structure_shape(x):
+    if isinstance(x, dict):
+        return {k: _structure_shape(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_structure_shape(v) for v in x]
+    if isinstance(x, (np.ndarray, float, int, np.number)):
+        return np.shape(x)
+    return type(x).__name__
+
+
+def _wrt_index(f, wrt) -> int:
+    indices, single = _normalize_wrt(f, wrt)
+    if not single:
+        raise SrcgradError("jacfwd/jacrev/hessian take one argument index (wrt=0); for "
+                           "several, call them once per argument")
+    return indices[0]
+
+
+def jacfwd(f: Callable, wrt=0):
+    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by forward mode:
+    shape ``out.shape + in.shape``.
+
+    All basis tangents are first pushed through the jvp function at once, stacked on a new
+    leading axis; that result is kept only if it has the right shape and agrees with one
+    unbatched jvp along a random direction (rules that reduce over all axes, say, would mix
+    the batch in). Otherwise the columns are computed one jvp at a time.
+    """
+    index = _wrt_index(source_function(f), wrt)
+
+    @functools.wraps(f)
+    def jacobian_fwd(*args):
+        return _jacfwd(f, index, args)
+
+    return jacobian_fwd
+
+
+def _jacfwd(f, index, args):
+    fn = source_function(f)
+    x = np.asarray(args[index], dtype=float)
+    wrt = tuple(i for i, a in enumerate(args) if i == index)
+    jf = get_forward(fn, wrt).function_for(_func_key(fn))
+    primals = list(args)
+    primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
+    n = x.size
+    basis = np.eye(n).reshape((n,) + x.shape)
+    value = None
+    if n > 1:
+        try:
+            value, batched = jf(basis, *primals)
+            batched = np.asarray(runtime.densify(batched, value), dtype=float)
+            out_shape = np.shape(value)
+            if batched.shape == (n,) + out_shape:
+                r = np.random.default_rng(0).standard_normal(n)
+                _, single = jf(np.tensordot(r, basis, axes=1), *primals)
+                single = np.asarray(runtime.densify(single, value), dtype=float)
+                if np.allclose(np.tensordot(r, batched, axes=1), single, rtol=1e-9,
+                               atol=1e-12 * (1 + np.max(np.abs(single), initial=0.0))):
+                    return np.moveaxis(batched, 0, -1).reshape(out_shape + x.shape)
+        except Exception:  # a rule that does not broadcast over the batch axis
+            pass
+    columns = []
+    for k in range(n):
+        value, col = jf(basis[k] if x.shape else float(basis[k]), *primals)
+        columns.append(np.asarray(runtime.densify(col, value), dtype=float))
+    out_shape = np.shape(value)
+    return np.stack(columns, axis=-1).reshape(out_shape + x.shape)
+
+
+def jacrev(f: Callable, wrt=0):
+    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by reverse mode:
+    shape ``out.shape + in.shape``.
+
+    The forward sweep runs once; the backward sweep runs once per output element, each time
+    on a copy of the saved tapes.
+    """
+    index = _wrt_index(source_function(f), wrt)
+
+    @functools.wraps(f)
+    def jacobian_rev(*args):
+        fn = source_function(f)
+        adj = get_adjoint(fn, (index,))
+        fwd, bwd = adj.sweeps_for(_func_key(fn))
+        value, saved = fwd(*args)
+        out_shape = np.shape(value)
+        m = int(np.prod(out_shape))
+        rows = []
+        for k in range(m):
+            seed = np.zeros(m)
+            seed[k] = 1.0
+            seed = seed.reshape(out_shape) if out_shape else 1.0
+            (row,) = bwd(runtime.copy_saved(saved), seed)
+            rows.append(np.asarray(runtime.densify(row, args[index]), dtype=float))
+        in_shape = np.shape(args[index])
+        return np.stack(rows).reshape(out_shape + in_shape)
+
+    return jacobian_rev
+
+
+jacobian = jacrev
+
+
+def hessian(f: Callable, wrt=0):
+    """The Hessian of scalar ``f`` with respect to argument ``wrt``: forward mode over the
+    generated gradient (``jacfwd(grad(f, wrt))``), shape ``in.shape + in.shape``."""
+    from .api import grad
+    index = _wrt_index(f, wrt)
+    return jacfwd(grad(f, wrt=index), wrt=index)
+
+
+def hvp(f: Callable, primals: Sequence, tangents: Sequence):
+    """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
+    primal): forward mode over the generated gradient with respect to every primal. Returns
+    one product per primal (a single value when there is one primal)."""
+    from .api import grad
+    primals = tuple(primals)
+    wrt = tuple(range(len(primals)))
+    g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
+    _, product = jvp(g, primals, tangents)
+    return product

@@ -1,0 +1,666 @@
+"""Guarantees afterwards: the tree is a module defining ``_make(...)``, which returns the jvp
+function: the user's code with tangent statements interleaved, returning ``(value, tangent)``.
+
+The jvp function takes one tangent per ``wrt`` parameter first, then the user's parameters:
+``def f_jvp(dx, x, n):``. Only active names get a tangent (``dx`` for ``x``), assigned right
+after the primal statement that defines ``x``. No tape: branches and loops run once, with
+tangent code inside them.
+
+Zero tangents: a tangent known to be zero is never materialized. Generation tracks, for each
+active name, whether its tangent is *zero* (no variable), *dense* (holds a real tangent) or
+*maybe* (may hold the lazy zero ``0.0``, e.g. after a branch where one side left it zero, or
+an element of a container whose tangent has lazy entries). A *maybe* tangent is densified in
+place (``dx = _rt.densify(dx, x)``) before a rule reads it.
+
+Tape operations (``t.push(v)``, ``v = t.pop()``, ``t = _rt.Tape()``) on active tapes carry a
+parallel tangent tape, so generated sweeps can be differentiated again (forward over reverse).
+"""
+from __future__ import annotations
+
+import copy
+import os
+
+import gast
+
+from .. import codegen, runtime
+from ..errors import InternalError, MissingRuleError, NonDifferentiableError, SrcgradError
+from ..rules import lookup
+from . import astutil as A
+from . import inline
+from .cleanup import simplify
+from .context import Context, DynamicCall
+from .resolve import BINOPS, UNARYOPS
+
+__all__ = ["forward"]
+
+DENSE, MAYBE = "dense", "maybe"  # tangent kinds; a name absent from the state has zero tangent
+ZERO = 0.0
+
+
+class _State:
+    """Tangent kind of each active name at one point of the generated code."""
+
+    def __init__(self, kinds=None):
+        self.kinds: dict[str, str] = dict(kinds or {})
+
+    def kind(self, name: str) -> str | None:
+        return self.kinds.get(name)
+
+    def set(self, name: str, kind: str | None) -> None:
+        if kind is None:
+            self.kinds.pop(name, None)
+        else:
+            self.kinds[name] = kind
+
+    def copy(self) -> "_State":
+        return _State(self.kinds)
+
+
+def _join(a: _State, b: _State) -> _State:
+    """Kinds where control flow merges: equal kinds stay, different ones become *maybe*."""
+    out = {}
+    for name in set(a.kinds) | set(b.kinds):
+        ka, kb = a.kind(name), b.kind(name)
+        out[name] = ka if ka == kb else MAYBE
+    return _State(out)
+
+
+_ELEMENTWISE = {"operator.add", "operator.sub", "operator.mul", "operator.truediv",
+                "operator.pow", "numpy.add", "numpy.subtract", "numpy.multiply",
+                "numpy.divide", "numpy.true_divide", "numpy.power"}
+
+
+# Elementwise rules whose jvp only multiplies, adds and broadcasts the tangents: a tangent
+# that may be the lazy 0.0 (or smaller than its primal but broadcastable) needs no
+# densifying; the result may then be lazy itself.
+_ZERO_SAFE = _ELEMENTWISE | {
+    "operator.neg", "operator.pos", "numpy.negative", "numpy.sin", "numpy.cos", "numpy.exp",
+    "numpy.log", "numpy.tanh", "numpy.sqrt", "numpy.square", "numpy.log1p", "numpy.expm1",
+    "math.sin", "math.cos", "math.exp", "math.log", "math.tanh", "math.sqrt"}
+
+
+def _sums_to_result_shape(rule, args, active) -> bool:
+    """Whether the tangent contributions of a broadcasting elementwise operation, each at
+    least as large as its own operand, already sum to the result's shape: when every
+    operand is active, or the inactive ones are numeric constants (Python scalars)."""
+    if rule.name not in _ELEMENTWISE:
+        return False
+    for k, i in enumerate(rule.diff_args):
+        if k in active or i >= len(args):
+            continue
+        if not (isinstance(args[i], gast.Constant) and type(args[i].value) in (int, float)):
+            return False
+    return True
+
+
+def _is_runtime_rule(rule) -> bool:
+    """Rules of runtime helpers work on structured, lazily-zero tangents: their
+    contributions are summed with ``_rt.add`` and may themselves be the lazy zero."""
+    return getattr(rule.fn, "__module__", "") == runtime.__name__
+
+
+class ForwardGenerator:
+    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls: dict):
+        self.tree = tree
+        self.ctx = ctx
+        self.user_calls = user_calls  # id(call) -> callee handle or DynamicCall
+        self.filename = os.path.basename(ctx.src.filename)
+        self.sequences = _sequence_names(tree)
+        self.strict = not ctx.own_code  # see Context.own_code
+        self.read_outside: dict[int, set[str]] = {}  # id(loop) -> names read outside it
+
+    # -- helpers ---------------------------------------------------------------------------
+    def tan(self, name: str) -> str:
+        return self.ctx.namer.tangent(name)
+
+    def rt(self, name: str) -> gast.Attribute:
+        return A.attr(self.ctx.rt, name)
+
+    def kind_of(self, node, st: _State) -> str | None:
+        """Tangent kind of an operand (None: zero)."""
+        if isinstance(node, gast.Name) and node.id in self.ctx.active:
+            return st.kind(node.id)
+        return None
+
+    def tangent(self, node, st: _State):
+        """The tangent of an operand as an expression, lazily zero allowed; None when zero."""
+        if self.kind_of(node, st) is None:
+            return None
+        return A.load(self.tan(node.id))
+
+    def tangent_or_zero(self, node, st: _State):
+        t = self.tangent(node, st)
+        return A.const(ZERO) if t is None else t
+
+    def dense(self, node, st: _State, out: list, at):
+        """The tangent of an operand, densified in place first if it may be lazy."""
+        kind = self.kind_of(node, st)
+        if kind is None:
+            return None
+        d = self.tan(node.id)
+        if kind == MAYBE:
+            out.append(A.assign(d, A.call(self.rt("densify"), A.load(d), A.load(node.id)),
+                                at=at))
+            st.set(node.id, DENSE)
+        return A.load(d)
+
+    def comment_for(self, node) -> gast.stmt:
+        return codegen.comment(f"{self.filename}:{self.ctx.src.real_line(node)}  "
+                               f"{self.ctx.src.text_of(node)}")
+
+    def zero_assigns(self, names, at) -> list:
+        return [A.assign(self.tan(n), A.const(ZERO), at=at) for n in sorted(names)]
+
+    # -- blocks ----------------------------------------------------------------------------
+    def block(self, stmts, st: _State) -> list:
+        out = []
+        last_line = None
+        for s in stmts:
+            code = self.stmt(s, st)
+            line = getattr(s, "lineno", None)
+            if code and line is not None and line != last_line and not _is_exit_if(s):
+                out.append(self.comment_for(s))
+                last_line = line
+            if isinstance(s, (gast.If, gast.For, gast.While)):
+                last_line = None
+            out.extend(code)
+        return out
+
+    def stmt(self, s, st: _State) -> list:
+        if isinstance(s, gast.Assign):
+            return self.assign(s, st)
+        if isinstance(s, gast.Expr):
+            return self.expr(s, st)
+        if isinstance(s, gast.If):
+            return self.branch(s, st)
+        if isinstance(s, (gast.For, gast.While)):
+            return self.loop(s, st)
+        return [s]
+
+    # -- control flow ----------------------------------------------------------------------
+    def branch(self, s, st: _State) -> list:
+        if _is_exit_if(s):
+            return [s]
+        body_st, else_st = st.copy(), st.copy()
+        body = self.block(s.body, body_st)
+        orelse = self.block(s.orelse, else_st)
+        joined = _join(body_st, else_st)
+        body += self.zero_assigns([n for n in joined.kinds if body_st.kind(n) is None], s)
+        if s.orelse or any(else_st.kind(n) is None for n in joined.kinds):
+            orelse += self.zero_assigns([n for n in joined.kinds if else_st.kind(n) is None],
+                                        s)
+        st.kinds = joined.kinds
+        node = gast.If(test=s.test, body=body or [gast.Pass()], orelse=orelse)
+        return [A.located(node, s)]
+
+    def loop(self, s, st: _State) -> list:
+        entry = st.copy()
+        top = entry.copy()
+        while True:  # fixed point of the kinds at the top of the body
+            snap = self.snapshot()
+            trial = top.copy()
+            self.block(s.body, trial)
+            self.restore(snap)
+            joined = _join(top, trial)
+            if joined.kinds == top.kinds:
+                break
+            top = joined
+        end = top.copy()
+        body = self.block(s.body, end)
+        # Only tangents the body may read before assigning, or code after the loop may
+        # read, need a value where the iterations merge.
+        live = _upward_exposed(s.body) | self.names_read_outside(s)
+        fix = self.zero_assigns([n for n in top.kinds if end.kind(n) is None and n in live],
+                                s)
+        at = len(body) - 1 if body and _is_exit_if(body[-1]) else len(body)
+        body[at:at] = fix
+        before = self.zero_assigns([n for n in top.kinds if entry.kind(n) is None
+                                    and n in live], s)
+        st.kinds = top.kinds
+        if isinstance(s, gast.For):
+            node = gast.For(target=s.target, iter=s.iter, body=body or [gast.Pass()],
+                            orelse=[], type_comment=None)
+        else:
+            node = gast.While(test=s.test, body=body or [gast.Pass()], orelse=[])
+        return before + [A.located(node, s)]
+
+    def names_read_outside(self, loop) -> set[str]:
+        if id(loop) not in self.read_outside:
+            inner = {id(n) for n in gast.walk(loop)}
+            self.read_outside[id(loop)] = {
+                n.id for n in gast.walk(self.tree) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load) and id(n) not in inner}
+        return self.read_outside[id(loop)]
+
+    def snapshot(self):
+        namer = self.ctx.namer
+        return (dict(namer.counters), set(namer.taken), dict(namer.tangents),
+                dict(self.ctx.helpers), len(self.ctx.problems))
+
+    def restore(self, snap) -> None:
+        namer = self.ctx.namer
+        namer.counters, namer.taken, namer.tangents = dict(snap[0]), set(snap[1]), dict(snap[2])
+        self.ctx.helpers = dict(snap[3])
+        del self.ctx.problems[snap[4]:]
+
+    # -- statements ------------------------------------------------------------------------
+    def expr(self, s, st: _State) -> list:
+        call = s.value
+        if isinstance(call, gast.Constant):
+            return []  # a docstring
+        if _method_call(call, "push", 1) and self.kind_of(call.func.value, st) is not None:
+            # pushing on an active tape pushes the tangent too, zero or not: pops stay aligned
+            out = [s]
+            d = self.tangent_tape(call.func.value, st, out, s)
+            out.append(A.expr_stmt(A.call(A.attr(d, "push"),
+                                          self.tangent_or_zero(call.args[0], st)), at=s))
+            return out
+        if _method_call(call, "pop", 0) and self.kind_of(call.func.value, st) is not None:
+            out = [s]
+            d = self.tangent_tape(call.func.value, st, out, s)
+            out.append(A.expr_stmt(A.call(A.attr(d, "pop")), at=s))
+            return out
+        return [s]
+
+    def tangent_tape(self, tape, st: _State, out: list, at):
+        """The tangent tape of an active tape; one that may be the lazy zero is replaced
+        once by a real tape or the zero tape (``_rt.tangent_tape``), so pops stay C calls."""
+        d = self.tan(tape.id)
+        if self.kind_of(tape, st) == MAYBE:
+            out.append(A.assign(d, A.call(self.rt("tangent_tape"), A.load(d)), at=at))
+            st.set(tape.id, DENSE)
+        return A.load(d)
+
+    def assign(self, s, st: _State) -> list:
+        target = s.targets[0]
+        value = s.value
+        if not isinstance(target, gast.Name):
+            if any(st.kind(n) is not None for n in A.names_read(s) & self.ctx.active):
+                self.ctx.problem(s, "storing a differentiable value into an attribute or "
+                                    "element of a non-differentiable object",
+                                 "Keep the value in a local variable or a container that "
+                                 "depends on the differentiated input.")
+            return [s]
+        v = target.id
+        if _method_call(value, "pop", 0) and self.kind_of(value.func.value, st) is not None:
+            out = [s]
+            pop = A.call(A.attr(self.tangent_tape(value.func.value, st, out, s), "pop"))
+            if v not in self.ctx.active:
+                return out + [A.expr_stmt(pop, at=s)]
+            st.set(v, MAYBE)
+            return out + [A.assign(self.tan(v), pop, at=s)]
+        if v not in self.ctx.active:
+            return [s]
+        if isinstance(value, gast.Call):
+            r = self.ctx.resolved.get(id(value))
+            if r is not None and r.kind == "class" and r.obj is runtime.Tape:
+                st.set(v, DENSE)
+                return [s, A.assign(self.tan(v), A.call(self.rt("Tape")), at=s)]
+        if not any(st.kind(n) is not None for n in A.names_read(value) & self.ctx.active):
+            st.set(v, None)
+            return [s]
+        out = [s]
+        kind = self.tangent_value(value, v, st, s, out)
+        st.set(v, kind)
+        return out
+
+    def tangent_value(self, value, v: str, st: _State, s, out: list) -> str | None:
+        """Append the statements giving ``dv`` for ``v = value`` (after the primal one, which
+        some cases replace); return the kind of ``dv``."""
+        dv = self.tan(v)
+        if isinstance(value, gast.Name):
+            kind = self.kind_of(value, st)
+            if kind is not None:
+                out.append(A.assign(dv, A.load(self.tan(value.id)), at=s))
+            return kind
+        if isinstance(value, gast.BinOp):
+            fn = BINOPS[type(value.op)]
+            if isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name) \
+                    and value.left.id in self.sequences:
+                fn = runtime.seq_concat
+            return self.rule_tangent(fn, [value.left, value.right], {}, v, st, s, out)
+        if isinstance(value, gast.UnaryOp) and type(value.op) in UNARYOPS:
+            return self.rule_tangent(UNARYOPS[type(value.op)], [value.operand], {}, v, st, s,
+                                     out)
+        if isinstance(value, gast.Subscript):
+            return self.subscript_tangent(value, dv, st, s, out)
+        if isinstance(value, (gast.Tuple, gast.List)):
+            if any(isinstance(e, gast.Starred) for e in value.elts):
+                self.ctx.problem(s, "'*' unpacking of a differentiable value in a display",
+                                 "Build the sequence with + or explicit elements.")
+                return None
+            elts = [self.tangent_or_zero(e, st) for e in value.elts]
+            out.append(A.assign(dv, type(value)(elts=elts, ctx=gast.Load()), at=s))
+            return DENSE
+        if isinstance(value, gast.Dict):
+            if any(k is None for k in value.keys):
+                self.ctx.problem(s, "'**' unpacking of a differentiable dict in a display",
+                                 "Use dict(a, **b) outside, or set keys one by one.")
+                return None
+            values = [self.tangent_or_zero(e, st) for e in value.values]
+            keys = [A.deepcopy(k) for k in value.keys]
+            out.append(A.assign(dv, gast.Dict(keys=keys, values=values), at=s))
+            return DENSE
+        if isinstance(value, gast.Attribute):
+            return self.attribute_tangent(value, v, st, s, out)
+        if isinstance(value, gast.Call):
+            return self.call_tangent(value, v, st, s, out)
+        return None  # constants, comparisons, lambdas, f-strings: no derivative
+
+    def subscript_tangent(self, value, dv, st, s, out) -> str | None:
+        base = value.value
+        kind = self.kind_of(base, st)
+        if kind is None:
+            return None
+        d = A.load(self.tan(base.id))
+        if kind == DENSE:
+            item = gast.Subscript(value=d, slice=A.deepcopy(value.slice), ctx=gast.Load())
+        else:
+            item = A.call(self.rt("tangent_item"), d, A.load(base.id), _index_expr(value.slice))
+        out.append(A.assign(dv, item, at=s))
+        return MAYBE  # an entry of a container's tangent may be the lazy zero
+
+    def attribute_tangent(self, value, v, st, s, out) -> str | None:
+        r = self.ctx.resolved.get(id(value))
+        if r is not None and r.kind == "rule":
+            return self.rule_tangent(r.obj, [value.value], {}, v, st, s, out)
+        if r is not None and r.kind in ("nondiff", "constant", "class"):
+            return None
+        base = value.value
+        if self.kind_of(base, st) is None:
+            return None
+        call = A.call(self.rt("tangent_attr"), A.load(self.tan(base.id)), A.const(value.attr))
+        out.append(A.assign(self.tan(v), call, at=s))
+        return MAYBE
+
+    # -- calls -----------------------------------------------------------------------------
+    def call_tangent(self, call, v, st, s, out) -> str | None:
+        r = self.ctx.resolved.get(id(call))
+        args = list(call.args)
+        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        operands = args + list(keywords.values())
+        if isinstance(call.func, gast.Attribute):
+            operands.append(call.func.value)  # the receiver of a method call
+        if not any(self.kind_of(a, st) is not None for a in operands):
+            return None
+        if any(isinstance(a, gast.Starred) for a in args) or any(
+                k.arg is None for k in call.keywords):
+            self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable arguments",
+                             "Pass each argument explicitly.")
+            return None
+        if r is None:
+            raise InternalError("forward", "a call was not resolved")
+        if r.kind == "method":
+            return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out)
+        if r.kind == "rule":
+            return self.rule_tangent(r.obj, args, keywords, v, st, s, out)
+        if r.kind == "nondiff":
+            return None
+        if r.kind == "user" and _dispatch_name(r.obj) is not None:
+            out.pop()  # the primal statement: the runtime gives value and tangent
+            return self.dispatch_call(call, _dispatch_name(r.obj), v, st, s, out)
+        if id(call) in self.user_calls:
+            callee = self.user_calls[id(call)]
+            out.pop()  # the primal statement: one call gives both value and tangent
+            if isinstance(callee, DynamicCall):
+                return self.dynamic_call(call, callee, v, st, s, out)
+            return self.user_call(call, callee, v, st, s, out)
+        raise MissingRuleError(r.name, self.ctx.location(s))
+
+    def rule_tangent(self, fn, args, keywords, v, st, s, out) -> str | None:
+        rule = lookup(fn)
+        ctx = self.ctx
+        if rule is None:
+            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
+        if rule.jvp is None:
+            raise SrcgradError(f"{ctx.location(s)}: the rule of '{rule.name}' has no "
+                               f"forward-mode (jvp) part. Attach one with "
+                               f"srcgrad.rules.defjvp({rule.name}, jvp).")
+        args, keywords = list(args), dict(keywords)
+        # keyword arguments naming differentiable positions bind to those positions
+        for i, pname in enumerate(rule.params):
+            if pname in keywords and i >= len(args) and i in rule.diff_args:
+                while len(args) < i:
+                    args.append(None)
+                args.append(keywords.pop(pname))
+        for i, a in enumerate(args):
+            if self.strict and self.kind_of(a, st) is not None and i not in rule.diff_args:
+                raise NonDifferentiableError(
+                    f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
+                    f"differentiable, but it depends on the differentiated input.")
+        for name, a in keywords.items():
+            if self.strict and self.kind_of(a, st) is not None:
+                raise NonDifferentiableError(
+                    f"{ctx.location(s)}: argument '{name}' of '{rule.name}' is not "
+                    f"differentiable, but it depends on the differentiated input.")
+        active = [k for k, i in enumerate(rule.diff_args)
+                  if i < len(args) and self.kind_of(args[i], st) is not None]
+        if not active:
+            return None
+        if any(a is None for a in args):
+            raise InternalError("forward", f"keyword binding left a gap calling {rule.name}")
+        zero_safe = rule.name in _ZERO_SAFE
+        maybe_in = any(self.kind_of(args[rule.diff_args[k]], st) == MAYBE for k in active)
+        tangents = []
+        for k, i in enumerate(rule.diff_args):
+            if k not in active:
+                d = None
+            elif zero_safe:  # arithmetic: a lazy 0.0 or a smaller broadcastable tangent is fine
+                d = self.tangent(args[i], st)
+            else:
+                d = self.dense(args[i], st, out, s)
+            tangents.append(A.const(ZERO) if d is None else d)
+        ans = A.load(v)
+        tmpl = inline.template(rule.jvp)
+        mapping = inline.bind(tmpl, tangents + [ans], args, keywords)
+        if tmpl.elements is not None and mapping is not None:
+            parts = [inline.instantiate(rule.jvp, tmpl.elements[k], mapping, ctx)
+                     for k in active]
+        else:
+            tmp = ctx.namer.fresh()
+            fname = ctx.helper(rule.jvp, rule.jvp.__name__)
+            kw = [gast.keyword(arg=k, value=A.deepcopy(val)) for k, val in keywords.items()]
+            call = A.call(A.load(fname), *tangents, ans, *[A.deepcopy(a) for a in args],
+                          keywords=kw)
+            out.append(A.assign(tmp, call, at=s))
+            parts = [gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
+                     for k in active]
+        if _sums_to_result_shape(rule, args, active):
+            parts = [self.strip_broadcast(p) for p in parts]
+        structural = _is_runtime_rule(rule)
+        total = parts[0]
+        for p in parts[1:]:
+            total = A.call(self.rt("add"), total, p) if structural else gast.BinOp(
+                left=total, op=gast.Add(), right=p)
+        out.append(A.assign(self.tan(v), total, at=s))
+        return MAYBE if structural or (zero_safe and maybe_in) else DENSE
+
+    def strip_broadcast(self, part):
+        """``e`` for ``_rt.broadcast_like(e, ans)``: numpy broadcasts the sum itself."""
+        if isinstance(part, gast.Call) and isinstance(part.func, gast.Attribute) \
+                and part.func.attr == "broadcast_like" \
+                and isinstance(part.func.value, gast.Name) and part.func.value.id == self.ctx.rt:
+            return part.args[0]
+        return part
+
+    def user_call(self, call, callee, v, st, s, out) -> str:
+        """``v, dv = f_jvp(dargs..., args...)`` through the callee's own jvp function."""
+        positions = callee.bind_positions(call)
+        wrt = tuple(i for i, a in positions if self.kind_of(a, st) is not None)
+        obj, preferred = callee.site(wrt)
+        tangents = [self.dense(a, st, out, s) for i, a in positions if i in wrt]
+        fn = A.load(self.ctx.helper(obj, preferred))
+        new = gast.Call(func=fn, args=tangents + list(call.args), keywords=call.keywords)
+        target = gast.Tuple(elts=[A.store(v), A.store(self.tan(v))], ctx=gast.Store())
+        out.append(A.assign(target, new, at=s))
+        return MAYBE
+
+    def dispatch_call(self, call, jvp_name, v, st, s, out) -> str:
+        """``v, dv = _rt.call_fwd_jvp(dargs, dkwargs, args...)`` for the runtime's dispatch
+        helpers (``call_fwd``, ``method_fwd``, ``call_bwd``), whose records carry tangents."""
+        targs = gast.Tuple(elts=[self.tangent_or_zero(a, st) for a in call.args],
+                           ctx=gast.Load())
+        active_kw = [k for k in call.keywords if self.kind_of(k.value, st) is not None]
+        tkw = gast.Dict(keys=[A.const(k.arg) for k in active_kw],
+                        values=[self.tangent_or_zero(k.value, st) for k in active_kw])
+        new = gast.Call(func=self.rt(jvp_name), args=[targs, tkw] + call.args,
+                        keywords=call.keywords)
+        target = gast.Tuple(elts=[A.store(v), A.store(self.tan(v))], ctx=gast.Store())
+        out.append(A.assign(target, new, at=s))
+        return MAYBE
+
+    def dynamic_call(self, call, dyn, v, st, s, out) -> str:
+        """``v, dv = _rt.call_jvp(f, dargs, dkwargs, args...)``: dispatched at run time."""
+        targs = gast.Tuple(elts=[self.tangent_or_zero(a, st) for a in call.args],
+                           ctx=gast.Load())
+        active_kw = [k for k in call.keywords if self.kind_of(k.value, st) is not None]
+        tkw = gast.Dict(keys=[A.const(k.arg) for k in active_kw],
+                        values=[self.tangent_or_zero(k.value, st) for k in active_kw])
+        if dyn.kind == "method":
+            func = call.func
+            head = [func.value, self.tangent_or_zero(func.value, st), A.const(func.attr)]
+            new = gast.Call(func=self.rt("method_jvp"), args=head + [targs, tkw] + call.args,
+                            keywords=call.keywords)
+        else:
+            new = gast.Call(func=self.rt("call_jvp"), args=[call.func, targs, tkw] + call.args,
+                            keywords=call.keywords)
+        target = gast.Tuple(elts=[A.store(v), A.store(self.tan(v))], ctx=gast.Store())
+        out.append(A.assign(target, new, at=s))
+        return MAYBE
+
+
+def _sequence_names(tree) -> set[str]:
+    """Names every definition of which is a tuple or list display, or ``+`` of such a name:
+    ``+`` on them concatenates (the reverse generator makes the same analysis)."""
+    defs: dict[str, list] = {}
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            defs.setdefault(node.targets[0].id, []).append(node.value)
+
+    def is_sequence(value, seqs):
+        if isinstance(value, (gast.Tuple, gast.List)):
+            return True
+        if isinstance(value, gast.Name):
+            return value.id in seqs
+        return isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and any(
+            isinstance(o, gast.Name) and o.id in seqs for o in (value.left, value.right))
+
+    seqs: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, values in defs.items():
+            if name not in seqs and all(is_sequence(v, seqs) for v in values):
+                seqs.add(name)
+                changed = True
+    return seqs
+
+
+def _upward_exposed(stmts) -> set[str]:
+    """Names a block may read before writing them (so their value comes from before)."""
+    exposed: set[str] = set()
+    written: set[str] = set()
+
+    def visit(block, written):
+        for s in block:
+            if isinstance(s, gast.Assign):
+                exposed.update(A.names_read(s.value) - written)
+                for t in s.targets:
+                    exposed.update(A.names_read(t) - written)
+                written |= A.names_written(s)
+            elif isinstance(s, (gast.If, gast.While)):
+                exposed.update(A.names_read(s.test) - written)
+                visit(s.body, set(written))
+                visit(s.orelse, set(written))
+            elif isinstance(s, gast.For):
+                exposed.update(A.names_read(s.iter) - written)
+                visit(s.body, written | A.names_written(s.target))
+            else:
+                exposed.update(A.names_read(s) - written)
+                written |= A.names_written(s)
+
+    visit(stmts, written)
+    return exposed
+
+
+# runtime helpers of generated sweeps that dispatch at run time, and their forward modes
+_DISPATCH = {"call_fwd": "call_fwd_jvp", "method_fwd": "method_fwd_jvp",
+             "call_bwd": "call_bwd_jvp"}
+
+
+def _dispatch_name(obj) -> str | None:
+    for name, jvp_name in _DISPATCH.items():
+        if getattr(runtime, name, None) is obj:
+            return jvp_name
+    return None
+
+
+def _method_call(node, name: str, nargs: int) -> bool:
+    """``recv.name(<nargs positional args>)`` on a local name."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute)
+            and node.func.attr == name and isinstance(node.func.value, gast.Name)
+            and len(node.args) == nargs and not node.keywords)
+
+
+def _is_exit_if(s) -> bool:
+    return isinstance(s, gast.If) and len(s.body) == 1 and isinstance(s.body[0], gast.Break) \
+        and not s.orelse
+
+
+def _index_expr(node):
+    """A Load-context copy of an index (slices become ``slice(...)`` calls)."""
+    if isinstance(node, gast.Slice):
+        parts = [A.const(None) if p is None else A.deepcopy(p)
+                 for p in (node.lower, node.upper, node.step)]
+        return A.call("slice", *parts)
+    if isinstance(node, gast.Tuple):
+        return gast.Tuple(elts=[_index_expr(e) for e in node.elts], ctx=gast.Load())
+    return A.deepcopy(node)
+
+
+def forward(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Module:
+    """Build ``_make(...)`` returning the jvp function of ``tree`` for ``ctx.wrt``."""
+    ret = tree.body[-1]
+    if not (isinstance(ret, gast.Return) and isinstance(ret.value, (gast.Name, gast.Constant))):
+        raise InternalError("forward", "the body does not end with 'return name'")
+    name = tree.name if tree.name != "_lambda" else "lambda"
+    fn_name = ctx.namer.unique(f"{name}_jvp")  # reserved: helpers must not shadow it
+    gen = ForwardGenerator(tree, ctx, user_calls)
+    wrt_names = ctx.wrt_names
+    state = _State({p: DENSE for p in wrt_names if p in ctx.active})
+    body = simplify(gen.block(tree.body[:-1], state))
+    ctx.raise_problems()
+    result = ret.value
+    d_result = A.const(ZERO)
+    if isinstance(result, gast.Name) and state.kind(result.id) is not None:
+        d_result = A.load(gen.tan(result.id))
+    value = gast.Tuple(elts=[A.deepcopy(result), d_result], ctx=gast.Load())
+    body = [codegen.comment("forward mode")] + body
+    body.append(A.located(gast.Return(value=value), ret))
+
+    args = copy.deepcopy(tree.args)
+    tangent_params = [gast.Name(id=ctx.namer.tangent(p), ctx=gast.Param(), annotation=None,
+                                type_comment=None) for p in wrt_names]
+    if args.posonlyargs:
+        args.posonlyargs = tangent_params + args.posonlyargs
+    else:
+        args.args = tangent_params + args.args
+    fn = _function(fn_name, args, body)
+    return _factory(ctx, fn)
+
+
+def _function(name, args, body) -> gast.FunctionDef:
+    return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])
+
+
+def _factory(ctx: Context, fn: gast.FunctionDef) -> gast.Module:
+    """``def _make(_rt, helpers..., closure vars...): def f_jvp(...): ...; return (f_jvp,)``."""
+    params = [ctx.rt] + list(ctx.helpers) + sorted(ctx.closure)
+    args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
+                                          type_comment=None) for p in params],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[])
+    ret = gast.Return(value=gast.Tuple(elts=[A.load(fn.name)], ctx=gast.Load()))
+    make = _function("_make", args, [fn, ret])
+    return gast.Module(body=[make], type_ignores=[])

@@ -1,0 +1,35 @@
+def _make(_rt):
+
+    def for_accumulate_fwd(x, n):
+        # forward sweep
+        _tape = _rt.Tape()
+        _t1 = None
+        total = 0.0
+        _n1 = 0
+        for i in range(n):
+            _n1 = _n1 + 1
+            _tape.push(_t1)
+            _t1 = x * i
+            _t2 = total + _t1
+            _tape.push(total)
+            total = _t2
+            _tape.push(i)
+        _tape.push(_n1)
+        return total, (_tape, x, _t1, i, total)
+
+    def for_accumulate_bwd(_saved, btotal):
+        # backward sweep
+        _tape, x, _t1, i, total = _saved
+        _n1 = _tape.pop()
+        bx = 0.0
+        for _k1 in range(_n1):
+            i = _tape.pop()
+            # _inputs.py:26  total = total + x * i
+            b_t2 = btotal
+            total = _tape.pop()
+            btotal = _rt.unbroadcast(b_t2, total)
+            b_t1 = _rt.unbroadcast(b_t2, _t1)
+            bx = bx + _rt.unbroadcast(b_t1 * i, x)
+            _t1 = _tape.pop()
+        return _rt.densify(bx, x),
+    return for_accumulate_fwd, for_accumulate_bwd

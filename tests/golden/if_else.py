@@ -1,0 +1,29 @@
+def _make(_rt):
+
+    def if_else_fwd(x):
+        # forward sweep
+        _tape = _rt.Tape()
+        _c1 = x > 0
+        if _c1:
+            y = x * x
+        else:
+            y = -3 * x
+        _tape.push(_c1)
+        _t1 = y + 1
+        return _t1, (_tape, x)
+
+    def if_else_bwd(_saved, b_t1):
+        # backward sweep
+        _tape, x = _saved
+        # _inputs.py:20  return y + 1
+        by = b_t1
+        _c1 = _tape.pop()
+        if _c1:
+            # _inputs.py:17  y = x * x
+            bx = _rt.unbroadcast(by * x, x)
+            bx = bx + _rt.unbroadcast(by * x, x)
+        else:
+            # _inputs.py:19  y = -3 * x
+            bx = _rt.unbroadcast(by * -3, x)
+        return _rt.densify(bx, x),
+    return if_else_fwd, if_else_bwd

@@ -1,0 +1,28 @@
+def _make(_rt):
+
+    def straight_line_fwd(x, y):
+        # forward sweep
+        _t1 = x * y
+        _t2 = np.sin(x)
+        z = _t1 + _t2
+        w = z / y
+        _t3 = w * w
+        return _t3, (x, y, _t1, _t2, w, z)
+
+    def straight_line_bwd(_saved, b_t3):
+        # backward sweep
+        x, y, _t1, _t2, w, z = _saved
+        # _inputs.py:12  return w * w
+        bw = _rt.unbroadcast(b_t3 * w, w)
+        bw = bw + _rt.unbroadcast(b_t3 * w, w)
+        # _inputs.py:11  w = z / y
+        bz = _rt.unbroadcast(bw / y, z)
+        by = _rt.unbroadcast(-bw * w / y, y)
+        # _inputs.py:10  z = x * y + np.sin(x)
+        b_t1 = _rt.unbroadcast(bz, _t1)
+        b_t2 = _rt.unbroadcast(bz, _t2)
+        bx = b_t2 * np.cos(x)
+        bx = bx + _rt.unbroadcast(b_t1 * y, x)
+        by = by + _rt.unbroadcast(b_t1 * x, y)
+        return _rt.densify(bx, x), _rt.densify(by, y)
+    return straight_line_fwd, straight_line_bwd
