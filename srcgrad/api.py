@@ -40,16 +40,19 @@ class Adjoint:
         self._fwd = self._bwd = None
         self._has_closure = bool(getattr(fn, "__closure__", None))
         self.params: list[str] = _param_names(fn)
+        self.scalar_closed = False
 
-    def build(self, debug: bool = False) -> None:
+    def build(self, debug: bool = False, scalar_mode: bool = False) -> None:
         ctx = prepare(self.fn, self.wrt, debug)
+        ctx.scalar_mode = scalar_mode
         tree = normalize(ctx)
         user_calls = check_calls(tree, ctx, get_callee_adjoint)
         module = reverse(tree, ctx, user_calls)
+        self.scalar_closed = ctx.scalar_closed
         self.source = codegen.to_source(module)
         if debug:
             print(self.source, file=sys.stderr)
-        name = f"{self.fn.__name__} adjoint"
+        name = f"{self.fn.__name__} {'scalar ' if scalar_mode else ''}adjoint"
         namespace = codegen.compile_source(self.source, name, {})
         self.filename = namespace["__srcgrad_file__"]
         make = namespace["_make"]
@@ -60,6 +63,18 @@ class Adjoint:
         self._closure_names = sorted(ctx.closure)
         if not self._has_closure:
             self._fwd, self._bwd = self._make(*self._helpers)
+
+    def scalar_variant(self) -> "Adjoint":
+        """The adjoint specialized to scalar arguments (no unbroadcasting), when the
+        function computes only scalars from scalars; else this adjoint itself."""
+        if not self.scalar_closed:
+            return self
+        variant = self.__dict__.get("_scalar")
+        if variant is None:
+            variant = Adjoint(self.fn, self.wrt)
+            variant.build(scalar_mode=True)
+            self._scalar = variant
+        return variant
 
     def _instantiate(self, fn=None):
         fn = self.fn if fn is None else fn
@@ -262,6 +277,10 @@ def _seed(fn, value):
     return 1.0
 
 
+# argument types for which a scalar-closed function computes only scalars
+_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
+
+
 # -- public API ----------------------------------------------------------------------------
 def grad(f: Callable | None = None, wrt=0, *, preserve_result: bool = False,
          verbose: bool = False):
@@ -304,7 +323,10 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
     @functools.wraps(f)
     def gradient(*args, **kwargs):
         _check_differentiable(f, names, indices, args)
-        fwd, bwd = adjoint().sweeps_for(func)
+        adj = adjoint()
+        if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args):
+            adj = adj.scalar_variant()
+        fwd, bwd = adj.sweeps_for(func)
         value, saved = fwd(*bound, *args, **kwargs)
         grads = bwd(saved, _seed(f, value))
         g = grads[0] if single else tuple(grads)

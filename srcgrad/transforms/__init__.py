@@ -22,6 +22,7 @@ from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
 from .resolve import resolve
+from .scalar import mark_scalar_closed
 from .validate import validate
 
 # The passes that normalize user code, in order; the mode-specific generator comes after.
@@ -75,6 +76,7 @@ def normalize(ctx: Context) -> gast.FunctionDef:
     ret = tree.body[-1]
     results = {ret.value.id} if isinstance(ret.value, gast.Name) else set()
     mark_active(tree, ctx, results)
+    mark_scalar_closed(tree, ctx)
     return tree
 
 

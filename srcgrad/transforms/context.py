@@ -51,6 +51,10 @@ class Context:
     problems: list[tuple[Location, str, str]] = field(default_factory=list)
     debug: bool = False
     rt: str = "_rt"  # the name generated code uses for srcgrad.runtime
+    # given scalar arguments, every value is a scalar (see scalar.py); in scalar mode the
+    # reverse pass relies on it and emits no unbroadcasting
+    scalar_closed: bool = False
+    scalar_mode: bool = False
 
     @property
     def wrt_names(self) -> list[str]:

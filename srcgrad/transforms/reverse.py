@@ -454,7 +454,8 @@ class ReverseGenerator:
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
         for k, i in active:
-            if all(isinstance(a, gast.Constant) for j, a in enumerate(args) if j != i):
+            if ctx.scalar_mode or all(isinstance(a, gast.Constant)
+                                      for j, a in enumerate(args) if j != i):
                 exprs[k] = self.same_shape(exprs[k], args[i])
             self.read(exprs[k])
             out.append(self.accumulate(args[i].id, exprs[k], state, s))
