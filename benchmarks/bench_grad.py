@@ -156,7 +156,7 @@ def main(quick: bool = False):
     import srcgrad.api as api
 
     def fresh_transform():
-        api._CACHE.pop(mlp_loss, None)
+        api._CACHE.pop(mlp_loss.__code__, None)
         get_adjoint(mlp_loss, (0, 1, 2, 3))
 
     t_transform = best(fresh_transform, 5, n)

@@ -70,7 +70,26 @@ def located(node, at):
 
 
 def deepcopy(node):
-    return copy.deepcopy(node)
+    """A copy of a gast tree (several times faster than copy.deepcopy, which it replaces)."""
+    return _clone(node, None)
+
+
+def _clone(node, mapping):
+    if isinstance(node, list):
+        return [_clone(n, mapping) for n in node]
+    if not isinstance(node, gast.AST):
+        return node
+    if mapping is not None and type(node) is gast.Name and node.id in mapping \
+            and type(node.ctx) is gast.Load:
+        return _clone(mapping[node.id], None)
+    new = node.__class__.__new__(node.__class__)
+    for field in node._fields:
+        setattr(new, field, _clone(getattr(node, field, None), mapping))
+    for attribute in node._attributes:
+        value = getattr(node, attribute, None)
+        if value is not None:
+            setattr(new, attribute, value)
+    return new
 
 
 def names_read(node) -> set[str]:
@@ -109,4 +128,5 @@ class NameReplacer(gast.NodeTransformer):
 
 
 def substitute(expr, mapping: dict):
-    return NameReplacer(mapping).visit(copy.deepcopy(expr))
+    """A copy of ``expr`` with Name loads replaced by (copies of) ``mapping``'s nodes."""
+    return _clone(expr, mapping)

@@ -79,7 +79,7 @@ def bind(tmpl: Template, leading: list, args: list, keywords: dict):
 
 def instantiate(fn, element, mapping: dict, ctx: Context):
     """One element of ``fn``'s template with parameters substituted and globals bound."""
-    free = {n.id for n in gast.walk(element) if isinstance(n, gast.Name)} - set(mapping)
+    free = _names_in(element) - set(mapping)
     renames = {name: global_ref(fn, name, ctx) for name in sorted(free)}
     # one simultaneous substitution: the user's operands are never renamed themselves
     return A.substitute(element, {**mapping, **renames})
@@ -100,3 +100,15 @@ def global_ref(fn, name: str, ctx: Context):
     if getattr(runtime, name, None) is obj and not isinstance(obj, types.ModuleType):
         return A.attr(ctx.rt, name)
     return A.load(ctx.helper(obj, name))
+
+
+_NAMES: dict[int, frozenset] = {}
+
+
+def _names_in(element) -> frozenset:
+    """Names an (immutable, cached) template element mentions."""
+    names = _NAMES.get(id(element))
+    if names is None:
+        names = _NAMES[id(element)] = frozenset(
+            n.id for n in gast.walk(element) if isinstance(n, gast.Name))
+    return names
