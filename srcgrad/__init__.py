@@ -1,7 +1,12 @@
 """srcgrad: automatic differentiation by source transformation.
 
-Function transformations (JAX names): ``grad``, ``value_and_grad``, ``vjp``, ``source``;
-derivative rules: ``rule``, ``nondifferentiable``; errors under ``SrcgradError``.
+Function transformations (JAX names): ``grad``, ``value_and_grad``, ``vjp``, ``jvp``,
+``jacfwd``, ``jacrev``, ``hessian``, ``hvp``, ``source``; derivative rules: ``rule``,
+``nondifferentiable``; errors under ``SrcgradError``.
+
+The PyTorch-style Tensor facade shares the namespace, so ``import srcgrad as torch`` runs
+define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.grad``,
+``nn.functional``...
 """
 from . import rules as _rules  # registers the built-in derivative rules
 from .api import grad, source, value_and_grad, vjp
@@ -12,9 +17,14 @@ from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 
 __version__ = "0.1.0"
 
+from . import torch_api as _torch_api
+from .torch_api import *  # noqa: E402,F401,F403  (the facade: import srcgrad as torch)
+from . import autograd, nn  # noqa: E402
+
 __all__ = [
     "grad", "value_and_grad", "vjp", "source", "rule", "nondifferentiable",
     "SrcgradError", "UnsupportedSyntaxError", "MissingRuleError", "NonDifferentiableError",
     "InternalError",
     "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
 ]
+__all__ += [name for name in _torch_api.__all__ if name not in __all__]
