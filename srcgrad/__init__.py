@@ -9,7 +9,7 @@ define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.gr
 ``nn.functional``...
 """
 from . import rules as _rules  # registers the built-in derivative rules
-from .api import grad, source, value_and_grad, vjp
+from .api import grad, source, stop_gradient, value_and_grad, vjp
 from .errors import (InternalError, MissingRuleError, NonDifferentiableError, SrcgradError,
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
@@ -22,7 +22,7 @@ from .torch_api import *  # noqa: E402,F401,F403  (the facade: import srcgrad as
 from . import autograd, nn  # noqa: E402
 
 __all__ = [
-    "grad", "value_and_grad", "vjp", "source", "rule", "nondifferentiable",
+    "grad", "value_and_grad", "vjp", "source", "stop_gradient", "rule", "nondifferentiable",
     "SrcgradError", "UnsupportedSyntaxError", "MissingRuleError", "NonDifferentiableError",
     "InternalError",
     "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",

@@ -1,7 +1,8 @@
 """Public entry points: grad, value_and_grad, vjp, source; the cache of generated adjoints."""
 from __future__ import annotations
 
-__all__ = ["grad", "value_and_grad", "vjp", "source", "Adjoint", "get_adjoint"]
+__all__ = ["grad", "value_and_grad", "vjp", "source", "stop_gradient", "Adjoint",
+           "get_adjoint"]
 
 import functools
 import inspect
@@ -14,6 +15,7 @@ import gast
 import numpy as np
 
 from . import codegen, runtime
+from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .transforms import check_calls, normalize, prepare
 from .transforms.reverse import reverse

@@ -457,7 +457,7 @@ def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
 def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
     """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
     from .api_forward import dynamic_jvp
-    method = getattr(type(obj), name, None)
+    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
@@ -474,7 +474,7 @@ def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
 def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
     """Forward mode of ``method_fwd``; ``tangents`` align with ``(obj, name) + args``."""
     from .api_forward import dynamic_forward_jvp
-    method = getattr(type(obj), name, None)
+    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
@@ -579,3 +579,8 @@ def add_element(acc, xs, i, g):
     if isinstance(xs, dict) or is_zero(g):
         return acc
     return add_at(acc, xs, i, g)
+
+
+def stop_gradient(x):
+    """``x`` itself, as a value that carries no gradient (non-differentiable identity)."""
+    return x

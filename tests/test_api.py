@@ -479,3 +479,52 @@ def test_plain_decorator_closures_are_distinguished():
     g2 = doubler(lambda x: x ** 3)
     assert srcgrad.grad(g1)(2.0) == pytest.approx(8.0)
     assert srcgrad.grad(g2)(2.0) == pytest.approx(24.0)
+
+
+# -- stop_gradient, no_grad blocks, user rules ------------------------------------------------
+def _with_no_grad(x):
+    with srcgrad.no_grad():
+        scale = np.sum(x ** 2)
+    return np.sum(x * scale) + np.sum(srcgrad.stop_gradient(x) * x)
+
+
+def test_no_grad_block_and_stop_gradient_cut_the_gradient():
+    x = np.array([1.0, 2.0])
+    # d/dx [sum(x) * c + sum(c' * x)] with c = |x|^2 and c' = x held constant
+    np.testing.assert_allclose(srcgrad.grad(_with_no_grad)(x), np.sum(x ** 2) + x)
+
+
+def _opaque_softsign(x):
+    return x / (1.0 + np.abs(x))
+
+
+@srcgrad.rule(_opaque_softsign)
+def _opaque_softsign_vjp(g, ans, x):
+    return g / (1.0 + np.abs(x)) ** 2   # a single cotangent may be returned bare
+
+
+def test_user_rule_is_used_instead_of_the_source():
+    def f(x):
+        return np.sum(_opaque_softsign(x) ** 2)
+
+    x = np.array([0.5, -1.5, 2.0])
+    expected = 2 * _opaque_softsign(x) / (1.0 + np.abs(x)) ** 2
+    np.testing.assert_allclose(srcgrad.grad(f)(x), expected)
+
+
+def test_registering_a_rule_twice_raises():
+    with pytest.raises(srcgrad.SrcgradError, match="already registered"):
+        srcgrad.rule(_opaque_softsign)(_opaque_softsign_vjp)
+
+
+def _jumpy(x):
+    return float(np.floor(x))
+
+
+def test_nondifferentiable_marks_a_function_as_constant():
+    srcgrad.nondifferentiable(_jumpy)
+
+    def f(x):
+        return x * _jumpy(x)
+
+    assert srcgrad.grad(f)(2.5) == 2.0

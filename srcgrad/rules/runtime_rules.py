@@ -367,3 +367,5 @@ def element_jvp(dxs, ans, xs, i):
 defrule(rt.element, element_vjp, jvp=element_jvp, linear=True, second_order=False,
         domain=lambda rng: [((draw(rng, (3, 2)), 1), {}), (([draw(rng, None), draw(rng, (2,))], 1),
                                                           {})], name="runtime.element")
+
+nondifferentiable(rt.stop_gradient)

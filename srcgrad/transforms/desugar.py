@@ -102,6 +102,16 @@ class _Desugar:
                 setattr(s, field, self.block(getattr(s, field)))
         return pre + [s]
 
+    def visit_With(self, s):
+        """``with no_grad():`` (the only 'with' validation lets through): its body, every
+        value it assigns wrapped in ``_rt.stop_gradient`` so that none carries a gradient."""
+        body = self.block(s.body)
+        for node in body:
+            for n in gast.walk(node):
+                if isinstance(n, gast.Assign):
+                    n.value = A.located(A.call(A.attr(self.ctx.rt, "stop_gradient"), n.value), n)
+        return body
+
     # -- assignments -----------------------------------------------------------------------
     def visit_AugAssign(self, s):
         load_target = _as_load(A.deepcopy(s.target))

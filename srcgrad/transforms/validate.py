@@ -35,8 +35,8 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             ctx.problem(node, *entry)
-        elif isinstance(node, gast.With):
-            ctx.problem(node, "a 'with' block",
+        elif isinstance(node, gast.With) and not is_no_grad_block(node, ctx):
+            ctx.problem(node, "a 'with' block (other than 'with srcgrad.no_grad():')",
                         "Move it outside the differentiated function.")
         elif isinstance(node, gast.Match):
             ctx.problem(node, "a 'match' statement", "Use if/elif/else.")
@@ -56,3 +56,19 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
                     "Name each parameter.")
     ctx.raise_problems()
     return tree
+
+
+def is_no_grad_block(node, ctx: Context) -> bool:
+    """``with srcgrad.no_grad():`` (or ``torch.no_grad()`` of the facade): values computed
+    inside carry no gradient."""
+    from ..autograd.grad_mode import no_grad
+    if len(node.items) != 1 or node.items[0].optional_vars is not None:
+        return False
+    expr = node.items[0].context_expr
+    if not isinstance(expr, gast.Call) or expr.args or expr.keywords:
+        return False
+    try:
+        from .resolve import static_value
+        return static_value(expr.func, ctx) is no_grad
+    except KeyError:
+        return False
