@@ -14,10 +14,6 @@ import numpy as np
 import srcgrad
 
 
-def best(fn, number, repeat=7):
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
-
-
 # -- (a) 2-layer tanh MLP loss, batch 64, 784 -> 128 -> 10 ----------------------------------
 def mlp_loss(W1, b1, W2, b2, x, y):
     h = np.tanh(x @ W1 + b1)
@@ -40,16 +36,19 @@ def measure(name, f, args, tangents, number, n):
     g(*args)
     srcgrad.jvp(f, args, full)
     srcgrad.jvp(g, args, full)  # builds (and caches) every generated function once
-    t_f = best(lambda: f(*args), number, n)
-    t_jvp = best(lambda: srcgrad.jvp(f, args, full), number, n)
-    t_grad = best(lambda: g(*args), number, n)
-    t_hvp = best(lambda: srcgrad.jvp(g, args, full), number, n)
-    return name, t_f, t_jvp, t_grad, t_hvp
+    runs = {"f": lambda: f(*args), "jvp": lambda: srcgrad.jvp(f, args, full),
+            "grad": lambda: g(*args), "hvp": lambda: srcgrad.jvp(g, args, full)}
+    # interleaved, best of several rounds: the ratios stay meaningful on a busy machine
+    times = {k: float("inf") for k in runs}
+    for _ in range(n):
+        for k, run in runs.items():
+            times[k] = min(times[k], timeit.timeit(run, number=number) / number)
+    return name, times["f"], times["jvp"], times["grad"], times["hvp"]
 
 
 def main(quick: bool = False):
     rng = np.random.default_rng(0)
-    n = 3 if quick else 7
+    n = 5 if quick else 15
     W1 = rng.standard_normal((784, 128)) * 0.05
     b1 = np.zeros(128)
     W2 = rng.standard_normal((128, 10)) * 0.1

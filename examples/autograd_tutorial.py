@@ -3,8 +3,9 @@
 Every code cell of the tutorial's common variants, in order, with ``import srcgrad as torch``
 as the only change. Cells that the notebooks show failing (a second ``backward`` through
 freed buffers, ``backward`` of a non-scalar without a gradient) print the error the way the
-notebooks show it. Random draws are seeded, so the output is reproducible (the numbers differ
-from PyTorch's, which uses another generator).
+notebooks show it. Random draws are seeded and follow PyTorch's generator, so the output is
+the one ``import torch`` prints, memory addresses aside; the last cell goes beyond PyTorch
+and prints the backward pass as Python source.
 
     python examples/autograd_tutorial.py
 """

@@ -159,7 +159,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
+    names = _cached_param_names(func)
     bound = (fn.__self__,) if inspect.ismethod(fn) else ()
     offset = len(bound)
     by_index = {}
@@ -175,6 +175,17 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     dense = [runtime.densify(*by_index[i]) for i in wrt]
     f = get_forward(func, wrt).function_for(func)
     return f(*dense, *bound, *args, **kwargs)
+
+
+_PARAM_NAMES: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
+
+
+def _cached_param_names(func) -> list[str]:
+    """Parameter names by code object (inspect.signature is slow on every call)."""
+    names = _PARAM_NAMES.get(func.__code__)
+    if names is None:
+        names = _PARAM_NAMES[func.__code__] = _param_names(func)
+    return names
 
 
 def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):

@@ -350,6 +350,11 @@ class Tensor:
 
     @property
     def grad(self) -> "Tensor | None":
+        """The accumulated gradient of a leaf (or of a non-leaf after ``retain_grad()``).
+
+        On other non-leaves it is None with PyTorch's UserWarning, less the C++ location
+        PyTorch appends ("Triggered internally at ...").
+        """
         if self.grad_fn is not None and not self.retains_grad and self._grad is None:
             warnings.warn(NONLEAF_GRAD, UserWarning, stacklevel=2)
         return self._grad
@@ -530,6 +535,9 @@ class Tensor:
 
     def cpu(self) -> "Tensor":
         return self
+
+    def cuda(self, *args: Any, **kwargs: Any) -> "Tensor":
+        raise AssertionError("Torch not compiled with CUDA enabled")
 
     def contiguous(self, memory_format: Any = None) -> "Tensor":
         return self

@@ -7,6 +7,7 @@ here: ``torch.autograd.grad`` lives in ``srcgrad.autograd``.
 from __future__ import annotations
 
 import builtins
+import math
 import warnings
 from typing import Any, Sequence
 
@@ -18,6 +19,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, n
 from .autograd.ops import OPS, promote_types
 from .autograd.printing import set_printoptions
 from .autograd.dispatch import _apply, _binary, _matmul, _raw, _wrap
+from .autograd.generator import Generator
 from .tensor import (Size, Tensor, _make, _shape_args, as_dtype, bool_, complex64, complex128,
                      device, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, tensor_from_data, uint8)
@@ -27,7 +29,7 @@ __all__ = [
     "Tensor", "Size", "dtype", "device", "Generator",
     "float32", "float", "float64", "double", "float16", "half", "int64", "long", "int32",
     "int", "int16", "short", "int8", "uint8", "bool", "complex64", "cfloat", "complex128",
-    "cdouble", "get_default_dtype", "is_tensor", "is_floating_point", "numel",
+    "cdouble", "get_default_dtype", "is_tensor", "is_floating_point", "numel", "cuda",
     # creation
     "tensor", "as_tensor", "from_numpy", "ones", "zeros", "full", "empty", "eye", "arange",
     "linspace", "randn", "rand", "randint", "ones_like", "zeros_like", "full_like",
@@ -82,38 +84,32 @@ def numel(input: Tensor) -> _int:
     return input.numel()
 
 
+class _Cuda:
+    """``torch.cuda`` of a build without CUDA: ``is_available()`` is False."""
+
+    @staticmethod
+    def is_available() -> _bool:
+        return False
+
+    @staticmethod
+    def device_count() -> _int:
+        return 0
+
+    def __repr__(self) -> str:
+        return "<srcgrad: no CUDA>"
+
+
+cuda = _Cuda()
+
+
 # --------------------------------------------------------------------------- random
-
-
-class Generator:
-    """Source of random draws (numpy's PCG64 seeded like ``torch.manual_seed``).
-
-    The draws differ from PyTorch's for the same seed; they are reproducible within srcgrad.
-    """
-
-    def __init__(self, device: Any = "cpu"):
-        self._seed = 67280421310721  # PyTorch's default seed of the CPU generator
-        self._rng = np.random.default_rng(self._seed)
-
-    def manual_seed(self, seed: _int) -> "Generator":
-        self._seed = _int(seed)
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def initial_seed(self) -> _int:
-        return self._seed
-
-    def seed(self) -> _int:
-        self._seed = _int(np.random.SeedSequence().entropy % (2 ** 63))
-        self._rng = np.random.default_rng(self._seed)
-        return self._seed
 
 
 _GENERATOR = Generator()
 
 
 def manual_seed(seed: _int) -> Generator:
-    """Seed the default generator: later ``randn``/``rand`` draws are reproducible."""
+    """Seed the default generator: later draws are reproducible (and PyTorch's own)."""
     return _GENERATOR.manual_seed(seed)
 
 
@@ -132,28 +128,29 @@ def _float_dtype(dt: Any) -> np.dtype:
 
 def randn(*size: Any, dtype: Any = None, requires_grad: _bool = False,
           generator: Generator | None = None, device: Any = None, **_: Any) -> Tensor:
-    """Standard normal draws of shape ``size``."""
-    rng = (generator or _GENERATOR)._rng
-    target = _float_dtype(dtype)
-    data = rng.standard_normal(_shape_args(size), dtype=np.float64).astype(target)
-    return _make(data, requires_grad)
+    """Standard normal draws of shape ``size`` (PyTorch's numbers for the same seed)."""
+    shape = _shape_args(size)
+    data = (generator or _GENERATOR).normal(math.prod(shape), _float_dtype(dtype))
+    return _make(data.reshape(shape), requires_grad)
 
 
 def rand(*size: Any, dtype: Any = None, requires_grad: _bool = False,
          generator: Generator | None = None, device: Any = None, **_: Any) -> Tensor:
-    """Uniform draws in [0, 1) of shape ``size``."""
-    rng = (generator or _GENERATOR)._rng
-    data = rng.random(_shape_args(size), dtype=np.float64).astype(_float_dtype(dtype))
-    return _make(data, requires_grad)
+    """Uniform draws in [0, 1) of shape ``size`` (PyTorch's numbers for the same seed)."""
+    shape = _shape_args(size)
+    data = (generator or _GENERATOR).uniform(math.prod(shape), _float_dtype(dtype))
+    return _make(data.reshape(shape), requires_grad)
 
 
 def randint(low: _int = 0, high: _int | None = None, size: Any = None, *,
             dtype: Any = None, generator: Generator | None = None, requires_grad: _bool = False,
             device: Any = None) -> Tensor:
-    if size is None:  # randint(high, size)
+    """Integers in ``[low, high)`` of shape ``size`` (``randint(high, size)`` also works)."""
+    if size is None:
         low, high, size = 0, low, high
-    rng = (generator or _GENERATOR)._rng
-    data = rng.integers(low, high, size=_shape_args((size,)), dtype=np.int64)
+    shape = _shape_args((size,))
+    data = (generator or _GENERATOR).integers(_int(low), _int(high), math.prod(shape))
+    data = data.reshape(shape)
     return _make(data.astype(as_dtype(dtype).np) if dtype is not None else data, requires_grad)
 
 

@@ -180,5 +180,6 @@ def test_jacfwd_of_scalar_input():
 
 # -- every rule has a forward part ---------------------------------------------------------
 def test_every_rule_has_a_jvp():
-    missing = sorted(r.name for r in all_rules() if r.jvp is None)
+    # srcgrad's own rules (tests register user rules with a vjp only, which is allowed)
+    missing = sorted(r.name for r in all_rules(builtin_only=True) if r.jvp is None)
     assert not missing, f"rules without a forward-mode (jvp) part: {', '.join(missing)}"

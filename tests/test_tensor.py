@@ -45,6 +45,14 @@ def test_creation_dtypes_follow_pytorch():
     assert torch.ones((2, 3)).shape == torch.ones([2, 3]).shape == torch.ones(2, 3).shape
 
 
+def test_seeded_draws_print_what_pytorch_prints():
+    torch.manual_seed(0)
+    assert repr(torch.randn(2, 2)) == ("tensor([[ 1.5410, -0.2934],\n"
+                                       "        [-2.1788,  0.5684]])")
+    assert repr(torch.rand(3)) == "tensor([0.4556, 0.6323, 0.3489])"
+    assert repr(torch.randint(0, 10, (4,))) == "tensor([6, 6, 9, 8])"
+
+
 def test_like_functions_and_random_draws():
     x = torch.ones(2, 3, dtype=torch.float64)
     assert torch.zeros_like(x).dtype is torch.float64
@@ -435,3 +443,32 @@ def test_tensor_of_tensor_warns():
         warnings.simplefilter("always")
         torch.tensor(torch.ones(2))
     assert any("sourceTensor.detach().clone()" in str(w.message) for w in caught)
+
+
+# --------------------------------------------------------------------------- two faces
+
+
+def _numpy_program(x, w):
+    h = np.tanh(x @ w)
+    return np.sum(h * h) + np.mean(np.exp(-x)) + np.max(x[0]) * 0.5 - np.linalg.norm(w)
+
+
+def test_transformer_and_facade_agree_on_the_same_numpy_code():
+    """One engine, two faces: numpy code run on Tensors records the rules the transformer
+    inlines, so both gradients agree to the last bit."""
+    rng = np.random.default_rng(0)
+    x, w = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    gx, gw = srcgrad.grad(_numpy_program, wrt=(0, 1))(x, w)
+    tx, tw = t64(x), t64(w)
+    out = _numpy_program(tx, tw)
+    assert isinstance(out, torch.Tensor) and out.requires_grad
+    out.backward()
+    np.testing.assert_allclose(tx.grad.numpy(), gx, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(tw.grad.numpy(), gw, rtol=1e-13, atol=1e-15)
+
+
+def test_numpy_function_without_rule_on_tensors_that_require_grad_is_an_error():
+    x = torch.ones(3, requires_grad=True)
+    with pytest.raises(srcgrad.MissingRuleError):
+        np.fft.fft(x)
+    assert np.fft.fft(x.detach()).shape == (3,)

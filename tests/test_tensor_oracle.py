@@ -330,3 +330,65 @@ def test_tutorial_values_match_pytorch():
         return [repr(x), repr(y), repr(z), repr(out), repr(x.grad)]
 
     assert run(sg) == run(real)
+
+
+def test_retain_grad_and_hooks_during_autograd_grad_match_pytorch():
+    def run(t):
+        x = t.ones(2, requires_grad=True)
+        y = x * 2
+        y.retain_grad()
+        seen = []
+        x.register_hook(lambda g: seen.append(g.tolist()))
+        (g,) = t.autograd.grad((y * y).sum(), x)
+        return g.tolist(), y.grad.tolist(), seen, x.grad
+
+    assert run(sg) == run(real)
+
+
+# --------------------------------------------------------------------------- random draws
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2 ** 40 + 7])
+def test_seeded_draws_are_pytorchs(seed):
+    draws = ["randn(2, 2)", "randn(3)", "rand(2, 5)", "randn(5, dtype=t.float64)",
+             "randint(0, 10, (7,))", "rand(3, dtype=t.float64)", "randn(1)", "randn(1)",
+             "randint(5, 2 ** 40, (2,))", "randn(33, dtype=t.float64)"]
+
+    def run(t):
+        t.manual_seed(seed)
+        return [eval("t." + d, {"t": t}).numpy().tolist() for d in draws]
+
+    assert run(sg) == run(real)
+
+
+def test_seeded_blocks_of_normals_are_within_ulps_of_pytorchs():
+    sg.manual_seed(3)
+    real.manual_seed(3)
+    ours, theirs = sg.randn(4, 10).numpy(), real.randn(4, 10).numpy()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-6, atol=1e-6)
+    assert repr(sg.tensor(ours)) == repr(real.tensor(theirs))
+
+
+def test_example_script_prints_what_pytorch_prints():
+    """examples/autograd_tutorial.py under ``import torch``: same text, addresses aside."""
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[1] / "examples" / "autograd_tutorial.py") \
+        .read_text()
+    source = source.split("# ====", 1)[0] + "# ====" + source.split("# ====", 1)[1]
+    source = source[:source.index("# ============================================================ "
+                                  "Beyond the tutorial")]
+    body = source.replace("import srcgrad as torch\n", "")
+
+    def run(t):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(body, "autograd_tutorial.py", "exec"), {"torch": t, "__name__": "x"})
+        return re.sub(r"0x[0-9a-f]+", "0x...", out.getvalue())
+
+    ours, theirs = run(sg), run(real)
+    assert ours.count("\n") > 90
+    assert ours == theirs

@@ -17,9 +17,7 @@ __all__ = ["backward_source", "BackwardSource"]
 
 import builtins
 import importlib
-import inspect
 import sys
-import textwrap
 from typing import Any
 
 import gast
@@ -28,6 +26,7 @@ import numpy as np
 from .. import codegen, runtime
 from .engine import _reachable
 from .graph import FREED_MESSAGE, Node
+from .specialize import vjp_return
 
 # By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
 _t = importlib.import_module("..tensor", __package__)
@@ -272,32 +271,6 @@ def _forward_text(node: Node, arg_exprs: list) -> str:
     return f"{name}({', '.join(arg_exprs + kws)})"
 
 
-_PARSED: dict[Any, Any] = {}
-
-
-def _vjp_return(fn: Any) -> tuple | None:
-    """(parameter names, tuple elements) of a vjp whose body is one ``return (a, b...)``."""
-    if fn in _PARSED:
-        return _PARSED[fn]
-    result = None
-    try:
-        tree = gast.parse(textwrap.dedent(inspect.getsource(fn)))
-        func = tree.body[0]
-        body = [s for s in func.body
-                if not (isinstance(s, gast.Expr) and isinstance(s.value, gast.Constant))]
-        if isinstance(func, gast.FunctionDef) and len(body) == 1 and \
-                isinstance(body[0], gast.Return) and isinstance(body[0].value, gast.Tuple) and \
-                func.args.vararg is None:
-            params = [a.id for a in func.args.args]
-            defaults = dict(zip(params[len(params) - len(func.args.defaults):],
-                                func.args.defaults))
-            result = (params, defaults, body[0].value.elts)
-    except (OSError, TypeError, SyntaxError, IndexError):
-        result = None
-    _PARSED[fn] = result
-    return result
-
-
 class _Substitute(gast.NodeTransformer):
     def __init__(self, mapping: dict, globals_: dict):
         self.mapping = mapping
@@ -327,10 +300,10 @@ _MISSING = object()
 def _inline(node: Node, g: str, out_name: str, arg_exprs: list, targets: list):
     """The inlined cotangent expressions of ``node``'s vjp, or None when it must be called."""
     fn = node.rule.vjp
-    parsed = _vjp_return(fn) if inspect.isfunction(fn) else None
+    parsed = vjp_return(fn)
     if parsed is None:
         return None
-    params, defaults, elts = parsed
+    _, params, defaults, elts = parsed
     if len(params) < 2 + len(arg_exprs) or \
             len(elts) <= max((j for j, _, _ in targets), default=-1):
         return None

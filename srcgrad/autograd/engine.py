@@ -233,6 +233,10 @@ class _Walk:
     def _vjp_graph(self, node: Node, g: Any) -> tuple:
         if node.raw is None:
             raise RuntimeError(FREED_MESSAGE)
+        if not getattr(node.rule, "second_order", True):
+            raise RuntimeError(
+                f"create_graph=True differentiates the vjp of '{node.rule.name}' "
+                f"({type(node).__name__}), whose rule is registered with second_order=False")
         if node.vers is not None:
             _check_versions(node)
         Tensor = _tensor_mod.Tensor
@@ -253,7 +257,7 @@ class _Walk:
     # ------------------------------------------------------------------ hooks, leaves
 
     def _node_hooks(self, node: Node, g: Any) -> Any:
-        return _node_hooks(node, g, self.create, self.accumulate)
+        return _node_hooks(node, g, self.create)
 
     def _call_hook(self, hook, g: Any, like: Any) -> Any:
         return _call_hook(hook, g, like, self.create)
@@ -345,7 +349,7 @@ def _walk_arrays(starts: list, grads: dict, leaves: dict, retain: bool) -> None:
                         ready.append(t)
             continue
         if node.hooks is not None:
-            g = _node_hooks(node, g, False, True)
+            g = _node_hooks(node, g, False)
         raw = node.raw
         if raw is None:
             raise RuntimeError(FREED_MESSAGE)
@@ -375,12 +379,12 @@ def _walk_arrays(starts: list, grads: dict, leaves: dict, retain: bool) -> None:
                     entry[1] = entry[1] + gi
 
 
-def _node_hooks(node: Node, g: Any, create: bool, accumulate: bool) -> Any:
+def _node_hooks(node: Node, g: Any, create: bool) -> Any:
     """Run a non-leaf tensor's hooks on its gradient ``g``, then store it if retained."""
     hooks = node.hooks
     for hook in list(hooks.pre.values()):
         g = _call_hook(hook, g, node.ans, create)
-    if hooks.retain is not None and accumulate:
+    if hooks.retain is not None:  # also during autograd.grad, as in PyTorch
         t = hooks.retain()
         if t is not None:
             t._grad = _as_tensor(g, t, copy=True) if t._grad is None else \

@@ -4,10 +4,12 @@ As in PyTorch, ``forward(ctx, *args)`` runs with recording disabled and ``backwa
 *grads)`` returns one gradient per ``forward`` argument (``None`` for non-differentiable ones).
 The context *is* the graph node, named ``<ClassName>Backward``.
 
-Each subclass is also registered in the rule registry under ``MyFunction.apply``, so the
-source transformer differentiates calls to it with the same ``backward``. That registered
-vjp has no context from the forward pass, so it re-runs ``forward`` to get one; the Tensor
-facade keeps the context of the actual call instead.
+``MyFunction.as_rule()`` registers the subclass in the rule registry under
+``MyFunction.apply`` (on first call), so that the source transformer can differentiate calls to
+it with the same ``backward``. That vjp has no context from the forward pass, so it re-runs
+``forward`` to get one; the Tensor facade keeps the context of the actual call instead.
+Registration is explicit: every registered rule must carry a test domain and a jvp (the
+registry's meta-tests check it), which a user's Function does not have.
 """
 from __future__ import annotations
 
@@ -21,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from .. import rules as _rules
-from ..errors import SrcgradError
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
 
@@ -140,9 +141,6 @@ class _FunctionMeta(type):
                                  {"_function": cls, "__module__": __name__})
         cls._port_cls = type(f"{name}Backward", (_OutputPort,),
                              {"__slots__": (), "__module__": __name__})
-        is_subclass = any(isinstance(b, _FunctionMeta) for b in bases)
-        if is_subclass and "forward" in namespace and "backward" in namespace:
-            _register_rule(cls)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -160,6 +158,12 @@ class Function(metaclass=_FunctionMeta):
                                   "mode AD.")
 
     vjp = backward
+
+    @classmethod
+    def as_rule(cls):
+        """The registry rule of ``cls.apply`` (registered on the first call)."""
+        rule = _rules.lookup(cls.apply)
+        return rule if rule is not None else _register_rule(cls)
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -236,18 +240,13 @@ def once_differentiable(fn):
 # --------------------------------------------------------------------------- registry rule
 
 
-def _register_rule(cls: type) -> None:
+def _register_rule(cls: type):
     """Register ``cls.apply`` in the rule registry (for the source transformer)."""
-    try:
-        params = list(inspect.signature(cls.forward).parameters.values())[1:]
-    except (TypeError, ValueError):
-        return
+    params = list(inspect.signature(cls.forward).parameters.values())[1:]
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         n = 1
     else:
         n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
-    if n == 0:
-        return
 
     def forward_on_arrays(*args, **kwargs):
         result = cls.apply(*[_t._wrap(np.asarray(a)) if isinstance(a, np.ndarray) else a
@@ -273,10 +272,8 @@ def _register_rule(cls: type) -> None:
 
     vjp.__name__ = f"{cls.__name__}_vjp"
     forward_on_arrays.__name__ = f"{cls.__name__}_forward"
-    try:
-        rule = _rules.defrule(cls.apply, vjp, diff_args=tuple(range(n)),
-                              name=f"{cls.__module__}.{cls.__qualname__}.apply")
-    except SrcgradError:  # a rule registered by hand for this Function wins
-        return
+    rule = _rules.defrule(cls.apply, vjp, diff_args=tuple(range(n)),
+                          name=f"{cls.__module__}.{cls.__qualname__}.apply")
     # Generated code passes numpy arrays; the user's forward expects Tensors.
     rule.fn = forward_on_arrays
+    return rule

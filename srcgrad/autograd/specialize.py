@@ -12,10 +12,13 @@ __all__ = ["pullback", "vjp_return"]
 
 import copy
 import inspect
+import linecache
 import textwrap
 from typing import Any, Callable
 
 import gast
+
+from .. import codegen
 
 _PARSED: dict[Any, Any] = {}
 _PULLBACKS: dict[tuple, Callable] = {}
@@ -71,14 +74,14 @@ def _compile(vjp: Callable, needed: tuple[bool, ...]) -> Callable | None:
     func.body = [func.body[-1]]
     func.decorator_list = []
     func.name = f"{vjp.__name__}_only_{''.join('1' if k else '0' for k in needed)}"
-    module = gast.gast_to_ast(gast.Module(body=[func], type_ignores=[]))
-    import ast
-    ast.fix_missing_locations(module)
+    source = codegen.to_source(gast.Module(body=[func], type_ignores=[]))
+    filename = f"<srcgrad: pullback {vjp.__module__}.{func.name}>"
+    # In linecache, so that tracebacks through the copy show its source.
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     namespace: dict = {}
     try:
         # The vjp's own globals: free names resolve exactly as in the rule's module.
-        exec(compile(module, f"<srcgrad pullback of {vjp.__qualname__}>", "exec"),
-             vjp.__globals__, namespace)
+        exec(compile(source, filename, "exec"), vjp.__globals__, namespace)
     except Exception:  # noqa: BLE001 - fall back to the rule's vjp, which is always right
         return None
     fn = namespace[func.name]

@@ -14,6 +14,7 @@ from . import numpy_linalg  # noqa: F401
 from . import nn  # noqa: F401
 from . import nondiff  # noqa: F401
 from . import runtime_rules  # noqa: F401  (functional updates generated code calls)
+from .registry import seal_builtins as _seal_builtins
 from .methods import ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS
 from .nn import log_softmax, logsumexp, relu, sigmoid, softmax, softplus
 
@@ -21,3 +22,5 @@ __all__ = ["Rule", "all_rules", "defjvp", "defrule", "is_nondifferentiable", "lo
            "nondifferentiable", "rule", "rule_name", "ARRAY_METHODS", "ARRAY_ATTRIBUTES",
            "NONDIFF_METHODS", "NONDIFF_ATTRIBUTES", "sigmoid", "relu", "softplus", "logsumexp",
            "softmax", "log_softmax"]
+
+_seal_builtins()  # every rule registered from here on is a user's

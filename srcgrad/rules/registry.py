@@ -50,6 +50,7 @@ class Rule:
     domain: Callable | None = None
     linear: bool = False  # linear in its differentiable args: jvp contributions = fn(tangent)
     second_order: bool = True  # vjp is itself differentiable (checked by the second-order tests)
+    builtin: bool = False  # one of srcgrad's own rules (not a user's or a Function's)
     # Parameter names of the primal, read from the vjp signature (after g, ans): used to bind
     # keyword arguments to positions when generated code calls the rule.
     params: tuple[str, ...] = field(default=())
@@ -96,7 +97,7 @@ def defrule(fn: Callable, vjp: Callable, *, diff_args: tuple[int, ...] = (0,),
     if key in _RULES:
         raise SrcgradError(f"a derivative rule for '{rule_name(fn)}' is already registered")
     r = Rule(fn=fn, name=name or rule_name(fn), vjp=vjp, diff_args=tuple(diff_args), jvp=jvp,
-             domain=domain, linear=linear, second_order=second_order)
+             domain=domain, linear=linear, second_order=second_order, builtin=not _sealed)
     _RULES[key] = r
     return r
 
@@ -117,9 +118,19 @@ def lookup(fn: Any) -> Rule | None:
         return None
 
 
-def all_rules() -> list[Rule]:
-    """Every registered rule, in registration order."""
-    return list(_RULES.values())
+def all_rules(builtin_only: bool = False) -> list[Rule]:
+    """Every registered rule, in registration order; only srcgrad's own with
+    ``builtin_only`` (users' rules need no test domain or jvp)."""
+    return [r for r in _RULES.values() if r.builtin or not builtin_only]
+
+
+_sealed = False
+
+
+def seal_builtins() -> None:
+    """Called once srcgrad's rule modules are imported: later rules are users'."""
+    global _sealed
+    _sealed = True
 
 
 def nondifferentiable(fn: Callable) -> Callable:

@@ -5,6 +5,7 @@ method or attribute (mapped to a rule), or unknown.
 from __future__ import annotations
 
 import operator
+import types
 
 import gast
 
@@ -75,12 +76,17 @@ def resolve(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 
 def _resolve_call(node, ctx, methods, nondiff_methods) -> Resolved:
     func = node.func
+    root = func
+    while isinstance(root, gast.Attribute):
+        root = root.value
+    if isinstance(root, gast.Name) and root.id in ctx.closure and not ctx.own_code \
+            and not isinstance(ctx.closure[root.id], types.ModuleType):
+        # Closures made by one 'def' share an adjoint, but what they captured differs
+        # between them: whatever a captured name calls is looked up at run time. (Generated
+        # sweeps are exempt: each compiled factory gets one fixed set of helpers.)
+        return Resolved("dynamic", None, root.id)
     try:
-        resolved = classify(static_value(func, ctx))
-        if resolved.kind == "user" and isinstance(func, gast.Name) and func.id in ctx.closure:
-            # a function captured from an enclosing scope may differ between closures
-            return Resolved("dynamic", None, func.id)
-        return resolved
+        return classify(static_value(func, ctx))
     except KeyError:
         pass
     if isinstance(func, gast.Attribute):
