@@ -6,103 +6,50 @@ __all__ = ["grad", "value_and_grad", "vjp", "source", "stop_gradient", "Adjoint"
 
 import functools
 import inspect
-import sys
-import threading
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import gast
 import numpy as np
 
-from . import codegen, runtime
+from . import runtime
 from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
-from .transforms import check_calls, normalize, prepare
+from .generated import Generated, cached_build
+from .transforms import check_calls
 from .transforms.reverse import reverse
 
-_CACHE: "weakref.WeakKeyDictionary[Callable, dict]" = weakref.WeakKeyDictionary()
-_LOCK = threading.RLock()
+_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-class Adjoint:
+class Adjoint(Generated):
     """The generated forward and backward sweeps of one function, for one choice of wrt.
 
     ``fwd(*args)`` runs the user's code and returns ``(value, saved)``; ``bwd(saved, g)``
     returns one gradient per wrt parameter.
     """
 
-    def __init__(self, fn: Callable, wrt: tuple[int, ...]):
-        self.fn = fn
-        self.wrt = wrt
-        self.source = ""
-        self.filename = ""
+    kind = "adjoint"
+
+    def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
+        super().__init__(fn, wrt, scalar_mode)
         self.helper_name = f"{getattr(fn, '__name__', 'f').replace('<lambda>', 'lambda')}_adj"
-        self._make = None
-        self._helpers: list = []
-        self._fwd = self._bwd = None
-        self._has_closure = bool(getattr(fn, "__closure__", None))
         self.params: list[str] = _param_names(fn)
-        self.scalar_closed = False
 
-    def build(self, debug: bool = False, scalar_mode: bool = False) -> None:
-        ctx = prepare(self.fn, self.wrt, debug)
-        ctx.scalar_mode = scalar_mode
-        tree = normalize(ctx)
-        user_calls = check_calls(tree, ctx, get_callee_adjoint)
-        module = reverse(tree, ctx, user_calls)
-        self.scalar_closed = ctx.scalar_closed
-        self.source = codegen.to_source(module)
-        if debug:
-            print(self.source, file=sys.stderr)
-        name = f"{self.fn.__name__} {'scalar ' if scalar_mode else ''}adjoint"
-        namespace = codegen.compile_source(self.source, name, {})
-        self.filename = namespace["__srcgrad_file__"]
-        make = namespace["_make"]
-        # The sweeps must see the user's module globals, not a merged namespace: rebuild the
-        # factory as a function of those globals; srcgrad's own objects arrive as arguments.
-        self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
-        self._helpers = [runtime] + list(ctx.helpers.values())
-        self._closure_names = sorted(ctx.closure)
-        if not self._has_closure:
-            self._fwd, self._bwd = self._make(*self._helpers)
+    def generate(self, tree, ctx):
+        return reverse(tree, ctx, check_calls(tree, ctx, get_callee_adjoint))
 
-    def scalar_variant(self) -> "Adjoint":
-        """The adjoint specialized to scalar arguments (no unbroadcasting), when the
-        function computes only scalars from scalars; else this adjoint itself."""
-        if not self.scalar_closed:
-            return self
-        variant = self.__dict__.get("_scalar")
-        if variant is None:
-            variant = Adjoint(self.fn, self.wrt)
-            variant.build(scalar_mode=True)
-            self._scalar = variant
-        return variant
-
-    def _instantiate(self, fn=None):
-        fn = self.fn if fn is None else fn
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
-        values = [cells[n].cell_contents for n in self._closure_names]
-        return self._make(*self._helpers, *values)
-
-    def sweeps_for(self, fn):
-        """The sweeps for ``fn``, a function sharing this adjoint's code (its closure
-        cells supply the values the generated code reads)."""
-        if not self._has_closure:
-            return self._fwd, self._bwd
-        return self._instantiate(fn)
+    def sweeps_for(self, fn=None):
+        """``(fwd, bwd)`` for ``fn``, a function sharing this adjoint's code."""
+        return self.functions_for(fn)
 
     @property
     def fwd(self):
-        return self._fwd if not self._has_closure else self._instantiate()[0]
+        return self.functions_for()[0]
 
     @property
     def bwd(self):
-        return self._bwd if not self._has_closure else self._instantiate()[1]
-
-    def sweeps(self):
-        if not self._has_closure:
-            return self._fwd, self._bwd
-        return self._instantiate()
+        return self.functions_for()[1]
 
     def bind_positions(self, call: gast.Call) -> list:
         """For a call node of this function, the argument node bound to each wrt parameter."""
@@ -121,36 +68,13 @@ def _func_key(fn):
     return getattr(fn, "__func__", fn)
 
 
-def _cache_key(fn):
-    # Functions made by the same 'def' (closures, local defs run on every call, decorators'
-    # wrappers) share one adjoint: their cells are read per call, and functions they capture
-    # are called dynamically.
-    return fn.__code__
-
-
 def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
     """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         # made by srcgrad (a gradient, a bound method's sweep): its generated equivalent
         from .api_forward import source_function
         fn = source_function(fn)
-    fn = _func_key(fn)
-    key = _cache_key(fn)
-    with _LOCK:
-        per_fn = _CACHE.get(key)
-        if per_fn is None:
-            per_fn = _CACHE[key] = {}
-        adj = per_fn.get(wrt)
-        if adj is not None and not debug:
-            return adj
-        adj = Adjoint(fn, wrt)
-        per_fn[wrt] = adj  # before building: a recursive call finds it
-        try:
-            adj.build(debug)
-        except BaseException:
-            del per_fn[wrt]
-            raise
-        return adj
+    return cached_build(_CACHE, Adjoint, _func_key(fn), wrt, debug)
 
 
 def get_callee_adjoint(fn: Callable) -> Adjoint:

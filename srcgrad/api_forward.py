@@ -14,89 +14,42 @@ import functools
 import inspect
 import itertools
 import os
-import sys
-import threading
 import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from . import codegen, runtime
-from .api import _func_key, _integer_leaf, _normalize_wrt, _param_names, get_adjoint
+from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
+                  get_adjoint)
 from .errors import MissingRuleError, SourceUnavailableError, SrcgradError
-from .transforms import check_calls, normalize, prepare
+from .generated import Generated, cached_build
+from .transforms import check_calls
 from .transforms.forward import forward
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
-_LOCK = threading.RLock()
 
 
-class Forward:
+class Forward(Generated):
     """The generated jvp function of one function, for one choice of wrt.
 
     ``function_for(fn)(*tangents, *args, **kwargs)`` returns ``(value, tangent)``, with one
     tangent per wrt parameter, in parameter order.
     """
 
-    def __init__(self, fn: Callable, wrt: tuple[int, ...]):
-        self.fn = fn
-        self.wrt = wrt
-        self.source = ""
-        self.filename = ""
-        self._make = None
-        self._helpers: list = []
-        self._closure_names: list[str] = []
-        self._function = None
-        self._has_closure = bool(getattr(fn, "__closure__", None))
+    kind = "jvp"
 
-    def build(self, debug: bool = False) -> None:
-        ctx = prepare(self.fn, self.wrt, debug)
-        tree = normalize(ctx)
-        user_calls = check_calls(tree, ctx, _Callee)
-        module = forward(tree, ctx, user_calls)
-        self.source = codegen.to_source(module)
-        if debug:
-            print(self.source, file=sys.stderr)
-        namespace = codegen.compile_source(self.source, f"{self.fn.__name__} jvp", {})
-        self.filename = namespace["__srcgrad_file__"]
-        make = namespace["_make"]
-        # like Adjoint.build: the function sees the user's module globals
-        self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
-        self._helpers = [runtime] + list(ctx.helpers.values())
-        self._closure_names = sorted(ctx.closure)
-        if not self._has_closure:
-            (self._function,) = self._make(*self._helpers)
+    def generate(self, tree, ctx):
+        return forward(tree, ctx, check_calls(tree, ctx, _Callee))
 
     def function_for(self, fn=None):
-        """The jvp function for ``fn``, a function sharing this one's code (its closure
-        cells supply the values the generated code reads)."""
-        if not self._has_closure:
-            return self._function
-        fn = self.fn if fn is None else fn
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
-        values = [cells[n].cell_contents for n in self._closure_names]
-        return self._make(*self._helpers, *values)[0]
+        """The jvp function for ``fn``, a function sharing this one's code."""
+        return self.functions_for(fn)[0]
 
 
 def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Forward:
     """The (cached) jvp function of ``fn`` for ``wrt``; built on first use."""
-    fn = _func_key(fn)
-    key = fn.__code__
-    with _LOCK:
-        per_fn = _CACHE.get(key)
-        if per_fn is None:
-            per_fn = _CACHE[key] = {}
-        fwd = per_fn.get(wrt)
-        if fwd is not None and not debug:
-            return fwd
-        fwd = Forward(fn, wrt)
-        per_fn[wrt] = fwd  # before building: a recursive call finds it
-        try:
-            fwd.build(debug)
-        except BaseException:
-            del per_fn[wrt]
-            raise
-        return fwd
+    return cached_build(_CACHE, Forward, _func_key(fn), wrt, debug)
 
 
 # -- calls of user functions from generated jvp code -----------------------------------------
@@ -392,7 +345,10 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
         _check_tangent(primals[i], tangents[i], i)
-    jf = get_forward(fn, wrt).function_for(_func_key(fn))
+    built = get_forward(fn, wrt)
+    if built.scalar_closed and all(type(a) in _SCALARS for a in primals):
+        built = built.scalar_variant()
+    jf = built.function_for(_func_key(fn))
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)
     return value, runtime.densify(tangent, value)
 

@@ -132,7 +132,7 @@ class _OutputPort(Node):
 
 
 class _FunctionMeta(type):
-    """Gives each Function subclass its node class and its registry rule."""
+    """Gives each Function subclass its node classes (`<Name>Backward`)."""
 
     def __init__(cls, name: str, bases: tuple, namespace: dict):
         super().__init__(name, bases, namespace)
@@ -156,8 +156,6 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward "
                                   "mode AD.")
-
-    vjp = backward
 
     @classmethod
     def as_rule(cls):

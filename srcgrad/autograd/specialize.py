@@ -31,7 +31,8 @@ def vjp_return(fn: Any):
         return _PARSED[fn]
     result = None
     try:
-        if inspect.isfunction(fn):
+        # A wrapper (functools.wraps) would show the source of the function it wraps.
+        if inspect.isfunction(fn) and not hasattr(fn, "__wrapped__"):
             tree = gast.parse(textwrap.dedent(inspect.getsource(fn)))
             func = tree.body[0]
             body = [s for s in func.body

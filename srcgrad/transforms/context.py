@@ -5,8 +5,6 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import gast
-
 from ..errors import Location, UnsupportedSyntaxError
 from ..naming import Namer
 from ..source import FunctionSource

@@ -465,7 +465,7 @@ class ForwardGenerator:
             out.append(A.assign(tmp, call, at=s))
             parts = [gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k in active]
-        if _sums_to_result_shape(rule, args, active):
+        if ctx.scalar_mode or _sums_to_result_shape(rule, args, active):
             parts = [self.strip_broadcast(p) for p in parts]
         structural = _is_runtime_rule(rule)
         total = parts[0]

@@ -1,0 +1,111 @@
+"""Generated code of one function for one choice of wrt: building, compiling, caching.
+
+``Adjoint`` (reverse mode, api.py) and ``Forward`` (forward mode, api_forward.py) differ only
+in the generator they run on the normalized tree; everything around it lives here once.
+"""
+from __future__ import annotations
+
+__all__ = ["Generated", "cached_build"]
+
+import abc
+import sys
+import threading
+from typing import Any, Callable
+
+from . import codegen, runtime
+from .transforms import normalize, prepare
+
+_LOCK = threading.RLock()
+
+
+class Generated(abc.ABC):
+    """A compiled ``_make(...)`` factory and the functions it returns.
+
+    The functions see the user's module globals (not a merged namespace); srcgrad's own
+    objects arrive as the factory's arguments, and the values of a closure's cells too, so
+    closures made by one ``def`` share one build and read their own cells per call.
+    """
+
+    kind = "generated"  # shown in the linecache pseudo-filename
+
+    def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
+        self.fn = fn
+        self.wrt = wrt
+        self.scalar_mode = scalar_mode
+        self.scalar_closed = False
+        self.source = ""
+        self.filename = ""
+        self._make = None
+        self._helpers: list = []
+        self._closure_names: list[str] = []
+        self._functions: tuple = ()
+        self._has_closure = bool(getattr(fn, "__closure__", None))
+
+    @abc.abstractmethod
+    def generate(self, tree, ctx):
+        """The generated module for the normalized ``tree``: the subclass's generator."""
+
+    def build(self, debug: bool = False) -> None:
+        ctx = prepare(self.fn, self.wrt, debug)
+        ctx.scalar_mode = self.scalar_mode
+        tree = normalize(ctx)
+        module = self.generate(tree, ctx)
+        self.scalar_closed = ctx.scalar_closed
+        self.source = codegen.to_source(module)
+        if debug:
+            print(self.source, file=sys.stderr)
+        label = f"{self.fn.__name__} {'scalar ' if self.scalar_mode else ''}{self.kind}"
+        namespace = codegen.compile_source(self.source, label, {})
+        self.filename = namespace["__srcgrad_file__"]
+        make = namespace["_make"]
+        self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
+        self._helpers = [runtime] + list(ctx.helpers.values())
+        self._closure_names = sorted(ctx.closure)
+        if not self._has_closure:
+            self._functions = self._make(*self._helpers)
+
+    def functions_for(self, fn: Callable | None = None) -> tuple:
+        """The generated functions for ``fn``, a function sharing this build's code."""
+        if not self._has_closure:
+            return self._functions
+        fn = self.fn if fn is None else fn
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+        values = [cells[n].cell_contents for n in self._closure_names]
+        return self._make(*self._helpers, *values)
+
+    def scalar_variant(self) -> "Generated":
+        """This build specialized to scalar arguments (no broadcasting, so no unbroadcast),
+        when the function computes only scalars from scalars; else this build itself."""
+        if not self.scalar_closed or self.scalar_mode:
+            return self
+        variant = self.__dict__.get("_scalar")
+        if variant is None:
+            variant = type(self)(self.fn, self.wrt, scalar_mode=True)
+            variant.build()
+            self._scalar = variant
+        return variant
+
+
+def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
+                 debug: bool = False) -> Any:
+    """The cached ``cls`` build of ``fn`` for ``wrt``, built on first use.
+
+    Keyed by the code object: closures, local defs and decorators' wrappers made by one
+    ``def`` share a build. It is stored before building, so recursion finds it.
+    """
+    key = fn.__code__
+    with _LOCK:
+        per_fn = cache.get(key)
+        if per_fn is None:
+            per_fn = cache[key] = {}
+        built = per_fn.get(wrt)
+        if built is not None and not debug:
+            return built
+        built = cls(fn, wrt)
+        per_fn[wrt] = built
+        try:
+            built.build(debug)
+        except BaseException:
+            del per_fn[wrt]
+            raise
+        return built
