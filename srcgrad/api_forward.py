@@ -217,9 +217,10 @@ def dynamic_backward_jvp(record, g, d_record, d_g):
 
 
 # -- functions made by srcgrad, as generated source ------------------------------------------
-def source_function(fn):
+def source_function(fn, scalar: bool = False):
     """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
-    equivalent generated Python function calling its sweeps, which can be transformed."""
+    equivalent generated Python function calling its sweeps, which can be transformed.
+    ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve."""
     from .api import _BoundAdjoint
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, _BoundAdjoint):
@@ -227,11 +228,12 @@ def source_function(fn):
     spec = getattr(fn, "__srcgrad_grad__", None)
     if spec is None:
         return fn
-    made = getattr(fn, "__srcgrad_source_fn__", None)
+    attribute = "__srcgrad_scalar_source_fn__" if scalar else "__srcgrad_source_fn__"
+    made = getattr(fn, attribute, None)
     if made is None:
-        made = _grad_wrapper(*spec)
+        made = _grad_wrapper(*spec, scalar=scalar)
         try:
-            fn.__srcgrad_source_fn__ = made
+            setattr(fn, attribute, made)
         except AttributeError:
             pass
     return made
@@ -300,9 +302,12 @@ def _bound_sweep(owner, which: str):
     return cache[which]
 
 
-def _grad_wrapper(f, indices, single, preserve_result, value_first):
-    """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``."""
+def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False):
+    """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
+    with ``scalar``, around the sweeps specialized to scalar arguments."""
     adj = get_adjoint(f, indices)
+    if scalar:
+        adj = adj.scalar_variant()
     fwd, bwd = adj.sweeps_for(f)
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     params, call, namespace = _signature(f)
@@ -340,13 +345,14 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     primals, tangents = tuple(primals), tuple(tangents)
     if len(primals) != len(tangents):
         raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
-    fn = source_function(f)
+    scalar = all(type(a) in _SCALARS for a in primals)
+    fn = source_function(f, scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
         _check_tangent(primals[i], tangents[i], i)
     built = get_forward(fn, wrt)
-    if built.scalar_closed and all(type(a) in _SCALARS for a in primals):
+    if scalar and built.scalar_closed:
         built = built.scalar_variant()
     jf = built.function_for(_func_key(fn))
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)

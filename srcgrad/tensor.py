@@ -38,6 +38,7 @@ import numpy as np
 
 from .autograd import dispatch, printing
 from .autograd.dispatch import (_ADD, _DIV, _MUL, _NONDIFF_UFUNCS, _NOKW, _RSUB, _STRUCTURAL,
+                                NO_INDEX,
                                 _SUB, NodeHooks, _apply, _binary, _broadcast_error,
                                 _call_numpy, _index_error, _index_node, _Meta, _matmul, _op_for,
                                 _pow, _raw, _raw_index, _strip_tensors, _unary, _wrap)
@@ -1118,9 +1119,14 @@ class Tensor:
         try:
             if advanced:
                 return _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls)
-            return _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls, view_of=self)
+            view = _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls, view_of=self)
         except IndexError as e:
             raise IndexError(str(e)) from None
+        # Remember where the view came from: an in-place update of it updates the base too.
+        if view._meta is None:
+            view._meta = _Meta()
+        view._meta.base, view._meta.index = self, raw
+        return view
 
     def __setitem__(self, index: Any, value: Any) -> None:
         raw, _ = _raw_index(index)
@@ -1141,19 +1147,23 @@ class Tensor:
         if self._rg and self.grad_fn is None:
             raise RuntimeError(LEAF_INPLACE)
         meta = self._meta
-        if meta is not None and meta.base is not None and self._rg:
-            base = meta.base
-            while base._meta is not None and base._meta.base is not None:
-                base = base._meta.base
-            if base.grad_fn is None:
+        if meta is not None and meta.base is not None:
+            root = meta.base
+            while root._meta is not None and root._meta.base is not None:
+                root = root._meta.base
+            if root._rg and root.grad_fn is None:
                 raise RuntimeError(VIEW_OF_LEAF_INPLACE)
-            raise NotImplementedError(
-                "srcgrad does not record in-place operations on views of tensors that require "
-                "grad; use the out-of-place operation")
+            if meta.index is NO_INDEX and self._rg:
+                raise NotImplementedError(
+                    "srcgrad records in-place operations on views made by indexing; this view "
+                    "was made by a reshape or a transpose: use the out-of-place operation")
 
     def _inplace(self, compute) -> "Tensor":
         """Apply ``compute(value) -> Tensor`` in place, rebasing history like PyTorch."""
         self._check_inplace()
+        meta = self._meta
+        if _STATE.enabled and meta is not None and meta.base is not None:
+            return self._inplace_view(compute)
         if _STATE.enabled:
             before = _wrap(self._data.copy())
             before.grad_fn, before._rg = self.grad_fn, self._rg
@@ -1179,6 +1189,17 @@ class Tensor:
         if result.grad_fn is not None:
             self.grad_fn = result.grad_fn
             self._rg = True
+        return self
+
+    def _inplace_view(self, compute) -> "Tensor":
+        """In-place update of ``view = base[index]``: written as ``base[index] = new``, so the
+        base's history records it (PyTorch's CopySlices); the view then reads from it anew."""
+        base, index = self._meta.base, self._meta.index
+        before = _wrap(self._data.copy())
+        before.grad_fn, before._rg = self.grad_fn, self._rg
+        base[index] = compute(before)
+        fresh = base[index]
+        self.grad_fn, self._rg = fresh.grad_fn, fresh._rg
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
@@ -1209,14 +1230,13 @@ class Tensor:
         return self.fill_(0)
 
     def fill_(self, value: Any) -> "Tensor":
-        self._check_inplace()
-        if isinstance(value, Tensor) and value._rg and _STATE.enabled:
+        recorded = self._rg or (isinstance(value, Tensor) and value._rg) or \
+            (self._meta is not None and self._meta.base is not None)
+        if _STATE.enabled and recorded:
+            # A zero gradient to the old value, as PyTorch's FillBackward0 gives.
             return self._inplace(lambda v: v * 0 + value)
         self._data[...] = _raw(value)
         self._vc[0] += 1
-        if self.grad_fn is not None:  # the old history no longer reaches this value
-            self.grad_fn = None
-            self._rg = False
         return self
 
     def copy_(self, src: Any) -> "Tensor":

@@ -65,14 +65,19 @@ def _strip_tensors(data: Any) -> Any:
 # --------------------------------------------------------------------------- recording
 
 
-class _Meta:
-    """Rarely used per-tensor state: leaf hooks and the base of a view."""
+NO_INDEX = object()
+"""``_Meta.index`` of a view that is not ``base[index]`` (reshape, transpose...)."""
 
-    __slots__ = ("hooks", "base")
+
+class _Meta:
+    """Rarely used per-tensor state: leaf hooks, and the base (and index) of a view."""
+
+    __slots__ = ("hooks", "base", "index")
 
     def __init__(self):
         self.hooks = None
         self.base = None
+        self.index = NO_INDEX
 
 
 class NodeHooks:

@@ -62,13 +62,13 @@ class Op:
     __slots__ = ("label", "keys", "rule", "node", "cls", "reads", "read0", "read1", "read_ans",
                  "pullbacks")
 
-    def __init__(self, label: str, keys: tuple, node: str):
+    def __init__(self, label: str, keys: tuple, node: str, reads: tuple | None = None):
         self.label = label
         self.keys = keys
         self.node = node
         self.cls = node_class(node)
         self.rule = None
-        self.reads = None
+        self.reads = reads  # None: found by reading the vjp's bytecode
         self.pullbacks: dict = {}
 
     def resolve(self):
@@ -79,7 +79,8 @@ class Op:
         if rule is None:
             key = _load(self.keys[0])
             raise MissingRuleError(_rules.rule_name(key) if key is not None else self.label)
-        self.reads = vjp_reads(rule)
+        if self.reads is None:
+            self.reads = vjp_reads(rule)
         self.read0 = 0 in self.reads[0]
         self.read1 = 1 in self.reads[0]
         self.read_ans = self.reads[1]
@@ -122,8 +123,8 @@ def vjp_reads(rule) -> tuple[tuple[int, ...], bool]:
     return reads, names[1] in loaded
 
 
-def _op(label: str, *keys: Any, node: str) -> Op:
-    return Op(label, keys, node)
+def _op(label: str, *keys: Any, node: str, reads: tuple | None = None) -> Op:
+    return Op(label, keys, node, reads)
 
 
 _NN = "srcgrad.rules.nn"
@@ -172,7 +173,8 @@ OPS: dict[str, Op] = {op.label: op for op in [
     _op("concatenate", np.concatenate, node="CatBackward0"),
     _op("stack", np.stack, node="StackBackward0"),
     _op("copy", np.copy, node="CloneBackward0"),
-    _op("setitem", "srcgrad.runtime:setitem", node="CopySlices"),
+    # Its vjp reads the base and the value for their shapes only: nothing to version-check.
+    _op("setitem", "srcgrad.runtime:setitem", node="CopySlices", reads=((), False)),
     _op("astype", "srcgrad.rules.numpy_shape:astype_method", np.asarray,
         node="ToCopyBackward0"),
 ]}

@@ -226,7 +226,8 @@ class _Desugar:
     def visit_For(self, s):
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
-        if not (A.names_read(s.iter) & self.ctx.varied):
+        if not (A.names_read(s.iter) & self.ctx.varied) or _is_range(s.iter, self.ctx):
+            # a range yields integers: nothing differentiable to iterate
             if not isinstance(s.target, gast.Name):
                 # for a, b in pairs  ->  for _t in pairs: a, b = _t
                 tmp = self.ctx.namer.fresh("_e")
@@ -395,3 +396,15 @@ def _builtin_call(node, ctx: Context) -> str | None:
         except (KeyError, AttributeError):
             return None
     return None
+
+
+def _is_range(node, ctx: Context) -> bool:
+    """``range(...)`` of the builtin range."""
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
+            and node.func.id == "range"):
+        return False
+    try:
+        import builtins
+        return ctx.lookup_static("range") is builtins.range
+    except (KeyError, AttributeError):
+        return False
