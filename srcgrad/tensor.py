@@ -11,9 +11,9 @@ operations, so running a vjp body on Tensors (``create_graph=True``) records it 
 Deliberate differences from PyTorch (what users see is otherwise meant to be identical):
 
 * ``2 / x`` shows ``DivBackward0`` (PyTorch records a reciprocal and ``MulBackward0``).
-* In-place operations on a *view* of a non-leaf tensor that requires grad raise
-  ``NotImplementedError`` (PyTorch rewrites the base's history); views of leaves raise
-  PyTorch's own error, and ``x[i] = v`` on tensors with history is recorded (``CopySlices``).
+* In-place updates of a view made by indexing are recorded on its base as ``base[i] = new``
+  (``CopySlices``), as PyTorch does; on views made by a reshape or a transpose of a tensor
+  with history they raise ``NotImplementedError``.
 * ``max(dim)``/``min(dim)`` share the gradient among tied elements, as the registry rule of
   ``np.max`` does; PyTorch sends it to the returned index only.
 * Float sums use numpy's pairwise summation, so the last bit can differ from PyTorch's.

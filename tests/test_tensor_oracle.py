@@ -108,6 +108,9 @@ PROGRAMS = {
     "where": ([(3,), (3,)], False, lambda t, F, a, b: t.where(a > 0, a, b)),
     "setitem": ([(3,), (2,)], False, lambda t, F, a, b: _assign(a * 2, b * b)),
     "inplace chain": ([(3,), (3,)], False, lambda t, F, a, b: (a * 1).mul_(b).add_(b).sub_(a)),
+    "inplace on views": ([(3,), (2,)], False, lambda t, F, a, b: _update_views(a * 2, b)),
+    "assign into plain": ([(2,)], False, lambda t, F, a: _assign(t.zeros(3), a * 3)),
+    "fill non-leaf": ([(3,)], False, lambda t, F, a: (a * 2).fill_(1.5) * a),
     "tutorial": ([(2, 2)], False, lambda t, F, x: ((x + 2) * (x + 2) * 3).mean()),
     "mlp": ([(5, 3), (4, 3), (4,), (1, 4)], False,
             lambda t, F, x, w1, b1, w2: (F.linear(x, w1, b1).tanh() @ w2.T).sum()),
@@ -117,6 +120,14 @@ PROGRAMS = {
 def _assign(x, value):
     x[1:] = value
     return x
+
+
+def _update_views(h, b):
+    h[1:] += b
+    v = h[:2]
+    v.mul_(3)
+    h[0] = 7.0
+    return h
 
 
 def _run(lib, F, name, seed=0):
