@@ -73,9 +73,10 @@ class _Callee:
                 out.append((self.params.index(k.arg), k.value))
         return out
 
-    def site(self, wrt: tuple[int, ...]):
+    def site(self, wrt: tuple[int, ...], sparse: bool = False):
         name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
-        return _CallSite(self.fn, wrt), f"{name}_jvp"
+        site = _SparseCallSite(self.fn, wrt) if sparse else _CallSite(self.fn, wrt)
+        return site, f"{name}_jvp"
 
 
 class _CallSite:
@@ -98,6 +99,25 @@ class _CallSite:
             n = len(self.wrt)
             return f(*args[:n], *self.bound, *args[n:], **kwargs)
         return f(*args, **kwargs)
+
+
+class _SparseCallSite:
+    """Like ``_CallSite``, for tangents that may be the lazy zero at run time: each call goes
+    to the jvp for the arguments whose tangent is not zero (one build per such subset)."""
+
+    def __init__(self, fn, wrt):
+        self.fn, self.wrt = fn, wrt
+        self.sites: dict[tuple, _CallSite] = {}
+
+    def __call__(self, *args, **kwargs):
+        n = len(self.wrt)
+        tangents, primals = args[:n], args[n:]
+        live = tuple(not runtime.is_zero(t) for t in tangents)
+        site = self.sites.get(live)
+        if site is None:
+            site = self.sites[live] = _CallSite(
+                self.fn, tuple(i for i, keep in zip(self.wrt, live) if keep))
+        return site(*[t for t, keep in zip(tangents, live) if keep], *primals, **kwargs)
 
 
 def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):

@@ -486,57 +486,22 @@ class ForwardGenerator:
     def user_call(self, call, callee, v, st, s, out) -> str:
         """``v, dv = f_jvp(dargs..., args...)`` through the callee's own jvp function.
 
-        An argument whose tangent may be the lazy zero at run time (one or two of them) is
-        tested there: the call goes to the callee's jvp without it when it is zero, instead
-        of pushing an array of zeros through (forward over reverse meets this for every
-        input that is not differentiated, e.g. the data of a loss).
+        Tangents that may be the lazy zero at run time are passed as they are to a call
+        site that leaves the zero ones out of the callee's jvp (forward over reverse meets
+        this for every input that is not differentiated, e.g. the data of a loss), instead
+        of pushing arrays of zeros through.
         """
         positions = callee.bind_positions(call)
         wrt = tuple(i for i, a in positions if self.kind_of(a, st) is not None)
-        maybe = [(i, a) for i, a in positions if i in wrt and self.kind_of(a, st) == MAYBE]
-        if not 1 <= len(maybe) <= 2:
-            out.append(self.user_call_with(call, callee, wrt, positions, v, st, s, out))
-            return MAYBE
-        (i, a), rest = maybe[0], maybe[1:]
-        zero_branch, dense_branch = [], []
-        branch_state = st.copy()
-        narrowed = tuple(j for j in wrt if j != i)
-        if rest:  # recurse on the second one within each branch
-            self.user_call_split(call, callee, narrowed, positions, rest[0], v,
-                                 branch_state, s, zero_branch)
-            self.user_call_split(call, callee, wrt, positions, rest[0], v, st, s, dense_branch)
-        else:
-            zero_branch.append(self.user_call_with(call, callee, narrowed, positions, v,
-                                                   branch_state, s, zero_branch))
-            dense_branch.append(self.user_call_with(call, callee, wrt, positions, v, st, s,
-                                                    dense_branch))
-        test = A.call(self.rt("is_zero"), A.load(self.tan(a.id)))
-        out.append(A.located(gast.If(test=test, body=zero_branch, orelse=dense_branch), s))
-        for _, m in maybe:  # densified in one branch only: still possibly the lazy zero
-            st.set(m.id, MAYBE)
-        return MAYBE
-
-    def user_call_split(self, call, callee, wrt, positions, maybe, v, st, s, out) -> None:
-        i, a = maybe
-        narrowed = tuple(j for j in wrt if j != i)
-        zero_branch = [self.user_call_with(call, callee, narrowed, positions, v, st.copy(), s,
-                                           [])]
-        dense_branch: list = []
-        dense_branch.append(self.user_call_with(call, callee, wrt, positions, v, st, s,
-                                                dense_branch))
-        test = A.call(self.rt("is_zero"), A.load(self.tan(a.id)))
-        out.append(A.located(gast.If(test=test, body=zero_branch, orelse=dense_branch), s))
-
-    def user_call_with(self, call, callee, wrt, positions, v, st, s, out):
-        """The assignment calling the callee's jvp for ``wrt`` (densifying into ``out``)."""
-        obj, preferred = callee.site(wrt)
-        tangents = [self.dense(a, st, out, s) for i, a in positions if i in wrt]
+        sparse = any(self.kind_of(a, st) == MAYBE for i, a in positions if i in wrt)
+        obj, preferred = callee.site(wrt, sparse=sparse)
+        tangents = [self.tangent(a, st) if sparse else self.dense(a, st, out, s)
+                    for i, a in positions if i in wrt]
         fn = A.load(self.ctx.helper(obj, preferred))
-        new = gast.Call(func=fn, args=tangents + [A.deepcopy(x) for x in call.args],
-                        keywords=[gast.keyword(arg=k.arg, value=A.deepcopy(k.value))
-                                  for k in call.keywords])
+        new = gast.Call(func=fn, args=tangents + list(call.args), keywords=call.keywords)
         target = gast.Tuple(elts=[A.store(v), A.store(self.tan(v))], ctx=gast.Store())
-        return A.assign(target, new, at=s)
+        out.append(A.assign(target, new, at=s))
+        return MAYBE
 
     def dispatch_call(self, call, jvp_name, v, st, s, out) -> str:
         """``v, dv = _rt.call_fwd_jvp(dargs, dkwargs, args...)`` for the runtime's dispatch
