@@ -12,6 +12,7 @@ __all__ = [
     "NonDifferentiableError",
     "SourceUnavailableError",
     "InternalError",
+    "UnsupportedFeatureError",
     "Location",
 ]
 
@@ -85,6 +86,11 @@ class NonDifferentiableError(SrcgradError):
 
 class SourceUnavailableError(SrcgradError):
     """The source of a function cannot be read (built-in, C extension, deleted file)."""
+
+
+class UnsupportedFeatureError(SrcgradError):
+    """An option or case of an operation that srcgrad does not differentiate (yet); the
+    message names it. (Syntax the transformer refuses is UnsupportedSyntaxError.)"""
 
 
 class InternalError(SrcgradError):

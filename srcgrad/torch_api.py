@@ -20,7 +20,7 @@ from .autograd.ops import OPS, promote_types
 from .autograd.printing import set_printoptions
 from .autograd.dispatch import _apply, _binary, _matmul, _raw, _wrap
 from .autograd.generator import Generator
-from .tensor import (Size, Tensor, _make, _shape_args, as_dtype, bool_, complex64, complex128,
+from ._tensor import (Size, Tensor, _make, _shape_args, as_dtype, bool_, complex64, complex128,
                      device, dtype, float16, float32, float64, get_default_dtype, int8, int16,
                      int32, int64, tensor_from_data, uint8)
 

@@ -35,7 +35,7 @@ def __getattr__(name):
         function = importlib.import_module(f"{__name__}.function")
         return function if name == "function" else getattr(function, name)
     if name == "Variable":
-        from ..tensor import Tensor
+        from .._tensor import Tensor
         return Tensor
     raise AttributeError(f"module 'srcgrad.autograd' has no attribute '{name}'")
 

@@ -28,8 +28,8 @@ from .engine import _reachable
 from .graph import FREED_MESSAGE, Node
 from .specialize import vjp_return
 
-# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
-_t = importlib.import_module("..tensor", __package__)
+# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
+_t = importlib.import_module(".._tensor", __package__)
 
 _HELPERS = {"np", "_rt"}
 

@@ -5,7 +5,7 @@
 holding the rule, the raw arguments and the result. ``_call_numpy`` is the entry point of
 ``Tensor.__array_ufunc__``/``__array_function__``. Nothing here knows a derivative.
 
-The Tensor class is defined in ``srcgrad.tensor``, which imports this module and then hands
+The Tensor class is defined in ``srcgrad._tensor``, which imports this module and then hands
 the class over with ``bind`` (the two modules need each other).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ from .grad_mode import STATE as _STATE
 from .graph import node_class
 from .ops import OPS, Op, promote_types
 
-Tensor: Any = None  # srcgrad.tensor.Tensor, set by bind()
+Tensor: Any = None  # srcgrad._tensor.Tensor, set by bind()
 SUPPORTED_DTYPES: frozenset = frozenset()
 
 _ndarray = np.ndarray
@@ -33,7 +33,7 @@ _F32 = np.dtype(np.float32)
 
 
 def bind(tensor_class: type, dtypes: Iterable) -> None:
-    """Called once by ``srcgrad.tensor``: the class of the tensors made here."""
+    """Called once by ``srcgrad._tensor``: the class of the tensors made here."""
     global Tensor, SUPPORTED_DTYPES
     Tensor = tensor_class
     SUPPORTED_DTYPES = frozenset(dtypes)

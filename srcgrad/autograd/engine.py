@@ -18,9 +18,10 @@ import numpy as np
 
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
+from ..errors import UnsupportedFeatureError
 
-# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
-_tensor_mod = importlib.import_module("..tensor", __package__)
+# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
+_tensor_mod = importlib.import_module(".._tensor", __package__)
 
 _ndarray = np.ndarray
 
@@ -88,7 +89,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
          is_grads_batched: bool = False, materialize_grads: bool = False) -> tuple:
     """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated)."""
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by srcgrad")
+        raise UnsupportedFeatureError("is_grads_batched=True is not supported by srcgrad")
     outs = _as_tuple(outputs)
     ins = _as_tuple(inputs)
     _check_outputs(outs)

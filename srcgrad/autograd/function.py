@@ -25,9 +25,10 @@ import numpy as np
 from .. import rules as _rules
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
+from ..errors import UnsupportedFeatureError
 
-# By module path, not package attribute: ``srcgrad.tensor`` is also torch.tensor().
-_t = importlib.import_module("..tensor", __package__)
+# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
+_t = importlib.import_module(".._tensor", __package__)
 
 
 class _Grads(list):
@@ -148,12 +149,12 @@ class Function(metaclass=_FunctionMeta):
 
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError("You must implement the forward function for custom "
+        raise UnsupportedFeatureError("You must implement the forward function for custom "
                                   "autograd.Function.")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
-        raise NotImplementedError("You must implement either the backward or vjp method for "
+        raise UnsupportedFeatureError("You must implement either the backward or vjp method for "
                                   "your custom autograd.Function to use it with backward "
                                   "mode AD.")
 

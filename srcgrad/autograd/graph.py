@@ -15,6 +15,7 @@ __all__ = ["Node", "node_class", "AccumulateGrad", "RemovableHandle", "FREED_MES
 
 import itertools
 from typing import Any, Callable
+from ..errors import UnsupportedFeatureError
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -52,7 +53,7 @@ class Node:
     @property
     def next_functions(self) -> tuple:
         """``((node_or_AccumulateGrad_or_None, 0), ...)`` per input, as in PyTorch."""
-        from ..tensor import Tensor
+        from .._tensor import Tensor
 
         if self.args is None:  # freed: only the inputs that receive gradients are known
             return tuple((t if isinstance(t, Node) else AccumulateGrad(t), 0)
@@ -76,7 +77,7 @@ class Node:
 
     def register_hook(self, hook: Callable) -> "RemovableHandle":
         """Hook ``hook(grad_inputs, grad_outputs)`` is not supported; use Tensor hooks."""
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "srcgrad nodes support Tensor.register_hook only; register the hook on the tensor")
 
 

@@ -18,7 +18,8 @@ import numpy as np
 from ..autograd.graph import node_class
 from ..autograd.ops import OPS
 from ..autograd.dispatch import _apply, _binary, _unary, _wrap
-from ..tensor import Tensor
+from .._tensor import Tensor
+from ..errors import UnsupportedFeatureError
 
 _REDUCTIONS = ("mean", "sum", "none")
 
@@ -89,7 +90,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
 
 
 def _size(t: Any):
-    from ..tensor import Size
+    from .._tensor import Size
     return Size(np.shape(t._data if isinstance(t, Tensor) else t))
 
 
@@ -134,7 +135,7 @@ def _classes_last(input: Tensor) -> Tensor:
 
 
 def _scalar_name(dt: np.dtype) -> str:
-    from ..tensor import _SCALAR_TYPE_NAMES
+    from .._tensor import _SCALAR_TYPE_NAMES
     return _SCALAR_TYPE_NAMES.get(dt.name, dt.name)
 
 
@@ -147,7 +148,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
     ``label_smoothing`` is not.
     """
     if label_smoothing:
-        raise NotImplementedError("label_smoothing is not supported by srcgrad")
+        raise UnsupportedFeatureError("label_smoothing is not supported by srcgrad")
     class_dim = 0 if input.ndim == 1 else 1
     logp = input.log_softmax(class_dim)
     t = target._data if isinstance(target, Tensor) else np.asarray(target)
@@ -155,7 +156,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,
         _check_reduction(reduction)
         per = -(logp * target).sum(class_dim)
         if weight is not None:
-            raise NotImplementedError("weight with probability targets is not supported")
+            raise UnsupportedFeatureError("weight with probability targets is not supported")
         if reduction == "none":
             return per
         total = per.sum() if reduction == "sum" else per.mean()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..tensor import Tensor, _make, tensor_from_data
+from .._tensor import Tensor, _make, tensor_from_data
 
 
 class Parameter(Tensor):

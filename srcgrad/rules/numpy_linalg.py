@@ -20,6 +20,7 @@ from ..runtime import broadcast_like, unbroadcast
 from . import operators as ops
 from .domains import draw
 from .registry import defrule, nondifferentiable
+from ..errors import UnsupportedFeatureError
 
 # --------------------------------------------------------------------------- tensordot, dot
 
@@ -149,7 +150,7 @@ def einsum_cotangent(g, inputs, output, operands, k):
 
 def einsum_vjp(g, ans, subscripts, *operands, **kwargs):
     if not isinstance(subscripts, str):
-        raise NotImplementedError("differentiating np.einsum needs the subscripts as a string "
+        raise UnsupportedFeatureError("differentiating np.einsum needs the subscripts as a string "
                                   "(the operand/sublist form is not supported)")
     inputs, output = einsum_spec(subscripts, operands)
     return tuple(einsum_cotangent(g, inputs, output, operands, k) for k in range(len(operands)))

@@ -8,7 +8,7 @@ All take ``axis`` (None, int, negative, tuple) and ``keepdims``. Unsupported key
   away from zeros.
 * norm: vector norms of any order ``p != 0`` and ``inf``/``-inf``; matrix norms ``None``,
   ``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``. Spectral and nuclear norms (``2``, ``-2``,
-  ``'nuc'``) raise NotImplementedError. The gradient at the zero vector is NaN.
+  ``'nuc'``) raise UnsupportedFeatureError. The gradient at the zero vector is NaN.
 * average: ``weights`` are constants, ``returned=True`` is not supported.
 """
 import numpy as np
@@ -17,6 +17,7 @@ from ._helpers import (expand_reduced, expand_to, extremum_weights, normalize_ax
                        reduced_count)
 from .domains import draw
 from .registry import defrule, nondifferentiable
+from ..errors import UnsupportedFeatureError
 
 # --------------------------------------------------------------------------- sum, mean
 
@@ -128,7 +129,7 @@ def _matrix_norm_partials(x, ans, ord, axis, keepdims):
     elif ord in (np.inf, -np.inf):  # largest/smallest row sum of |x|
         summed, other = axis[1], axis[0]
     else:
-        raise NotImplementedError(f"the derivative of np.linalg.norm with ord={ord!r} is not "
+        raise UnsupportedFeatureError(f"the derivative of np.linalg.norm with ord={ord!r} is not "
                                   f"implemented; use ord='fro' or compute it from an SVD")
     sums = np.sum(np.abs(x), axis=summed, keepdims=True)
     return np.sign(x) * extremum_weights(sums, ans, axis, keepdims)
@@ -178,7 +179,7 @@ def average_weights(a, axis=None, weights=None):
 
 def average_vjp(g, ans, a, axis=None, weights=None, returned=False, *, keepdims=False):
     if returned:
-        raise NotImplementedError("np.average(..., returned=True) is not differentiable")
+        raise UnsupportedFeatureError("np.average(..., returned=True) is not differentiable")
     return (expand_reduced(g, a, axis, keepdims) * average_weights(a, axis, weights),)
 
 

@@ -13,7 +13,7 @@ Deliberate differences from PyTorch (what users see is otherwise meant to be ide
 * ``2 / x`` shows ``DivBackward0`` (PyTorch records a reciprocal and ``MulBackward0``).
 * In-place updates of a view made by indexing are recorded on its base as ``base[i] = new``
   (``CopySlices``), as PyTorch does; on views made by a reshape or a transpose of a tensor
-  with history they raise ``NotImplementedError``.
+  with history they raise ``UnsupportedFeatureError``.
 * ``max(dim)``/``min(dim)`` share the gradient among tied elements, as the registry rule of
   ``np.max`` does; PyTorch sends it to the returned index only.
 * Float sums use numpy's pairwise summation, so the last bit can differ from PyTorch's.
@@ -45,6 +45,7 @@ from .autograd.dispatch import (_ADD, _DIV, _MUL, _NONDIFF_UFUNCS, _NOKW, _RSUB,
 from .autograd.grad_mode import STATE as _STATE
 from .autograd.graph import RemovableHandle, node_class
 from .autograd.ops import OPS
+from .errors import UnsupportedFeatureError
 
 _asarray = np.asarray
 
@@ -1018,7 +1019,7 @@ class Tensor:
 
     def view(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (dtype, type)):
-            raise NotImplementedError("view(dtype) is not supported by srcgrad")
+            raise UnsupportedFeatureError("view(dtype) is not supported by srcgrad")
         return self.reshape(*shape)
 
     def view_as(self, other: "Tensor") -> "Tensor":
@@ -1154,7 +1155,7 @@ class Tensor:
             if root._rg and root.grad_fn is None:
                 raise RuntimeError(VIEW_OF_LEAF_INPLACE)
             if meta.index is NO_INDEX and self._rg:
-                raise NotImplementedError(
+                raise UnsupportedFeatureError(
                     "srcgrad records in-place operations on views made by indexing; this view "
                     "was made by a reshape or a transpose: use the out-of-place operation")
 
