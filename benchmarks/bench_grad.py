@@ -96,9 +96,15 @@ def rnn_grad_by_hand(Wh, Wx, b, xs, h0):
     return gWh, gWx, gb
 
 
-def tape_of_loop(x):
+def linear_loop(x):
     for i in range(10000):
         x = x * 0.9999 + 0.001
+    return x
+
+
+def nonlinear_loop(x):
+    for i in range(10000):
+        x = x + 0.0001 * np.sin(x)
     return x
 
 
@@ -167,12 +173,17 @@ def main(quick: bool = False):
     print(f"srcgrad.grad(f) (cached): {t_lookup * 1e6:.2f} us; adjoint lookup: "
           f"{t_cached * 1e6:.2f} us")
 
-    # tape of a 10,000-iteration loop
-    adj = get_adjoint(tape_of_loop, (0,))
-    value, saved = adj.fwd(0.5)
-    tape = saved[0] if saved and isinstance(saved[0], list) else []
-    nbytes = sum(np.asarray(v).nbytes for v in tape)
-    print(f"tape of a 10,000-iteration scalar loop: {len(tape)} entries, {nbytes} bytes")
+    # tapes of 10,000-iteration loops: only values an adjoint reads are recorded
+    for fn, x0, what in ((linear_loop, 0.5, "x = x * 0.9999 + 0.001 (floats)"),
+                         (nonlinear_loop, 0.5, "x = x + 0.0001 * sin(x) (floats)"),
+                         (nonlinear_loop, np.full(100, 0.5), "same on a 100-vector")):
+        adj = get_adjoint(fn, (0,))
+        if np.ndim(x0) == 0:
+            adj = adj.scalar_variant()
+        value, saved = adj.fwd(x0)
+        tape = saved[0] if saved and isinstance(saved[0], list) else []
+        nbytes = sum(np.asarray(v).nbytes for v in tape)
+        print(f"tape, 10,000 iterations of {what}: {len(tape)} entries, {nbytes} bytes")
 
 
 def _torch_mlp(W1, b1, W2, b2, x, y, n):

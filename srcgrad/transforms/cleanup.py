@@ -1,6 +1,5 @@
 """Guarantees afterwards: generated adjoint expressions contain no arithmetic on constants
-alone and no multiplications by one, powers of one or additions of zero, and no
-``unbroadcast`` of an operand whose shape cannot differ from the result's.
+alone, no multiplications or powers by one, and no addition of a negation.
 """
 from __future__ import annotations
 
@@ -13,6 +12,7 @@ _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul
 
 
 def _number(node):
+    """The value of a numeric literal (``2``, ``-3.5``), else None."""
     if isinstance(node, gast.Constant) and type(node.value) in (int, float):
         return node.value
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
@@ -48,6 +48,10 @@ class _Simplify(gast.NodeTransformer):
                 return gast.copy_location(gast.Constant(value=value, kind=None), node)
         if isinstance(node.op, gast.Pow) and right == 1:
             return node.left
+        if isinstance(node.op, gast.Add) and isinstance(node.right, gast.UnaryOp) \
+                and isinstance(node.right.op, gast.USub):
+            # a + -b is a - b: one pass over the data instead of two
+            return gast.BinOp(left=node.left, op=gast.Sub(), right=node.right.operand)
         if isinstance(node.op, gast.Mult) and isinstance(node.right, gast.BinOp) \
                 and isinstance(node.right.op, gast.Mult) and _number(node.right.left) is not None:
             # g * (2 * x) reads better as g * 2 * x (same value up to rounding order)

@@ -17,13 +17,14 @@ import copy
 import os
 
 import gast
+import numpy as np
 
 from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, NonDifferentiableError
 from ..rules import lookup
 from . import astutil as A
 from . import inline
-from .cleanup import simplify
+from .cleanup import _number, simplify
 from .context import Context, DynamicCall
 from . import is_tape_op
 from .resolve import BINOPS, UNARYOPS
@@ -56,6 +57,7 @@ class ReverseGenerator:
         self.in_loop: set[int] = set()  # ids of statements inside a loop
         self.nested: set[int] = set()  # ids of statements inside a branch or loop
         self.overwritten, self.pushes, self.none_init = self._overwrites()
+        self.shape_root = _shape_roots(tree, ctx)
         self.sequences = self._sequence_names()
         self.numeric = self._numeric_names() - self.sequences
         for node in gast.walk(tree):  # names for decisions, fixed before any dry run
@@ -453,13 +455,21 @@ class ReverseGenerator:
             out.append(A.assign(tmp, call, at=s))
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
+        same = _elementwise(fn) and self.same_shapes(args)
         for k, i in active:
-            if ctx.scalar_mode or all(isinstance(a, gast.Constant)
-                                      for j, a in enumerate(args) if j != i):
+            if ctx.scalar_mode or same or all(_number(a) is not None
+                                              for j, a in enumerate(args) if j != i):
                 exprs[k] = self.same_shape(exprs[k], args[i])
             self.read(exprs[k])
             out.append(self.accumulate(args[i].id, exprs[k], state, s))
         return out
+
+    def same_shapes(self, args) -> bool:
+        """Whether every name among ``args`` has, by construction, the same shape (so an
+        elementwise operation on them broadcasts nothing)."""
+        roots = {self.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
+        others = [a for a in args if not isinstance(a, gast.Name) and _number(a) is None]
+        return len(roots) == 1 and None not in roots and not others
 
     def same_shape(self, expr, operand):
         """``unbroadcast(e, x)`` is ``e`` when every other operand is a constant scalar."""
@@ -760,3 +770,61 @@ def _factory(ctx: Context, functions, returned) -> gast.Module:
     ret = gast.Return(value=gast.Tuple(elts=[A.load(n) for n in returned], ctx=gast.Load()))
     make = _function("_make", args, list(functions) + [ret])
     return gast.Module(body=[make], type_ignores=[])
+
+
+def _elementwise(fn) -> bool:
+    """Operators and numpy ufuncs: their result has the broadcast shape of their operands."""
+    return fn in BINOPS.values() or fn in UNARYOPS.values() or isinstance(fn, np.ufunc)
+
+
+def _shape_roots(tree, ctx: Context) -> dict[str, str]:
+    """For each name, a name whose shape it always has (itself when nothing better is
+    known): copies, unary elementwise operations, and elementwise operations with
+    constants or with operands of one shape keep their operand's shape. Every definition
+    of a name must agree, so a name assigned in a loop gets a root only if each
+    iteration's value has that same shape."""
+    defs: dict[str, list] = {p: [None] for p in ctx.params}
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            defs.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, gast.For):
+            defs.setdefault(node.target.id, []).append(None)
+    root = {name: name for name in defs}
+
+    def root_of(value):
+        if value is None:
+            return None
+        if isinstance(value, gast.Name):
+            return root.get(value.id)
+        operands = None
+        if isinstance(value, gast.UnaryOp) and not isinstance(value.op, gast.Not):
+            operands = [value.operand]
+        elif isinstance(value, gast.BinOp) and not isinstance(value.op, gast.MatMult):
+            operands = [value.left, value.right]
+        elif isinstance(value, gast.Call) and not value.keywords:
+            r = ctx.resolved.get(id(value))
+            if r is not None and r.kind == "rule" and isinstance(r.obj, np.ufunc) \
+                    and r.obj.nin == len(value.args) and r.obj.nout == 1:
+                operands = list(value.args)
+        if operands is None:
+            return None
+        roots = {root.get(o.id) for o in operands if isinstance(o, gast.Name)}
+        if any(not isinstance(o, (gast.Name, gast.Constant)) for o in operands) \
+                or any(isinstance(o, gast.Constant) and not isinstance(o.value, (int, float))
+                       for o in operands):
+            return None
+        return roots.pop() if len(roots) == 1 and None not in roots else None
+
+    changed = True
+    while changed:
+        changed = False
+        for name, values in defs.items():
+            if None in values:  # a parameter or loop target: its own root
+                continue
+            candidates = {root_of(v) for v in values}
+            new = candidates.pop() if len(candidates) == 1 and None not in candidates \
+                else name
+            if root[name] != new:
+                root[name] = new
+                changed = True
+    return root

@@ -13,8 +13,8 @@ def _make(_rt):
         # backward sweep
         x, y, _t1, _t2, w, z = _saved
         # _inputs.py:12  return w * w
-        bw = _rt.unbroadcast(b_t3 * w, w)
-        bw = bw + _rt.unbroadcast(b_t3 * w, w)
+        bw = b_t3 * w
+        bw = bw + b_t3 * w
         # _inputs.py:11  w = z / y
         bz = _rt.unbroadcast(bw / y, z)
         by = _rt.unbroadcast(-bw * w / y, y)
