@@ -701,7 +701,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     uses_tape = any(isinstance(n, gast.Attribute) and n.attr == "push"
                     and isinstance(n.value, gast.Name) and n.value.id == gen.tape
                     for s in forward for n in gast.walk(s))
-    saved = sorted((gen.needed & primal) - set(ctx.params) - {gen.tape})
+    saved = sorted((gen.needed & primal) - set(ctx.params) - {gen.tape}, key=_natural)
     saved = [p for p in ctx.params if p in gen.needed or p in ctx.wrt_names] + saved
     if uses_tape:
         saved = [gen.tape] + saved
@@ -714,7 +714,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in gen.nested}
     unbound = ((gen.none_init & gen.needed) | gen.maybe_unbound | nested_saves) \
         & (set(saved) | (gen.none_init & gen.needed) | nested_saves)
-    for v in sorted(unbound - set(ctx.params)):
+    for v in sorted(unbound - set(ctx.params), key=_natural):
         fwd_body.append(A.assign(v, A.const(None)))
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
@@ -828,3 +828,10 @@ def _shape_roots(tree, ctx: Context) -> dict[str, str]:
                 root[name] = new
                 changed = True
     return root
+
+
+def _natural(name: str):
+    """Sort key putting _t2 before _t10."""
+    stem = name.rstrip("0123456789")
+    digits = name[len(stem):]
+    return (stem, int(digits) if digits else -1)
