@@ -1272,20 +1272,7 @@ def debug_strings_and_asserts(x):
     return x
 
 
-# =============================================================================================
-# Known srcgrad bugs: user-style functions srcgrad currently gets wrong (wrong gradient, crash,
-# or a spurious error). Kept out of CASES so the corpus stays green; test_control_flow.py runs
-# them as strict xfails. When one starts passing, move it to @case.
-# =============================================================================================
-KNOWN_BUGS: list[Case] = []
-
-
-def known_bug(reason, *args, wrt=(0,), **kwargs):
-    """Like ``case``, for a function srcgrad gets wrong; ``reason`` says how."""
-    def register(fn):
-        KNOWN_BUGS.append(Case(fn, args, wrt, ("srcgrad bug: " + reason,), kwargs))
-        return fn
-    return register
+# -- cases that were srcgrad bugs once (regression tests) -------------------------------------
 
 
 def _two_args(a, b):

@@ -408,14 +408,3 @@ def test_zero_trip_loop_gradient_is_identity_part():
 
     assert srcgrad.grad(f)(0.5, 0) == 3.0
     assert srcgrad.grad(f)(0.5, 1) == pytest.approx(2 * 1.5 * 3)
-
-
-# -- corpus functions srcgrad currently gets wrong --------------------------------------------
-from corpus import KNOWN_BUGS  # noqa: E402
-
-
-@pytest.mark.parametrize("case", [
-    pytest.param(c, marks=pytest.mark.xfail(reason=c.tags[0], strict=True), id=c.id)
-    for c in KNOWN_BUGS])
-def test_corpus_known_bugs(case):
-    check_grad(case.fn, case.args, wrt=case.wrt, kwargs=case.kwargs)
