@@ -8,6 +8,12 @@ coordinates are not differentiable (the base is a constant; ``hypot`` takes two 
 import math
 
 from .domains import away_from, draw
+# Formulas that call no function of their own (they use the result or arithmetic only) are
+# the same for math and numpy: written once, in numpy_elementwise.
+from .numpy_elementwise import (cbrt_jvp, cbrt_vjp, exp2_jvp, exp2_vjp, exp_jvp, exp_vjp,
+                                expm1_jvp, expm1_vjp, log1p_jvp, log1p_vjp, log2_jvp, log2_vjp,
+                                log10_jvp, log10_vjp, sqrt_jvp, sqrt_vjp, tan_jvp, tan_vjp,
+                                tanh_jvp, tanh_vjp)
 from .registry import defrule
 
 LN2 = math.log(2.0)
@@ -29,14 +35,6 @@ def cos_vjp(g, ans, x):
 
 def cos_jvp(dx, ans, x):
     return (-dx * math.sin(x),)
-
-
-def tan_vjp(g, ans, x):
-    return (g * (1.0 + ans * ans),)
-
-
-def tan_jvp(dx, ans, x):
-    return (dx * (1.0 + ans * ans),)
 
 
 def asin_vjp(g, ans, x):
@@ -87,14 +85,6 @@ def cosh_jvp(dx, ans, x):
     return (dx * math.sinh(x),)
 
 
-def tanh_vjp(g, ans, x):
-    return (g * (1.0 - ans * ans),)
-
-
-def tanh_jvp(dx, ans, x):
-    return (dx * (1.0 - ans * ans),)
-
-
 def asinh_vjp(g, ans, x):
     return (g / math.sqrt(x * x + 1.0),)
 
@@ -119,30 +109,6 @@ def atanh_jvp(dx, ans, x):
     return (dx / (1.0 - x * x),)
 
 
-def exp_vjp(g, ans, x):
-    return (g * ans,)
-
-
-def exp_jvp(dx, ans, x):
-    return (dx * ans,)
-
-
-def exp2_vjp(g, ans, x):
-    return (g * ans * LN2,)
-
-
-def exp2_jvp(dx, ans, x):
-    return (dx * ans * LN2,)
-
-
-def expm1_vjp(g, ans, x):
-    return (g * (ans + 1.0),)
-
-
-def expm1_jvp(dx, ans, x):
-    return (dx * (ans + 1.0),)
-
-
 def log_vjp(g, ans, x, base=math.e):
     # The base is a constant; math.log(math.e) == 1.0 exactly.
     return (g / (x * math.log(base)),)
@@ -150,46 +116,6 @@ def log_vjp(g, ans, x, base=math.e):
 
 def log_jvp(dx, ans, x, base=math.e):
     return (dx / (x * math.log(base)),)
-
-
-def log1p_vjp(g, ans, x):
-    return (g / (1.0 + x),)
-
-
-def log1p_jvp(dx, ans, x):
-    return (dx / (1.0 + x),)
-
-
-def log2_vjp(g, ans, x):
-    return (g / (x * LN2),)
-
-
-def log2_jvp(dx, ans, x):
-    return (dx / (x * LN2),)
-
-
-def log10_vjp(g, ans, x):
-    return (g / (x * LN10),)
-
-
-def log10_jvp(dx, ans, x):
-    return (dx / (x * LN10),)
-
-
-def sqrt_vjp(g, ans, x):
-    return (g * 0.5 / ans,)
-
-
-def sqrt_jvp(dx, ans, x):
-    return (dx * 0.5 / ans,)
-
-
-def cbrt_vjp(g, ans, x):
-    return (g / (3.0 * ans * ans),)
-
-
-def cbrt_jvp(dx, ans, x):
-    return (dx / (3.0 * ans * ans),)
 
 
 def pow_vjp(g, ans, x, y):
