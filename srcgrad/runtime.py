@@ -198,7 +198,7 @@ def add(a, b):
     return a + b
 
 
-def add_at(acc, x, index, g):
+def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
     """Adjoint of ``y = x[index]``: add ``g`` into ``acc`` (the adjoint of ``x``) at ``index``.
 
     Repeated fancy indices accumulate (``np.add.at``). Containers get container adjoints.
@@ -208,7 +208,7 @@ def add_at(acc, x, index, g):
             acc = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32)
                            if x.dtype.kind in "fc" else np.float64)
         elif not (type(acc) is _ndarray and acc.base is None and acc.flags.writeable
-                  and _getrefcount(acc) <= _OWNED_REFS and acc.shape == x.shape):
+                  and _getrefcount(acc) <= _owned_refs and acc.shape == x.shape):
             # someone else may hold this array (an aliased adjoint, a user's array):
             # accumulate into a copy. Otherwise adding in place keeps a loop over the rows
             # of x linear instead of quadratic.
@@ -227,7 +227,8 @@ def add_at(acc, x, index, g):
         if isinstance(index, (np.integer,)):
             index = int(index)
         if isinstance(index, slice):
-            for i, gi in zip(range(*index.indices(len(x))), g):
+            # a lazy-zero g (the adjoint of a slice no one read) adds nothing
+            for i, gi in zip(range(*index.indices(len(x))), [] if is_zero(g) else g):
                 items[i] = add(items[i], gi)
         else:
             items[index] = add(items[index], g)
@@ -346,6 +347,8 @@ def list_slice(g, start: int, stop: int):
 def call_fwd(fn, *args, **kwargs):
     """Forward sweep of a call to a function value (argument, local def, lambda): returns
     ``(value, record)``; ``call_bwd(record, g)`` gives ``(positional, keyword)`` gradients."""
+    if fn is call_fwd or fn is method_fwd or fn is call_bwd:
+        return _redispatch_fwd(fn, args, kwargs)
     from .api import dynamic_forward
     return dynamic_forward(fn, args, kwargs)
 
@@ -393,6 +396,8 @@ def method_fwd(obj, name, *args, **kwargs):
 
 
 def call_bwd(record, g):
+    if record[0] == "redispatch":
+        return record[1](record[2], g)
     from .api import dynamic_backward
     return dynamic_backward(record, g)
 
@@ -578,9 +583,134 @@ def add_element(acc, xs, i, g):
     """Adjoint of ``element(xs, i)``: ``g`` added at position ``i`` (nothing for dict keys)."""
     if isinstance(xs, dict) or is_zero(g):
         return acc
-    return add_at(acc, xs, i, g)
+    # one more reference to an owned accumulator: this function's own parameter
+    return add_at(acc, xs, i, g, _OWNED_REFS + 1)
 
 
 def stop_gradient(x):
     """``x`` itself, as a value that carries no gradient (non-differentiable identity)."""
     return x
+
+
+# -- reverse over reverse of the dispatch helpers above ----------------------------------------
+# A generated sweep differentiated again in reverse mode calls ``call_fwd``, ``method_fwd``
+# and ``call_bwd`` through ``call_fwd`` itself (the transformer treats them as calls known
+# only at run time). Each runs the same computation through ``api.dynamic_forward`` of the
+# generated sweep or rule vjp it stands for, so that the (value, record) pairs they return
+# can be differentiated; the record is ``("redispatch", backward, data)``, which
+# ``call_bwd`` hands to ``backward``. Gradients align with the helper's own arguments.
+
+def _redispatch_fwd(helper, args, kwargs):
+    if helper is call_fwd:
+        return _call_fwd_fwd(args[0], args[1:], kwargs, 1)
+    if helper is method_fwd:
+        obj, name = args[0], args[1]
+        return _call_fwd_fwd(_method_target(obj, name), (obj,) + tuple(args[2:]), kwargs, 2,
+                             receiver=True)
+    return _call_bwd_fwd(args[0], args[1])
+
+
+def _method_target(obj, name):
+    """The function ``method_fwd`` calls for ``obj.name(...)`` (with ``obj`` first)."""
+    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
+    if method is None or not hasattr(method, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    return method
+
+
+def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
+    """``call_fwd(fn, *args)`` (``lead`` = 1) or ``method_fwd(obj, name, *rest)`` (``lead`` =
+    2, ``args`` = ``(obj,) + rest``) whose ``(value, record)`` can be differentiated."""
+    import inspect
+    from .api import _func_key, _param_names, dynamic_forward, get_adjoint
+    from .rules import lookup
+    if lookup(fn) is not None:
+        value, record = dynamic_forward(fn, args, kwargs)
+        data = ("rule", record, len(args), lead, receiver)
+        return (value, record), ("redispatch", _call_fwd_bwd, data)
+    func = _func_key(fn)
+    if not hasattr(func, "__code__"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
+    names = _param_names(func)
+    fwd, bwd = get_adjoint(func, tuple(range(len(names)))).sweeps_for(func)
+    self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
+    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+    data = ("user", inner, len(args), lead, receiver, len(self_args))
+    return (value, record), ("redispatch", _call_fwd_bwd, data)
+
+
+def _call_fwd_bwd(data, g):
+    """Gradients of ``call_fwd``/``method_fwd``'s arguments from the cotangent ``g`` of
+    their ``(value, record)``."""
+    from .api import dynamic_backward
+    g_value, g_record = part(g, 0), part(g, 1)
+    kind, inner, n_args, lead, receiver = data[:5]
+    if kind == "rule":
+        # record = ("rule", rule, args, kwargs, value): args and value pass through as such
+        g_value = add(g_value, part(g_record, 4))
+        g_args, g_kwargs = [ZERO] * n_args, {}
+        if not is_zero(g_value):
+            g_args, g_kwargs = dynamic_backward(inner, g_value)
+        g_args = [add(_zero_if_none(a), part(part(g_record, 2), i)) for i, a in enumerate(g_args)]
+        g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
+    else:
+        # record = ("user", bwd, saved, ...): value and saved come from the callee's fwd
+        n_self = data[5]
+        grads, g_kwargs = dynamic_backward(inner, (g_value, part(g_record, 2)))
+        g_args = [_zero_if_none(a) for a in grads[n_self:]]
+        g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
+    if receiver:  # method_fwd(obj, name, *rest): obj's gradient first, none for the name
+        return [g_args[0], ZERO] + g_args[1:], g_kwargs
+    return [ZERO] + g_args, g_kwargs
+
+
+def _call_bwd_fwd(record, g):
+    """``call_bwd(record, g)`` whose ``(positional, keyword)`` result can be differentiated."""
+    from .api import dynamic_forward
+    if record[0] == "rule":
+        _, rule, args, kwargs, value = record
+        grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
+        positional = [None] * len(args)
+        for k, i in enumerate(rule.diff_args):
+            if i < len(args):
+                positional[i] = grads[k]
+        return (positional, {}), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
+    _, bwd, saved, n_self, names, n_args, kwargs = record
+    grads, inner = dynamic_forward(bwd, (saved, g), {})
+    positional = list(grads[n_self:n_self + n_args])
+    by_name = dict(zip(names, grads))
+    keyword = {k: by_name.get(k) for k in kwargs}
+    return (positional, keyword), ("redispatch", _call_bwd_bwd, ("user", inner, record))
+
+
+def _call_bwd_bwd(data, g):
+    """Gradients of ``call_bwd``'s ``(record, g)`` from the cotangent of its result."""
+    from .api import dynamic_backward
+    kind, inner, record = data
+    g_positional, g_keyword = part(g, 0), part(g, 1)
+    if kind == "rule":
+        _, rule, args, kwargs, value = record
+        g_grads = tuple(part(g_positional, i) if i < len(args) else ZERO
+                        for i in rule.diff_args)
+        grads, _ = dynamic_backward(inner, g_grads)
+        grads = [_zero_if_none(x) for x in grads]
+        g_record = (ZERO, ZERO, tuple(grads[2:]), ZERO, grads[1])
+        return [g_record, grads[0]], {}
+    _, bwd, saved, n_self, names, n_args, kwargs = record
+    g_grads = [ZERO] * len(names)
+    for i in range(n_args):
+        g_grads[n_self + i] = part(g_positional, i)
+    for k in kwargs:
+        if k in names:
+            j = names.index(k)
+            g_grads[j] = add(g_grads[j], part(g_keyword, k))
+    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads))
+    g_record = (ZERO, ZERO, _zero_if_none(g_saved)) + (ZERO,) * 4
+    return [g_record, _zero_if_none(g_g)], {}
+
+
+def _zero_if_none(g):
+    return ZERO if g is None else g

@@ -46,8 +46,8 @@ def tensordot_vjp(g, ans, a, b, axes=2):
     ga_order = free_a + [summed_a[summed_b.index(j)] for j in sorted(summed_b)]
     gb = np.tensordot(a, g, axes=(free_a, list(range(len(free_a)))))
     gb_order = [summed_b[summed_a.index(i)] for i in sorted(summed_a)] + free_b
-    return (np.transpose(ga, tuple(int(i) for i in np.argsort(ga_order))),
-            np.transpose(gb, tuple(int(i) for i in np.argsort(gb_order))))
+    return (np.transpose(ga, tuple([int(i) for i in np.argsort(ga_order)])),
+            np.transpose(gb, tuple([int(i) for i in np.argsort(gb_order)])))
 
 
 def tensordot_jvp(da, db, ans, a, b, axes=2):

@@ -8,6 +8,7 @@ differentiable arguments.
 A sequence argument (``np.concatenate([a, b])``) gets its cotangent as a container of the same
 kind (list or tuple), one entry per item.
 """
+import collections
 import operator
 
 import numpy as np
@@ -125,11 +126,12 @@ def split_like(g, arrays, axis, shapes=None):
     return like_sequence(arrays, pieces)
 
 
-def concatenate_vjp(g, ans, arrays, axis=0, out=None, **kwargs):
+def concatenate_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return (split_like(g, arrays, axis),)
 
 
-def concatenate_jvp(d_arrays, ans, arrays, axis=0, out=None, **kwargs):
+def concatenate_jvp(d_arrays, ans, arrays, axis=0, out=None, dtype=None,
+                    casting="same_kind"):
     return (np.concatenate(densify(d_arrays, arrays), axis=axis),)
 
 
@@ -139,11 +141,11 @@ def unstack(g, arrays, axis=0):
     return like_sequence(arrays, [g[(slice(None),) * axis + (i,)] for i in range(len(arrays))])
 
 
-def stack_vjp(g, ans, arrays, axis=0, out=None, **kwargs):
+def stack_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return (unstack(g, arrays, axis),)
 
 
-def stack_jvp(d_arrays, ans, arrays, axis=0, out=None, **kwargs):
+def stack_jvp(d_arrays, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     return (np.stack(densify(d_arrays, arrays), axis=axis),)
 
 
@@ -156,21 +158,29 @@ def _at_least(shape, n):
     return (1,) * n
 
 
-def hstack_vjp(g, ans, tup, **kwargs):
+def hstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     shapes = [_at_least(np.shape(x), 1) for x in tup]
     return (split_like(g, tup, 0 if np.ndim(ans) == 1 else 1, shapes),)
 
 
-def hstack_jvp(dtup, ans, tup, **kwargs):
+def hstack_jvp(dtup, ans, tup, dtype=None, casting="same_kind"):
     return (np.hstack(densify(dtup, tup)),)
 
 
-def vstack_vjp(g, ans, tup, **kwargs):
+def vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     return (split_like(g, tup, 0, [_at_least(np.shape(x), 2) for x in tup]),)
 
 
-def vstack_jvp(dtup, ans, tup, **kwargs):
+def vstack_jvp(dtup, ans, tup, dtype=None, casting="same_kind"):
     return (np.vstack(densify(dtup, tup)),)
+
+
+def like_sequence_vjp(g, ans, seq, items):
+    return (runtime.list_slice(g, 0, len(items)),)
+
+
+def like_sequence_jvp(ditems, ans, seq, items):
+    return (like_sequence(seq, densify(ditems, items)),)
 
 
 # --------------------------------------------------------------------------- repetition
@@ -303,20 +313,22 @@ def restack(d):
     return d
 
 
-def asarray_vjp(g, ans, a, dtype=None, order=None, **kwargs):
+def asarray_vjp(g, ans, a, dtype=None, order=None, device=None, copy=None, like=None):
     # Casting to an integer or bool dtype cuts the gradient.
     return (unstack_like(g * float_dtype_weight(dtype), a),)
 
 
-def asarray_jvp(da, ans, a, dtype=None, order=None, **kwargs):
+def asarray_jvp(da, ans, a, dtype=None, order=None, device=None, copy=None, like=None):
     return (np.reshape(restack(densify(da, a)), np.shape(ans)) * float_dtype_weight(dtype),)
 
 
-def array_vjp(g, ans, object, dtype=None, **kwargs):
+def array_vjp(g, ans, object, dtype=None, copy=True, order="K", subok=False, ndmin=0, ndmax=0,
+              like=None):
     return (unstack_like(g * float_dtype_weight(dtype), object),)
 
 
-def array_jvp(dobject, ans, object, dtype=None, **kwargs):
+def array_jvp(dobject, ans, object, dtype=None, copy=True, order="K", subok=False, ndmin=0,
+              ndmax=0, like=None):
     return (np.reshape(restack(densify(dobject, object)), np.shape(ans))
             * float_dtype_weight(dtype),)
 
@@ -601,6 +613,15 @@ def _array_points(rng):
     return _asarray_points(rng) + [((draw(rng, (3,)),), {"ndmin": 2})]
 
 
+def _like_sequence_points(rng):
+    items = [draw(rng, (2,)), draw(rng, None)]
+    return [(((0.0, 0.0), items), {}), (([0.0, 0.0], items), {}),
+            ((_Pair(0.0, 0.0), items), {})]
+
+
+_Pair = collections.namedtuple("_Pair", "first second")
+
+
 def _copy_points(rng):
     return [((draw(rng, (2, 3)),), {}), ((draw(rng, None),), {})]
 
@@ -666,6 +687,7 @@ _LINEAR = [
     (np.triu, triu_vjp, triu_jvp, _tri_points, (0,)),
     (operator.getitem, getitem_vjp, getitem_jvp, _getitem_points, (0,)),
     (unindex, unindex_vjp, unindex_jvp, _unindex_points, (0,)),
+    (like_sequence, like_sequence_vjp, like_sequence_jvp, _like_sequence_points, (1,)),
     (np.asarray, asarray_vjp, asarray_jvp, _asarray_points, (0,)),
     (np.asanyarray, asarray_vjp, asarray_jvp, _asarray_points, (0,)),
     (np.array, array_vjp, array_jvp, _array_points, (0,)),

@@ -119,11 +119,12 @@ def add_jvp(da, db, ans, a, b):
     return (da, db)
 
 
-def add_at_vjp(c, ans, acc, x, index, g):
-    return (c, c[index])
+def add_at_vjp(c, ans, acc, x, index, g, _owned_refs=None):
+    # rt.part, not c[index]: c may be the lazy zero (or a container adjoint)
+    return (c, rt.part(c, index))
 
 
-def add_at_jvp(dacc, dg, ans, acc, x, index, g):
+def add_at_jvp(dacc, dg, ans, acc, x, index, g, _owned_refs=None):
     return (dacc, unindex(dg, x, index))
 
 
@@ -324,7 +325,7 @@ def dict_get_jvp(dd, ddefault, ans, d, key, default=None):
 
 
 def dict_values_vjp(g, ans, d):
-    return (rt.dict_from(d, list(d), g),)
+    return (rt.dict_from(d, rt.dict_keys(d), g),)
 
 
 def dict_values_jvp(dd, ans, d):

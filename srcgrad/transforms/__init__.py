@@ -12,6 +12,7 @@ from typing import Callable
 
 import gast
 
+from .. import runtime
 from ..errors import MissingRuleError, SourceUnavailableError
 from ..naming import Namer
 from ..source import get_source
@@ -109,6 +110,12 @@ def _local_callee(func, ctx: Context) -> bool:
                                             or base.id in ctx.closure)
 
 
+def _redispatched(obj) -> bool:
+    """The runtime's dispatch helpers, met in generated sweeps differentiated again: they go
+    through ``call_fwd`` themselves, which knows how to differentiate them."""
+    return obj is runtime.call_fwd or obj is runtime.method_fwd or obj is runtime.call_bwd
+
+
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint; raise for calls
     nothing can differentiate."""
@@ -124,6 +131,9 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
         if r.kind in ("rule", "method", "nondiff"):
             continue
         if is_tape_op(call, "pop", ctx):  # generated code's tape: the generators handle it
+            continue
+        if r.kind == "user" and _redispatched(r.obj):
+            user_calls[id(call)] = DynamicCall("call")
             continue
         if r.kind == "user":
             try:

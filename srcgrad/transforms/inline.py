@@ -1,9 +1,10 @@
 """Turning a rule's vjp/jvp into expressions in generated code.
 
 A rule whose body is a single ``return (e0, e1, ...)`` is inlined element by element, its
-parameters replaced by the call's operands; any other rule is called. Names the rule's module
-uses (``np``, runtime helpers) are bound through ``Context.helper`` so generated code never
-depends on a merged namespace.
+parameters replaced by the call's operands (a ``*args`` parameter by a tuple display of the
+extra positional operands, ``**kwargs`` by a dict display of the extra keywords); any other
+rule is called. Names the rule's module uses (``np``, runtime helpers) are bound through
+``Context.helper`` so generated code never depends on a merged namespace.
 """
 from __future__ import annotations
 
@@ -26,7 +27,10 @@ class Template:
     params: list[str]  # every parameter name, in order (g, ans, ... for vjp)
     defaults: dict  # parameter name -> default value node
     elements: list | None  # the returned tuple's expressions, or None if not inlinable
-    has_varargs: bool
+    positional: int = 0  # how many of ``params`` can be given positionally
+    vararg: str | None = None  # the name of a ``*args`` parameter
+    kwarg: str | None = None  # the name of a ``**kwargs`` parameter
+    readable: bool = True  # False when the source could not be read
 
 
 @lru_cache(maxsize=None)
@@ -37,7 +41,7 @@ def template(fn) -> Template:
         fdef = gast.parse(src).body[0]
     except (OSError, TypeError, SyntaxError, IndexError):
         sig = inspect.signature(fn)
-        return Template(list(sig.parameters), {}, None, True)
+        return Template(list(sig.parameters), {}, None, readable=False)
     args = fdef.args
     positional = [a.id for a in args.posonlyargs + args.args]
     params = positional + [a.id for a in args.kwonlyargs]
@@ -52,23 +56,35 @@ def template(fn) -> Template:
             and not any(isinstance(n, (gast.Lambda, gast.ListComp, gast.DictComp))
                         for n in gast.walk(body[0]))):
         elements = body[0].value.elts
-    return Template(params, defaults, elements,
-                    args.vararg is not None or args.kwarg is not None)
+    return Template(params, defaults, elements, len(positional),
+                    args.vararg.id if args.vararg is not None else None,
+                    args.kwarg.id if args.kwarg is not None else None)
 
 
 def bind(tmpl: Template, leading: list, args: list, keywords: dict):
     """Map each template parameter to an expression node, or None if binding fails."""
-    if tmpl.has_varargs:
+    if not tmpl.readable:
         return None
     values = list(leading) + list(args)
     names = tmpl.params
-    if len(values) > len(names):
+    positional = names[:tmpl.positional]
+    if len(values) > len(positional) and tmpl.vararg is None:
         return None
-    mapping = dict(zip(names, values))
+    mapping = dict(zip(positional, values))
+    extra_keywords = {}
     for k, v in keywords.items():
-        if k not in names or k in mapping:
+        if k in mapping or (k not in names and tmpl.kwarg is None):
             return None
-        mapping[k] = v
+        if k in names:
+            mapping[k] = v
+        else:
+            extra_keywords[k] = v
+    # ``*args`` and ``**kwargs`` become a tuple and a dict display of what they collect
+    if tmpl.vararg is not None:
+        mapping[tmpl.vararg] = gast.Tuple(elts=values[len(positional):], ctx=gast.Load())
+    if tmpl.kwarg is not None:
+        mapping[tmpl.kwarg] = gast.Dict(keys=[A.const(k) for k in extra_keywords],
+                                        values=list(extra_keywords.values()))
     for name in names:
         if name not in mapping:
             if name not in tmpl.defaults:

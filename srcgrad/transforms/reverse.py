@@ -178,7 +178,11 @@ class ReverseGenerator:
                 numeric = isinstance(v, (gast.BinOp, gast.UnaryOp)) or (
                     isinstance(v, gast.Call)
                     and self.ctx.resolved.get(id(v)) is not None
-                    and self.ctx.resolved[id(v)].kind in ("rule", "method"))
+                    and self.ctx.resolved[id(v)].kind in ("rule", "method")
+                    # the runtime's adjoint helpers (unbroadcast, part...) with rules also
+                    # pass lists and dicts through: generated sweeps differentiated again
+                    and getattr(self.ctx.resolved[id(v)].obj, "__module__", None)
+                    != runtime.__name__)
                 name = node.targets[0].id
                 kinds[name] = kinds.get(name, True) and numeric
         numeric = {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
