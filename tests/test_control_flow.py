@@ -408,3 +408,35 @@ def test_zero_trip_loop_gradient_is_identity_part():
 
     assert srcgrad.grad(f)(0.5, 0) == 3.0
     assert srcgrad.grad(f)(0.5, 1) == pytest.approx(2 * 1.5 * 3)
+
+
+# -- adjoints that are the lazy zero on one path only ----------------------------------------
+_W = np.ones((3, 2))
+
+
+def _matmul_in_one_branch(x, flag):
+    a = x @ _W
+    if flag > 0:
+        r = np.sum(a)
+    else:
+        r = np.sum(x)
+    return r
+
+
+def _matmul_in_a_loop_branch(x, n):
+    s = 0.0
+    a = x @ _W
+    for i in range(n):
+        if i % 2 == 0:
+            s = s + np.sum(a * i)
+    return s + np.sum(x)
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_adjoint_zero_on_one_branch_reaches_a_matmul(flag):
+    check_grad(_matmul_in_one_branch, (np.ones((4, 3)), flag))
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_adjoint_zero_on_some_iterations_reaches_a_matmul(n):
+    check_grad(_matmul_in_a_loop_branch, (np.ones((4, 3)), n))

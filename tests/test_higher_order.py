@@ -277,14 +277,7 @@ SINGLE_ARGUMENT = [c for c in CASES if len(c.args) == 1 and not c.kwargs
 
 
 # Reverse over reverse does not reach these yet (forward over reverse does).
-REVERSE_OVER_REVERSE_LIMITS = {
-    # The cotangent of the layer's attributes is the lazy zero at run time (only x is
-    # differentiated), and the transformed sweep passes it to the generated backward sweep of
-    # matmul_right, whose shape operations need an array. (First order meets the same when
-    # a branch leaves the adjoint of a matmul's result at the lazy zero.)
-    "method_of_global_object": "a run-time lazy-zero cotangent reaches a generated "
-                               "backward sweep's matmul",
-}
+REVERSE_OVER_REVERSE_LIMITS: dict[str, str] = {}  # none left; kept for the next one found
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(

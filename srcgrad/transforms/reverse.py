@@ -33,10 +33,26 @@ ZERO = A.const(0.0)
 
 
 class _State:
-    """What generation tracks through the backward sweep: adjoints known to be zero."""
+    """What generation tracks through the backward sweep about adjoints: those known to be
+    zero (never materialized), and those that may hold the lazy zero ``0.0`` at run time
+    (where control flow merged a path that did not touch them)."""
 
-    def __init__(self, zero: set[str]):
+    def __init__(self, zero: set[str], maybe: set[str] = frozenset()):
         self.zero = set(zero)
+        self.maybe = set(maybe) - self.zero
+
+    def copy(self) -> "_State":
+        return _State(self.zero, self.maybe)
+
+    def written(self, b: str) -> None:
+        """``b`` now holds a real value."""
+        self.zero.discard(b)
+        self.maybe.discard(b)
+
+    def reset(self, names) -> None:
+        """``names`` were set to the lazy zero on some path."""
+        self.zero -= set(names)
+        self.maybe |= set(names)
 
 
 class ReverseGenerator:
@@ -97,8 +113,9 @@ class ReverseGenerator:
                         else:
                             first_nested.add(v)
                 elif isinstance(s, (gast.For, gast.While)):
-                    if isinstance(s, gast.For):
+                    if isinstance(s, gast.For) and s.target.id not in seen:
                         seen.add(s.target.id)
+                        first_nested.add(s.target.id)  # unbound if the loop never runs
                     walk(s.body, depth + 1, True, outer or s)
                     walk(s.orelse, depth + 1, looping, outer)
                 elif isinstance(s, gast.If):
@@ -213,8 +230,9 @@ class ReverseGenerator:
     def accumulate(self, name: str, contribution, state: _State, at) -> gast.stmt:
         b = self.adj(name)
         if b in state.zero:
-            state.zero.discard(b)
+            state.written(b)
             return A.assign(b, contribution, at=at)
+        state.maybe.discard(b)  # 0.0 + c is c
         if name in self.numeric:
             value = gast.BinOp(left=A.load(b), op=gast.Add(), right=contribution)
         else:
@@ -271,9 +289,10 @@ class ReverseGenerator:
         bt, b = self.adj(tape.id), self.adj(v)
         g = A.load(b) if v in self.ctx.active and b not in state.zero else A.const(0.0)
         acc = A.const(0.0) if bt in state.zero else A.load(bt)
-        state.zero.discard(bt)
+        state.written(bt)
         if v in self.ctx.active:
             state.zero.add(b)
+            state.maybe.discard(b)
         push = A.call(A.attr(self.ctx.rt, "adjoint_push"), acc, g)
         return [A.assign(bt, push, at=s)] + self.pop_restore(s)
 
@@ -298,13 +317,30 @@ class ReverseGenerator:
         if v in self.ctx.active:
             b = self.adj(v)
             if b in state.zero:
-                contributions = []  # nothing flows back into this definition
+                pass  # nothing flows back into this definition
+            elif b in state.maybe:
+                out += self.guarded_contributions(s, v, b, state)
             else:
-                contributions = self.contributions(s, v, state)
-            for item in contributions:
-                out.append(item)
+                out += self.contributions(s, v, state)
             state.zero.add(b)
+            state.maybe.discard(b)
         return out + self.pop_restore(s)
+
+    def guarded_contributions(self, s, v: str, b: str, state: _State) -> list:
+        """Contributions of an adjoint that may be the lazy zero at run time: they run only
+        when it is not (rules such as matmul's need an array), and the adjoints they would
+        have assigned first are the lazy zero otherwise."""
+        inner = state.copy()
+        body = self.contributions(s, v, inner)
+        if not body:
+            return []
+        assigned = state.zero - inner.zero
+        test = gast.UnaryOp(op=gast.Not(), operand=A.call(A.attr(self.ctx.rt, "is_zero"),
+                                                           A.load(b)))
+        node = A.located(gast.If(test=test, body=body, orelse=_reset(assigned, s)), s)
+        state.zero &= inner.zero
+        state.reset(assigned)
+        return [node]
 
     def contributions(self, s, v: str, state: _State) -> list:
         """Statements adding the adjoint of ``v = value`` into its operands' adjoints."""
@@ -357,7 +393,7 @@ class ReverseGenerator:
         self.read(base)
         call = A.call(A.attr(self.ctx.rt, "add_at"), acc, A.load(base.id), index,
                       A.load(self.adj(v)))
-        state.zero.discard(b)
+        state.written(b)
         return [A.assign(b, call, at=s)]
 
     def is_element_call(self, call) -> bool:
@@ -375,7 +411,7 @@ class ReverseGenerator:
         self.read(index)
         add = A.call(A.attr(self.ctx.rt, "add_element"), acc, A.load(base.id),
                      A.deepcopy(index), A.load(self.adj(v)))
-        state.zero.discard(b)
+        state.written(b)
         return [A.assign(b, add, at=s)]
 
     def attribute_contributions(self, value, v, state, s) -> list:
@@ -390,7 +426,7 @@ class ReverseGenerator:
         self.read(base)
         call = A.call(A.attr(self.ctx.rt, "add_attr"), acc, A.load(base.id),
                       A.const(value.attr), A.load(self.adj(v)))
-        state.zero.discard(b)
+        state.written(b)
         return [A.assign(b, call, at=s)]
 
     def call_contributions(self, call, v, state, s) -> list:
@@ -533,7 +569,7 @@ class ReverseGenerator:
     # -- control flow ----------------------------------------------------------------------
     def backward_if(self, s, state: _State) -> list:
         cond = self.cond_names[id(s)]
-        body_state, else_state = _State(state.zero), _State(state.zero)
+        body_state, else_state = state.copy(), state.copy()
         body = self.backward_block(s.body, body_state)
         orelse = self.backward_block(s.orelse, else_state)
         if not body and not orelse:
@@ -543,6 +579,8 @@ class ReverseGenerator:
         body += _reset(body_state.zero - join, s)
         orelse += _reset(else_state.zero - join, s)
         state.zero = join
+        state.maybe = (body_state.maybe | else_state.maybe
+                       | (body_state.zero - join) | (else_state.zero - join)) - join
         node = gast.If(test=A.load(cond), body=body or [gast.Pass()], orelse=orelse)
         pop = A.assign(cond, A.call(A.attr(self.tape, "pop")), at=s)
         return [pop, A.located(node, s)]
@@ -553,24 +591,28 @@ class ReverseGenerator:
         target_pop = []
         if isinstance(s, gast.For) and self.is_needed(s.target.id):
             target_pop = [A.assign(s.target.id, A.call(A.attr(self.tape, "pop")), at=s)]
-        # fixed point of the zero set at the top of the backward body
-        entry = set(state.zero)
+        # fixed point of what is known at the top of the backward body: zero there only if
+        # zero on entering and after every iteration; maybe zero if reset on some path
+        entry = state.copy()
         snapshot = _snapshot(namer, self)
         while True:
-            trial = _State(entry)
+            trial = entry.copy()
             self.backward_block(s.body, trial)
             _restore(namer, self, snapshot)
-            if entry <= trial.zero:
+            zero = entry.zero & trial.zero
+            maybe = (entry.maybe | trial.maybe | (entry.zero - zero)
+                     | (trial.zero - entry.zero)) - zero
+            if zero == entry.zero and maybe == entry.maybe:
                 break
-            entry &= trial.zero
-        body_state = _State(entry)
+            entry = _State(zero, maybe)
+        body_state = entry.copy()
         body = self.backward_block(s.body, body_state)
         if not body and not target_pop:
             return []
         self.recorded.add(id(s))
-        body = target_pop + body + _reset(body_state.zero - entry, s)
-        materialize = _reset(state.zero - entry, s)
-        state.zero = set(entry)
+        body = target_pop + body + _reset(body_state.zero - entry.zero, s)
+        materialize = _reset(state.zero - entry.zero, s)
+        state.zero, state.maybe = set(entry.zero), set(entry.maybe)
         loop_var = namer.fresh("_k")
         loop = gast.For(target=A.store(loop_var), iter=A.call("range", A.load(count)),
                         body=body or [gast.Pass()], orelse=[], type_comment=None)

@@ -4,6 +4,7 @@ def _make(_rt):
         # forward sweep
         _tape = _rt.Tape()
         _t1 = None
+        i = None
         total = 0.0
         _n1 = 0
         for i in range(n):
