@@ -18,6 +18,16 @@ def best(fn, number, repeat=7):
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
 
 
+def pair(a, b, number, repeat=7):
+    """Best times of ``a`` and ``b``, measured in alternation so that both see the same
+    machine load (the ratio is what matters, on a shared machine)."""
+    ta = tb = float("inf")
+    for _ in range(repeat):
+        ta = min(ta, timeit.timeit(a, number=number) / number)
+        tb = min(tb, timeit.timeit(b, number=number) / number)
+    return ta, tb
+
+
 # -- (a) 2-layer tanh MLP loss, batch 64, 784 -> 128 -> 10 ----------------------------------
 def mlp_loss(W1, b1, W2, b2, x, y):
     h = np.tanh(x @ W1 + b1)
@@ -123,8 +133,8 @@ def main(quick: bool = False):
     ref = mlp_grad_by_hand(W1, b1, W2, b2, x, y)
     for a, b in zip(g(W1, b1, W2, b2, x, y), ref):
         assert np.allclose(a, b)
-    t_src = best(lambda: g(W1, b1, W2, b2, x, y), 50, n)
-    t_hand = best(lambda: mlp_grad_by_hand(W1, b1, W2, b2, x, y), 50, n)
+    t_src, t_hand = pair(lambda: g(W1, b1, W2, b2, x, y),
+                         lambda: mlp_grad_by_hand(W1, b1, W2, b2, x, y), 20, 3 * n)
     rows.append(("MLP 784-128-10, batch 64", t_src, t_hand))
     peer = _torch_mlp(W1, b1, W2, b2, x, y, n)
 
@@ -132,12 +142,12 @@ def main(quick: bool = False):
     ge = srcgrad.grad(elementwise)
     assert np.allclose(ge(xe), elementwise_by_hand(xe))
     rows.append(("sum(tanh(x)*x + exp(-x*x)), 1e6",
-                 best(lambda: ge(xe), 5, n), best(lambda: elementwise_by_hand(xe), 5, n)))
+                 *pair(lambda: ge(xe), lambda: elementwise_by_hand(xe), 3, n)))
 
     gu = srcgrad.grad(euler)
     assert np.allclose(gu(0.5, 2.0), euler_by_hand(0.5, 2.0))
     rows.append(("1,000 Euler steps on floats",
-                 best(lambda: gu(0.5, 2.0), 5, n), best(lambda: euler_by_hand(0.5, 2.0), 5, n)))
+                 *pair(lambda: gu(0.5, 2.0), lambda: euler_by_hand(0.5, 2.0), 5, 2 * n)))
 
     Wh = rng.standard_normal((64, 64)) * 0.1
     Wx = rng.standard_normal((32, 64)) * 0.1
@@ -148,8 +158,8 @@ def main(quick: bool = False):
     for a, b in zip(gr(Wh, Wx, bb, xs, h0), rnn_grad_by_hand(Wh, Wx, bb, xs, h0)):
         assert np.allclose(a, b)
     rows.append(("RNN 50 steps, hidden 64, batch 16",
-                 best(lambda: gr(Wh, Wx, bb, xs, h0), 5, n),
-                 best(lambda: rnn_grad_by_hand(Wh, Wx, bb, xs, h0), 5, n)))
+                 *pair(lambda: gr(Wh, Wx, bb, xs, h0),
+                       lambda: rnn_grad_by_hand(Wh, Wx, bb, xs, h0), 5, 2 * n)))
 
     print(f"{'benchmark':<36}{'srcgrad':>12}{'by hand':>12}{'ratio':>8}")
     for name, a, b in rows:

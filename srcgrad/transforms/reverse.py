@@ -619,6 +619,17 @@ class ReverseGenerator:
         pop = A.assign(count, A.call(A.attr(self.tape, "pop")), at=s)
         return [pop] + materialize + [A.located(loop, s)]
 
+    def counted_by_range(self, s, body) -> bool:
+        """A ``for`` over ``range`` of names and constants, with no ``break`` of its own."""
+        if not (isinstance(s, gast.For) and isinstance(s.iter, gast.Call)
+                and isinstance(s.iter.func, gast.Name) and s.iter.func.id == "range"
+                and not s.iter.keywords and all(A.is_atomic(a) for a in s.iter.args)):
+            return False
+        r = self.ctx.resolved.get(id(s.iter))
+        if r is None or r.obj is not range:
+            return False
+        return not any(isinstance(n, gast.Break) for st in body for n in _own_loop_nodes(st))
+
     # -- forward sweep ---------------------------------------------------------------------
     def forward_block(self, stmts) -> list:
         out = []
@@ -660,15 +671,20 @@ class ReverseGenerator:
                 s.orelse = self.forward_block(s.orelse)
                 return [s]
             count = self.count_names[id(s)]
-            start = [A.assign(count, gast.BinOp(left=A.load(count), op=gast.Add(),
-                                                right=A.const(1)), at=s)]
             if isinstance(s, gast.For) and s.target.id in self.needed:
                 # pushed last in the iteration, so it is popped first in the backward one
                 # (before the final 'if flag: break' that exits lowering may have added)
                 at = len(body) - 1 if body and _is_exit_if(body[-1]) else len(body)
                 body.insert(at, self.push(s.target.id, s))
-            s.body = start + body
             s.orelse = self.forward_block(s.orelse)
+            if self.counted_by_range(s, body):
+                # a range loop that cannot exit early runs len(range(...)) times: no counter
+                s.body = body
+                trips = A.call("len", A.deepcopy(s.iter))
+                return [A.assign(count, trips, at=s), s, self.push(count, s)]
+            start = [A.assign(count, gast.BinOp(left=A.load(count), op=gast.Add(),
+                                                right=A.const(1)), at=s)]
+            s.body = start + body
             return [A.assign(count, A.const(0), at=s), s, self.push(count, s)]
         if isinstance(s, gast.Delete):
             kept = [t for t in s.targets if t.id not in self.needed]
@@ -881,3 +897,11 @@ def _natural(name: str):
     stem = name.rstrip("0123456789")
     digits = name[len(stem):]
     return (stem, int(digits) if digits else -1)
+
+
+def _own_loop_nodes(node):
+    """Nodes of a loop body statement, not descending into nested loops or functions."""
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.For, gast.While, gast.FunctionDef, gast.Lambda)):
+            yield from _own_loop_nodes(child)

@@ -6,9 +6,8 @@ def _make(_rt):
         _t1 = None
         i = None
         total = 0.0
-        _n1 = 0
+        _n1 = len(range(n))
         for i in range(n):
-            _n1 = _n1 + 1
             _tape.push(_t1)
             _t1 = x * i
             _t2 = total + _t1
