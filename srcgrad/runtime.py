@@ -320,7 +320,8 @@ def dict_update(d, other):
 
 
 def setitem_zeroed(g, x, index):
-    """``g`` with the elements at ``index`` set to zero (adjoint of an overwritten slot)."""
+    """``g`` with the elements at ``index`` set to zero (adjoint of an overwritten slot).
+    ``x``, the container written into, is not read (callers may pass None)."""
     if is_zero(g):
         return ZERO
     if isinstance(g, np.ndarray):

@@ -15,7 +15,9 @@ from .registry import defrule, nondifferentiable
 
 
 def setitem_vjp(g, ans, x, index, value):
-    return rt.setitem_zeroed(g, x, index), rt.unbroadcast(rt.part(g, index), value)
+    # x's values are not needed (only g's structure is), so it is not passed: a loop filling
+    # an array element by element then keeps no copy of the array per iteration on the tape
+    return rt.setitem_zeroed(g, None, index), rt.unbroadcast(rt.part(g, index), value)
 
 
 def setitem_jvp(dx, dvalue, ans, x, index, value):
