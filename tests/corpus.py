@@ -1363,3 +1363,27 @@ def dict_methods_on_params(p):
     for v in p.values():
         total = total + np.sum(v)
     return total + np.sum(p.get("a", 0.0)) * 2
+
+
+@case(np.array([0.5, -1.0, 2.0]), 3.0, 1.0)
+def annotated_optional_where(x: np.ndarray, scale: float = 2.0,
+                             bias: float | None = None) -> float:
+    """Annotated assignments, an optional parameter, np.where with a leaky slope."""
+    y: np.ndarray = x * scale
+    if bias is not None:
+        y = y + bias
+    z = np.where(y > 0, y, 0.1 * y)
+    return float(np.sum(z ** 2)) + math.pi
+
+
+@case(np.array([0.5, -1.0, 2.0]))
+def annotated_accumulator(x):
+    total: float = 0.0
+    for v in x:
+        total: float = total + v * v
+    return total
+
+
+@case(np.array([0.5, -1.0, 2.0]))
+def keyword_only_defaults(x, *, scale=2.0, shift=-0.5):
+    return np.sum(np.tanh(x * scale + shift))

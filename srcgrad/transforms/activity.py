@@ -23,6 +23,8 @@ def _definitions(tree):
             yield targets, node.value
         elif isinstance(node, gast.AugAssign):
             yield _target_names(node.target), node
+        elif isinstance(node, gast.AnnAssign) and node.value is not None:
+            yield _target_names(node.target), node.value
         elif isinstance(node, (gast.For, gast.comprehension)):
             yield _target_names(node.target), node.iter
         elif isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):

@@ -315,6 +315,7 @@ class ReverseGenerator:
             return self.backward_tape_pop(s, state)
         out = []
         if v in self.ctx.active:
+            _check_normalized(s, v, self.ctx)
             b = self.adj(v)
             if b in state.zero:
                 pass  # nothing flows back into this definition
@@ -905,3 +906,22 @@ def _own_loop_nodes(node):
     for child in gast.iter_child_nodes(node):
         if not isinstance(child, (gast.For, gast.While, gast.FunctionDef, gast.Lambda)):
             yield from _own_loop_nodes(child)
+
+
+def _check_normalized(s, v: str, ctx: Context) -> None:
+    """What the anf pass guarantees for an active assignment; a breach would give wrong
+    adjoints, so it is an internal error rather than a silent one."""
+    value = s.value
+    problem = None
+    if v in A.names_read(value) and not isinstance(value, gast.Name):
+        problem = f"'{v}' is both the target and an operand"
+    elif isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Call)):
+        operands = ([value.left, value.right] if isinstance(value, gast.BinOp)
+                    else [value.operand] if isinstance(value, gast.UnaryOp)
+                    else [a.value if isinstance(a, gast.Starred) else a for a in value.args]
+                    + [k.value for k in value.keywords])
+        if not all(A.is_atomic(o) for o in operands):
+            problem = "an operand is not a name or a constant"
+    if problem:
+        raise InternalError("reverse", f"{problem} in the active assignment to '{v}' at "
+                                       f"{ctx.location(s)}")
