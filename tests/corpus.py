@@ -1387,3 +1387,15 @@ def annotated_accumulator(x):
 @case(np.array([0.5, -1.0, 2.0]))
 def keyword_only_defaults(x, *, scale=2.0, shift=-0.5):
     return np.sum(np.tanh(x * scale + shift))
+
+
+@case(0.3)
+def map_with_lambda(x):
+    return sum(list(map(lambda v: v * v, [x, 2 * x])))
+
+
+@case(np.array([[0.5, 0.7], [1.5, -1.0]]))
+def list_and_tuple_of_rows(x):
+    rows = list(x)
+    t = tuple(rows)
+    return np.sum(t[0] * t[1]) + sum(map(np.sum, rows))

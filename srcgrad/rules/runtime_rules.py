@@ -372,3 +372,27 @@ defrule(rt.element, element_vjp, jvp=element_jvp, linear=True, second_order=Fals
                                                           {})], name="runtime.element")
 
 nondifferentiable(rt.stop_gradient)
+
+
+def as_list_vjp(g, ans, xs):
+    return (rt.items_adjoint(xs, g),)
+
+
+def as_list_jvp(dxs, ans, xs):
+    return (rt.as_list(rt.densify(dxs, xs)),)
+
+
+def as_tuple_jvp(dxs, ans, xs):
+    return (rt.as_tuple(rt.densify(dxs, xs)),)
+
+
+def _sequence_domain(rng):
+    return [((draw(rng, (3, 2)),), {}), (([draw(rng, None), draw(rng, (2,))],), {}),
+            (((draw(rng, (2,)), draw(rng, None)),), {})]
+
+
+# items_adjoint stacks rows and rebuilds containers: checked at first order
+defrule(rt.as_list, as_list_vjp, jvp=as_list_jvp, domain=_sequence_domain, linear=True,
+        second_order=False, name="runtime.as_list")
+defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, linear=True,
+        second_order=False, name="runtime.as_tuple")

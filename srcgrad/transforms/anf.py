@@ -74,6 +74,12 @@ class _ANF:
             if A.is_atomic(e):
                 return e
             return A.located(gast.UnaryOp(op=e.op, operand=atom(e.operand)), e)
+        if isinstance(e, gast.Call) and self.builtin_call(e, ("list", "tuple"), 1) \
+                and A.names_read(e) & self.ctx.varied:
+            # list(xs) / tuple(xs) of differentiable items: the runtime's forms have rules
+            name = "as_list" if e.func.id == "list" else "as_tuple"
+            call = A.located(A.call(A.attr(self.ctx.rt, name), e.args[0]), e)
+            return self.op(call, pre, at)
         if isinstance(e, gast.Call) and self.builtin_extremum(e):
             # max(xs) / max(a, b, c): the runtime's sequence form, which has a rule
             items = e.args[0] if len(e.args) == 1 else gast.Tuple(elts=e.args, ctx=gast.Load())
@@ -115,6 +121,17 @@ class _ANF:
             pre.append(A.located(gast.If(test=e.test, body=body, orelse=orelse), at))
             return A.load(tmp)
         return e
+
+    def builtin_call(self, e, names, nargs) -> bool:
+        """``e`` calls one of the builtins ``names`` with ``nargs`` plain arguments."""
+        if not (isinstance(e.func, gast.Name) and e.func.id in names and not e.keywords
+                and len(e.args) == nargs
+                and not any(isinstance(a, gast.Starred) for a in e.args)):
+            return False
+        try:
+            return self.ctx.lookup_static(e.func.id) is getattr(builtins, e.func.id)
+        except (KeyError, AttributeError):
+            return False
 
     def builtin_extremum(self, e) -> bool:
         if not (isinstance(e.func, gast.Name) and e.func.id in ("max", "min")

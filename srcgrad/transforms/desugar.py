@@ -314,6 +314,21 @@ class _CompHoister(gast.NodeTransformer):
     def visit_ListComp(self, node):
         return self.lower(node, gast.List(elts=[], ctx=gast.Load()), [node.elt])
 
+    def visit_Call(self, node):
+        """``map(f, xs)`` of differentiable values is ``[f(v) for v in xs]`` (a list, which
+        every use of map's iterator also accepts)."""
+        if (isinstance(node.func, gast.Name) and node.func.id == "map" and len(node.args) == 2
+                and not node.keywords and A.names_read(node) & self.owner.ctx.varied
+                and _builtin(node.func.id, self.owner.ctx)):
+            item = self.owner.ctx.namer.unique("_v")
+            comp = gast.ListComp(
+                elt=gast.Call(func=node.args[0], args=[A.load(item)], keywords=[]),
+                generators=[gast.comprehension(target=A.store(item), iter=node.args[1],
+                                               ifs=[], is_async=0)])
+            return self.visit_ListComp(A.located(comp, node))
+        self.generic_visit(node)
+        return node
+
     def visit_DictComp(self, node):
         return self.lower(node, gast.Dict(keys=[], values=[]), [node.key, node.value])
 
@@ -406,5 +421,14 @@ def _is_range(node, ctx: Context) -> bool:
     try:
         import builtins
         return ctx.lookup_static("range") is builtins.range
+    except (KeyError, AttributeError):
+        return False
+
+
+def _builtin(name: str, ctx: Context) -> bool:
+    """``name`` refers to the builtin of that name in the function's scope."""
+    import builtins
+    try:
+        return ctx.lookup_static(name) is getattr(builtins, name)
     except (KeyError, AttributeError):
         return False
