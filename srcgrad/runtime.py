@@ -727,15 +727,3 @@ def as_list(xs):
 def as_tuple(xs):
     """``tuple(xs)``."""
     return tuple(xs)
-
-
-def items_adjoint(xs, g):
-    """The adjoint of ``xs`` from the adjoints ``g`` of its items, as ``list(xs)`` lists them."""
-    if is_zero(g) or isinstance(xs, dict):  # a dict's keys carry no gradient
-        return ZERO
-    items = [densify(gi, xi) for gi, xi in zip(g, list(xs))]
-    if isinstance(xs, np.ndarray):
-        return np.stack(items) if items else np.zeros_like(xs)
-    if isinstance(xs, tuple) and hasattr(xs, "_fields"):
-        return type(xs)(*items)
-    return type(xs)(items) if isinstance(xs, (list, tuple)) else items

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import runtime as rt
 from ..runtime import ZERO, add_at
 from .registry import nondifferentiable
 
@@ -28,6 +29,7 @@ __all__ = [
     "extremum_weights",
     "float_dtype_weight",
     "like_sequence",
+    "items_adjoint",
 ]
 
 
@@ -176,3 +178,14 @@ def like_sequence(seq, items):
     if isinstance(seq, tuple):
         return type(seq)(*items) if hasattr(seq, "_fields") else tuple(items)
     return list(items)
+
+
+def items_adjoint(xs, g):
+    """The adjoint of ``xs`` from the adjoints ``g`` of its items, as ``list(xs)`` lists
+    them: rows stacked back for an array, the same kind of container otherwise."""
+    if rt.is_zero(g) or isinstance(xs, dict):  # a dict's keys carry no gradient
+        return rt.ZERO
+    items = [rt.densify(gi, xi) for gi, xi in zip(g, rt.as_list(xs))]
+    if isinstance(xs, np.ndarray):
+        return np.stack(items)
+    return like_sequence(xs, items)
