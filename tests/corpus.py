@@ -1399,3 +1399,350 @@ def list_and_tuple_of_rows(x):
     rows = list(x)
     t = tuple(rows)
     return np.sum(t[0] * t[1]) + sum(map(np.sum, rows))
+
+
+# -- added by bug hunt: less common but valid Python and numpy styles ----------------------------
+@case(arr(3))
+def nested_tuple_targets(x):
+    a, (b, c) = x[0], (x[1], x[2])
+    return a * b + c ** 2 * a
+
+
+@case(arr(3))
+def chained_arrays_then_math(x):
+    a = b = x * 2
+    a = a + 1
+    b = b * 3
+    return np.sum(a * b)
+
+
+@case(arr(3))
+def augmented_pow_on_elements(x):
+    y = x.copy()
+    y[1] **= 2
+    y[0] *= y[2]
+    return np.sum(y * x)
+
+
+@case(arr(4))
+def boolean_mask_store(x):
+    y = x * 1.0
+    m = x > 0
+    y[m] = x[m] ** 2
+    y[y < -0.5] = 0.0
+    return np.sum(y * x)
+
+
+@case(arr(5))
+def negative_step_slices(x):
+    return np.sum(x[::-1] * x) + x[-1:0:-2].sum() + np.sum(x[3::-2] ** 2)
+
+
+@case(arr(3, 3))
+def newaxis_and_ellipsis(m):
+    v = m[0]
+    return (np.sum(v[:, np.newaxis] * v[None, :]) + np.sum(m[..., 0] * m[0, ...])
+            + np.sum(m[..., None] ** 2))
+
+
+@case(arr(1, 3), arr(4, 1), wrt=(0, 1))
+def broadcast_row_against_column(r, c):
+    return np.sum(r * c + r / (c + 3) - (r - c) ** 2)
+
+
+@case(arr(2, 3, low=0.5, high=1.5))
+def keepdims_normalisation(m):
+    s = m.sum(axis=1, keepdims=True)
+    mx = np.max(m, axis=0, keepdims=True)
+    return np.sum(m / s) + np.sum((m - mx) ** 2) + np.sum(np.mean(m, axis=(0, 1), keepdims=True))
+
+
+@case(arr(3))
+def builtin_sum_of_list(x):
+    return sum([v * v for v in x]) + sum([x[0], x[1]])
+
+
+@case(arr(3))
+def formatted_prints_in_loop(x):
+    s = 0.0
+    for i in range(len(x)):
+        s = s + x[i] ** 2
+        msg = f"iter {i}: {s:.3f} {'%d' % i}" + " s=%.2f" % s
+        assert msg
+    return s
+
+
+@case(arr(3))
+def nested_loops_break_triangle(x):
+    s = 0.0
+    for i in range(3):
+        for j in range(3):
+            if j > i:
+                break
+            s = s + x[i] * x[j]
+    return s
+
+
+@case(np.array([-0.5, 0.3, 0.2]))
+def return_from_for_else_body(x):
+    for v in x:
+        if v > 0:
+            return v * v * x[0]
+    else:
+        return np.sum(x ** 3)
+
+
+def _memo_fib(x, n, memo=None):
+    if memo is None:
+        memo = {}
+    if n in memo:
+        return memo[n]
+    if n < 2:
+        r = x * (n + 1)
+    else:
+        r = _memo_fib(x, n - 1, memo) + _memo_fib(x, n - 2, memo) * x
+    memo[n] = r
+    return r
+
+
+@case(0.7)
+def recursion_with_memo_dict(x):
+    return _memo_fib(x, 5)
+
+
+@case(arr(3), 0)
+def for_loop_zero_trips(x, n):
+    y = x
+    for i in range(n):
+        y = y * x
+    return np.sum(y)
+
+
+@case(arr(3))
+def while_loop_zero_trips(x):
+    y = x * 2
+    while np.sum(y) > 100:
+        y = y / 2
+    return np.sum(y * y)
+
+
+@case(arr(3))
+def loop_variable_reassigned(x):
+    s = 0.0
+    for i in range(3):
+        i = i * 2
+        s = s + x[i % 3] * i
+    for v in x:
+        v = v * v
+        s = s + v
+    return s
+
+
+@case(arr(3))
+def shadowed_builtin_sum(x):
+    sum = 0.0
+    for v in x:
+        sum += v ** 2
+    return sum
+
+
+@case(arr(3))
+def builtins_on_arrays(x):
+    return max(x) * min(x) + sum(abs(x)) + abs(x[0])
+
+
+@case(arr(3))
+def math_on_numpy_scalars(x):
+    a = np.float64(2.0) * x[0]
+    return math.exp(a) + math.sin(x[1]) * math.sqrt(x[2] ** 2 + 1) + math.hypot(x[0], x[1])
+
+
+@case(arr(4))
+def overlapping_slice_shift(x):
+    y = x * 1.0
+    y[1:] = y[:-1] * 2
+    z = np.zeros(4)
+    z[::-1] = x * x
+    return np.sum(y * x) + np.sum(z * np.arange(4.0))
+
+
+@case(arr(3))
+def element_updates_reading_other_elements(x):
+    y = x * 1.0
+    for i in range(3):
+        j = (i * 2) % 3
+        y[i] += y[j] * x[i]
+    return np.sum(y)
+
+
+_HUNT_SCALE = 2.5
+_HUNT_OFFSETS = np.array([0.1, 0.2, 0.3])
+
+
+@case(arr(3))
+def defaults_referencing_globals(x, s=_HUNT_SCALE, off=_HUNT_OFFSETS):
+    """Defaults and body both read module constants.
+
+    A docstring with several lines.
+    """
+    'a second string statement'
+    return np.sum((x * s + off) ** 2) + _HUNT_SCALE * np.sum(_HUNT_OFFSETS * x)
+
+
+def _nested_tuple_helper(v):
+    def inner(a):
+        return a * 2, a ** 2, (a + 1, a - 1)
+    p, q, (r, s) = inner(v)
+    return p, q * r, s
+
+
+@case(arr(3))
+def nested_helper_returning_nested_tuples(x):
+    a, b, c = _nested_tuple_helper(x)
+    return np.sum(a * b - c)
+
+
+@case(arr(3))
+def inplace_ops_on_local_copy(x):
+    y = x.copy()
+    y += 1.0
+    y *= x
+    y -= x ** 2
+    y /= 2.0
+    return np.sum(y ** 2)
+
+
+@case(arr(3, 3))
+def stack_scaled_rows(m):
+    rows = [m[i] * (i + 1) for i in range(m.shape[0])]
+    s = np.stack(rows, axis=1)
+    return np.sum(s ** 2) + np.sum(np.stack(rows)[0])
+
+
+@case(arr(3, 3) + 3 * np.eye(3), arr(3), wrt=(0, 1))
+def linalg_inside_loop(a, b):
+    x = b
+    for k in range(2):
+        x = np.linalg.solve(a + k * np.eye(3), x)
+        x = x + np.linalg.inv(a) @ x * np.linalg.det(a) * 0.01
+    return np.sum(x ** 2)
+
+
+@case(arr(3))
+def list_index_lookup(x):
+    xs = [x[0], x[1], x[2]]
+    names = ["a", "b", "c"]
+    i = names.index("b")
+    return xs[i] * xs[names.index("c")]
+
+
+@case(arr(3))
+def map_over_list_and_array(x):
+    ys = list(map(lambda v: v ** 2, [x[0], x[1]]))
+    zs = list(map(np.sin, x))
+    return ys[0] + ys[1] + sum(zs)
+
+
+@case({"a": arr(3), "b": arr(2)})
+def enumerate_dict_items(p):
+    s = 0.0
+    for i, (k, v) in enumerate(p.items()):
+        s = s + (i + 1) * np.sum(v ** 2)
+    return s
+
+
+@case(arr(3), arr(3), arr(3), wrt=(0, 1, 2))
+def zip_of_three(x, y, z):
+    s = 0.0
+    for a, b, c in zip(x, y, z):
+        s = s + a * b * c
+    return s
+
+
+@case(arr(3))
+def closures_late_binding_and_rebinding(x):
+    fs = []
+    for i in range(3):
+        fs.append(lambda v: v * (i + 1))
+    a = x[0]
+    g = lambda v: v * a
+    a = x[1]
+    return fs[0](x[0]) + fs[1](x[1]) + g(x[2])
+
+
+@case(arr(3))
+def nested_def_reads_after_loop(x):
+    acc = 0.0
+
+    def f(t):
+        return t * acc
+    for v in x:
+        acc = acc + v
+    return f(2.0)
+
+
+@case(arr(3))
+def keyword_only_array_default(x, *, w=np.arange(9.0).reshape(3, 3) / 10):
+    return np.sum(w @ x)
+
+
+@case(arr(2, 3, low=0.5, high=1.5))
+def array_methods_positional_axis(m):
+    return (np.sum(m.sum(-1) ** 2) + np.sum(m.mean(0) ** 3) + np.sum(m.max(axis=1)) + m.std()
+            + np.sum(m.var(axis=0, ddof=1)) + m.prod() + np.sum(m.cumsum() ** 2)
+            + np.sum(m.clip(0.7, 1.2) ** 2) + m[0].dot(m[1]) + np.sum(m.transpose(1, 0) @ m))
+
+
+@case(arr(3, 3) + 3 * np.eye(3))
+def matrix_helpers(m):
+    return (np.trace(m) + np.sum(np.triu(m) ** 2) + np.sum(np.tril(m, -1))
+            + np.linalg.norm(m) + np.linalg.norm(m, axis=0).sum() + np.linalg.norm(m[0], 1)
+            + np.average(m[0], weights=np.array([1., 2., 3.])) + np.trace(m.T @ m))
+
+
+@case(arr(4, low=0.2, high=1.0))
+def power_forms(x):
+    return (np.sum(2 ** x) + np.sum(x ** x) + np.sum(x ** 2.0) + np.sum((x - 2) ** 3)
+            + np.sum(np.power(x, 3)) + np.sum(np.flip(x) * np.arange(4)) + np.sum(np.repeat(x, 2) ** 2))
+
+
+@case(np.array([0.3, 0.7, 0.5, 0.9]))
+def chained_comparisons(x):
+    s = 0.0
+    for v in x:
+        if 0 < v < 0.6:
+            s = s + v ** 2
+        elif 0.6 <= v:
+            s = s + 2 * v
+    return s
+
+
+@case(np.array([0.33, 0.7, 0.5, 0.9]))
+def scalar_casts_and_int_index(x):
+    a = float(x[0]) * x[1]
+    b = x[2].item() * x[3]
+    n = int(x[0] * 10)
+    c = np.asarray(x) * np.array(x, copy=True)
+    return a + b + x[n % 4] + np.sum(c) + np.sum(x.astype(np.float64) * 2)
+
+
+@case(arr(3, 3))
+def matmul_augmented_assignment(m):
+    y = np.eye(3)
+    for i in range(2):
+        y @= m
+    return np.sum(y)
+
+
+@case(arr(3))
+def tuple_recurrence(x):
+    a, b = x[0], x[1]
+    for _ in range(3):
+        a, b = b, a * b + 1
+    return a + b
+
+
+@case(0.7, 1.3, wrt=(0, 1))
+def math_two_argument_functions(x, y):
+    return (math.atan2(x, y) + math.pow(x, y) + math.log(x, 2) + math.log10(y)
+            + math.fabs(x - y) + abs(x) * y + math.floor(y) * x)

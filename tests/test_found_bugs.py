@@ -1,0 +1,469 @@
+"""Bugs found by ad-hoc user-style testing, each as a strict xfail until it is fixed.
+
+Ordered by severity: silent wrong values first, then raw Python exceptions, then unclear errors.
+When a fix lands, its test starts passing (XPASS) and strict=True fails the suite: drop the
+marker then.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad.errors import SrcgradError
+from fdcheck import check_grad
+
+X3 = np.array([0.3, -0.5, 0.8])
+X4 = np.array([0.3, -0.5, 0.8, 0.4])
+M23 = np.array([[0.3, -0.5, 0.8], [0.1, 0.7, -0.2]])
+
+
+def xfail(reason):
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+# == silent wrong gradients: numpy aliasing (in-place ops seen through another name) ===========
+
+def alias_chained_inplace(x):
+    a = b = x * 1.0
+    a += x                       # numpy: b is the same array, so b changes too
+    return np.sum(a * b)
+
+
+def alias_assign_inplace(x):
+    a = x * 2
+    b = a
+    b *= x                       # mutates a as well
+    return np.sum(a)
+
+
+def slice_view_inplace(x):
+    y = x * 1.0
+    v = y[1:]                    # a view of y
+    v *= 3
+    return np.sum(y * y)
+
+
+def reshape_view_setitem(x):
+    y = x * 1.0
+    z = y.reshape(3, 1)          # a view of y
+    z[0, 0] = 5.0
+    return np.sum(y * x)
+
+
+def row_view_inplace_loop(m):
+    y = m * 1.0
+    for row in y:                # rows are views: y is scaled in place
+        row *= 2
+    return np.sum(y ** 2)
+
+
+def list_alias_append(x):
+    a = [x[0]]
+    b = a
+    b.append(x[1] * 2)           # a sees the new element (dict stores like this are refused)
+    return a[0] * a[-1]
+
+
+@xfail("a += x through a chained-assignment alias: b's mutation is ignored (grad half of FD)")
+def test_alias_chained_inplace():
+    check_grad(alias_chained_inplace, (X3,))
+
+
+@xfail("b = a; b *= x: in-place op through an alias is not seen by a (wrong grad)")
+def test_alias_assign_inplace():
+    check_grad(alias_assign_inplace, (X3,))
+
+
+@xfail("v = y[1:]; v *= 3 mutates y in numpy; srcgrad ignores it (wrong grad)")
+def test_slice_view_inplace():
+    check_grad(slice_view_inplace, (X3,))
+
+
+@xfail("z = y.reshape(...); z[0, 0] = c mutates y; srcgrad ignores it (wrong grad)")
+def test_reshape_view_setitem():
+    check_grad(reshape_view_setitem, (X3,))
+
+
+@xfail("for row in y: row *= 2 mutates y in numpy; srcgrad ignores it (grad 4x too small)")
+def test_row_view_inplace_loop():
+    check_grad(row_view_inplace_loop, (M23,))
+
+
+@xfail("b = a; b.append(v): the list alias a misses the element (wrong grad, not refused "
+       "like the dict case)")
+def test_list_alias_append():
+    check_grad(list_alias_append, (X3,))
+
+
+# == silent wrong gradients: repeated fancy indices in stores ===================================
+
+def repeated_fancy_augassign(x):
+    y = x * 1.0
+    idx = np.array([0, 0, 2])
+    y[idx] += x[1:4]             # numpy: y[0] = x[0] + x[2] (last write wins, no accumulation)
+    return np.sum(y * y)
+
+
+def repeated_fancy_setitem(x):
+    y = x * 1.0
+    y[[1, 1]] = x[2:4] ** 2      # numpy: y[1] = x[3] ** 2 only
+    return np.sum(y * x)
+
+
+@xfail("y[idx] += v with repeated idx: numpy keeps the last write, srcgrad accumulates")
+def test_repeated_fancy_augassign():
+    check_grad(repeated_fancy_augassign, (X4,))
+
+
+@xfail("y[[1, 1]] = v: numpy keeps the last write, srcgrad gives gradient to both values")
+def test_repeated_fancy_setitem():
+    check_grad(repeated_fancy_setitem, (X4,))
+
+
+# == silent wrong gradients: objects ===========================================================
+
+class _Scaled:
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def w2(self):
+        return self.w ** 2
+
+
+class _CallableModel:
+    def __init__(self, w):
+        self.w = w
+
+    def __call__(self, x):
+        return np.tanh(self.w * x)
+
+    def apply(self, x):
+        return np.tanh(self.w * x)
+
+
+def property_read(m, x):
+    return m.w2 * np.sum(x)
+
+
+def method_of_callable_param(m, x):
+    return np.sum(m.apply(x))
+
+
+@xfail("a @property read on a parameter object gives a zero gradient for the object")
+def test_property_gradient():
+    gm, gx = srcgrad.grad(property_read, wrt=(0, 1))(_Scaled(0.7), X3)
+    assert np.allclose(gx, 0.49)
+    assert np.isclose(gm.w, 2 * 0.7 * np.sum(X3))   # actual: 0.0
+
+
+@xfail("jvp drops the tangent of an object argument whose class defines __call__ "
+       "(_differentiable() treats callables as functions): silent zero")
+def test_jvp_tangent_of_callable_object():
+    w, x = np.array([0.5, -0.2, 0.9]), np.array([0.1, 0.2, 0.3])
+    dw = np.array([0.3, 1.0, -2.0])
+    _, t = srcgrad.jvp(method_of_callable_param, (_CallableModel(w), x),
+                       (_CallableModel(dw), np.zeros(3)))
+    assert np.isclose(t, np.sum(dw * x / np.cosh(w * x) ** 2))   # actual: 0.0
+
+
+# == silent wrong gradients: functions marked non-differentiable that take values ===============
+
+def full_fill(x):
+    return np.sum(np.full(3, x) * np.arange(3.0))
+
+
+def full_like_fill(x):
+    return np.sum(np.full_like(x, x[0]) * np.arange(3.0))
+
+
+def linspace_ends(x):
+    return np.sum(np.linspace(x[0], x[1], 5) ** 2)
+
+
+def logspace_end(a):
+    return np.sum(np.logspace(0.0, a, 4))
+
+
+def meshgrid_of_input(x):
+    a, b = np.meshgrid(x, x)
+    return np.sum(a * np.arange(9.0).reshape(3, 3)) + np.sum(b ** 2)
+
+
+def random_normal_reparam(mu, sigma):
+    np.random.seed(0)
+    z = np.random.normal(mu, sigma, size=4)
+    return np.sum(z ** 2)
+
+
+@xfail("np.full(n, x): the fill value is active but np.full is marked non-differentiable "
+       "(gradient 0)")
+def test_full_fill_value():
+    check_grad(full_fill, (0.7,))
+
+
+@xfail("np.full_like(a, x[0]): fill value gradient silently 0")
+def test_full_like_fill_value():
+    check_grad(full_like_fill, (X3,))
+
+
+@xfail("np.linspace(x[0], x[1], n): start/stop gradients silently 0")
+def test_linspace_ends():
+    check_grad(linspace_ends, (X3,))
+
+
+@xfail("np.logspace(0, a, n): gradient silently 0")
+def test_logspace_end():
+    check_grad(logspace_end, (0.3,))
+
+
+@xfail("np.meshgrid(x, x) only rearranges x, but is marked non-differentiable (gradient 0)")
+def test_meshgrid():
+    check_grad(meshgrid_of_input, (X3,))
+
+
+@xfail("np.random.normal(mu, sigma) (reparameterisation): mu/sigma gradients silently 0")
+def test_random_normal_loc_scale():
+    check_grad(random_normal_reparam, (0.3, 0.9), wrt=(0, 1))
+
+
+# == silent wrong values: stale transformation cache ===========================================
+# Notebook users redefine helpers and rebind globals; grad() keeps the first version.
+
+def _exec_module(src, tmp_path, name):
+    import importlib.util
+    path = tmp_path / f"{name}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@xfail("redefining a helper after grad(f) ran: grad(f) (value and gradient) still uses the "
+       "old helper, while jvp uses the new one")
+def test_redefined_helper_is_used(tmp_path):
+    mod = _exec_module(
+        "def helper(v):\n    return v * 2\n\n"
+        "def f(x):\n    return helper(x) * x\n\n"
+        "def redefine():\n    global helper\n"
+        "    def helper(v):\n        return v * 3\n", tmp_path, "redef_helper")
+    assert srcgrad.value_and_grad(mod.f)(1.0) == (2.0, 4.0)
+    mod.redefine()
+    assert mod.f(1.0) == 3.0
+    assert srcgrad.value_and_grad(mod.f)(1.0) == (3.0, 6.0)   # actual (2.0, 4.0)
+
+
+@xfail("a global bound to np.sin then rebound to np.cos: grad keeps differentiating np.sin")
+def test_rebound_global_function(tmp_path):
+    mod = _exec_module(
+        "import numpy as np\nfn = np.sin\n\n"
+        "def f(x):\n    return fn(x)\n", tmp_path, "rebound_fn")
+    assert srcgrad.grad(mod.f)(0.0) == 1.0
+    mod.fn = np.cos
+    assert srcgrad.grad(mod.f)(0.0) == 0.0   # actual 1.0
+
+
+def mutable_default(x, opts={"s": 2.0}):
+    return opts["s"] * x * x
+
+
+@xfail("a mutable default argument changed after the first grad call: the old value is used")
+def test_mutated_default_argument():
+    assert srcgrad.grad(mutable_default)(1.0) == 4.0
+    mutable_default.__defaults__[0]["s"] = 9.0
+    try:
+        assert srcgrad.grad(mutable_default)(1.0) == 18.0   # actual 4.0
+    finally:
+        mutable_default.__defaults__[0]["s"] = 2.0
+
+
+# == crashes with raw Python exceptions ========================================================
+
+def einsum_trace(a):
+    return np.einsum('ii', a)
+
+
+def einsum_square(a):
+    return np.sum(np.einsum('i,i->i', a, a) ** 2)
+
+
+@xfail("einsum's jvp gets 32 tangents (diff_args=range(1, 33)) and calls np.einsum with too "
+       "few operands: ValueError from numpy for every jvp of np.einsum")
+def test_einsum_jvp():
+    a = np.array([[1.0, 2.0], [3.0, 4.0]])
+    _, t = srcgrad.jvp(einsum_trace, (a,), (np.ones((2, 2)),))
+    assert np.isclose(t, 2.0)
+
+
+@xfail("hessian of a function using np.einsum: same ValueError via einsum's jvp")
+def test_einsum_hessian():
+    h = srcgrad.hessian(einsum_square)(X3)
+    assert np.allclose(h, np.diag(12 * X3 ** 2))
+
+
+class _WithStatic:
+    def __init__(self, w):
+        self.w = w
+
+    @staticmethod
+    def sq(v):
+        return v * v
+
+
+def staticmethod_via_instance(m, x):
+    return np.sum(m.sq(x) * m.w)
+
+
+@xfail("m.sq(x) for a @staticmethod called through an instance: TypeError, sq_fwd() takes 1 "
+       "positional argument but 2 were given")
+def test_staticmethod_through_instance():
+    check_grad(staticmethod_via_instance, (_WithStatic(0.5), X3), wrt=(1,))
+
+
+def lambda_default_loop_var(x):
+    fs = []
+    for i in range(3):
+        fs.append(lambda v, i=i: v * (i + 1))
+    return sum([f(x[0]) for f in fs])
+
+
+def lambda_default_active(x):
+    scale = x[0] * 2
+    f = lambda v, s=scale: v * s
+    return f(x[1]) + f(x[2], 3.0)
+
+
+@xfail("lambda with a default reading a loop variable (lambda v, i=i: ...): NameError 'i'")
+def test_lambda_default_loop_variable():
+    check_grad(lambda_default_loop_var, (X3,))
+
+
+@xfail("lambda with a default reading an active local (s=scale): NameError 'scale'")
+def test_lambda_default_active_local():
+    check_grad(lambda_default_active, (X3,))
+
+
+def sum_with_initial(x):
+    return np.sum(x ** 2, initial=1.0)
+
+
+def mean_with_where(x):
+    return np.mean(x ** 2, where=x > 0)
+
+
+@xfail("np.sum(..., initial=1.0): TypeError sum_vjp() got an unexpected keyword 'initial'")
+def test_sum_initial():
+    check_grad(sum_with_initial, (X3,))
+
+
+@xfail("np.mean(..., where=mask): TypeError mean_vjp() got an unexpected keyword 'where'")
+def test_mean_where():
+    check_grad(mean_with_where, (X3,))
+
+
+# == unclear errors =============================================================================
+
+def call_local_callable_object(x):
+    m = _CallableModel(2.0)
+    return np.sum(m(x))
+
+
+@xfail("calling an instance with __call__: MissingRuleError naming '<..._CallableModel object "
+       "at 0x...>' with no file:line, and suggests a rule named after the repr")
+def test_callable_instance_error_is_clear():
+    try:
+        srcgrad.grad(call_local_callable_object)(X3)
+    except SrcgradError as e:
+        msg = str(e)
+        assert "object at 0x" not in msg and "test_found_bugs.py:" in msg, msg
+    else:  # differentiating it is the better fix
+        check_grad(call_local_callable_object, (X3,))
+
+
+_P = namedtuple("_P", "a b")
+
+
+def namedtuple_replace(p):
+    q = p._replace(a=p.a * 2)
+    return q.a * q.b + p.a
+
+
+@xfail("p._replace(...) is refused with an error located in collections/__init__.py "
+       "('*args' parameters in the differentiated function, in _replace()), not the user's line")
+def test_namedtuple_replace_error_names_user_line():
+    try:
+        srcgrad.grad(namedtuple_replace)(_P(0.3, 0.7))
+    except SrcgradError as e:
+        assert "test_found_bugs.py:" in str(e), str(e)
+    else:
+        check_grad(namedtuple_replace, (_P(0.3, 0.7),))
+
+
+# == second order through shape rules ===========================================================
+
+def diag_squared(m):
+    return np.sum(np.diag(m) ** 2)
+
+
+def tile_squared(x):
+    return np.sum(np.tile(x, 2) ** 2)
+
+
+def concatenate_slices(x):
+    y = np.concatenate([x[1:], x[:1], x[::-1]])
+    return np.sum(y * np.arange(y.size) * y)
+
+
+def _directional(g, v):
+    def directional(x):
+        return np.sum(g(x) * v)
+    return directional
+
+
+M33 = np.array([[1.0, 0.2, -0.3], [0.4, 2.0, 0.5], [-0.1, 0.6, 3.0]])
+
+
+@xfail("hvp of a function using np.diag: ValueError 'einstein sum subscripts string contains "
+       "too many subscripts for operand 1' (raw numpy error)")
+def test_hvp_through_diag():
+    v = np.arange(9.0).reshape(3, 3)
+    assert np.allclose(srcgrad.hvp(diag_squared, (M33,), (v,)), 2 * np.diag(np.diag(v)))
+
+
+@xfail("hvp/hessian through np.tile: UnsupportedSyntaxError pointing at srcgrad's own "
+       "rules/numpy_shape.py untile() (generator expressions)")
+def test_hessian_through_tile():
+    assert np.allclose(srcgrad.hessian(tile_squared)(X3), 4 * np.eye(3))
+
+
+@xfail("grad of grad through np.concatenate: UnsupportedSyntaxError in srcgrad's own "
+       "rules/numpy_shape.py split_like() (constructing 'slice' from differentiable values)")
+def test_reverse_over_reverse_through_concatenate():
+    x, v = X4, np.array([1.0, -2.0, 0.5, 0.3])
+    result = srcgrad.grad(_directional(srcgrad.grad(concatenate_slices), v))(x)
+    assert np.allclose(result, srcgrad.hvp(concatenate_slices, (x,), (v,)))
+
+
+def apply_global_fn(x):
+    return _FN(x)
+
+
+_FN = np.sin
+
+
+@xfail("a function defined in a loop over callables (same code object, global rebound each "
+       "iteration) keeps differentiating the first callable: grad is 1.0 for np.cos at 0")
+def test_global_callable_rebound_in_loop():
+    global _FN
+    results = []
+    try:
+        for fn in [np.sin, np.cos]:
+            _FN = fn
+            results.append(float(srcgrad.grad(apply_global_fn)(0.0)))
+    finally:
+        _FN = np.sin
+    assert results == [1.0, 0.0]   # actual [1.0, 1.0]
