@@ -55,6 +55,14 @@ class UnsupportedSyntaxError(SrcgradError):
     ``problems`` lists ``(location, construct, hint)`` for each, so a user sees them all at once.
     """
 
+    @classmethod
+    def from_message(cls, message: str) -> "UnsupportedSyntaxError":
+        """One problem found at run time, its message already located."""
+        error = cls.__new__(cls)
+        error.problems = []
+        SrcgradError.__init__(error, message)
+        return error
+
     def __init__(self, problems: list[tuple[Location, str, str]]):
         self.problems = list(problems)
         lines = [_located(loc, f"{construct} is not supported.", hint)

@@ -727,3 +727,32 @@ def as_list(xs):
 def as_tuple(xs):
     """``tuple(xs)``."""
     return tuple(xs)
+
+
+def refuse_shared_array(value, message: str) -> None:
+    """Raise when ``value`` is an array: an in-place update of it could change another
+    name's value, which srcgrad's functional rewriting would not see."""
+    if isinstance(value, np.ndarray):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError.from_message(message)
+
+
+def last_writes(g, index):
+    """``g[index]`` as the adjoint of the values a store ``x[index] = v`` wrote: where a
+    fancy index repeats a position, numpy keeps the last write, so only it gets ``g``."""
+    if is_zero(g) or not isinstance(g, np.ndarray):
+        return part(g, index)
+    written = g[index]
+    if _is_simple_index(index):
+        return written
+    return np.where(last_write_mask(np.shape(g), index), written, 0.0)
+
+
+def last_write_mask(shape, index):
+    """For ``x[index]`` with ``x`` of ``shape``: True where a position is written last."""
+    positions = np.arange(int(np.prod(shape))).reshape(shape)[index]
+    flat = np.ravel(positions)
+    _, last_from_end = np.unique(flat[::-1], return_index=True)
+    keep = np.zeros(flat.size, dtype=bool)
+    keep[flat.size - 1 - last_from_end] = True
+    return np.reshape(keep, np.shape(positions))

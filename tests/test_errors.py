@@ -566,7 +566,7 @@ def attribute_store(x):
 
 
 @pytest.mark.parametrize("fn, args, marker, construct", [
-    (alias_then_element_store, (np.array([1.0, 2.0]),), "z[0] = 0.0", "another variable"),
+    (alias_then_element_store, (np.array([1.0, 2.0]),), "z[0] = 0.0", "share its data"),
     (starred_call_arguments, (0.5, 1.5), "return _pair(*args)", "unpacking"),
     (double_starred_call_arguments, (0.5, 1.5), "return _pair(**kw)", "unpacking"),
     (lambda_value_capturing_active, (0.5, 1.5), "lambda v: v * w", "lambda"),

@@ -17,7 +17,7 @@ from .registry import defrule, nondifferentiable
 def setitem_vjp(g, ans, x, index, value):
     # x's values are not needed (only g's structure is), so it is not passed: a loop filling
     # an array element by element then keeps no copy of the array per iteration on the tape
-    return rt.setitem_zeroed(g, None, index), rt.unbroadcast(rt.part(g, index), value)
+    return rt.setitem_zeroed(g, None, index), rt.unbroadcast(rt.last_writes(g, index), value)
 
 
 def setitem_jvp(dx, dvalue, ans, x, index, value):
@@ -397,3 +397,5 @@ defrule(rt.as_list, as_list_vjp, jvp=as_list_jvp, domain=_sequence_domain, linea
         second_order=False, name="runtime.as_list")
 defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, linear=True,
         second_order=False, name="runtime.as_tuple")
+nondifferentiable(rt.refuse_shared_array)
+nondifferentiable(rt.last_write_mask)

@@ -13,7 +13,7 @@ from .context import Context
 _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
 
 
-def _definitions(tree):
+def _definitions(tree, local_names=None):
     """``(targets, value_node)`` for each place a name gets a value."""
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign):
@@ -30,7 +30,8 @@ def _definitions(tree):
         elif isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
             # mutating method calls: lst.append(v), x.extend(...), d.update(...)
             func = node.value.func
-            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and (
+                    local_names is None or func.value.id in local_names):
                 yield {func.value.id}, node.value
 
 
@@ -67,7 +68,8 @@ def _reads(value, ctx: Context, precise: bool) -> set[str]:
 
 def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
     """Names whose value may depend on a wrt parameter."""
-    defs = [(targets, _reads(value, ctx, precise)) for targets, value in _definitions(tree)]
+    defs = [(targets, _reads(value, ctx, precise))
+            for targets, value in _definitions(tree, ctx.local_names)]
     varied = set(ctx.wrt_names)
     changed = True
     while changed:
@@ -81,7 +83,8 @@ def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
 
 def useful_names(tree, ctx: Context, results: set[str]) -> set[str]:
     """Names that can influence ``results`` through differentiable operations."""
-    defs = [(targets, _reads(value, ctx, True)) for targets, value in _definitions(tree)]
+    defs = [(targets, _reads(value, ctx, True))
+            for targets, value in _definitions(tree, ctx.local_names)]
     useful = set(results)
     changed = True
     while changed:

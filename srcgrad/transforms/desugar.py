@@ -85,6 +85,15 @@ class _Desugar:
                         self.aliased |= {t.id, node.value.id}
             elif isinstance(node, gast.Assign) and len(node.targets) > 1:
                 self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+        # names that may be numpy views of another array (a slice, a row, a reshape): an
+        # in-place update through them changes that array too
+        self.views: set[str] = set()
+        for node in gast.walk(tree) if tree is not None else ():
+            if isinstance(node, gast.Assign) and _may_be_view(node.value):
+                self.views |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+            elif isinstance(node, gast.For) and isinstance(node.target, gast.Name) \
+                    and A.names_read(node.iter) & ctx.varied:
+                self.views.add(node.target.id)  # the rows of an array
 
     def block(self, stmts: list) -> list:
         out = []
@@ -113,10 +122,27 @@ class _Desugar:
         return body
 
     # -- assignments -----------------------------------------------------------------------
+    def shares_data(self, name: str) -> bool:
+        return name in self.aliased or name in self.views
+
     def visit_AugAssign(self, s):
+        target = s.target
+        guard = []
+        if isinstance(target, gast.Name) and self.shares_data(target.id) \
+                and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
+            # On an array, '+=' updates in place what another name may also see; on a number
+            # it rebinds. Which one only the run time knows: it refuses the array case.
+            loc = self.ctx.location(s)
+            message = (f"{loc}: an in-place update of '{target.id}', which may share its data "
+                       f"with another array (an alias, a slice, a row, a reshape), is not "
+                       f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
+                       f"{target.id} {_op_text(s.op)} ... to make a new array, or copy it "
+                       f"first ({target.id} = {target.id}.copy()).")
+            guard = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_shared_array"),
+                                        A.load(target.id), A.const(message)), at=s)]
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
-        return self.visit_Assign(A.assign(s.target, value, at=s))
+        return guard + self.visit_Assign(A.assign(s.target, value, at=s))
 
     def visit_AnnAssign(self, s):
         if s.value is None:
@@ -148,9 +174,10 @@ class _Desugar:
             base = target
             while isinstance(base, gast.Subscript):
                 base = base.value
-            if isinstance(base, gast.Name) and base.id in self.aliased:
+            if isinstance(base, gast.Name) and self.shares_data(base.id):
                 self.ctx.problem(s, f"assignment into an element of '{base.id}', which "
-                                    f"another variable also refers to",
+                                    f"may share its data with another array (an alias, a "
+                                    f"slice, a row, a reshape)",
                                  f"Copy it first ({base.id} = {base.id}.copy()), so the "
                                  f"update cannot silently apply to one name only.")
                 return [s]
@@ -198,6 +225,10 @@ class _Desugar:
                 and call.func.attr in {*_LIST_METHODS, "pop"}
                 and (A.names_read(call) & self.ctx.varied)):
             name = call.func.value.id
+            if name in self.aliased:
+                self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' on a list another variable "
+                                    f"also refers to", f"Copy it first ({name} = list({name})).")
+                return [s]
             if call.func.attr == "pop":
                 return self.list_pop(None, call, s)
             helper = A.attr(self.ctx.rt, _LIST_METHODS[call.func.attr])
@@ -432,3 +463,30 @@ def _builtin(name: str, ctx: Context) -> bool:
         return ctx.lookup_static(name) is getattr(builtins, name)
     except (KeyError, AttributeError):
         return False
+
+
+_VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
+                   "expand_dims", "broadcast_to", "view", "T", "real", "imag", "diagonal",
+                   "asarray", "atleast_1d", "atleast_2d", "atleast_3d", "flat"}
+
+
+def _may_be_view(value) -> bool:
+    """A value that may share memory with another: indexing, or a function or method known
+    to return views (reshape, transpose, ...)."""
+    if isinstance(value, gast.Subscript):
+        return True
+    if isinstance(value, gast.Attribute):
+        return value.attr in _VIEW_FUNCTIONS
+    if isinstance(value, gast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", "")
+        return name in _VIEW_FUNCTIONS
+    return False
+
+
+_OP_TEXT = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Pow: "**",
+            gast.MatMult: "@", gast.FloorDiv: "//", gast.Mod: "%"}
+
+
+def _op_text(op) -> str:
+    return _OP_TEXT.get(type(op), "op")
