@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from . import codegen, runtime
 from .transforms import normalize, prepare
+from .transforms.context import _UNBOUND
 
 _LOCK = threading.RLock()
 
@@ -61,17 +62,38 @@ class Generated(abc.ABC):
         self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
         self._helpers = [runtime] + list(ctx.helpers.values())
         self._closure_names = sorted(ctx.closure)
+        self._assumptions = list(ctx.assumptions.items())
+        self._globals = getattr(self.fn, "__globals__", {})
+        self.__dict__.pop("_scalar", None)
         if not self._has_closure:
-            self._functions = self._make(*self._helpers)
+            self._functions = self._with_defaults(self._make(*self._helpers))
+
+    def _with_defaults(self, functions: tuple) -> tuple:
+        """The first generated function has the user's signature: give it the user's own
+        default objects, so a mutated default is seen as Python would see it."""
+        if functions and (self.fn.__defaults__ or self.fn.__kwdefaults__):
+            functions[0].__defaults__ = self.fn.__defaults__
+            functions[0].__kwdefaults__ = self.fn.__kwdefaults__
+        return functions
+
+    def stale(self) -> bool:
+        """Whether a global the transformation resolved (a function it called, a module)
+        has been rebound since: Python would call the new one."""
+        g = self._globals
+        return any(g.get(name, _UNBOUND) is not obj for name, obj in self._assumptions)
 
     def functions_for(self, fn: Callable | None = None) -> tuple:
         """The generated functions for ``fn``, a function sharing this build's code."""
+        if self._assumptions and self.stale():
+            with _LOCK:
+                if self.stale():
+                    self.build()
         if not self._has_closure:
             return self._functions
         fn = self.fn if fn is None else fn
         cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
         values = [cells[n].cell_contents for n in self._closure_names]
-        return self._make(*self._helpers, *values)
+        return self._with_defaults(self._make(*self._helpers, *values))
 
     def scalar_variant(self) -> "Generated":
         """This build specialized to scalar arguments (no broadcasting, so no unbroadcast),

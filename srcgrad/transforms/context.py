@@ -19,6 +19,9 @@ class Resolved:
     name: str = ""  # readable name for messages
 
 
+_UNBOUND = object()  # marks a name that was not a global when resolved
+
+
 class DynamicCall:
     """A call whose callee is known only at run time (a function passed in, a local def or
     lambda, a method of a user object): generated code goes through runtime.call_fwd."""
@@ -53,6 +56,8 @@ class Context:
     # reverse pass relies on it and emits no unbroadcasting
     scalar_closed: bool = False
     scalar_mode: bool = False
+    # globals the transformation resolved, with the objects they were bound to
+    assumptions: dict = field(default_factory=dict)
 
     @property
     def wrt_names(self) -> list[str]:
@@ -88,7 +93,11 @@ class Context:
         if name in self.closure:
             return self.closure[name]
         if name in self.globals:
+            # the generated code is valid while this global keeps this value (see
+            # Generated.functions_for, which rebuilds when one was rebound)
+            self.assumptions[name] = self.globals[name]
             return self.globals[name]
+        self.assumptions.setdefault(name, _UNBOUND)  # a builtin, unless a global shadows it
         return getattr(builtins, name)
 
     def helper(self, obj: Any, preferred: str) -> str:
