@@ -13,6 +13,7 @@ from . import numpy_shape  # noqa: F401
 from . import numpy_linalg  # noqa: F401
 from . import nn  # noqa: F401
 from . import nondiff  # noqa: F401
+from . import constructors  # noqa: F401
 from . import runtime_rules  # noqa: F401  (functional updates generated code calls)
 from .registry import seal_builtins as _seal_builtins
 from .methods import ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS

@@ -16,9 +16,10 @@ from .registry import nondifferentiable
 
 _NUMPY = [
     # constructors of constants
-    "zeros_like", "ones_like", "empty_like", "full_like", "zeros", "ones", "empty", "full",
-    "eye", "identity", "arange", "linspace", "logspace", "geomspace", "tri", "indices",
-    "meshgrid", "mgrid", "ogrid",
+    # (full, full_like, linspace, logspace have rules: their values carry gradients;
+    # geomspace and meshgrid have none yet, so differentiable arguments give a clear error)
+    "zeros_like", "ones_like", "empty_like", "zeros", "ones", "empty",
+    "eye", "identity", "arange", "tri", "indices", "mgrid", "ogrid",
     # indices, orderings, counts
     "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
     "digitize", "count_nonzero", "bincount", "lexsort", "unravel_index", "ravel_multi_index",
@@ -38,15 +39,14 @@ _NUMPY = [
     "lcm",
 ]
 
+# Draws that take no distribution parameters. Those that do (normal(loc, scale), uniform,
+# gamma...) are deliberately not marked: a differentiable parameter would get a silent zero
+# gradient, so it raises MissingRuleError instead (write loc + scale * randn() to
+# reparameterize, or register a rule).
 _RANDOM = [
-    "randn", "rand", "normal", "uniform", "randint", "random", "random_sample", "ranf",
-    "sample", "seed", "standard_normal", "binomial", "poisson", "exponential", "beta", "gamma",
-    "multivariate_normal", "default_rng", "get_state", "set_state", "bytes", "laplace",
-    "lognormal", "logistic", "standard_cauchy", "standard_t", "chisquare", "dirichlet",
-    "geometric", "gumbel", "multinomial", "rayleigh", "triangular", "vonmises", "wald",
-    "weibull", "zipf", "hypergeometric", "f", "pareto", "power", "standard_exponential",
-    "standard_gamma", "noncentral_chisquare", "noncentral_f", "negative_binomial", "logseries",
-    "shuffle",
+    "randn", "rand", "randint", "random", "random_sample", "ranf", "sample", "seed",
+    "standard_normal", "default_rng", "get_state", "set_state", "bytes", "standard_cauchy",
+    "standard_exponential", "shuffle",
 ]
 
 _BUILTINS = [

@@ -51,6 +51,9 @@ class Rule:
     linear: bool = False  # linear in its differentiable args: jvp contributions = fn(tangent)
     second_order: bool = True  # vjp is itself differentiable (checked by the second-order tests)
     builtin: bool = False  # one of srcgrad's own rules (not a user's or a Function's)
+    # positions read only for their shape (full_like's array): no gradient, and no error
+    # when they depend on the differentiated input
+    shape_args: tuple[int, ...] = ()
     # Parameter names of the primal, read from the vjp signature (after g, ans): used to bind
     # keyword arguments to positions when generated code calls the rule.
     params: tuple[str, ...] = field(default=())
@@ -91,13 +94,15 @@ def rule_name(fn: Any) -> str:
 
 def defrule(fn: Callable, vjp: Callable, *, diff_args: tuple[int, ...] = (0,),
             jvp: Callable | None = None, domain: Callable | None = None,
-            linear: bool = False, second_order: bool = True, name: str | None = None) -> Rule:
+            linear: bool = False, second_order: bool = True, name: str | None = None,
+            shape_args: tuple[int, ...] = ()) -> Rule:
     """Register the derivative rule of ``fn``. Registering the same function twice raises."""
     key = _key(fn)
     if key in _RULES:
         raise SrcgradError(f"a derivative rule for '{rule_name(fn)}' is already registered")
     r = Rule(fn=fn, name=name or rule_name(fn), vjp=vjp, diff_args=tuple(diff_args), jvp=jvp,
-             domain=domain, linear=linear, second_order=second_order, builtin=not _sealed)
+             domain=domain, linear=linear, second_order=second_order, builtin=not _sealed,
+             shape_args=tuple(shape_args))
     _RULES[key] = r
     return r
 

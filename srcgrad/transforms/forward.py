@@ -424,7 +424,8 @@ class ForwardGenerator:
                     args.append(None)
                 args.append(keywords.pop(pname))
         for i, a in enumerate(args):
-            if self.strict and self.kind_of(a, st) is not None and i not in rule.diff_args:
+            if self.strict and self.kind_of(a, st) is not None and i not in rule.diff_args \
+                    and i not in rule.shape_args:
                 raise NonDifferentiableError(
                     f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
                     f"differentiable, but it depends on the differentiated input.")

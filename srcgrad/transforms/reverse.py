@@ -472,7 +472,8 @@ class ReverseGenerator:
                   if i < len(args) and self.is_active(args[i])]
         # an active operand outside diff_args would silently get no gradient
         for i, a in enumerate(args):
-            if self.is_active(a) and i not in rule.diff_args and not ctx.own_code:
+            if self.is_active(a) and i not in rule.diff_args and not ctx.own_code \
+                    and i not in rule.shape_args:
                 raise NonDifferentiableError(
                     f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
                     f"differentiable, but it depends on the differentiated input.")
@@ -496,10 +497,12 @@ class ReverseGenerator:
             out.append(A.assign(tmp, call, at=s))
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
-        same = _elementwise(fn) and self.same_shapes(args)
+        elementwise = _elementwise(fn)
+        same = elementwise and self.same_shapes(args)
         for k, i in active:
-            if ctx.scalar_mode or same or all(_number(a) is not None
-                                              for j, a in enumerate(args) if j != i):
+            # an elementwise result has the operand's shape when the others are numbers
+            if ctx.scalar_mode or same or (elementwise and all(
+                    _number(a) is not None for j, a in enumerate(args) if j != i)):
                 exprs[k] = self.same_shape(exprs[k], args[i])
             self.read(exprs[k])
             out.append(self.accumulate(args[i].id, exprs[k], state, s))
