@@ -13,6 +13,7 @@ __all__ = ["jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "get_forward
 import functools
 import inspect
 import itertools
+import types
 import os
 import weakref
 from typing import Any, Callable, Sequence
@@ -350,8 +351,11 @@ def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False
 
 # -- public API ----------------------------------------------------------------------------
 def _differentiable(x) -> bool:
+    """Whether ``x`` can carry a tangent: not an integer, string, None, or a function or
+    class (an object that merely defines __call__ can: its attributes may)."""
     return _integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
-        and not callable(x)
+        and not isinstance(x, (types.FunctionType, types.BuiltinFunctionType,
+                               types.MethodType, type, np.ufunc, functools.partial))
 
 
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):

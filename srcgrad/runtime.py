@@ -271,6 +271,14 @@ def add_attr(acc, obj, name: str, g):
     """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
     if is_zero(g):
         return acc
+    if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
+        import inspect
+        if isinstance(inspect.getattr_static(type(obj), name, None), property):
+            from .errors import UnsupportedFeatureError
+            raise UnsupportedFeatureError(
+                f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
+                f"code: its gradient cannot reach the attributes it reads. Call a method "
+                f"computing it instead (def {name}(self): ...).")
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple: by position
         return add_at(acc, obj, obj._fields.index(name), g)
     out = dict(acc) if isinstance(acc, dict) else {}
@@ -391,6 +399,12 @@ def method_fwd(obj, name, *args, **kwargs):
     special = CONTAINER_METHODS.get((type(obj), name))
     if special is not None:
         return dynamic_forward(special, (obj,) + args, kwargs)
+    import inspect
+    raw = inspect.getattr_static(type(obj), name, None)
+    if isinstance(raw, (staticmethod, classmethod)):
+        # no instance argument: the receiver gets no gradient
+        value, record = dynamic_forward(getattr(obj, name), args, kwargs)
+        return value, ("receiverless", record)
     method = getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         from .errors import MissingRuleError
@@ -402,6 +416,9 @@ def call_bwd(record, g):
     if record[0] == "redispatch":
         return record[1](record[2], g)
     from .api import dynamic_backward
+    if record[0] == "receiverless":
+        positional, keyword = dynamic_backward(record[1], g)
+        return [None] + list(positional), keyword
     return dynamic_backward(record, g)
 
 

@@ -20,7 +20,8 @@ import gast
 import numpy as np
 
 from .. import codegen, runtime
-from ..errors import InternalError, MissingRuleError, NonDifferentiableError
+from ..errors import (InternalError, MissingRuleError, NonDifferentiableError,
+                      UnsupportedFeatureError)
 from ..rules import lookup
 from . import astutil as A
 from . import inline
@@ -483,6 +484,11 @@ class ReverseGenerator:
             raise InternalError("reverse", f"keyword binding left a gap calling {rule.name}")
         bv, ans = A.load(self.adj(v)), A.load(v)
         tmpl = inline.template(rule.vjp)
+        unknown = [k for k in keywords if k not in tmpl.params] if tmpl.kwarg is None else []
+        if unknown and tmpl.readable:
+            raise UnsupportedFeatureError(
+                f"{ctx.location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
+                f"supported in differentiated code (its derivative rule does not take it).")
         mapping = inline.bind(tmpl, [bv, ans], args, keywords)
         out = []
         if tmpl.elements is not None and mapping is not None:
