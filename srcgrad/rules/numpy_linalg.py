@@ -16,7 +16,7 @@ import string
 
 import numpy as np
 
-from ..runtime import broadcast_like, unbroadcast
+from ..runtime import broadcast_like, is_zero, unbroadcast
 from . import operators as ops
 from .domains import draw
 from .registry import defrule, nondifferentiable
@@ -157,10 +157,13 @@ def einsum_vjp(g, ans, subscripts, *operands, **kwargs):
 
 
 def einsum_jvp(*args, **kwargs):
-    # Called as einsum_jvp(*tangents, ans, subscripts, *operands): one tangent per operand.
+    # Called as einsum_jvp(*tangents, ans, subscripts, *operands): one tangent per
+    # differentiable position (diff_args reserves 32), of which the first len(operands) are
+    # the operands'; lazy-zero tangents contribute nothing.
     at = next(i for i, a in enumerate(args) if isinstance(a, str))
     tangents, subscripts, operands = args[:at - 1], args[at], args[at + 1:]
-    return tuple(np.einsum(subscripts, *operands[:k], t, *operands[k + 1:])
+    return tuple(0.0 if k >= len(operands) or is_zero(t)
+                 else np.einsum(subscripts, *operands[:k], t, *operands[k + 1:])
                  for k, t in enumerate(tangents))
 
 
