@@ -316,6 +316,9 @@ def dynamic_forward(fn, args, kwargs):
         value = fn(*args, **kwargs)
         return value, ("rule", rule, args, kwargs, value)
     func = _func_key(fn)
+    if not hasattr(func, "__code__") and hasattr(getattr(fn, "__call__", None), "__func__"):
+        fn = fn.__call__  # an object whose class defines __call__: that method, bound
+        func = fn.__func__
     if not hasattr(func, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))

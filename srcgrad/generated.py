@@ -65,15 +65,20 @@ class Generated(abc.ABC):
         self._assumptions = list(ctx.assumptions.items())
         self._globals = getattr(self.fn, "__globals__", {})
         self.__dict__.pop("_scalar", None)
-        if not self._has_closure:
-            self._functions = self._with_defaults(self._make(*self._helpers))
+        # functions made by one 'def' may differ in their closure cells and in their
+        # defaults (lambda v, i=i: ... in a loop): those get their own instance per call
+        self._per_instance = self._has_closure or bool(
+            self.fn.__defaults__ or self.fn.__kwdefaults__)
+        if not self._per_instance:
+            self._functions = self._make(*self._helpers)
 
-    def _with_defaults(self, functions: tuple) -> tuple:
-        """The first generated function has the user's signature: give it the user's own
+    @staticmethod
+    def _with_defaults(functions: tuple, fn) -> tuple:
+        """The first generated function has the user's signature: give it ``fn``'s own
         default objects, so a mutated default is seen as Python would see it."""
-        if functions and (self.fn.__defaults__ or self.fn.__kwdefaults__):
-            functions[0].__defaults__ = self.fn.__defaults__
-            functions[0].__kwdefaults__ = self.fn.__kwdefaults__
+        if functions and (fn.__defaults__ or fn.__kwdefaults__):
+            functions[0].__defaults__ = fn.__defaults__
+            functions[0].__kwdefaults__ = fn.__kwdefaults__
         return functions
 
     def stale(self) -> bool:
@@ -88,12 +93,15 @@ class Generated(abc.ABC):
             with _LOCK:
                 if self.stale():
                     self.build()
-        if not self._has_closure:
+        if not self._per_instance:
             return self._functions
-        fn = self.fn if fn is None else fn
-        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
-        values = [cells[n].cell_contents for n in self._closure_names]
-        return self._with_defaults(self._make(*self._helpers, *values))
+        if fn is None or getattr(fn, "__code__", None) is not self.fn.__code__:
+            fn = self.fn  # (a caller may name the function this build was made for by proxy)
+        values = []
+        if self._has_closure:
+            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
+            values = [cells[n].cell_contents for n in self._closure_names]
+        return self._with_defaults(self._make(*self._helpers, *values), fn)
 
     def scalar_variant(self) -> "Generated":
         """This build specialized to scalar arguments (no broadcasting, so no unbroadcast),

@@ -130,3 +130,27 @@ class NameReplacer(gast.NodeTransformer):
 def substitute(expr, mapping: dict):
     """A copy of ``expr`` with Name loads replaced by (copies of) ``mapping``'s nodes."""
     return _clone(expr, mapping)
+
+
+def signature_of(args):
+    """A copy of a function's parameters for a generated function with the same signature:
+    default values that are not literals become None placeholders (the generated function
+    gets the user's own default objects when it is made; evaluating the expressions again
+    could fail, e.g. a lambda's default reading a local of its enclosing function)."""
+    new = _clone(args, None)
+    new.defaults = [d if _literal(d) else const(None) for d in new.defaults]
+    new.kw_defaults = [d if d is None or _literal(d) else const(None) for d in new.kw_defaults]
+    for a in new.posonlyargs + new.args + new.kwonlyargs:
+        a.annotation = None  # annotations are evaluated at def time too
+    return new
+
+
+def _literal(node) -> bool:
+    """A literal: ``2.0``, ``-0.5``, ``None``, ``"mean"``, tuples of literals."""
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, (gast.USub, gast.UAdd)):
+        return isinstance(node.operand, gast.Constant)
+    if isinstance(node, gast.Tuple):
+        return all(_literal(e) for e in node.elts)
+    return False

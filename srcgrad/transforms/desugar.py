@@ -33,6 +33,13 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
             fn, name = node.value, node.targets[0].id
         else:
             continue
+        defaults = [d for d in fn.args.defaults + fn.args.kw_defaults if d is not None]
+        read_by_defaults = set().union(*[A.names_read(d) for d in defaults]) if defaults \
+            else set()
+        for v in sorted(read_by_defaults & ctx.varied & ctx.local_names):
+            ctx.problem(node, f"a default value of '{name}' reading the differentiable "
+                              f"variable '{v}'",
+                        f"Pass {v} to {name} as an argument when calling it.")
         own = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
         own |= {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)
                 and isinstance(n.ctx, gast.Store)}

@@ -647,7 +647,7 @@ def forward(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     body = [codegen.comment("forward mode")] + body
     body.append(A.located(gast.Return(value=value), ret))
 
-    args = copy.deepcopy(tree.args)
+    args = A.signature_of(tree.args)
     tangent_params = [gast.Name(id=ctx.namer.tangent(p), ctx=gast.Param(), annotation=None,
                                 type_comment=None) for p in wrt_names]
     if args.posonlyargs:

@@ -812,7 +812,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
 
     name = tree.name if tree.name != "_lambda" else "lambda"
-    fwd = _function(f"{name}_fwd", tree.args, fwd_body)
+    fwd = _function(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd_args = gast.arguments(args=[A.store(gen.saved_name), A.store(seed)], posonlyargs=[],
                               vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
                               defaults=[])
