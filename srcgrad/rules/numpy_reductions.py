@@ -125,12 +125,13 @@ def _matrix_norm_partials(x, ans, ord, axis, keepdims):
     if ord is None or ord == "fro":
         return x / expand_reduced(ans, x, axis, keepdims)
     if ord in (1, -1):  # largest/smallest column sum of |x|
-        summed, other = axis[0], axis[1]
+        summed = axis[0]
     elif ord in (np.inf, -np.inf):  # largest/smallest row sum of |x|
-        summed, other = axis[1], axis[0]
+        summed = axis[1]
     else:
-        raise UnsupportedFeatureError(f"the derivative of np.linalg.norm with ord={ord!r} is not "
-                                  f"implemented; use ord='fro' or compute it from an SVD")
+        raise UnsupportedFeatureError(f"the derivative of np.linalg.norm with ord={ord!r} is "
+                                      f"not implemented; use ord='fro' or compute it from an "
+                                      f"SVD")
     sums = np.sum(np.abs(x), axis=summed, keepdims=True)
     return np.sign(x) * extremum_weights(sums, ans, axis, keepdims)
 

@@ -171,9 +171,7 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
         impl = vjp
         if len(diff) == 1 and not _returns_tuple(vjp):
             # one differentiable argument: returning the cotangent itself is accepted
-            @functools.wraps(vjp)
-            def impl(*args, **kwargs):
-                return (vjp(*args, **kwargs),)
+            impl = functools.wraps(vjp)(lambda *args, **kwargs: (vjp(*args, **kwargs),))
         r = defrule(fn, impl, diff_args=diff, domain=domain)
 
         def attach_jvp(jvp: Callable) -> Callable:

@@ -17,7 +17,6 @@ parallel tangent tape, so generated sweeps can be differentiated again (forward 
 """
 from __future__ import annotations
 
-import copy
 import os
 
 import gast
