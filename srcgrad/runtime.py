@@ -693,11 +693,8 @@ def _call_bwd_fwd(record, g):
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
-        positional = [None] * len(args)
-        for k, i in enumerate(rule.diff_args):
-            if i < len(args):
-                positional[i] = grads[k]
-        return (positional, {}), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
+        from .transforms.binding import scatter_rule_grads
+        return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
     _, bwd, saved, n_self, names, n_args, kwargs = record
     grads, inner = dynamic_forward(bwd, (saved, g), {})
     positional = list(grads[n_self:n_self + n_args])

@@ -1,0 +1,114 @@
+"""Soundness (issue 8): no silent wrong gradient at the boundary, in call binding, in the
+cache of generated code, and located errors instead of raw internal exceptions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad.errors import NonDifferentiableError, SrcgradError
+
+X = np.array([1.0, 2.0, 3.0])  # x[0] is clipped to the lower bound, x[2] to the upper
+
+
+def numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+# -- one rule-call binder for reverse mode, forward mode and run-time dispatch -------------
+# Every way an operand can reach np.clip's differentiable bounds, and dict.get's default.
+
+def _bounds(x):
+    return 1.5 * x[0], 0.9 * x[2]
+
+
+def clip_positional(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, lo, hi) ** 2)
+
+
+def clip_keywords(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, a_min=lo, a_max=hi) ** 2)
+
+
+def clip_keywords_reordered(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(a_max=hi, a_min=lo, a=x) ** 2)
+
+
+def clip_mixed(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, lo, a_max=hi) ** 2)
+
+
+def clip_lower_only_keyword(x):
+    lo, _ = _bounds(x)
+    return np.sum(np.clip(x, a_min=lo, a_max=None) ** 2)
+
+
+def clip_upper_only_keyword(x):
+    _, hi = _bounds(x)
+    return np.sum(np.clip(x, None, a_max=hi) ** 2)
+
+
+def clip_constant_operand(x):
+    lo, _ = _bounds(x)
+    return np.sum(np.clip(2.5, lo, None) * x)
+
+
+def clip_method(x):
+    lo, hi = _bounds(x)
+    return np.sum(x.clip(lo, hi) ** 2)
+
+
+def clip_passed_in(x, clip=np.clip):
+    lo, hi = _bounds(x)
+    return np.sum(clip(x, a_min=lo, a_max=hi) ** 2)
+
+
+def get_default_positional(x):
+    d = {"a": x[0]}
+    return d.get("b", 2.0 * x[1]) ** 2 + d.get("a", x[2]) * x[1]
+
+
+BINDINGS = [clip_positional, clip_keywords, clip_keywords_reordered, clip_mixed,
+            clip_lower_only_keyword, clip_upper_only_keyword, clip_constant_operand,
+            clip_method, clip_passed_in, get_default_positional]
+
+
+@pytest.mark.parametrize("f", BINDINGS, ids=lambda f: f.__name__)
+def test_binding_parity_grad_vjp_jvp(f):
+    expected = numeric_grad(f, X)
+    np.testing.assert_allclose(srcgrad.grad(f)(X), expected, rtol=1e-6, atol=1e-8)
+    value, pullback = srcgrad.vjp(f, X)
+    np.testing.assert_allclose(pullback(1.0)[0], expected, rtol=1e-6, atol=1e-8)
+    v = np.array([0.3, -1.1, 0.7])
+    _, tangent = srcgrad.jvp(f, (X,), (v,))
+    np.testing.assert_allclose(tangent, expected @ v, rtol=1e-6, atol=1e-8)
+
+
+def clip_unbound_keyword(x):
+    return np.sum(np.clip(x, min=1.5 * x[0]) ** 2)
+
+
+def test_active_operand_the_rule_does_not_bind_is_refused_in_both_modes():
+    with pytest.raises(NonDifferentiableError, match="'min' of 'numpy.clip'"):
+        srcgrad.grad(clip_unbound_keyword)(X)
+    with pytest.raises(NonDifferentiableError, match="'min' of 'numpy.clip'"):
+        srcgrad.jvp(clip_unbound_keyword, (X,), (np.ones(3),))
+
+
+def test_binder_sorts_operands():
+    from srcgrad.rules import lookup
+    from srcgrad.transforms.binding import bind_rule_call
+    rule = lookup(np.clip)
+    bound = bind_rule_call(rule, ["x"], {"a_max": "hi", "out": "o", "min": "m"})
+    assert [(k, i, a, name) for k, i, a, name in bound.diff] == [
+        (0, 0, "x", None), (2, 2, "hi", "a_max")]
+    assert sorted(what for what, _, _ in bound.nondiff) == ["'min'", "'out'"]
