@@ -112,3 +112,51 @@ def test_binder_sorts_operands():
     assert [(k, i, a, name) for k, i, a, name in bound.diff] == [
         (0, 0, "x", None), (2, 2, "hi", "a_max")]
     assert sorted(what for what, _, _ in bound.nondiff) == ["'min'", "'out'"]
+
+
+# -- the cache of generated code keys on what the code depends on -------------------------
+
+def _load(path, name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_same_text_in_two_modules_keeps_each_modules_globals(tmp_path):
+    text = "W = {}\n\ndef f(x):\n    return W * x ** 2\n"
+    (tmp_path / "one.py").write_text(text.format(2.0))
+    (tmp_path / "two.py").write_text(text.format(3.0))
+    one = _load(tmp_path / "one.py", "srcgrad_test_one")
+    two = _load(tmp_path / "two.py", "srcgrad_test_two")
+    assert one.f.__code__ == two.f.__code__  # equal code objects: text equality
+    assert srcgrad.grad(one.f)(1.0) == 4.0
+    assert srcgrad.grad(two.f)(1.0) == 6.0
+    assert srcgrad.jvp(two.f, (1.0,), (1.0,))[1] == 6.0
+    assert srcgrad.jvp(one.f, (1.0,), (1.0,))[1] == 4.0
+
+
+def _elementwise_grad(f):
+    def gradient(x):
+        return srcgrad.grad(lambda y: np.sum(f(y)))(x)
+    return gradient
+
+
+def _tanh(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+def test_third_derivative_through_closures_made_by_one_def():
+    # each level is a closure of the same def (and of the same lambda inside it); the sweeps
+    # generated for one level resolve its captured function, so they cannot serve another
+    x = np.array([0.3, -0.5, 1.2])
+    t = np.tanh(x)
+    d1 = 1 - t ** 2
+    d2 = -2 * t * d1
+    d3 = -2 * d1 ** 2 - 2 * t * d2
+    g = _tanh
+    for expected in (d1, d2, d3):
+        g = _elementwise_grad(g)
+        np.testing.assert_allclose(g(x), expected, rtol=1e-9, atol=1e-12)
