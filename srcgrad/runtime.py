@@ -743,6 +743,25 @@ def as_tuple(xs):
     return tuple(xs)
 
 
+def refuse_float_operand(value, message: str) -> None:
+    """Raise when ``value``, passed where a rule takes no derivative but depending on the
+    differentiated input, is a float (or holds floats): its gradient would be lost. An
+    integer, bool, None or string carries none, so passes (``axis=axis`` in a helper)."""
+    if _holds_floats(value):
+        from .errors import NonDifferentiableError
+        raise NonDifferentiableError(message)
+
+
+def _holds_floats(value) -> bool:
+    if isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc"
+    if isinstance(value, (list, tuple)):
+        return any(_holds_floats(v) for v in value)
+    return False
+
+
 def refuse_shared_array(value, message: str) -> None:
     """Raise when ``value`` is an array: an in-place update of it could change another
     name's value, which srcgrad's functional rewriting would not see."""

@@ -160,3 +160,50 @@ def test_third_derivative_through_closures_made_by_one_def():
     for expected in (d1, d2, d3):
         g = _elementwise_grad(g)
         np.testing.assert_allclose(g(x), expected, rtol=1e-9, atol=1e-12)
+
+
+def summed_over(x, axis=0):
+    return np.sum(x, axis=axis)
+
+
+def summed_positional(x, axis=0):
+    return np.sum(x, axis)
+
+
+def helper_with_integer_options(x):
+    return np.sum(summed_over(x, axis=1) ** 2) + np.sum(summed_positional(x, 0) ** 3)
+
+
+def test_integer_operands_of_helpers_differentiated_in_all_parameters_pass():
+    # the helpers' adjoints take every parameter as differentiable: 'axis' is refused only
+    # if, at run time, it holds a float whose gradient would be lost
+    x = np.arange(6.0).reshape(2, 3) / 5
+    expected = numeric_grad(helper_with_integer_options, x)
+    np.testing.assert_allclose(srcgrad.grad(helper_with_integer_options)(x), expected,
+                               rtol=1e-6)
+    _, tangent = srcgrad.jvp(helper_with_integer_options, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, expected.sum(), rtol=1e-6)
+
+
+# -- joining functions given an array (its rows are the items) ----------------------------
+
+STACKERS = [name for name in ("vstack", "hstack", "row_stack", "concatenate", "stack")
+            if hasattr(np, name)]
+
+
+@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated")
+@pytest.mark.parametrize("name", STACKERS)
+def test_joining_an_array_gives_an_array_gradient(name):
+    join = getattr(np, name)
+
+    def f(x):
+        return np.sum(join(x) ** 2)
+    x = np.arange(6.0).reshape(2, 3) + 1
+    g = srcgrad.grad(f)(x)
+    assert isinstance(g, np.ndarray) and g.shape == x.shape
+    np.testing.assert_allclose(g, 2 * x)
+    _, pullback = srcgrad.vjp(lambda x: join(x), x)
+    ct = pullback(np.ones_like(join(x)))[0]
+    assert isinstance(ct, np.ndarray) and ct.shape == x.shape
+    _, tangent = srcgrad.jvp(f, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, np.sum(2 * x))

@@ -11,7 +11,7 @@ transformer, values at run time.
 """
 from __future__ import annotations
 
-__all__ = ["BoundCall", "bind_rule_call", "scatter_rule_grads"]
+__all__ = ["BoundCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard"]
 
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,3 +66,16 @@ def scatter_rule_grads(rule, args, kwargs: dict, grads) -> tuple[list, dict]:
         else:
             keyword[name] = grads[k]
     return positional, keyword
+
+
+def nondiff_guard(ctx, rule, what: str, operand, at):
+    """``_rt.refuse_float_operand(operand, message)``: a statement of generated code for an
+    operand the rule does not differentiate but which depends on the differentiated input.
+    Whether it carries a gradient is known only at run time: an integer (``axis=axis`` in a
+    helper differentiated with respect to all its parameters) carries none."""
+    from . import astutil as A
+    message = (f"{ctx.location(at)}: argument {what} of '{rule.name}' is not differentiable, "
+               f"but it depends on the differentiated input.")
+    call = A.call(A.attr(ctx.rt, "refuse_float_operand"), A.deepcopy(operand),
+                  A.const(message))
+    return A.expr_stmt(call, at=at)

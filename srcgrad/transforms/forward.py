@@ -26,7 +26,7 @@ from ..errors import InternalError, MissingRuleError, NonDifferentiableError, Sr
 from ..rules import lookup
 from . import astutil as A
 from . import inline
-from .binding import bind_rule_call
+from .binding import bind_rule_call, nondiff_guard
 from .cleanup import simplify
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
@@ -419,11 +419,8 @@ class ForwardGenerator:
         args, keywords = list(args), dict(keywords)
         bound = bind_rule_call(rule, args, keywords)
         # an active operand the rule does not differentiate would silently get no tangent
-        for what, _, a in bound.nondiff:
-            if self.strict and self.kind_of(a, st) is not None:
-                raise NonDifferentiableError(
-                    f"{ctx.location(s)}: argument {what} of '{rule.name}' is not "
-                    f"differentiable, but it depends on the differentiated input.")
+        out.extend(nondiff_guard(ctx, rule, what, a, s) for what, _, a in bound.nondiff
+                   if self.strict and self.kind_of(a, st) is not None)
         operand = {k: a for k, _, a, _ in bound.diff}
         active = [k for k, a in operand.items() if self.kind_of(a, st) is not None]
         if not active:

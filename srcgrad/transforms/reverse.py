@@ -25,7 +25,7 @@ from ..errors import (InternalError, MissingRuleError, NonDifferentiableError,
 from ..rules import lookup
 from . import astutil as A
 from . import inline
-from .binding import bind_rule_call
+from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
 from .context import Context, DynamicCall
 from . import is_tape_op
@@ -465,14 +465,13 @@ class ReverseGenerator:
             raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
         bound = bind_rule_call(rule, args, keywords)
         # an active operand the rule does not differentiate would silently get no gradient
-        for what, _, a in bound.nondiff:
-            if self.is_active(a) and not ctx.own_code:
-                raise NonDifferentiableError(
-                    f"{ctx.location(s)}: argument {what} of '{rule.name}' is not "
-                    f"differentiable, but it depends on the differentiated input.")
+        out = [nondiff_guard(ctx, rule, what, a, s) for what, _, a in bound.nondiff
+               if self.is_active(a) and not ctx.own_code]
+        for guard in out:
+            self.read(guard.value)
         active = [(k, a) for k, _, a, _ in bound.diff if self.is_active(a)]
         if not active:
-            return []
+            return out
         bv, ans = A.load(self.adj(v)), A.load(v)
         tmpl = inline.template(rule.vjp)
         unknown = [k for k in keywords if k not in tmpl.params] if tmpl.kwarg is None else []
@@ -481,7 +480,6 @@ class ReverseGenerator:
                 f"{ctx.location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
                 f"supported in differentiated code (its derivative rule does not take it).")
         mapping = inline.bind(tmpl, [bv, ans], args, keywords)
-        out = []
         if tmpl.elements is not None and mapping is not None:
             exprs = {k: inline.instantiate(rule.vjp, tmpl.elements[k], mapping, ctx)
                      for k, _ in active}
