@@ -17,6 +17,7 @@ from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
+from .transforms.binding import scatter_rule_grads
 from .transforms.reverse import reverse
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
@@ -334,12 +335,7 @@ def dynamic_backward(record, g):
     """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
-        grads = rule.vjp(g, value, *args, **kwargs)
-        positional = [None] * len(args)
-        for k, i in enumerate(rule.diff_args):
-            if i < len(args):
-                positional[i] = grads[k]
-        return positional, {}
+        return scatter_rule_grads(rule, args, kwargs, rule.vjp(g, value, *args, **kwargs))
     _, bwd, saved, n_self, names, n_args, kwargs = record
     grads = bwd(saved, g)
     positional = list(grads[n_self:n_self + n_args])

@@ -23,9 +23,11 @@ import numpy as np
 from . import codegen, runtime
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
-from .errors import MissingRuleError, SourceUnavailableError, SrcgradError
+from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
+                     SrcgradError)
 from .generated import Generated, cached_build
 from .transforms import check_calls
+from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
@@ -164,13 +166,26 @@ def _cached_param_names(func) -> list[str]:
 
 def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
     value = fn(*args, **kwargs)
-    ds, any_active = [], []
-    for k, i in enumerate(rule.diff_args):
-        t = tangents[i] if i < len(tangents) else kw_tangents.get(
-            rule.params[i] if i < len(rule.params) else None, runtime.ZERO)
-        active = not runtime.is_zero(t)
-        any_active.append(active)
-        ds.append(runtime.densify(t, args[i]) if active and i < len(args) else t)
+    bound = bind_rule_call(rule, args, kwargs)
+
+    def tangent_at(where):
+        if isinstance(where, str):
+            return kw_tangents.get(where, runtime.ZERO)
+        return tangents[where] if where < len(tangents) else runtime.ZERO
+
+    # (the runtime's own helpers read their other operands only for shapes, like generated
+    # code's calls of rules: see Context.own_code)
+    for what, where, _ in () if rule.name.startswith("runtime.") else bound.nondiff:
+        if not runtime.is_zero(tangent_at(where)):
+            raise NonDifferentiableError(
+                f"argument {what} of '{rule.name}' is not differentiable, but it depends on "
+                f"the differentiated input.")
+    ds = [runtime.ZERO] * len(rule.diff_args)
+    any_active = [False] * len(rule.diff_args)
+    for k, i, operand, name in bound.diff:
+        t = tangent_at(name or i)
+        any_active[k] = not runtime.is_zero(t)
+        ds[k] = runtime.densify(t, operand) if any_active[k] else t
     if not any(any_active):
         return value, runtime.ZERO
     parts = rule.jvp(*ds, value, *args, **kwargs)
@@ -219,12 +234,11 @@ def dynamic_backward_jvp(record, g, d_record, d_g):
         d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
         grads, d_grads = dynamic_jvp(rule.vjp, (g, value) + tuple(args), kwargs,
                                      (d_g, d_value) + d_args, {})
-        positional, d_positional = [None] * len(args), [zero] * len(args)
-        for k, i in enumerate(rule.diff_args):
-            if i < len(args):
-                positional[i] = grads[k]
-                d_positional[i] = runtime.part(d_grads, k)
-        return (positional, {}), (d_positional, {})
+        d_grads = [runtime.part(d_grads, k) for k in range(len(rule.diff_args))]
+        positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
+        d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
+        return (positional, keyword), ([zero if d is None else d for d in d_positional],
+                                       d_keyword)
     _, bwd, saved, n_self, names, n_args, kwargs = record
     grads, d_grads = dynamic_jvp(bwd, (saved, g), {}, (runtime.part(d_record, 2), d_g), {})
     span = range(n_self, n_self + n_args)

@@ -41,6 +41,7 @@ class Generated(abc.ABC):
         self._closure_names: list[str] = []
         self._functions: tuple = ()
         self._has_closure = bool(getattr(fn, "__closure__", None))
+        self._closure_assumptions: dict = {}
 
     @abc.abstractmethod
     def generate(self, tree, ctx):
@@ -63,6 +64,7 @@ class Generated(abc.ABC):
         self._helpers = [runtime] + list(ctx.helpers.values())
         self._closure_names = sorted(ctx.closure)
         self._assumptions = list(ctx.assumptions.items())
+        self._closure_assumptions = dict(ctx.closure_assumptions)
         self._globals = getattr(self.fn, "__globals__", {})
         self.__dict__.pop("_scalar", None)
         # functions made by one 'def' may differ in their closure cells and in their
@@ -80,6 +82,23 @@ class Generated(abc.ABC):
             functions[0].__defaults__ = fn.__defaults__
             functions[0].__kwdefaults__ = fn.__kwdefaults__
         return functions
+
+    def serves(self, fn: Callable) -> bool:
+        """Whether this build is right for ``fn``: same code and globals, and the closure
+        values the transformation resolved are the ones in ``fn``'s cells."""
+        if getattr(fn, "__code__", None) is not self.fn.__code__ or getattr(
+                fn, "__globals__", None) is not getattr(self.fn, "__globals__", None):
+            return False
+        if not self._closure_assumptions:
+            return True
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        for name, obj in self._closure_assumptions.items():
+            try:
+                if cells[name].cell_contents is not obj:
+                    return False
+            except (KeyError, ValueError):
+                return False
+        return True
 
     def stale(self) -> bool:
         """Whether a global the transformation resolved (a function it called, a module)
@@ -120,22 +139,32 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
                  debug: bool = False) -> Any:
     """The cached ``cls`` build of ``fn`` for ``wrt``, built on first use.
 
-    Keyed by the code object: closures, local defs and decorators' wrappers made by one
-    ``def`` share a build. It is stored before building, so recursion finds it.
+    Keyed by what the generated code depends on: the code object and the globals it runs in
+    (by identity: equal text in two modules is two builds), and the closure values the
+    transformation resolved (see ``serves``). Closures, local defs and decorators' wrappers
+    made by one ``def`` otherwise share a build and read their own cells per call. It is
+    stored before building, so recursion finds it.
     """
-    key = fn.__code__
+    code = fn.__code__
+    slot = (id(code), id(getattr(fn, "__globals__", None)), wrt)
     with _LOCK:
-        per_fn = cache.get(key)
-        if per_fn is None:
-            per_fn = cache[key] = {}
-        built = per_fn.get(wrt)
-        if built is not None and not debug:
-            return built
+        # the outer key compares code objects by equality; builds hold their function, so
+        # the identities in ``slot`` stay valid while a build is stored
+        per_code = cache.get(code)
+        if per_code is None:
+            per_code = cache[code] = {}
+        builds = per_code.setdefault(slot, [])
+        for built in builds:
+            if built.serves(fn):
+                if not debug:
+                    return built
+                builds.remove(built)
+                break
         built = cls(fn, wrt)
-        per_fn[wrt] = built
+        builds.append(built)
         try:
             built.build(debug)
         except BaseException:
-            del per_fn[wrt]
+            builds.remove(built)
             raise
         return built

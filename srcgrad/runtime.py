@@ -693,11 +693,8 @@ def _call_bwd_fwd(record, g):
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
-        positional = [None] * len(args)
-        for k, i in enumerate(rule.diff_args):
-            if i < len(args):
-                positional[i] = grads[k]
-        return (positional, {}), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
+        from .transforms.binding import scatter_rule_grads
+        return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
     _, bwd, saved, n_self, names, n_args, kwargs = record
     grads, inner = dynamic_forward(bwd, (saved, g), {})
     positional = list(grads[n_self:n_self + n_args])
@@ -744,6 +741,25 @@ def as_list(xs):
 def as_tuple(xs):
     """``tuple(xs)``."""
     return tuple(xs)
+
+
+def refuse_float_operand(value, message: str) -> None:
+    """Raise when ``value``, passed where a rule takes no derivative but depending on the
+    differentiated input, is a float (or holds floats): its gradient would be lost. An
+    integer, bool, None or string carries none, so passes (``axis=axis`` in a helper)."""
+    if _holds_floats(value):
+        from .errors import NonDifferentiableError
+        raise NonDifferentiableError(message)
+
+
+def _holds_floats(value) -> bool:
+    if isinstance(value, (float, complex, np.floating, np.complexfloating)):
+        return True
+    if isinstance(value, np.ndarray):
+        return value.dtype.kind in "fc"
+    if isinstance(value, (list, tuple)):
+        return any(_holds_floats(v) for v in value)
+    return False
 
 
 def refuse_shared_array(value, message: str) -> None:

@@ -168,7 +168,11 @@ class Point:
     rng: np.random.Generator
 
     def __post_init__(self):
-        self.positions = [i for i in self.rule.diff_args if i < len(self.args)]
+        # differentiable positions given (a None operand, like clip's absent bound, is not
+        # an operand); ``slots`` are their indices among the rule's vjp results / tangents
+        self.positions = [i for i in self.rule.diff_args
+                          if i < len(self.args) and self.args[i] is not None]
+        self.slots = [self.rule.diff_args.index(i) for i in self.positions]
         self.ans = self.call(self.args)
         self.directions = [random_like(self.rng, self.args[i]) for i in self.positions]
         self.u = random_like(self.rng, self.ans, floats_only=False)
@@ -191,6 +195,22 @@ class Point:
         return [zeros_like(self.args[i]) if all(leaf is None for leaf in leaves(v)) else
                 tree_map(lambda d, x: zeros_like(x) if d is None else d, v, self.args[i])
                 for i, v in zip(self.positions, self.directions)]
+
+    def all_tangents(self):
+        """One tangent per differentiable position of the rule, 0.0 for those not given, as
+        generated code passes them."""
+        given = dict(zip(self.slots, self.tangents()))
+        return [given.get(k, 0.0) for k in range(len(self.rule.diff_args))]
+
+    def select(self, results: tuple, what: str) -> tuple:
+        """The entries of a vjp/jvp result tuple that belong to the given positions."""
+        assert isinstance(results, tuple), f"{self.rule.name}: {what} must return a tuple"
+        if len(results) == len(self.positions):
+            return results
+        assert len(results) >= max(self.slots, default=-1) + 1, (
+            f"{self.rule.name}: {what} returned {len(results)} results for diff args "
+            f"{self.positions}")
+        return tuple(results[k] for k in self.slots)
 
     def describe(self) -> str:
         def brief(a):
@@ -219,10 +239,7 @@ def noise_scale(u, value) -> float:
 def check_vjp(point: Point) -> float:
     """The vjp's shapes and ``<J^T u, v>`` against finite differences; returns <J^T u, v>."""
     rule = point.rule
-    cts = rule.vjp(point.u, point.ans, *point.args, **point.kwargs)
-    assert isinstance(cts, tuple), f"{rule.name}: vjp must return a tuple, got {type(cts)}"
-    assert len(cts) == len(point.positions), (
-        f"{rule.name}: vjp returned {len(cts)} cotangents for diff args {point.positions}")
+    cts = point.select(rule.vjp(point.u, point.ans, *point.args, **point.kwargs), "vjp")
     for i, ct in zip(point.positions, cts):
         problems = shape_mismatches(ct, point.args[i], f"cotangent of arg {i}")
         assert not problems, f"{point.describe()}: " + "; ".join(problems)
@@ -251,12 +268,8 @@ def check_jvp(point: Point) -> float:
 
 def jvp_contributions(point: Point) -> tuple:
     rule = point.rule
-    contributions = rule.jvp(*point.tangents(), point.ans, *point.args, **point.kwargs)
-    assert isinstance(contributions, tuple), f"{rule.name}: jvp must return a tuple"
-    assert len(contributions) == len(point.positions), (
-        f"{rule.name}: jvp returned {len(contributions)} contributions for diff args "
-        f"{point.positions}")
-    return contributions
+    contributions = rule.jvp(*point.all_tangents(), point.ans, *point.args, **point.kwargs)
+    return point.select(contributions, "jvp")
 
 
 def check_linear(point: Point, contributions):
@@ -424,13 +437,13 @@ def apply(fn, args, kwargs):
         raise TracerError(f"'{rule_name(fn)}' has no derivative rule: a vjp calling it cannot "
                           f"be differentiated again")
     ans = fn(*plain_args, **plain_kwargs)
-    positions = [i for i in r.diff_args if i < len(args)]
-    active = [i for i in positions if has_dual(args[i])]
+    active = [i for i in r.diff_args if i < len(args) and has_dual(args[i])]
     if not active:
         return ans
-    tangents = [tangent(args[i]) for i in positions]
+    # one tangent per differentiable position, 0.0 for those not passed (as generated code)
+    tangents = [tangent(args[i]) if i < len(args) else 0.0 for i in r.diff_args]
     contributions = r.jvp(*tangents, ans, *plain_args, **plain_kwargs)
-    total = tree_sum(c for i, c in zip(positions, contributions) if i in active)
+    total = tree_sum(c for i, c in zip(r.diff_args, contributions) if i in active)
     return make_dual(ans, total)
 
 

@@ -174,7 +174,10 @@ def float_dtype_weight(dtype) -> float:
 # --------------------------------------------------------------------------- containers
 
 def like_sequence(seq, items):
-    """``items`` in a container of the same kind as ``seq`` (tuple, named tuple, else list)."""
+    """``items`` in a container of the same kind as ``seq`` (tuple, named tuple, an array's
+    rows stacked back into an array, else list)."""
+    if isinstance(seq, np.ndarray):
+        return np.stack(items) if len(items) else np.zeros_like(seq)
     if isinstance(seq, tuple):
         return type(seq)(*items) if hasattr(seq, "_fields") else tuple(items)
     return list(items)

@@ -336,13 +336,29 @@ def fmod_jvp(dx1, dx2, ans, x1, x2):
 # --------------------------------------------------------------------------- clip, where
 
 def clip_vjp(g, ans, a, a_min=None, a_max=None, out=None, **kwargs):
-    # Gradient flows where a was not clipped (ans == a, so also at the bounds themselves);
-    # the bounds are constants.
-    return (unbroadcast(g * (ans == a), a),)
+    # The gradient goes to the operand the result equals: to a where it was not clipped (also
+    # at the bounds themselves), else to the bound that clipped it.
+    return (unbroadcast(g * (ans == a), a),
+            _clip_bound_part(g, ans, a, a_min, None, unbroadcast),
+            _clip_bound_part(g, ans, a, a_max, a_min, unbroadcast))
 
 
-def clip_jvp(da, ans, a, a_min=None, a_max=None, out=None, **kwargs):
-    return (broadcast_like(da * (ans == a), ans),)
+def clip_jvp(da, dmin, dmax, ans, a, a_min=None, a_max=None, out=None, **kwargs):
+    return (broadcast_like(da * (ans == a), ans),
+            _clip_bound_part(dmin, ans, a, a_min, None, broadcast_like, ans),
+            _clip_bound_part(dmax, ans, a, a_max, a_min, broadcast_like, ans))
+
+
+def _clip_bound_part(t, ans, a, bound, earlier, shape_to, like=None):
+    """``t`` where clip's result came from ``bound`` (not from ``a``, nor from the
+    ``earlier`` bound when both are equal), shaped by ``shape_to`` like ``like`` (or
+    ``bound``); None for an absent bound."""
+    if bound is None:
+        return None
+    taken = (ans == bound) & (ans != a)
+    if earlier is not None:
+        taken = taken & (ans != earlier)
+    return shape_to(t * taken, bound if like is None else like)
 
 
 def where_vjp(g, ans, condition, x, y):
@@ -467,7 +483,7 @@ defrule(np.minimum, minimum_vjp, diff_args=(0, 1), jvp=minimum_jvp, domain=_unti
 defrule(np.fmax, fmax_vjp, diff_args=(0, 1), jvp=fmax_jvp, domain=_untied())
 defrule(np.fmin, fmin_vjp, diff_args=(0, 1), jvp=fmin_jvp, domain=_untied())
 
-defrule(np.clip, clip_vjp, jvp=clip_jvp, domain=_clip_points)
+defrule(np.clip, clip_vjp, diff_args=(0, 1, 2), jvp=clip_jvp, domain=_clip_points)
 defrule(np.where, where_vjp, diff_args=(1, 2), jvp=where_jvp, domain=_where_points, linear=True)
 
 del _fn, _vjp, _jvp, _domain

@@ -5,6 +5,8 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import numpy as np
+
 from ..errors import Location, UnsupportedSyntaxError
 from ..naming import Namer
 from ..source import FunctionSource
@@ -20,6 +22,10 @@ class Resolved:
 
 
 _UNBOUND = object()  # marks a name that was not a global when resolved
+# values whose identity no transformation decision depends on (only callees and modules are
+# resolved statically)
+_PLAIN_DATA = (int, float, complex, bool, str, bytes, type(None), tuple, list, dict, set,
+               np.ndarray, np.generic)
 
 
 class DynamicCall:
@@ -58,6 +64,9 @@ class Context:
     scalar_mode: bool = False
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
+    # closure variables whose value the transformation read (a function it resolved, a
+    # module): functions made by one 'def' whose cells hold other objects need their own build
+    closure_assumptions: dict = field(default_factory=dict)
 
     @property
     def wrt_names(self) -> list[str]:
@@ -91,7 +100,10 @@ class Context:
         if name in self.local_names:
             raise KeyError(name)
         if name in self.closure:
-            return self.closure[name]
+            value = self.closure[name]
+            if not isinstance(value, _PLAIN_DATA):  # data is read at run time, per instance
+                self.closure_assumptions[name] = value
+            return value
         if name in self.globals:
             # the generated code is valid while this global keeps this value (see
             # Generated.functions_for, which rebuilds when one was rebound)

@@ -26,6 +26,7 @@ from ..errors import InternalError, MissingRuleError, NonDifferentiableError, Sr
 from ..rules import lookup
 from . import astutil as A
 from . import inline
+from .binding import bind_rule_call, nondiff_guard
 from .cleanup import simplify
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
@@ -78,16 +79,16 @@ _ZERO_SAFE = _ELEMENTWISE | {
     "math.sin", "math.cos", "math.exp", "math.log", "math.tanh", "math.sqrt"}
 
 
-def _sums_to_result_shape(rule, args, active) -> bool:
+def _sums_to_result_shape(rule, operand: dict, active) -> bool:
     """Whether the tangent contributions of a broadcasting elementwise operation, each at
     least as large as its own operand, already sum to the result's shape: when every
     operand is active, or the inactive ones are numeric constants (Python scalars)."""
     if rule.name not in _ELEMENTWISE:
         return False
-    for k, i in enumerate(rule.diff_args):
-        if k in active or i >= len(args):
+    for k, a in operand.items():  # (operands the call leaves out are the defaults)
+        if k in active:
             continue
-        if not (isinstance(args[i], gast.Constant) and type(args[i].value) in (int, float)):
+        if not (isinstance(a, gast.Constant) and type(a.value) in (int, float)):
             return False
     return True
 
@@ -416,39 +417,24 @@ class ForwardGenerator:
                                f"forward-mode (jvp) part. Attach one with "
                                f"srcgrad.rules.defjvp({rule.name}, jvp).")
         args, keywords = list(args), dict(keywords)
-        # keyword arguments naming differentiable positions bind to those positions
-        for i, pname in enumerate(rule.params):
-            if pname in keywords and i >= len(args) and i in rule.diff_args:
-                while len(args) < i:
-                    args.append(None)
-                args.append(keywords.pop(pname))
-        for i, a in enumerate(args):
-            if self.strict and self.kind_of(a, st) is not None and i not in rule.diff_args \
-                    and i not in rule.shape_args:
-                raise NonDifferentiableError(
-                    f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
-                    f"differentiable, but it depends on the differentiated input.")
-        for name, a in keywords.items():
-            if self.strict and self.kind_of(a, st) is not None:
-                raise NonDifferentiableError(
-                    f"{ctx.location(s)}: argument '{name}' of '{rule.name}' is not "
-                    f"differentiable, but it depends on the differentiated input.")
-        active = [k for k, i in enumerate(rule.diff_args)
-                  if i < len(args) and self.kind_of(args[i], st) is not None]
+        bound = bind_rule_call(rule, args, keywords)
+        # an active operand the rule does not differentiate would silently get no tangent
+        out.extend(nondiff_guard(ctx, rule, what, a, s) for what, _, a in bound.nondiff
+                   if self.strict and self.kind_of(a, st) is not None)
+        operand = {k: a for k, _, a, _ in bound.diff}
+        active = [k for k, a in operand.items() if self.kind_of(a, st) is not None]
         if not active:
             return None
-        if any(a is None for a in args):
-            raise InternalError("forward", f"keyword binding left a gap calling {rule.name}")
         zero_safe = rule.name in _ZERO_SAFE
-        maybe_in = any(self.kind_of(args[rule.diff_args[k]], st) == MAYBE for k in active)
+        maybe_in = any(self.kind_of(operand[k], st) == MAYBE for k in active)
         tangents = []
-        for k, i in enumerate(rule.diff_args):
+        for k in range(len(rule.diff_args)):
             if k not in active:
                 d = None
             elif zero_safe:  # arithmetic: a lazy 0.0 or a smaller broadcastable tangent is fine
-                d = self.tangent(args[i], st)
+                d = self.tangent(operand[k], st)
             else:
-                d = self.dense(args[i], st, out, s)
+                d = self.dense(operand[k], st, out, s)
             tangents.append(A.const(ZERO) if d is None else d)
         ans = A.load(v)
         tmpl = inline.template(rule.jvp)
@@ -465,7 +451,7 @@ class ForwardGenerator:
             out.append(A.assign(tmp, call, at=s))
             parts = [gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k in active]
-        if ctx.scalar_mode or _sums_to_result_shape(rule, args, active):
+        if ctx.scalar_mode or _sums_to_result_shape(rule, operand, active):
             parts = [self.strip_broadcast(p) for p in parts]
         structural = _is_runtime_rule(rule)
         total = parts[0]

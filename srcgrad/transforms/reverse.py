@@ -25,6 +25,7 @@ from ..errors import (InternalError, MissingRuleError, NonDifferentiableError,
 from ..rules import lookup
 from . import astutil as A
 from . import inline
+from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
 from .context import Context, DynamicCall
 from . import is_tape_op
@@ -462,26 +463,15 @@ class ReverseGenerator:
         ctx = self.ctx
         if rule is None:
             raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
-        # keyword arguments naming differentiable positions bind to those positions
-        args = list(args)
-        for i, pname in enumerate(rule.params):
-            if pname in keywords and i >= len(args) and i in rule.diff_args:
-                while len(args) < i:
-                    args.append(None)
-                args.append(keywords.pop(pname))
-        active = [(k, i) for k, i in enumerate(rule.diff_args)
-                  if i < len(args) and self.is_active(args[i])]
-        # an active operand outside diff_args would silently get no gradient
-        for i, a in enumerate(args):
-            if self.is_active(a) and i not in rule.diff_args and not ctx.own_code \
-                    and i not in rule.shape_args:
-                raise NonDifferentiableError(
-                    f"{ctx.location(s)}: argument {i + 1} of '{rule.name}' is not "
-                    f"differentiable, but it depends on the differentiated input.")
+        bound = bind_rule_call(rule, args, keywords)
+        # an active operand the rule does not differentiate would silently get no gradient
+        out = [nondiff_guard(ctx, rule, what, a, s) for what, _, a in bound.nondiff
+               if self.is_active(a) and not ctx.own_code]
+        for guard in out:
+            self.read(guard.value)
+        active = [(k, a) for k, _, a, _ in bound.diff if self.is_active(a)]
         if not active:
-            return []
-        if any(a is None for a in args):
-            raise InternalError("reverse", f"keyword binding left a gap calling {rule.name}")
+            return out
         bv, ans = A.load(self.adj(v)), A.load(v)
         tmpl = inline.template(rule.vjp)
         unknown = [k for k in keywords if k not in tmpl.params] if tmpl.kwarg is None else []
@@ -490,7 +480,6 @@ class ReverseGenerator:
                 f"{ctx.location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
                 f"supported in differentiated code (its derivative rule does not take it).")
         mapping = inline.bind(tmpl, [bv, ans], args, keywords)
-        out = []
         if tmpl.elements is not None and mapping is not None:
             exprs = {k: inline.instantiate(rule.vjp, tmpl.elements[k], mapping, ctx)
                      for k, _ in active}
@@ -504,14 +493,15 @@ class ReverseGenerator:
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
         elementwise = _elementwise(fn)
-        same = elementwise and self.same_shapes(args)
-        for k, i in active:
+        operands = list(args) + list(keywords.values())
+        same = elementwise and self.same_shapes(operands)
+        for k, a in active:
             # an elementwise result has the operand's shape when the others are numbers
             if ctx.scalar_mode or same or (elementwise and all(
-                    _number(a) is not None for j, a in enumerate(args) if j != i)):
-                exprs[k] = self.same_shape(exprs[k], args[i])
+                    _number(o) is not None for o in operands if o is not a)):
+                exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
-            out.append(self.accumulate(args[i].id, exprs[k], state, s))
+            out.append(self.accumulate(a.id, exprs[k], state, s))
         return out
 
     def same_shapes(self, args) -> bool:

@@ -1,0 +1,81 @@
+"""Binding the operands of a call to a derivative rule's parameters, once for both modes.
+
+A rule declares its differentiable operands by position (``diff_args``) and reads the
+primal's parameter names from its vjp signature (``Rule.params``). A call may pass an
+operand positionally, by keyword, or not at all (the primal's default). ``bind_rule_call``
+says, for each differentiable position, which operand (if any) the call passes there, and
+lists every other operand, so that reverse mode, forward mode and the run-time dispatch
+(``api.dynamic_backward``) agree on which gradient belongs to which operand, and refuse the
+same non-differentiable ones. Operands are whatever the caller works with: AST nodes in the
+transformer, values at run time.
+"""
+from __future__ import annotations
+
+__all__ = ["BoundCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard"]
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class BoundCall:
+    """The operands of one call of a rule, sorted by what the rule does with them."""
+
+    # (k, position, operand, keyword name or None) for each differentiable position the call
+    # passes: k indexes the rule's vjp results and jvp tangents
+    diff: list[tuple[int, int, Any, str | None]] = field(default_factory=list)
+    # (description, where, operand) for operands the rule does not differentiate (shape-only
+    # positions excluded), ``where`` their index among the positional operands or their
+    # keyword: one that depends on the differentiated input must be refused
+    nondiff: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+
+def bind_rule_call(rule, args: list, keywords: dict) -> BoundCall:
+    """Sort the operands of ``rule.fn(*args, **keywords)``; see the module docstring."""
+    bound = BoundCall()
+    position_of = {name: i for i, name in enumerate(rule.params)}
+    given = {}  # position -> (operand, keyword name or None)
+    for i, a in enumerate(args):
+        given[i] = (a, None)
+    for name, a in keywords.items():
+        i = position_of.get(name)
+        if i is None or i in given:
+            # not a parameter the rule names (caught by **kwargs) or bound twice (a
+            # TypeError of the primal itself): never a differentiable operand
+            bound.nondiff.append((f"'{name}'", name, a))
+        else:
+            given[i] = (a, name)
+    for k, i in enumerate(rule.diff_args):
+        if i in given:
+            a, name = given[i]
+            bound.diff.append((k, i, a, name))
+    for i, (a, name) in sorted(given.items()):
+        if i not in rule.diff_args and i not in rule.shape_args:
+            bound.nondiff.append((f"'{name}'", name, a) if name else (str(i + 1), i, a))
+    return bound
+
+
+def scatter_rule_grads(rule, args, kwargs: dict, grads) -> tuple[list, dict]:
+    """The rule's vjp results ``grads`` (one per differentiable position) as
+    ``(positional, keyword)`` gradients of the operands of ``rule.fn(*args, **kwargs)``."""
+    positional: list = [None] * len(args)
+    keyword: dict = {}
+    for k, i, _, name in bind_rule_call(rule, args, kwargs).diff:
+        if name is None:
+            positional[i] = grads[k]
+        else:
+            keyword[name] = grads[k]
+    return positional, keyword
+
+
+def nondiff_guard(ctx, rule, what: str, operand, at):
+    """``_rt.refuse_float_operand(operand, message)``: a statement of generated code for an
+    operand the rule does not differentiate but which depends on the differentiated input.
+    Whether it carries a gradient is known only at run time: an integer (``axis=axis`` in a
+    helper differentiated with respect to all its parameters) carries none."""
+    from . import astutil as A
+    message = (f"{ctx.location(at)}: argument {what} of '{rule.name}' is not differentiable, "
+               f"but it depends on the differentiated input.")
+    call = A.call(A.attr(ctx.rt, "refuse_float_operand"), A.deepcopy(operand),
+                  A.const(message))
+    return A.expr_stmt(call, at=at)

@@ -1,0 +1,209 @@
+"""Soundness (issue 8): no silent wrong gradient at the boundary, in call binding, in the
+cache of generated code, and located errors instead of raw internal exceptions."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad.errors import NonDifferentiableError, SrcgradError
+
+X = np.array([1.0, 2.0, 3.0])  # x[0] is clipped to the lower bound, x[2] to the upper
+
+
+def numeric_grad(f, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        g.flat[i] = (f(x + e) - f(x - e)) / (2 * eps)
+    return g
+
+
+# -- one rule-call binder for reverse mode, forward mode and run-time dispatch -------------
+# Every way an operand can reach np.clip's differentiable bounds, and dict.get's default.
+
+def _bounds(x):
+    return 1.5 * x[0], 0.9 * x[2]
+
+
+def clip_positional(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, lo, hi) ** 2)
+
+
+def clip_keywords(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, a_min=lo, a_max=hi) ** 2)
+
+
+def clip_keywords_reordered(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(a_max=hi, a_min=lo, a=x) ** 2)
+
+
+def clip_mixed(x):
+    lo, hi = _bounds(x)
+    return np.sum(np.clip(x, lo, a_max=hi) ** 2)
+
+
+def clip_lower_only_keyword(x):
+    lo, _ = _bounds(x)
+    return np.sum(np.clip(x, a_min=lo, a_max=None) ** 2)
+
+
+def clip_upper_only_keyword(x):
+    _, hi = _bounds(x)
+    return np.sum(np.clip(x, None, a_max=hi) ** 2)
+
+
+def clip_constant_operand(x):
+    lo, _ = _bounds(x)
+    return np.sum(np.clip(2.5, lo, None) * x)
+
+
+def clip_method(x):
+    lo, hi = _bounds(x)
+    return np.sum(x.clip(lo, hi) ** 2)
+
+
+def clip_passed_in(x, clip=np.clip):
+    lo, hi = _bounds(x)
+    return np.sum(clip(x, a_min=lo, a_max=hi) ** 2)
+
+
+def get_default_positional(x):
+    d = {"a": x[0]}
+    return d.get("b", 2.0 * x[1]) ** 2 + d.get("a", x[2]) * x[1]
+
+
+BINDINGS = [clip_positional, clip_keywords, clip_keywords_reordered, clip_mixed,
+            clip_lower_only_keyword, clip_upper_only_keyword, clip_constant_operand,
+            clip_method, clip_passed_in, get_default_positional]
+
+
+@pytest.mark.parametrize("f", BINDINGS, ids=lambda f: f.__name__)
+def test_binding_parity_grad_vjp_jvp(f):
+    expected = numeric_grad(f, X)
+    np.testing.assert_allclose(srcgrad.grad(f)(X), expected, rtol=1e-6, atol=1e-8)
+    value, pullback = srcgrad.vjp(f, X)
+    np.testing.assert_allclose(pullback(1.0)[0], expected, rtol=1e-6, atol=1e-8)
+    v = np.array([0.3, -1.1, 0.7])
+    _, tangent = srcgrad.jvp(f, (X,), (v,))
+    np.testing.assert_allclose(tangent, expected @ v, rtol=1e-6, atol=1e-8)
+
+
+def clip_unbound_keyword(x):
+    return np.sum(np.clip(x, min=1.5 * x[0]) ** 2)
+
+
+def test_active_operand_the_rule_does_not_bind_is_refused_in_both_modes():
+    with pytest.raises(NonDifferentiableError, match="'min' of 'numpy.clip'"):
+        srcgrad.grad(clip_unbound_keyword)(X)
+    with pytest.raises(NonDifferentiableError, match="'min' of 'numpy.clip'"):
+        srcgrad.jvp(clip_unbound_keyword, (X,), (np.ones(3),))
+
+
+def test_binder_sorts_operands():
+    from srcgrad.rules import lookup
+    from srcgrad.transforms.binding import bind_rule_call
+    rule = lookup(np.clip)
+    bound = bind_rule_call(rule, ["x"], {"a_max": "hi", "out": "o", "min": "m"})
+    assert [(k, i, a, name) for k, i, a, name in bound.diff] == [
+        (0, 0, "x", None), (2, 2, "hi", "a_max")]
+    assert sorted(what for what, _, _ in bound.nondiff) == ["'min'", "'out'"]
+
+
+# -- the cache of generated code keys on what the code depends on -------------------------
+
+def _load(path, name):
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_same_text_in_two_modules_keeps_each_modules_globals(tmp_path):
+    text = "W = {}\n\ndef f(x):\n    return W * x ** 2\n"
+    (tmp_path / "one.py").write_text(text.format(2.0))
+    (tmp_path / "two.py").write_text(text.format(3.0))
+    one = _load(tmp_path / "one.py", "srcgrad_test_one")
+    two = _load(tmp_path / "two.py", "srcgrad_test_two")
+    assert one.f.__code__ == two.f.__code__  # equal code objects: text equality
+    assert srcgrad.grad(one.f)(1.0) == 4.0
+    assert srcgrad.grad(two.f)(1.0) == 6.0
+    assert srcgrad.jvp(two.f, (1.0,), (1.0,))[1] == 6.0
+    assert srcgrad.jvp(one.f, (1.0,), (1.0,))[1] == 4.0
+
+
+def _elementwise_grad(f):
+    def gradient(x):
+        return srcgrad.grad(lambda y: np.sum(f(y)))(x)
+    return gradient
+
+
+def _tanh(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+def test_third_derivative_through_closures_made_by_one_def():
+    # each level is a closure of the same def (and of the same lambda inside it); the sweeps
+    # generated for one level resolve its captured function, so they cannot serve another
+    x = np.array([0.3, -0.5, 1.2])
+    t = np.tanh(x)
+    d1 = 1 - t ** 2
+    d2 = -2 * t * d1
+    d3 = -2 * d1 ** 2 - 2 * t * d2
+    g = _tanh
+    for expected in (d1, d2, d3):
+        g = _elementwise_grad(g)
+        np.testing.assert_allclose(g(x), expected, rtol=1e-9, atol=1e-12)
+
+
+def summed_over(x, axis=0):
+    return np.sum(x, axis=axis)
+
+
+def summed_positional(x, axis=0):
+    return np.sum(x, axis)
+
+
+def helper_with_integer_options(x):
+    return np.sum(summed_over(x, axis=1) ** 2) + np.sum(summed_positional(x, 0) ** 3)
+
+
+def test_integer_operands_of_helpers_differentiated_in_all_parameters_pass():
+    # the helpers' adjoints take every parameter as differentiable: 'axis' is refused only
+    # if, at run time, it holds a float whose gradient would be lost
+    x = np.arange(6.0).reshape(2, 3) / 5
+    expected = numeric_grad(helper_with_integer_options, x)
+    np.testing.assert_allclose(srcgrad.grad(helper_with_integer_options)(x), expected,
+                               rtol=1e-6)
+    _, tangent = srcgrad.jvp(helper_with_integer_options, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, expected.sum(), rtol=1e-6)
+
+
+# -- joining functions given an array (its rows are the items) ----------------------------
+
+STACKERS = [name for name in ("vstack", "hstack", "row_stack", "concatenate", "stack")
+            if hasattr(np, name)]
+
+
+@pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated")
+@pytest.mark.parametrize("name", STACKERS)
+def test_joining_an_array_gives_an_array_gradient(name):
+    join = getattr(np, name)
+
+    def f(x):
+        return np.sum(join(x) ** 2)
+    x = np.arange(6.0).reshape(2, 3) + 1
+    g = srcgrad.grad(f)(x)
+    assert isinstance(g, np.ndarray) and g.shape == x.shape
+    np.testing.assert_allclose(g, 2 * x)
+    _, pullback = srcgrad.vjp(lambda x: join(x), x)
+    ct = pullback(np.ones_like(join(x)))[0]
+    assert isinstance(ct, np.ndarray) and ct.shape == x.shape
+    _, tangent = srcgrad.jvp(f, (x,), (np.ones_like(x),))
+    np.testing.assert_allclose(tangent, np.sum(2 * x))
