@@ -92,6 +92,14 @@ class _Desugar:
                         self.aliased |= {t.id, node.value.id}
             elif isinstance(node, gast.Assign) and len(node.targets) > 1:
                 self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+        # arrays that meet differentiable values somewhere (m in x * m): an element store into
+        # one is a functional update too, so the tape saves the value the backward sweep reads
+        self.meets_varied: set[str] = set()
+        for node in gast.walk(tree) if tree is not None else ():
+            if isinstance(node, (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)):
+                names = A.names_read(node)
+                if names & ctx.varied:
+                    self.meets_varied |= names
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.views: set[str] = set()
@@ -209,6 +217,13 @@ class _Desugar:
 
     def is_varied_store(self, target, value) -> bool:
         names = A.names_read(target) | A.names_read(value)
+        if isinstance(target, gast.Subscript):
+            base = target
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name) and base.id in self.meets_varied \
+                    and base.id in self.ctx.local_names:
+                return True
         return bool(names & self.ctx.varied)
 
     def functional_setitem(self, target, value, at) -> list:

@@ -309,6 +309,8 @@ class ReverseGenerator:
     def backward_assign(self, s, state: _State) -> list:
         target = s.targets[0]
         if not isinstance(target, gast.Name):
+            if not A.names_read(s) & self.ctx.active:
+                return []  # an element store into an array that carries no gradient
             raise InternalError("reverse", f"assignment to {type(target).__name__} after "
                                            f"normalization")
         v = target.id
