@@ -117,7 +117,10 @@ class _Desugar:
         return out
 
     def stmt(self, s) -> list:
-        pre = self.hoist_comprehensions(s)
+        if isinstance(s, gast.While) and _has_walrus(s.test):
+            s = self.loop_with_walrus_test(s)
+        pre = self.hoist_walrus(s)
+        pre += self.hoist_comprehensions(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -206,13 +209,22 @@ class _Desugar:
     def unpack(self, target, value, at) -> list:
         tmp = self.ctx.namer.fresh()
         out = [A.assign(tmp, value, at=at)]
+        if A.names_read(value) & self.ctx.varied:
+            self.ctx.varied.add(tmp)
+        stars = [i for i, elt in enumerate(target.elts) if isinstance(elt, gast.Starred)]
+        after = len(target.elts) - 1 - stars[0] if stars else 0
         for i, elt in enumerate(target.elts):
-            if isinstance(elt, gast.Starred):
-                self.ctx.problem(at, "starred unpacking", "Index the sequence explicitly.")
-                continue
-            item = A.located(gast.Subscript(value=A.load(tmp), slice=A.const(i),
-                                            ctx=gast.Load()), at)
-            out += self.visit_Assign(A.assign(elt, item, at=at))
+            if stars and i == stars[0]:
+                # first, *rest, last = v: rest is a list, as Python makes it
+                part = gast.Slice(lower=A.const(i), upper=A.const(-after) if after else None,
+                                  step=None)
+                rest = gast.Subscript(value=A.load(tmp), slice=part, ctx=gast.Load())
+                item = A.call(A.attr(self.ctx.rt, "as_list"), A.located(rest, at))
+                elt = elt.value
+            else:  # items after the starred one count from the end
+                index = i if not stars or i < stars[0] else i - len(target.elts)
+                item = gast.Subscript(value=A.load(tmp), slice=A.const(index), ctx=gast.Load())
+            out += self.visit_Assign(A.assign(elt, A.located(item, at), at=at))
         return out
 
     def is_varied_store(self, target, value) -> bool:
@@ -345,6 +357,28 @@ class _Desugar:
                         orelse=s.orelse, type_comment=None)
         return pre + [A.located(loop, s)]
 
+    # -- assignment expressions -------------------------------------------------------------
+    def hoist_walrus(self, s) -> list:
+        """``(n := e)`` in a statement's expressions: ``n = e`` before it, ``n`` in its place."""
+        found = []
+        hoister = _WalrusHoister(self.ctx, found)
+        for field in ("value", "test", "iter"):
+            node = getattr(s, field, None)
+            if isinstance(node, gast.AST) and not isinstance(s, gast.While) \
+                    and _has_walrus(node):
+                setattr(s, field, hoister.visit(node))
+        return self.block(found)
+
+    def loop_with_walrus_test(self, s):
+        """``while (n := e) > 0: body`` -> ``while True: if not ((n := e) > 0): break; body``."""
+        if s.orelse:
+            self.ctx.problem(s, "':=' in the condition of a 'while' loop with an 'else'",
+                             "Assign before the loop and at the end of its body instead.")
+            return s
+        test = A.located(gast.UnaryOp(op=gast.Not(), operand=s.test), s)
+        stop = A.located(gast.If(test=test, body=[A.located(gast.Break(), s)], orelse=[]), s)
+        return A.located(gast.While(test=A.const(True), body=[stop] + s.body, orelse=[]), s)
+
     # -- comprehensions --------------------------------------------------------------------
     def hoist_comprehensions(self, s) -> list:
         """Lift list/dict comprehensions in ``s``'s expressions into loops before ``s``."""
@@ -357,9 +391,51 @@ class _Desugar:
         return pre
 
 
+def _has_walrus(node) -> bool:
+    return any(isinstance(n, gast.NamedExpr) for n in gast.walk(node))
+
+
+class _WalrusHoister(gast.NodeTransformer):
+    """Lifts assignment expressions out of one statement's expressions, in evaluation order;
+    those evaluated only sometimes ('and'/'or' operands after the first, conditional
+    expression branches) are refused rather than evaluated always."""
+
+    def __init__(self, ctx: Context, found: list):
+        self.ctx, self.found = ctx, found
+
+    def visit_NamedExpr(self, node):
+        value = self.visit(node.value)
+        self.found.append(A.assign(node.target.id, value, at=node))
+        return A.located(A.load(node.target.id), node)
+
+    def _conditional(self, parts, node):
+        for part in parts:
+            if _has_walrus(part):
+                self.ctx.problem(part, "':=' in a part of an expression that is evaluated "
+                                       "only sometimes", "Assign in a separate statement.")
+        return node
+
+    def visit_BoolOp(self, node):
+        node.values[0] = self.visit(node.values[0])
+        return self._conditional(node.values[1:], node)
+
+    def visit_IfExp(self, node):
+        node.test = self.visit(node.test)
+        return self._conditional([node.body, node.orelse], node)
+
+    def visit_Lambda(self, node):  # their own scope, or lowered later with their own loops
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
 class _CompHoister(gast.NodeTransformer):
     def __init__(self, owner: _Desugar, pre: list, at):
         self.owner, self.pre, self.at = owner, pre, at
+        # generator expressions whose consumer takes all their items at once
+        self.consumed: set[int] = set()
+        if isinstance(at, gast.For) and isinstance(at.iter, gast.GeneratorExp):
+            self.consumed.add(id(at.iter))
 
     def visit_Lambda(self, node):
         return node  # its body runs later, in its own scope
@@ -367,7 +443,26 @@ class _CompHoister(gast.NodeTransformer):
     def visit_ListComp(self, node):
         return self.lower(node, gast.List(elts=[], ctx=gast.Load()), [node.elt])
 
+    def visit_GeneratorExp(self, node):
+        """A generator expression consumed at once (an argument of sum, list, np.array, ...,
+        or the sequence of a for loop) is the list of its items; anywhere else, reading
+        differentiable values, it is refused."""
+        if id(node) in self.consumed and A.names_read(node) & self.owner.ctx.varied:
+            comp = gast.ListComp(elt=node.elt, generators=node.generators)
+            return self.visit_ListComp(A.located(comp, node))
+        if A.names_read(node) & self.owner.ctx.varied:
+            self.owner.ctx.problem(node, "a generator expression over differentiable values "
+                                         "that is not consumed at once",
+                                   "Pass it straight to sum/list/tuple/np.array/... or a for "
+                                   "loop, or use a list comprehension: [... for ... in ...].")
+        return node
+
     def visit_Call(self, node):
+        if not (isinstance(node.func, gast.Name) and node.func.id in ("next", "iter")):
+            self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)}
+        return self.visit_map(node)
+
+    def visit_map(self, node):
         """``map(f, xs)`` of differentiable values is ``[f(v) for v in xs]`` (a list, which
         every use of map's iterator also accepts)."""
         if (isinstance(node.func, gast.Name) and node.func.id == "map" and len(node.args) == 2
@@ -386,7 +481,9 @@ class _CompHoister(gast.NodeTransformer):
         return self.lower(node, gast.Dict(keys=[], values=[]), [node.key, node.value])
 
     def lower(self, node, empty, parts):
-        self.generic_visit(node)
+        # only the first sequence is evaluated out here; the rest, the conditions and the
+        # items (and comprehensions nested in them) are lowered inside the loops
+        node.generators[0].iter = self.visit(node.generators[0].iter)
         ctx, namer, at = self.owner.ctx, self.owner.ctx.namer, self.at
         result = namer.fresh("_l")
         # comprehension variables get fresh names: they must not clobber the function's
@@ -404,6 +501,12 @@ class _CompHoister(gast.NodeTransformer):
                     n.id = renames[n.id].id
             return e
 
+        inner_varied = set(ctx.varied)
+        for gen in node.generators:  # the loop variables of varied sequences vary too
+            if A.names_read(gen.iter) & inner_varied:
+                names = A.names_written(gen.target)
+                inner_varied |= names
+                ctx.varied |= {renames[n].id for n in names if n in renames}
         varied = bool(A.names_read(node) & ctx.varied)
         if isinstance(empty, gast.List):
             elt = fix(parts[0])

@@ -22,9 +22,6 @@ _UNSUPPORTED = {
     gast.Nonlocal: ("'nonlocal'", "Pass the value in as an argument and return it instead."),
     gast.ClassDef: ("a class definition inside the function",
                     "Define the class at module level."),
-    gast.GeneratorExp: ("a generator expression",
-                        "Use a list comprehension: [... for ... in ...]."),
-    gast.NamedExpr: ("an assignment expression ':='", "Assign in a separate statement."),
     gast.SetComp: ("a set comprehension", "Use a list comprehension."),
 }
 
@@ -44,9 +41,6 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
                 isinstance(t, gast.Name) for t in node.targets):
             ctx.problem(node, "'del' of an element or attribute",
                         "Build a new array or container instead of deleting from one.")
-        elif isinstance(node, gast.Starred) and isinstance(node.ctx, gast.Store):
-            ctx.problem(node, "starred assignment target '*name'",
-                        "Index the sequence explicitly.")
         elif isinstance(node, gast.FunctionDef) and node is not tree and node.decorator_list:
             ctx.problem(node, "a decorated nested function",
                         "Define the decorated function outside.")
