@@ -13,9 +13,56 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    lower_generator(tree, ctx)
     lift_closures(tree, ctx)
     tree.body = _Desugar(ctx, tree).block(tree.body)
     return tree
+
+
+def own_nodes(node):
+    """Nodes of ``node`` outside nested functions and lambdas."""
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
+            yield from own_nodes(child)
+
+
+def lower_generator(tree: gast.FunctionDef, ctx: Context) -> None:
+    """A generator function (validated finite, its yields statements) builds and returns the
+    list of what it yields: differentiated code consumes it at once (a for loop, sum, list,
+    zip), which a list serves as well as the generator."""
+    if not any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in own_nodes(tree)):
+        return
+    out = ctx.namer.fresh("_yielded")
+
+    class Lower(gast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            if node is not tree:
+                return node
+            self.generic_visit(node)
+            return node
+
+        visit_Lambda = visit_FunctionDef
+
+        def visit_Expr(self, node):
+            if isinstance(node.value, (gast.Yield, gast.YieldFrom)):
+                method = "append" if isinstance(node.value, gast.Yield) else "extend"
+                value = node.value.value if node.value.value is not None else A.const(None)
+                return A.expr_stmt(A.call(A.attr(out, method), value), at=node)
+            return node
+
+        def visit_Return(self, node):
+            return A.located(gast.Return(value=A.load(out)), node)
+
+    Lower().visit(tree)
+    if any(A.names_read(n.value.args[0]) & ctx.varied for n in own_nodes(tree)
+           if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
+           and isinstance(n.value.func, gast.Attribute)
+           and isinstance(n.value.func.value, gast.Name) and n.value.func.value.id == out):
+        ctx.varied.add(out)
+    tree.body = [A.assign(out, gast.List(elts=[], ctx=gast.Load()), at=tree)] + tree.body
+    if not isinstance(tree.body[-1], gast.Return):
+        tree.body.append(A.located(gast.Return(value=A.load(out)), tree.body[-1]))
 
 
 def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
@@ -130,14 +177,43 @@ class _Desugar:
         return pre + [s]
 
     def visit_With(self, s):
-        """``with no_grad():`` (the only 'with' validation lets through): its body, every
-        value it assigns wrapped in ``_rt.stop_gradient`` so that none carries a gradient."""
+        """``with no_grad():``: its body, every value it assigns wrapped in
+        ``_rt.stop_gradient`` so that none carries a gradient. Any other manager:
+        ``_cm = manager; v = _rt.enter_context(_cm, where)``, the body,
+        ``_rt.exit_context(_cm)`` (regrouped into a real 'with' in the forward sweep)."""
+        from .validate import is_no_grad_block
+        if not is_no_grad_block(s, self.ctx):
+            return self.context_block(s)
         body = self.block(s.body)
         for node in body:
             for n in gast.walk(node):
                 if isinstance(n, gast.Assign):
                     n.value = A.located(A.call(A.attr(self.ctx.rt, "stop_gradient"), n.value), n)
         return body
+
+    def context_block(self, s) -> list:
+        item, rest = s.items[0], s.items[1:]
+        body = [A.located(gast.With(items=rest, body=s.body, type_comment=None), s)] \
+            if rest else s.body
+        if A.names_read(item.context_expr) & self.ctx.varied:
+            self.ctx.problem(s, "a context manager made from differentiable values",
+                             "Enter it outside the differentiated function, or build it "
+                             "from values that carry no gradient.")
+            return [s]
+        target = item.optional_vars
+        if target is not None and A.names_read(target) & self.ctx.varied:
+            self.ctx.problem(s, "a 'with ... as' target that reads differentiable values",
+                             "Bind the managed value to a plain name.")
+            return [s]
+        manager = self.ctx.namer.fresh("_cm")
+        where = A.const(str(self.ctx.location(s)))
+        enter = A.call(A.attr(self.ctx.rt, "enter_context"), A.load(manager), where)
+        out = self.visit_Assign(A.assign(manager, item.context_expr, at=s))
+        out += self.visit_Assign(A.assign(target, enter, at=s)) if target is not None \
+            else [A.expr_stmt(enter, at=s)]
+        out += self.block(body)
+        return out + [A.expr_stmt(A.call(A.attr(self.ctx.rt, "exit_context"),
+                                         A.load(manager)), at=s)]
 
     # -- assignments -----------------------------------------------------------------------
     def shares_data(self, name: str) -> bool:
@@ -322,6 +398,8 @@ class _Desugar:
             seqs, reverse = [it.args[0]], True
         seq_names = []
         targets_written = A.names_written(target)
+        seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
+                for q in seqs]
         for seq in seqs:
             if _builtin_call(seq, self.ctx) == "reversed" and len(seq.args) == 1:
                 # zip(x, reversed(y)): the reversed sequence as a value, y[::-1]
@@ -569,6 +647,17 @@ def _builtin_call(node, ctx: Context) -> str | None:
     return None
 
 
+def _generator_call(node, ctx: Context) -> bool:
+    """``node`` calls a generator function (whose result has no len())."""
+    import inspect
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)):
+        return False
+    try:
+        return inspect.isgeneratorfunction(ctx.lookup_static(node.func.id))
+    except (KeyError, AttributeError):
+        return False
+
+
 def _is_range(node, ctx: Context) -> bool:
     """``range(...)`` of the builtin range."""
     if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
@@ -615,3 +704,44 @@ _OP_TEXT = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
 
 def _op_text(op) -> str:
     return _OP_TEXT.get(type(op), "op")
+
+
+def is_context_marker(s, rt: str, kind: str):
+    """The call of ``_rt.enter_context`` (``kind='enter'``) or ``_rt.exit_context`` in ``s``."""
+    value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and value.func.attr == f"{kind}_context" and isinstance(value.func.value, gast.Name) \
+            and value.func.value.id == rt:
+        return value
+    return None
+
+
+def regroup_contexts(stmts: list, rt: str) -> list:
+    """Generated code: each ``enter_context`` ... ``exit_context`` run of statements of one
+    block becomes ``with _rt.managed(cm, where) as v:``, so that the manager exits (and sees
+    the exception) when its body raises."""
+    out, i = [], 0
+    while i < len(stmts):
+        s = stmts[i]
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, regroup_contexts(getattr(s, field), rt))
+        enter = is_context_marker(s, rt, "enter")
+        if enter is None:
+            out.append(s)
+            i += 1
+            continue
+        manager = enter.args[0].id
+        depth, j = 0, i + 1
+        while j < len(stmts):
+            other = is_context_marker(stmts[j], rt, "exit")
+            if other is not None and other.args[0].id == manager:
+                break
+            j += 1
+        body = regroup_contexts(stmts[i + 1:j], rt) or [gast.Pass()]
+        target = A.store(s.targets[0].id) if isinstance(s, gast.Assign) else None
+        item = gast.withitem(context_expr=A.call(A.attr(rt, "managed"), *enter.args),
+                             optional_vars=target)
+        out.append(A.located(gast.With(items=[item], body=body, type_comment=None), s))
+        i = j + 1
+    return out

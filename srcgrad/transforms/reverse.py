@@ -26,6 +26,7 @@ from ..rules import lookup
 from . import astutil as A
 from . import inline
 from .cleanup import _number, simplify
+from .desugar import regroup_contexts
 from .context import Context, DynamicCall
 from . import is_tape_op
 from .resolve import BINOPS, UNARYOPS
@@ -768,7 +769,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     gen.needed, gen.final, gen.recorded = needed, True, set()
     state = _State(all_adjoints - {seed})
     backward = simplify(gen.backward_block(body, state))
-    forward = gen.forward_block(body)
+    forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
     primal = _primal_names(tree, ctx) | set(gen.call_saves.values())
