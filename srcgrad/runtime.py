@@ -807,3 +807,17 @@ class managed:
                 f"statements that ran only in part. Catch the exception outside the "
                 f"differentiated function, or use try/except inside it.") from exc
         return False
+
+
+# -- match statements -----------------------------------------------------------------------
+def is_match_sequence(value) -> bool:
+    """What a sequence pattern ``case [a, b]:`` matches (not str, bytes, nor an array)."""
+    import collections.abc
+    return isinstance(value, collections.abc.Sequence) \
+        and not isinstance(value, (str, bytes, bytearray))
+
+
+def is_match_mapping(value) -> bool:
+    import collections.abc
+    return isinstance(value, collections.abc.Mapping)
+

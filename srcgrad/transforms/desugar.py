@@ -215,6 +215,129 @@ class _Desugar:
         return out + [A.expr_stmt(A.call(A.attr(self.ctx.rt, "exit_context"),
                                          A.load(manager)), at=s)]
 
+    # -- match statements -------------------------------------------------------------------
+    def visit_Match(self, s):
+        """``match`` as ifs: each case tests its pattern's structure (no gradient), binds
+        its names by plain assignments, then checks its guard; ``_matched`` skips the rest.
+        The branches record which case ran like any if."""
+        from .activity import match_bindings
+        self.ctx.local_names |= match_bindings(s)
+        subject, matched = self.ctx.namer.fresh("_subject"), self.ctx.namer.fresh("_matched")
+        out = self.visit_Assign(A.assign(subject, s.subject, at=s))
+        if A.names_read(s.subject) & self.ctx.varied:
+            self.ctx.varied |= {subject} | match_bindings(s)
+        out.append(A.assign(matched, A.const(False), at=s))
+        for case in s.cases:
+            tests, binds = [], []
+            self.pattern(case.pattern, A.load(subject), tests, binds, case.pattern)
+            inner = binds + ([A.located(gast.If(test=case.guard, body=[], orelse=[]), case.guard)]
+                             if case.guard is not None else [])
+            done = [A.assign(matched, A.const(True), at=case.pattern)] + case.body
+            if case.guard is not None:
+                inner[-1].body = done
+            else:
+                inner += done
+            if tests:
+                inner = [A.located(gast.If(test=_conjunction(tests), body=inner, orelse=[]),
+                                   case.pattern)]
+            not_yet = A.located(gast.UnaryOp(op=gast.Not(), operand=A.load(matched)), s)
+            out += self.block([A.located(gast.If(test=not_yet, body=inner, orelse=[]),
+                                         case.pattern)])
+        return out
+
+    def pattern(self, p, value, tests, binds, at) -> None:
+        """Append to ``tests`` the conditions for ``value`` to match ``p`` (each may read
+        the parts the earlier ones checked), to ``binds`` the assignments of its names."""
+        rt = lambda name, *args: A.call(A.attr(self.ctx.rt, name), *args)  # noqa: E731
+        if isinstance(p, gast.MatchValue):
+            tests.append(gast.Compare(left=value, ops=[gast.Eq()], comparators=[p.value]))
+        elif isinstance(p, gast.MatchSingleton):
+            tests.append(gast.Compare(left=value, ops=[gast.Is()],
+                                      comparators=[A.const(p.value)]))
+        elif isinstance(p, gast.MatchAs):
+            if p.pattern is not None:
+                self.pattern(p.pattern, value, tests, binds, at)
+            if p.name is not None:
+                binds.append(A.assign(p.name, A.deepcopy(value), at=at))
+        elif isinstance(p, gast.MatchOr):
+            if any(isinstance(n, (gast.MatchAs, gast.MatchStar)) and n.name
+                   for n in gast.walk(p)):
+                self.ctx.problem(p, "an or-pattern that binds names", "Write one case each.")
+            alternatives = []
+            for alt in p.patterns:
+                alt_tests = []
+                self.pattern(alt, A.deepcopy(value), alt_tests, [], at)
+                alternatives.append(_conjunction(alt_tests))
+            tests.append(gast.BoolOp(op=gast.Or(), values=alternatives))
+        elif isinstance(p, gast.MatchSequence):
+            stars = [i for i, q in enumerate(p.patterns) if isinstance(q, gast.MatchStar)]
+            n = len(p.patterns) - len(stars)
+            tests.append(rt("is_match_sequence", A.deepcopy(value)))
+            tests.append(gast.Compare(left=A.call("len", A.deepcopy(value)),
+                                      ops=[gast.GtE() if stars else gast.Eq()],
+                                      comparators=[A.const(n)]))
+            for i, q in enumerate(p.patterns):
+                after = len(p.patterns) - 1 - i
+                if isinstance(q, gast.MatchStar):
+                    if q.name is not None:
+                        part = gast.Slice(lower=A.const(i), upper=A.const(-after) if after
+                                          else None, step=None)
+                        rest = gast.Subscript(value=A.deepcopy(value), slice=part,
+                                              ctx=gast.Load())
+                        binds.append(A.assign(q.name, rt("as_list", rest), at=at))
+                    continue
+                index = i if not stars or i < stars[0] else -after - 1
+                item = gast.Subscript(value=A.deepcopy(value), slice=A.const(index),
+                                      ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        elif isinstance(p, gast.MatchMapping):
+            if p.rest is not None:
+                self.ctx.problem(p, "'**rest' in a mapping pattern", "Read the keys you need.")
+            tests.append(rt("is_match_mapping", A.deepcopy(value)))
+            for key, q in zip(p.keys, p.patterns):
+                tests.append(gast.Compare(left=key, ops=[gast.In()],
+                                          comparators=[A.deepcopy(value)]))
+                item = gast.Subscript(value=A.deepcopy(value), slice=A.deepcopy(key),
+                                      ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        elif isinstance(p, gast.MatchClass):
+            tests.append(A.call("isinstance", A.deepcopy(value), p.cls))
+            attrs = list(p.kwd_attrs)
+            parts = [(a, q) for a, q in zip(attrs, p.kwd_patterns)]
+            for i, q in enumerate(p.patterns):
+                parts.insert(i, (i, q))
+            for attr, q in parts:
+                if isinstance(attr, int):  # positional: __match_args__, or the value itself
+                    attr = self.match_arg(p, attr)
+                if attr is None:
+                    continue
+                if attr == "":
+                    item = A.deepcopy(value)
+                else:
+                    tests.append(A.call("hasattr", A.deepcopy(value), A.const(attr)))
+                    item = gast.Attribute(value=A.deepcopy(value), attr=attr, ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        else:
+            self.ctx.problem(p, f"a '{type(p).__name__}' pattern", "Use if/elif/else.")
+
+    def match_arg(self, p, i: int) -> str | None:
+        """The attribute ``case cls(...)`` matches its i-th positional pattern against (''
+        for the subject itself, as builtins like float(v) do); None after a problem."""
+        from .resolve import static_value
+        try:
+            cls = static_value(p.cls, self.ctx)
+        except KeyError:
+            cls = None
+        if cls in (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str,
+                   tuple) and i == 0:
+            return ""
+        names = getattr(cls, "__match_args__", None) if isinstance(cls, type) else None
+        if names is None or i >= len(names):
+            self.ctx.problem(p, "a positional class pattern whose attribute is not known "
+                                "before the call", "Name the attributes: Cls(x=px).")
+            return None
+        return names[i]
+
     # -- assignments -----------------------------------------------------------------------
     def shares_data(self, name: str) -> bool:
         return name in self.aliased or name in self.views
@@ -467,6 +590,12 @@ class _Desugar:
             if isinstance(node, gast.AST) and not isinstance(s, gast.While):
                 setattr(s, field, hoister.visit(node))
         return pre
+
+
+def _conjunction(tests):
+    if not tests:
+        return A.const(True)
+    return tests[0] if len(tests) == 1 else gast.BoolOp(op=gast.And(), values=tests)
 
 
 def _has_walrus(node) -> bool:

@@ -30,8 +30,6 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             ctx.problem(node, *entry)
-        elif isinstance(node, gast.Match):
-            ctx.problem(node, "a 'match' statement", "Use if/elif/else.")
         elif isinstance(node, gast.Delete) and not all(
                 isinstance(t, gast.Name) for t in node.targets):
             ctx.problem(node, "'del' of an element or attribute",
