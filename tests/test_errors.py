@@ -86,9 +86,9 @@ def uses_with(x):
 
 
 def uses_match(x, n):
-    match n:
-        case 1:
-            y = x
+    match [x, n]:
+        case [y, 1] | [1, y]:
+            pass
         case _:
             y = x * 2
     return y
@@ -161,7 +161,7 @@ _CASES = [
     (uses_try_finally, "try:", ["try"], ["outside"]),
     (uses_global, "global G_COUNTER", ["global"], ["argument"]),
     (uses_with, "with _Scaled", ["context manager", "differentiable"], ["outside"]),
-    (uses_match, "match n:", ["match"], ["if/elif/else"]),
+    (uses_match, "case [y, 1]", ["or-pattern that binds"], ["one case each"]),
     (uses_walrus, ":=", [":=", "only sometimes"], ["separate statement"]),
     (uses_generator_expression, "for v in", ["generator expression", "not consumed"],
      ["list comprehension"]),
