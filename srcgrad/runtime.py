@@ -789,3 +789,51 @@ def last_write_mask(shape, index):
     keep = np.zeros(flat.size, dtype=bool)
     keep[flat.size - 1 - last_from_end] = True
     return np.reshape(keep, np.shape(positions))
+
+
+# -- 'with' blocks in differentiated code ---------------------------------------------------
+# desugar flattens ``with cm as v: body`` to ``v = enter_context(cm, where)``, body,
+# ``exit_context(cm)``, so the passes see plain statements; the forward sweep regroups them
+# into ``with managed(cm, where) as v:`` so that the manager also exits on an exception.
+def enter_context(manager, where: str = ""):
+    return manager.__enter__()
+
+
+def exit_context(manager) -> None:
+    manager.__exit__(None, None, None)
+
+
+class managed:
+    """``manager`` as a context manager that may not swallow an exception: the statements
+    after the one that raised did not run, and the backward sweep cannot know which."""
+
+    def __init__(self, manager, where: str = ""):
+        self.manager, self.where = manager, where
+
+    def __enter__(self):
+        return self.manager.__enter__()
+
+    def __exit__(self, kind, exc, tb):
+        swallowed = self.manager.__exit__(kind, exc, tb)
+        if swallowed and exc is not None:
+            from .errors import UnsupportedSyntaxError
+            raise UnsupportedSyntaxError.from_message(
+                f"{self.where}: the context manager suppressed a {kind.__name__} raised in "
+                f"its body, part-way through differentiated code; srcgrad cannot reverse "
+                f"statements that ran only in part. Catch the exception outside the "
+                f"differentiated function, or use try/except inside it.") from exc
+        return False
+
+
+# -- match statements -----------------------------------------------------------------------
+def is_match_sequence(value) -> bool:
+    """What a sequence pattern ``case [a, b]:`` matches (not str, bytes, nor an array)."""
+    import collections.abc
+    return isinstance(value, collections.abc.Sequence) \
+        and not isinstance(value, (str, bytes, bytearray))
+
+
+def is_match_mapping(value) -> bool:
+    import collections.abc
+    return isinstance(value, collections.abc.Mapping)
+

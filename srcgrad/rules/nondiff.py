@@ -51,7 +51,7 @@ _RANDOM = [
 
 _BUILTINS = [
     "len", "isinstance", "issubclass", "range", "int", "bool", "print", "type", "str", "repr",
-    "id", "hash", "callable", "round", "format", "hasattr", "ord", "chr", "bin", "hex", "oct",
+    "id", "hash", "callable", "round", "slice", "format", "hasattr", "ord", "chr", "bin", "hex", "oct",
 ]
 
 _MATH = ["floor", "ceil", "trunc", "isnan", "isinf", "isfinite", "isclose",

@@ -27,12 +27,23 @@ def _definitions(tree, local_names=None):
             yield _target_names(node.target), node.value
         elif isinstance(node, (gast.For, gast.comprehension)):
             yield _target_names(node.target), node.iter
+        elif isinstance(node, gast.NamedExpr):
+            yield _target_names(node.target), node.value
+        elif isinstance(node, gast.Match):  # case [a, *rest]: binds parts of the subject
+            yield match_bindings(node), node.subject
         elif isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
             # mutating method calls: lst.append(v), x.extend(...), d.update(...)
             func = node.value.func
             if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and (
                     local_names is None or func.value.id in local_names):
                 yield {func.value.id}, node.value
+
+
+def match_bindings(node) -> set[str]:
+    """Names the patterns of a match statement bind."""
+    return {n.name for n in gast.walk(node) if isinstance(n, (gast.MatchAs, gast.MatchStar))
+            and n.name is not None} | {n.rest for n in gast.walk(node)
+                                       if isinstance(n, gast.MatchMapping) and n.rest}
 
 
 def _target_names(t) -> set[str]:

@@ -80,6 +80,14 @@ class _ANF:
             name = "as_list" if e.func.id == "list" else "as_tuple"
             call = A.located(A.call(A.attr(self.ctx.rt, name), e.args[0]), e)
             return self.op(call, pre, at)
+        if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 0, keywords=True) \
+                and all(k.arg is not None for k in e.keywords):
+            # dict(a=x, b=y) is the literal {'a': x, 'b': y}
+            literal = gast.Dict(keys=[A.const(k.arg) for k in e.keywords],
+                                values=[k.value for k in e.keywords])
+            return self.op(A.located(literal, e), pre, at)
+        if isinstance(e, gast.Dict) and None in e.keys:
+            return self.op(self.merged_dict(e), pre, at)
         if isinstance(e, gast.Call) and self.builtin_extremum(e):
             # max(xs) / max(a, b, c): the runtime's sequence form, which has a rule
             items = e.args[0] if len(e.args) == 1 else gast.Tuple(elts=e.args, ctx=gast.Load())
@@ -122,9 +130,28 @@ class _ANF:
             return A.load(tmp)
         return e
 
-    def builtin_call(self, e, names, nargs) -> bool:
+    def merged_dict(self, e):
+        """``{**d, 'k': v}`` as ``dict_update(dict_update({}, d), {'k': v})``."""
+        parts, literal = [], None
+        for k, v in zip(e.keys, e.values):
+            if k is None:
+                parts.append(v)
+                literal = None
+            else:
+                if literal is None:
+                    literal = gast.Dict(keys=[], values=[])
+                    parts.append(literal)
+                literal.keys.append(k)
+                literal.values.append(v)
+        merged = gast.Dict(keys=[], values=[])
+        for part in parts:
+            merged = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), merged, part), e)
+        return merged
+
+    def builtin_call(self, e, names, nargs, keywords=False) -> bool:
         """``e`` calls one of the builtins ``names`` with ``nargs`` plain arguments."""
-        if not (isinstance(e.func, gast.Name) and e.func.id in names and not e.keywords
+        if not (isinstance(e.func, gast.Name) and e.func.id in names
+                and (keywords or not e.keywords)
                 and len(e.args) == nargs
                 and not any(isinstance(a, gast.Starred) for a in e.args)):
             return False

@@ -13,9 +13,56 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    lower_generator(tree, ctx)
     lift_closures(tree, ctx)
     tree.body = _Desugar(ctx, tree).block(tree.body)
     return tree
+
+
+def own_nodes(node):
+    """Nodes of ``node`` outside nested functions and lambdas."""
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
+            yield from own_nodes(child)
+
+
+def lower_generator(tree: gast.FunctionDef, ctx: Context) -> None:
+    """A generator function (validated finite, its yields statements) builds and returns the
+    list of what it yields: differentiated code consumes it at once (a for loop, sum, list,
+    zip), which a list serves as well as the generator."""
+    if not any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in own_nodes(tree)):
+        return
+    out = ctx.namer.fresh("_yielded")
+
+    class Lower(gast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            if node is not tree:
+                return node
+            self.generic_visit(node)
+            return node
+
+        visit_Lambda = visit_FunctionDef
+
+        def visit_Expr(self, node):
+            if isinstance(node.value, (gast.Yield, gast.YieldFrom)):
+                method = "append" if isinstance(node.value, gast.Yield) else "extend"
+                value = node.value.value if node.value.value is not None else A.const(None)
+                return A.expr_stmt(A.call(A.attr(out, method), value), at=node)
+            return node
+
+        def visit_Return(self, node):
+            return A.located(gast.Return(value=A.load(out)), node)
+
+    Lower().visit(tree)
+    if any(A.names_read(n.value.args[0]) & ctx.varied for n in own_nodes(tree)
+           if isinstance(n, gast.Expr) and isinstance(n.value, gast.Call)
+           and isinstance(n.value.func, gast.Attribute)
+           and isinstance(n.value.func.value, gast.Name) and n.value.func.value.id == out):
+        ctx.varied.add(out)
+    tree.body = [A.assign(out, gast.List(elts=[], ctx=gast.Load()), at=tree)] + tree.body
+    if not isinstance(tree.body[-1], gast.Return):
+        tree.body.append(A.located(gast.Return(value=A.load(out)), tree.body[-1]))
 
 
 def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
@@ -92,6 +139,14 @@ class _Desugar:
                         self.aliased |= {t.id, node.value.id}
             elif isinstance(node, gast.Assign) and len(node.targets) > 1:
                 self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+        # arrays that meet differentiable values somewhere (m in x * m): an element store into
+        # one is a functional update too, so the tape saves the value the backward sweep reads
+        self.meets_varied: set[str] = set()
+        for node in gast.walk(tree) if tree is not None else ():
+            if isinstance(node, (gast.Assign, gast.AugAssign, gast.Expr, gast.Return)):
+                names = A.names_read(node)
+                if names & ctx.varied:
+                    self.meets_varied |= names
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.views: set[str] = set()
@@ -109,7 +164,10 @@ class _Desugar:
         return out
 
     def stmt(self, s) -> list:
-        pre = self.hoist_comprehensions(s)
+        if isinstance(s, gast.While) and _has_walrus(s.test):
+            s = self.loop_with_walrus_test(s)
+        pre = self.hoist_walrus(s)
+        pre += self.hoist_comprehensions(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -119,14 +177,166 @@ class _Desugar:
         return pre + [s]
 
     def visit_With(self, s):
-        """``with no_grad():`` (the only 'with' validation lets through): its body, every
-        value it assigns wrapped in ``_rt.stop_gradient`` so that none carries a gradient."""
+        """``with no_grad():``: its body, every value it assigns wrapped in
+        ``_rt.stop_gradient`` so that none carries a gradient. Any other manager:
+        ``_cm = manager; v = _rt.enter_context(_cm, where)``, the body,
+        ``_rt.exit_context(_cm)`` (regrouped into a real 'with' in the forward sweep)."""
+        from .validate import is_no_grad_block
+        if not is_no_grad_block(s, self.ctx):
+            return self.context_block(s)
         body = self.block(s.body)
         for node in body:
             for n in gast.walk(node):
                 if isinstance(n, gast.Assign):
                     n.value = A.located(A.call(A.attr(self.ctx.rt, "stop_gradient"), n.value), n)
         return body
+
+    def context_block(self, s) -> list:
+        item, rest = s.items[0], s.items[1:]
+        body = [A.located(gast.With(items=rest, body=s.body, type_comment=None), s)] \
+            if rest else s.body
+        if A.names_read(item.context_expr) & self.ctx.varied:
+            self.ctx.problem(s, "a context manager made from differentiable values",
+                             "Enter it outside the differentiated function, or build it "
+                             "from values that carry no gradient.")
+            return [s]
+        target = item.optional_vars
+        if target is not None and A.names_read(target) & self.ctx.varied:
+            self.ctx.problem(s, "a 'with ... as' target that reads differentiable values",
+                             "Bind the managed value to a plain name.")
+            return [s]
+        manager = self.ctx.namer.fresh("_cm")
+        where = A.const(str(self.ctx.location(s)))
+        enter = A.call(A.attr(self.ctx.rt, "enter_context"), A.load(manager), where)
+        out = self.visit_Assign(A.assign(manager, item.context_expr, at=s))
+        out += self.visit_Assign(A.assign(target, enter, at=s)) if target is not None \
+            else [A.expr_stmt(enter, at=s)]
+        out += self.block(body)
+        return out + [A.expr_stmt(A.call(A.attr(self.ctx.rt, "exit_context"),
+                                         A.load(manager)), at=s)]
+
+    # -- match statements -------------------------------------------------------------------
+    def visit_Match(self, s):
+        """``match`` as ifs: each case tests its pattern's structure (no gradient), binds
+        its names by plain assignments, then checks its guard; ``_matched`` skips the rest.
+        The branches record which case ran like any if."""
+        from .activity import match_bindings
+        self.ctx.local_names |= match_bindings(s)
+        subject, matched = self.ctx.namer.fresh("_subject"), self.ctx.namer.fresh("_matched")
+        out = self.visit_Assign(A.assign(subject, s.subject, at=s))
+        if A.names_read(s.subject) & self.ctx.varied:
+            self.ctx.varied |= {subject} | match_bindings(s)
+        out.append(A.assign(matched, A.const(False), at=s))
+        for case in s.cases:
+            tests, binds = [], []
+            self.pattern(case.pattern, A.load(subject), tests, binds, case.pattern)
+            inner = binds + ([A.located(gast.If(test=case.guard, body=[], orelse=[]), case.guard)]
+                             if case.guard is not None else [])
+            done = [A.assign(matched, A.const(True), at=case.pattern)] + case.body
+            if case.guard is not None:
+                inner[-1].body = done
+            else:
+                inner += done
+            if tests:
+                inner = [A.located(gast.If(test=_conjunction(tests), body=inner, orelse=[]),
+                                   case.pattern)]
+            not_yet = A.located(gast.UnaryOp(op=gast.Not(), operand=A.load(matched)), s)
+            out += self.block([A.located(gast.If(test=not_yet, body=inner, orelse=[]),
+                                         case.pattern)])
+        return out
+
+    def pattern(self, p, value, tests, binds, at) -> None:
+        """Append to ``tests`` the conditions for ``value`` to match ``p`` (each may read
+        the parts the earlier ones checked), to ``binds`` the assignments of its names."""
+        rt = lambda name, *args: A.call(A.attr(self.ctx.rt, name), *args)  # noqa: E731
+        if isinstance(p, gast.MatchValue):
+            tests.append(gast.Compare(left=value, ops=[gast.Eq()], comparators=[p.value]))
+        elif isinstance(p, gast.MatchSingleton):
+            tests.append(gast.Compare(left=value, ops=[gast.Is()],
+                                      comparators=[A.const(p.value)]))
+        elif isinstance(p, gast.MatchAs):
+            if p.pattern is not None:
+                self.pattern(p.pattern, value, tests, binds, at)
+            if p.name is not None:
+                binds.append(A.assign(p.name, A.deepcopy(value), at=at))
+        elif isinstance(p, gast.MatchOr):
+            if any(isinstance(n, (gast.MatchAs, gast.MatchStar)) and n.name
+                   for n in gast.walk(p)):
+                self.ctx.problem(p, "an or-pattern that binds names", "Write one case each.")
+            alternatives = []
+            for alt in p.patterns:
+                alt_tests = []
+                self.pattern(alt, A.deepcopy(value), alt_tests, [], at)
+                alternatives.append(_conjunction(alt_tests))
+            tests.append(gast.BoolOp(op=gast.Or(), values=alternatives))
+        elif isinstance(p, gast.MatchSequence):
+            stars = [i for i, q in enumerate(p.patterns) if isinstance(q, gast.MatchStar)]
+            n = len(p.patterns) - len(stars)
+            tests.append(rt("is_match_sequence", A.deepcopy(value)))
+            tests.append(gast.Compare(left=A.call("len", A.deepcopy(value)),
+                                      ops=[gast.GtE() if stars else gast.Eq()],
+                                      comparators=[A.const(n)]))
+            for i, q in enumerate(p.patterns):
+                after = len(p.patterns) - 1 - i
+                if isinstance(q, gast.MatchStar):
+                    if q.name is not None:
+                        part = gast.Slice(lower=A.const(i), upper=A.const(-after) if after
+                                          else None, step=None)
+                        rest = gast.Subscript(value=A.deepcopy(value), slice=part,
+                                              ctx=gast.Load())
+                        binds.append(A.assign(q.name, rt("as_list", rest), at=at))
+                    continue
+                index = i if not stars or i < stars[0] else -after - 1
+                item = gast.Subscript(value=A.deepcopy(value), slice=A.const(index),
+                                      ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        elif isinstance(p, gast.MatchMapping):
+            if p.rest is not None:
+                self.ctx.problem(p, "'**rest' in a mapping pattern", "Read the keys you need.")
+            tests.append(rt("is_match_mapping", A.deepcopy(value)))
+            for key, q in zip(p.keys, p.patterns):
+                tests.append(gast.Compare(left=key, ops=[gast.In()],
+                                          comparators=[A.deepcopy(value)]))
+                item = gast.Subscript(value=A.deepcopy(value), slice=A.deepcopy(key),
+                                      ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        elif isinstance(p, gast.MatchClass):
+            tests.append(A.call("isinstance", A.deepcopy(value), p.cls))
+            attrs = list(p.kwd_attrs)
+            parts = [(a, q) for a, q in zip(attrs, p.kwd_patterns)]
+            for i, q in enumerate(p.patterns):
+                parts.insert(i, (i, q))
+            for attr, q in parts:
+                if isinstance(attr, int):  # positional: __match_args__, or the value itself
+                    attr = self.match_arg(p, attr)
+                if attr is None:
+                    continue
+                if attr == "":
+                    item = A.deepcopy(value)
+                else:
+                    tests.append(A.call("hasattr", A.deepcopy(value), A.const(attr)))
+                    item = gast.Attribute(value=A.deepcopy(value), attr=attr, ctx=gast.Load())
+                self.pattern(q, item, tests, binds, at)
+        else:
+            self.ctx.problem(p, f"a '{type(p).__name__}' pattern", "Use if/elif/else.")
+
+    def match_arg(self, p, i: int) -> str | None:
+        """The attribute ``case cls(...)`` matches its i-th positional pattern against (''
+        for the subject itself, as builtins like float(v) do); None after a problem."""
+        from .resolve import static_value
+        try:
+            cls = static_value(p.cls, self.ctx)
+        except KeyError:
+            cls = None
+        if cls in (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str,
+                   tuple) and i == 0:
+            return ""
+        names = getattr(cls, "__match_args__", None) if isinstance(cls, type) else None
+        if names is None or i >= len(names):
+            self.ctx.problem(p, "a positional class pattern whose attribute is not known "
+                                "before the call", "Name the attributes: Cls(x=px).")
+            return None
+        return names[i]
 
     # -- assignments -----------------------------------------------------------------------
     def shares_data(self, name: str) -> bool:
@@ -198,17 +408,33 @@ class _Desugar:
     def unpack(self, target, value, at) -> list:
         tmp = self.ctx.namer.fresh()
         out = [A.assign(tmp, value, at=at)]
+        if A.names_read(value) & self.ctx.varied:
+            self.ctx.varied.add(tmp)
+        stars = [i for i, elt in enumerate(target.elts) if isinstance(elt, gast.Starred)]
+        after = len(target.elts) - 1 - stars[0] if stars else 0
         for i, elt in enumerate(target.elts):
-            if isinstance(elt, gast.Starred):
-                self.ctx.problem(at, "starred unpacking", "Index the sequence explicitly.")
-                continue
-            item = A.located(gast.Subscript(value=A.load(tmp), slice=A.const(i),
-                                            ctx=gast.Load()), at)
-            out += self.visit_Assign(A.assign(elt, item, at=at))
+            if stars and i == stars[0]:
+                # first, *rest, last = v: rest is a list, as Python makes it
+                part = gast.Slice(lower=A.const(i), upper=A.const(-after) if after else None,
+                                  step=None)
+                rest = gast.Subscript(value=A.load(tmp), slice=part, ctx=gast.Load())
+                item = A.call(A.attr(self.ctx.rt, "as_list"), A.located(rest, at))
+                elt = elt.value
+            else:  # items after the starred one count from the end
+                index = i if not stars or i < stars[0] else i - len(target.elts)
+                item = gast.Subscript(value=A.load(tmp), slice=A.const(index), ctx=gast.Load())
+            out += self.visit_Assign(A.assign(elt, A.located(item, at), at=at))
         return out
 
     def is_varied_store(self, target, value) -> bool:
         names = A.names_read(target) | A.names_read(value)
+        if isinstance(target, gast.Subscript):
+            base = target
+            while isinstance(base, gast.Subscript):
+                base = base.value
+            if isinstance(base, gast.Name) and base.id in self.meets_varied \
+                    and base.id in self.ctx.local_names:
+                return True
         return bool(names & self.ctx.varied)
 
     def functional_setitem(self, target, value, at) -> list:
@@ -295,6 +521,8 @@ class _Desugar:
             seqs, reverse = [it.args[0]], True
         seq_names = []
         targets_written = A.names_written(target)
+        seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
+                for q in seqs]
         for seq in seqs:
             if _builtin_call(seq, self.ctx) == "reversed" and len(seq.args) == 1:
                 # zip(x, reversed(y)): the reversed sequence as a value, y[::-1]
@@ -330,6 +558,28 @@ class _Desugar:
                         orelse=s.orelse, type_comment=None)
         return pre + [A.located(loop, s)]
 
+    # -- assignment expressions -------------------------------------------------------------
+    def hoist_walrus(self, s) -> list:
+        """``(n := e)`` in a statement's expressions: ``n = e`` before it, ``n`` in its place."""
+        found = []
+        hoister = _WalrusHoister(self.ctx, found)
+        for field in ("value", "test", "iter"):
+            node = getattr(s, field, None)
+            if isinstance(node, gast.AST) and not isinstance(s, gast.While) \
+                    and _has_walrus(node):
+                setattr(s, field, hoister.visit(node))
+        return self.block(found)
+
+    def loop_with_walrus_test(self, s):
+        """``while (n := e) > 0: body`` -> ``while True: if not ((n := e) > 0): break; body``."""
+        if s.orelse:
+            self.ctx.problem(s, "':=' in the condition of a 'while' loop with an 'else'",
+                             "Assign before the loop and at the end of its body instead.")
+            return s
+        test = A.located(gast.UnaryOp(op=gast.Not(), operand=s.test), s)
+        stop = A.located(gast.If(test=test, body=[A.located(gast.Break(), s)], orelse=[]), s)
+        return A.located(gast.While(test=A.const(True), body=[stop] + s.body, orelse=[]), s)
+
     # -- comprehensions --------------------------------------------------------------------
     def hoist_comprehensions(self, s) -> list:
         """Lift list/dict comprehensions in ``s``'s expressions into loops before ``s``."""
@@ -342,9 +592,57 @@ class _Desugar:
         return pre
 
 
+def _conjunction(tests):
+    if not tests:
+        return A.const(True)
+    return tests[0] if len(tests) == 1 else gast.BoolOp(op=gast.And(), values=tests)
+
+
+def _has_walrus(node) -> bool:
+    return any(isinstance(n, gast.NamedExpr) for n in gast.walk(node))
+
+
+class _WalrusHoister(gast.NodeTransformer):
+    """Lifts assignment expressions out of one statement's expressions, in evaluation order;
+    those evaluated only sometimes ('and'/'or' operands after the first, conditional
+    expression branches) are refused rather than evaluated always."""
+
+    def __init__(self, ctx: Context, found: list):
+        self.ctx, self.found = ctx, found
+
+    def visit_NamedExpr(self, node):
+        value = self.visit(node.value)
+        self.found.append(A.assign(node.target.id, value, at=node))
+        return A.located(A.load(node.target.id), node)
+
+    def _conditional(self, parts, node):
+        for part in parts:
+            if _has_walrus(part):
+                self.ctx.problem(part, "':=' in a part of an expression that is evaluated "
+                                       "only sometimes", "Assign in a separate statement.")
+        return node
+
+    def visit_BoolOp(self, node):
+        node.values[0] = self.visit(node.values[0])
+        return self._conditional(node.values[1:], node)
+
+    def visit_IfExp(self, node):
+        node.test = self.visit(node.test)
+        return self._conditional([node.body, node.orelse], node)
+
+    def visit_Lambda(self, node):  # their own scope, or lowered later with their own loops
+        return node
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_Lambda
+
+
 class _CompHoister(gast.NodeTransformer):
     def __init__(self, owner: _Desugar, pre: list, at):
         self.owner, self.pre, self.at = owner, pre, at
+        # generator expressions whose consumer takes all their items at once
+        self.consumed: set[int] = set()
+        if isinstance(at, gast.For) and isinstance(at.iter, gast.GeneratorExp):
+            self.consumed.add(id(at.iter))
 
     def visit_Lambda(self, node):
         return node  # its body runs later, in its own scope
@@ -352,7 +650,26 @@ class _CompHoister(gast.NodeTransformer):
     def visit_ListComp(self, node):
         return self.lower(node, gast.List(elts=[], ctx=gast.Load()), [node.elt])
 
+    def visit_GeneratorExp(self, node):
+        """A generator expression consumed at once (an argument of sum, list, np.array, ...,
+        or the sequence of a for loop) is the list of its items; anywhere else, reading
+        differentiable values, it is refused."""
+        if id(node) in self.consumed and A.names_read(node) & self.owner.ctx.varied:
+            comp = gast.ListComp(elt=node.elt, generators=node.generators)
+            return self.visit_ListComp(A.located(comp, node))
+        if A.names_read(node) & self.owner.ctx.varied:
+            self.owner.ctx.problem(node, "a generator expression over differentiable values "
+                                         "that is not consumed at once",
+                                   "Pass it straight to sum/list/tuple/np.array/... or a for "
+                                   "loop, or use a list comprehension: [... for ... in ...].")
+        return node
+
     def visit_Call(self, node):
+        if not (isinstance(node.func, gast.Name) and node.func.id in ("next", "iter")):
+            self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)}
+        return self.visit_map(node)
+
+    def visit_map(self, node):
         """``map(f, xs)`` of differentiable values is ``[f(v) for v in xs]`` (a list, which
         every use of map's iterator also accepts)."""
         if (isinstance(node.func, gast.Name) and node.func.id == "map" and len(node.args) == 2
@@ -371,7 +688,9 @@ class _CompHoister(gast.NodeTransformer):
         return self.lower(node, gast.Dict(keys=[], values=[]), [node.key, node.value])
 
     def lower(self, node, empty, parts):
-        self.generic_visit(node)
+        # only the first sequence is evaluated out here; the rest, the conditions and the
+        # items (and comprehensions nested in them) are lowered inside the loops
+        node.generators[0].iter = self.visit(node.generators[0].iter)
         ctx, namer, at = self.owner.ctx, self.owner.ctx.namer, self.at
         result = namer.fresh("_l")
         # comprehension variables get fresh names: they must not clobber the function's
@@ -389,6 +708,12 @@ class _CompHoister(gast.NodeTransformer):
                     n.id = renames[n.id].id
             return e
 
+        inner_varied = set(ctx.varied)
+        for gen in node.generators:  # the loop variables of varied sequences vary too
+            if A.names_read(gen.iter) & inner_varied:
+                names = A.names_written(gen.target)
+                inner_varied |= names
+                ctx.varied |= {renames[n].id for n in names if n in renames}
         varied = bool(A.names_read(node) & ctx.varied)
         if isinstance(empty, gast.List):
             elt = fix(parts[0])
@@ -451,6 +776,17 @@ def _builtin_call(node, ctx: Context) -> str | None:
     return None
 
 
+def _generator_call(node, ctx: Context) -> bool:
+    """``node`` calls a generator function (whose result has no len())."""
+    import inspect
+    if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)):
+        return False
+    try:
+        return inspect.isgeneratorfunction(ctx.lookup_static(node.func.id))
+    except (KeyError, AttributeError):
+        return False
+
+
 def _is_range(node, ctx: Context) -> bool:
     """``range(...)`` of the builtin range."""
     if not (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
@@ -497,3 +833,44 @@ _OP_TEXT = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
 
 def _op_text(op) -> str:
     return _OP_TEXT.get(type(op), "op")
+
+
+def is_context_marker(s, rt: str, kind: str):
+    """The call of ``_rt.enter_context`` (``kind='enter'``) or ``_rt.exit_context`` in ``s``."""
+    value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and value.func.attr == f"{kind}_context" and isinstance(value.func.value, gast.Name) \
+            and value.func.value.id == rt:
+        return value
+    return None
+
+
+def regroup_contexts(stmts: list, rt: str) -> list:
+    """Generated code: each ``enter_context`` ... ``exit_context`` run of statements of one
+    block becomes ``with _rt.managed(cm, where) as v:``, so that the manager exits (and sees
+    the exception) when its body raises."""
+    out, i = [], 0
+    while i < len(stmts):
+        s = stmts[i]
+        for field in ("body", "orelse"):
+            if isinstance(getattr(s, field, None), list):
+                setattr(s, field, regroup_contexts(getattr(s, field), rt))
+        enter = is_context_marker(s, rt, "enter")
+        if enter is None:
+            out.append(s)
+            i += 1
+            continue
+        manager = enter.args[0].id
+        depth, j = 0, i + 1
+        while j < len(stmts):
+            other = is_context_marker(stmts[j], rt, "exit")
+            if other is not None and other.args[0].id == manager:
+                break
+            j += 1
+        body = regroup_contexts(stmts[i + 1:j], rt) or [gast.Pass()]
+        target = A.store(s.targets[0].id) if isinstance(s, gast.Assign) else None
+        item = gast.withitem(context_expr=A.call(A.attr(rt, "managed"), *enter.args),
+                             optional_vars=target)
+        out.append(A.located(gast.With(items=[item], body=body, type_comment=None), s))
+        i = j + 1
+    return out

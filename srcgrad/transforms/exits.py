@@ -10,6 +10,7 @@ import gast
 
 from . import astutil as A
 from .context import Context
+from .desugar import is_context_marker
 
 
 def _own_nodes(node):
@@ -82,11 +83,27 @@ class _Lowering:
             out.extend(self.stmt(s, loop))
             rest = stmts[i + 1:]
             if flags and rest:
-                guarded = self.block(rest, loop)
-                if guarded:
-                    out.append(A.located(gast.If(test=_none_of(flags), body=guarded,
-                                                 orelse=[]), rest[0]))
+                out += self.guarded(rest, flags, loop)
                 break
+        return out
+
+    def guarded(self, rest, flags, loop) -> list:
+        """``rest`` run only if none of ``flags`` is set, except the exits of the 'with'
+        blocks the flag-setting statement is in: those run whatever it did."""
+        out = []
+        while rest:
+            ends = [j for j, r in enumerate(rest) if is_context_marker(r, self.ctx.rt, "exit")]
+            j = ends[0] if ends else len(rest)
+            guarded = self.block(rest[:j], loop)
+            if guarded:
+                out.append(A.located(gast.If(test=_none_of(flags), body=guarded, orelse=[]),
+                                     rest[0]))
+            if not ends:
+                break
+            out.append(rest[j])
+            flags = list(dict.fromkeys(flags + [f for r in rest[:j]
+                                                for f in self.flags_set_by(r, loop)]))
+            rest = rest[j + 1:]
         return out
 
     def stmt(self, s, loop) -> list:

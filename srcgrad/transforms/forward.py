@@ -28,6 +28,7 @@ from . import astutil as A
 from . import inline
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import simplify
+from .desugar import regroup_contexts
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
 
@@ -622,7 +623,7 @@ def forward(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     gen = ForwardGenerator(tree, ctx, user_calls)
     wrt_names = ctx.wrt_names
     state = _State({p: DENSE for p in wrt_names if p in ctx.active})
-    body = simplify(gen.block(tree.body[:-1], state))
+    body = regroup_contexts(simplify(gen.block(tree.body[:-1], state)), ctx.rt)
     ctx.raise_problems()
     result = ret.value
     d_result = A.const(ZERO)

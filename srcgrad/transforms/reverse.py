@@ -27,6 +27,7 @@ from . import astutil as A
 from . import inline
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
+from .desugar import regroup_contexts
 from .context import Context, DynamicCall
 from . import is_tape_op
 from .resolve import BINOPS, UNARYOPS
@@ -310,6 +311,8 @@ class ReverseGenerator:
     def backward_assign(self, s, state: _State) -> list:
         target = s.targets[0]
         if not isinstance(target, gast.Name):
+            if not A.names_read(s) & self.ctx.active:
+                return []  # an element store into an array that carries no gradient
             raise InternalError("reverse", f"assignment to {type(target).__name__} after "
                                            f"normalization")
         v = target.id
@@ -756,7 +759,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     gen.needed, gen.final, gen.recorded = needed, True, set()
     state = _State(all_adjoints - {seed})
     backward = simplify(gen.backward_block(body, state))
-    forward = gen.forward_block(body)
+    forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
     primal = _primal_names(tree, ctx) | set(gen.call_saves.values())

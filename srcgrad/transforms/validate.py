@@ -10,8 +10,6 @@ import gast
 from .context import Context
 
 _UNSUPPORTED = {
-    gast.Yield: ("'yield' (a generator)", "Return a list instead of yielding values."),
-    gast.YieldFrom: ("'yield from' (a generator)", "Return a list instead of yielding values."),
     gast.Await: ("'await'", "Differentiate a synchronous function."),
     gast.AsyncFunctionDef: ("'async def'", "Differentiate a synchronous function."),
     gast.AsyncFor: ("'async for'", "Use a plain for loop."),
@@ -22,9 +20,6 @@ _UNSUPPORTED = {
     gast.Nonlocal: ("'nonlocal'", "Pass the value in as an argument and return it instead."),
     gast.ClassDef: ("a class definition inside the function",
                     "Define the class at module level."),
-    gast.GeneratorExp: ("a generator expression",
-                        "Use a list comprehension: [... for ... in ...]."),
-    gast.NamedExpr: ("an assignment expression ':='", "Assign in a separate statement."),
     gast.SetComp: ("a set comprehension", "Use a list comprehension."),
 }
 
@@ -35,21 +30,14 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             ctx.problem(node, *entry)
-        elif isinstance(node, gast.With) and not is_no_grad_block(node, ctx):
-            ctx.problem(node, "a 'with' block (other than 'with srcgrad.no_grad():')",
-                        "Move it outside the differentiated function.")
-        elif isinstance(node, gast.Match):
-            ctx.problem(node, "a 'match' statement", "Use if/elif/else.")
         elif isinstance(node, gast.Delete) and not all(
                 isinstance(t, gast.Name) for t in node.targets):
             ctx.problem(node, "'del' of an element or attribute",
                         "Build a new array or container instead of deleting from one.")
-        elif isinstance(node, gast.Starred) and isinstance(node.ctx, gast.Store):
-            ctx.problem(node, "starred assignment target '*name'",
-                        "Index the sequence explicitly.")
         elif isinstance(node, gast.FunctionDef) and node is not tree and node.decorator_list:
             ctx.problem(node, "a decorated nested function",
                         "Define the decorated function outside.")
+    _check_generator(tree, ctx)
     args = tree.args
     if args.vararg is not None or args.kwarg is not None:
         ctx.problem(tree, "'*args' or '**kwargs' parameters in the differentiated function",
@@ -72,3 +60,43 @@ def is_no_grad_block(node, ctx: Context) -> bool:
         return static_value(expr.func, ctx) is no_grad
     except KeyError:
         return False
+
+
+def _own_nodes(node):
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
+            yield from _own_nodes(child)
+
+
+def _check_generator(tree, ctx: Context) -> None:
+    """A generator function is differentiated as the list it yields: each yield must be a
+    statement of its own (no values sent in), and the generator must end."""
+    yields = {id(n) for n in _own_nodes(tree) if isinstance(n, (gast.Yield, gast.YieldFrom))}
+    if not yields:
+        return
+    for node in _own_nodes(tree):
+        if isinstance(node, gast.Expr) and id(node.value) in yields:
+            yields.discard(id(node.value))
+        elif isinstance(node, gast.While) and isinstance(node.test, gast.Constant) \
+                and node.test.value and _loop_yields_forever(node):
+            ctx.problem(node, "an infinite generator ('while True' that yields and never "
+                              "stops)", "Yield a bounded number of values (a for loop over "
+                                        "range(n)), or take them with a loop outside.")
+    for node in _own_nodes(tree):
+        if id(node) in yields:
+            ctx.problem(node, "a 'yield' whose value is used (values sent into a generator)",
+                        "Make each yield a statement of its own.")
+
+
+def _loop_yields_forever(loop) -> bool:
+    exits, stack = False, list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (gast.Return, gast.Raise)) or (
+                isinstance(node, gast.Break)):
+            exits = True
+        if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.For, gast.While)):
+            stack.extend(gast.iter_child_nodes(node))
+    return not exits and any(isinstance(n, (gast.Yield, gast.YieldFrom))
+                             for n in _own_nodes(loop))
