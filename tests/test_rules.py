@@ -13,11 +13,14 @@ import pytest
 from srcgrad.errors import SrcgradError
 from srcgrad.rules import (ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS,
                            all_rules, defrule, is_nondifferentiable, lookup, nn)
+from srcgrad.rules.registry import load_deferred
 from srcgrad.rules.numpy_reductions import prod_vjp
 
 from rule_checks import (Point, check_consistency, check_jvp, check_second_order, check_vjp,
                          undifferentiable_calls)
 
+# the rules of optional libraries (scipy) are walked too when the library is installed
+MISSING_LIBRARIES = load_deferred()
 RULES = all_rules(builtin_only=True)
 TESTED = [r for r in RULES if r.domain is not None]
 

@@ -15,6 +15,7 @@ from . import nn  # noqa: F401
 from . import nondiff  # noqa: F401
 from . import constructors  # noqa: F401
 from . import runtime_rules  # noqa: F401  (functional updates generated code calls)
+from .registry import defer as _defer
 from .registry import seal_builtins as _seal_builtins
 from .methods import ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS
 from .nn import log_softmax, logsumexp, relu, sigmoid, softmax, softplus
@@ -24,4 +25,8 @@ __all__ = ["Rule", "all_rules", "defjvp", "defrule", "is_nondifferentiable", "lo
            "NONDIFF_METHODS", "NONDIFF_ATTRIBUTES", "sigmoid", "relu", "softplus", "logsumexp",
            "softmax", "log_softmax"]
 
+# scipy's rules load when the user has imported the scipy module they cover (see registry.defer)
+for _library in ("special", "stats", "linalg"):
+    _defer(f"scipy.{_library}", f"{__name__}.scipy_{_library}")
+del _library
 _seal_builtins()  # every rule registered from here on is a user's

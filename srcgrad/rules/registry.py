@@ -26,11 +26,16 @@ __all__ = [
     "rule",
     "all_rules",
     "rule_name",
+    "defer",
+    "load_deferred",
 ]
 
 import ast
 import functools
+import importlib
+import importlib.util
 import inspect
+import sys
 import textwrap
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -118,9 +123,54 @@ def defjvp(fn: Callable, jvp: Callable) -> None:
 def lookup(fn: Any) -> Rule | None:
     """The rule of ``fn``, or None."""
     try:
-        return _RULES.get(_key(fn))
+        found = _RULES.get(_key(fn))
+        if found is None and _load_imported_libraries():
+            found = _RULES.get(_key(fn))
+        return found
     except TypeError:  # unhashable callables have no rule
         return None
+
+
+# Rule modules of optional libraries (scipy): ``(library, rule module)`` pairs, imported the
+# first time a lookup misses while the library is imported. Importing srcgrad never imports
+# them (scipy.stats alone takes a second), yet a function the user got from the library finds
+# its rule, because the user imported the library to get it.
+_DEFERRED: list[tuple[str, str]] = []
+
+
+def defer(library: str, rule_module: str) -> None:
+    """Register ``rule_module``'s rules once ``library`` is imported (srcgrad's own rules)."""
+    _DEFERRED.append((library, rule_module))
+
+
+def _load_imported_libraries() -> bool:
+    """Import the deferred rule modules whose library is imported; True if any was."""
+    ready = [entry for entry in _DEFERRED if entry[0] in sys.modules]
+    for entry in ready:
+        _import_rules(entry)
+    return bool(ready)
+
+
+def load_deferred() -> list[str]:
+    """Import every deferred rule module whose library is installed (the rule tests walk them
+    all); returns the libraries that are missing."""
+    missing = []
+    for entry in list(_DEFERRED):
+        if importlib.util.find_spec(entry[0].partition(".")[0]) is None:
+            missing.append(entry[0])
+        else:
+            _import_rules(entry)
+    return missing
+
+
+def _import_rules(entry: tuple[str, str]) -> None:
+    global _sealed
+    _DEFERRED.remove(entry)
+    sealed, _sealed = _sealed, False  # srcgrad's own rules, tested like the others
+    try:
+        importlib.import_module(entry[1])
+    finally:
+        _sealed = sealed
 
 
 def all_rules(builtin_only: bool = False) -> list[Rule]:
@@ -146,7 +196,7 @@ def nondifferentiable(fn: Callable) -> Callable:
 
 def is_nondifferentiable(fn: Any) -> bool:
     try:
-        return _key(fn) in _NONDIFF
+        return _key(fn) in _NONDIFF or (_load_imported_libraries() and _key(fn) in _NONDIFF)
     except TypeError:
         return False
 
