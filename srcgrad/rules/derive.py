@@ -150,10 +150,10 @@ def linear_jvp(fn, vjp: Callable) -> Callable:
 
 def _reference(fn, scope: dict) -> str:
     """Source text naming ``fn`` from a module whose globals are ``scope``."""
-    for name, value in scope.items():
-        if value is fn and not name.startswith("__"):
-            return name
     for prefix, module in (("np", np), ("np.linalg", np.linalg), ("np.fft", np.fft)):
         if scope.get("np") is np and getattr(module, getattr(fn, "__name__", ""), None) is fn:
             return f"{prefix}.{fn.__name__}"
+    for name, value in scope.items():
+        if value is fn and not name.startswith("_"):
+            return name
     raise SrcgradError(f"cannot name {rule_name(fn)} in the rule module: import it there")
