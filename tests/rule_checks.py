@@ -235,8 +235,11 @@ def check_vjp(point: Point) -> float:
     rule = point.rule
     cts = rule.vjp(point.u, point.ans, *point.args, **point.kwargs)
     assert isinstance(cts, tuple), f"{rule.name}: vjp must return a tuple, got {type(cts)}"
-    assert len(cts) == len(point.positions), (
+    # one cotangent per diff arg; those of positions beyond the arguments passed are zero
+    assert len(cts) in (len(point.positions), len(rule.diff_args)), (
         f"{rule.name}: vjp returned {len(cts)} cotangents for diff args {point.positions}")
+    assert all(runtime.is_zero(c) for c in cts[len(point.positions):]), rule.name
+    cts = cts[:len(point.positions)]
     for i, ct in zip(point.positions, cts):
         problems = shape_mismatches(ct, point.args[i], f"cotangent of arg {i}")
         assert not problems, f"{point.describe()}: " + "; ".join(problems)
