@@ -191,7 +191,13 @@ def _integer_leaf(x):
     return None
 
 
-def _seed(fn, value):
+def _seed(fn, value, holomorphic=False):
+    if np.iscomplexobj(value) and not holomorphic:
+        raise SrcgradError(
+            f"grad requires {fn.__qualname__}() to return a real value, but it returned a "
+            f"complex one. Differentiate a real function of it (np.abs, np.real), or pass "
+            f"holomorphic=True if {fn.__qualname__}() is holomorphic: the gradient is then "
+            f"its complex derivative f'(z).")
     if np.size(value) != 1 or isinstance(value, (list, tuple, dict)):
         shape = np.shape(value) if not isinstance(value, dict) else "a dict"
         raise SrcgradError(
@@ -200,7 +206,7 @@ def _seed(fn, value):
             f"returns a pullback taking a cotangent of the output's shape.")
     if isinstance(value, (np.ndarray, np.floating)):
         # same dtype as the value: float32 functions get float32 gradients
-        return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
+        return np.ones_like(value, dtype=value.dtype if value.dtype.kind in "fc" else float)
     return 1.0
 
 
@@ -210,17 +216,22 @@ _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
 
 # -- public API ----------------------------------------------------------------------------
 def grad(f: Callable | None = None, wrt=0, *, preserve_result: bool = False,
-         verbose: bool = False):
+         verbose: bool = False, holomorphic: bool = False):
     """The gradient of scalar-valued ``f`` with respect to argument(s) ``wrt``.
 
     ``wrt`` is an index, a parameter name, or a tuple of those (then a tuple of gradients is
     returned). With ``preserve_result=True`` the result is ``(gradient, value)``. Usable as
     ``@srcgrad.grad`` or ``srcgrad.grad(f, wrt=1)``.
+
+    Complex numbers follow JAX: for real ``f`` of complex ``z`` the gradient is
+    ``df/dx - i df/dy``; a complex-valued ``f`` needs ``holomorphic=True`` and then gets its
+    complex derivative ``f'(z)``. A real input's gradient is always real.
     """
     if f is None:
         return functools.partial(grad, wrt=wrt, preserve_result=preserve_result,
-                                 verbose=verbose)
-    return _make_grad(f, wrt, preserve_result, verbose, value_first=False)
+                                 verbose=verbose, holomorphic=holomorphic)
+    return _make_grad(f, wrt, preserve_result, verbose, value_first=False,
+                      holomorphic=holomorphic)
 
 
 def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
@@ -230,7 +241,7 @@ def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
     return _make_grad(f, wrt, True, verbose, value_first=True)
 
 
-def _make_grad(f, wrt, preserve_result, verbose, value_first):
+def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
     indices, single = _normalize_wrt(f, wrt)
     names = _param_names(f)
     state: dict = {}
@@ -255,7 +266,7 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first):
             adj = adj.scalar_variant()
         fwd, bwd = adj.sweeps_for(func)
         value, saved = fwd(*bound, *args, **kwargs)
-        grads = bwd(saved, _seed(f, value))
+        grads = bwd(saved, _seed(f, value, holomorphic))
         g = grads[0] if single else tuple(grads)
         if value_first:
             return value, g

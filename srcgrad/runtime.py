@@ -117,7 +117,7 @@ def zeros_like(x):
     """A zero adjoint with the structure of ``x`` (arrays, numbers, lists, tuples, dicts)."""
     if isinstance(x, np.ndarray):
         return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
-    if isinstance(x, (float, int, np.number, bool)):
+    if isinstance(x, (float, int, complex, np.number, bool)):
         return 0.0
     if isinstance(x, dict):
         return {k: zeros_like(v) for k, v in x.items()}
@@ -152,7 +152,10 @@ def densify(g, x):
     if _is_object(g):
         return _densify_object(vars(g), x)
     if isinstance(x, np.ndarray) and np.shape(g) != x.shape:
-        return np.broadcast_to(g, x.shape).copy()
+        g = np.broadcast_to(g, x.shape).copy()
+    if type(g) is not float and np.iscomplexobj(g) and not np.iscomplexobj(x):
+        # a real input's gradient is the real part of its cotangent (rules/numpy_complex.py)
+        return np.real(g)
     return g
 
 

@@ -33,9 +33,9 @@ RTOL = 1e-6
 def is_float_leaf(x) -> bool:
     if isinstance(x, (bool, np.bool_)):
         return False
-    if isinstance(x, (float, np.floating)):
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
         return True
-    return isinstance(x, np.ndarray) and x.dtype.kind == "f"
+    return isinstance(x, np.ndarray) and x.dtype.kind in "fc"
 
 
 def is_container(x) -> bool:
@@ -73,6 +73,10 @@ def random_like(rng, x, floats_only=True):
     """
     def leaf(v):
         if is_float_leaf(v) or (not floats_only and isinstance(v, (int, np.number, np.ndarray))):
+            if np.iscomplexobj(v):  # complex values get complex directions
+                shape = np.shape(v)
+                d = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+                return d if isinstance(v, np.ndarray) else complex(d)
             if isinstance(v, np.ndarray):
                 return rng.standard_normal(v.shape)
             return float(rng.standard_normal())
@@ -105,7 +109,13 @@ def inner(a, b) -> float:
             return _container_vs_zero(a, b)
         assert len(a) == len(b), f"containers of different lengths: {len(a)} vs {len(b)}"
         return sum(inner(x, y) for x, y in zip(a, b))
-    return float(np.sum(np.asarray(a, dtype=float) * np.asarray(b, dtype=float)))
+    # complex values pair as Re(c * dz) (JAX's convention; see rules/numpy_complex.py)
+    return float(np.real(np.sum(_numeric(a) * _numeric(b))))
+
+
+def _numeric(a):
+    a = np.asarray(a)
+    return a if a.dtype.kind in "fc" else a.astype(float)
 
 
 def _container_vs_zero(a, b) -> float:
@@ -115,14 +125,18 @@ def _container_vs_zero(a, b) -> float:
 
 
 def norm(a) -> float:
-    return float(np.sqrt(max(inner(a, a), 0.0)))
+    return float(np.sqrt(max(inner(a, tree_map(_conj, a)), 0.0)))
+
+
+def _conj(v):
+    return np.conj(v) if isinstance(v, (complex, np.complexfloating, np.ndarray)) else v
 
 
 def difference(plus, minus, eps=EPS):
     def leaf(p, m):
         if p is None:
             return None
-        return (np.asarray(p, dtype=float) - np.asarray(m, dtype=float)) / (2 * eps)
+        return (_numeric(p) - _numeric(m)) / (2 * eps)
     return tree_map(leaf, plus, minus)
 
 
@@ -281,7 +295,7 @@ def check_linear(point: Point, contributions):
     total = tree_sum(contributions)
 
     def compare(x, y):
-        np.testing.assert_allclose(np.broadcast_to(np.asarray(y, dtype=float), np.shape(x)), x,
+        np.testing.assert_allclose(np.broadcast_to(_numeric(y), np.shape(x)), x,
                                    rtol=1e-12, atol=1e-12,
                                    err_msg=f"{point.describe()} is marked linear but "
                                            f"f(tangents) != sum of jvp contributions")

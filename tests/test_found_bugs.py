@@ -266,7 +266,6 @@ def test_einsum_jvp():
     assert np.isclose(t, 2.0)
 
 
-@xfail("hessian of a function using np.einsum: same ValueError via einsum's jvp")
 def test_einsum_hessian():
     h = srcgrad.hessian(einsum_square)(X3)
     assert np.allclose(h, np.diag(12 * X3 ** 2))
@@ -395,14 +394,10 @@ def test_hvp_through_diag():
     assert np.allclose(srcgrad.hvp(diag_squared, (M33,), (v,)), 2 * np.diag(np.diag(v)))
 
 
-@xfail("hvp/hessian through np.tile: UnsupportedSyntaxError pointing at srcgrad's own "
-       "rules/numpy_shape.py untile() (generator expressions)")
 def test_hessian_through_tile():
     assert np.allclose(srcgrad.hessian(tile_squared)(X3), 4 * np.eye(3))
 
 
-@xfail("grad of grad through np.concatenate: UnsupportedSyntaxError in srcgrad's own "
-       "rules/numpy_shape.py split_like() (constructing 'slice' from differentiable values)")
 def test_reverse_over_reverse_through_concatenate():
     x, v = X4, np.array([1.0, -2.0, 0.5, 0.3])
     result = srcgrad.grad(_directional(srcgrad.grad(concatenate_slices), v))(x)

@@ -8,8 +8,10 @@ from .registry import (Rule, all_rules, defjvp, defrule, is_nondifferentiable, l
 from . import operators  # noqa: F401
 from . import math_rules  # noqa: F401
 from . import numpy_elementwise  # noqa: F401
+from . import numpy_complex  # noqa: F401
 from . import numpy_reductions  # noqa: F401
 from . import numpy_shape  # noqa: F401
+from . import numpy_layout  # noqa: F401
 from . import numpy_linalg  # noqa: F401
 from . import nn  # noqa: F401
 from . import nondiff  # noqa: F401

@@ -163,6 +163,14 @@ def _weight_dtype(*values) -> np.dtype:
     return np.result_type(*[np.asarray(v).dtype for v in values], np.float32)
 
 
+def conj_sign(x):
+    """The derivative of ``|x|``: ``sign(x)`` for reals, ``conj(x) / |x|`` for complex x
+    (paired as ``Re(c dx)``), 0 at 0."""
+    if np.iscomplexobj(x):
+        return np.conj(x) / np.where(x == 0, 1.0, np.abs(x))
+    return np.sign(x)
+
+
 @nondifferentiable
 def float_dtype_weight(dtype) -> float:
     """1.0 when casting to ``dtype`` keeps a gradient (float/complex or unchanged), else 0.0."""

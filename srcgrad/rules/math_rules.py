@@ -7,106 +7,17 @@ coordinates are not differentiable (the base is a constant; ``hypot`` takes two 
 """
 import math
 
+from .derive import elementwise
 from .domains import away_from, draw
-# Formulas that call no function of their own (they use the result or arithmetic only) are
-# the same for math and numpy: written once, in numpy_elementwise.
-from .numpy_elementwise import (cbrt_jvp, cbrt_vjp, exp2_jvp, exp2_vjp, exp_jvp, exp_vjp,
-                                expm1_jvp, expm1_vjp, log1p_jvp, log1p_vjp, log2_jvp, log2_vjp,
-                                log10_jvp, log10_vjp, sqrt_jvp, sqrt_vjp, tan_jvp, tan_vjp,
-                                tanh_jvp, tanh_vjp)
+from .numpy_elementwise import (cbrt_derivative, exp2_derivative, exp_derivative,
+                                expm1_derivative, log1p_derivative, log2_derivative,
+                                log10_derivative, sqrt_derivative, tan_derivative,
+                                tanh_derivative)
 from .registry import defrule
 
 LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-
-
-def sin_vjp(g, ans, x):
-    return (g * math.cos(x),)
-
-
-def sin_jvp(dx, ans, x):
-    return (dx * math.cos(x),)
-
-
-def cos_vjp(g, ans, x):
-    return (-g * math.sin(x),)
-
-
-def cos_jvp(dx, ans, x):
-    return (-dx * math.sin(x),)
-
-
-def asin_vjp(g, ans, x):
-    return (g / math.sqrt(1.0 - x * x),)
-
-
-def asin_jvp(dx, ans, x):
-    return (dx / math.sqrt(1.0 - x * x),)
-
-
-def acos_vjp(g, ans, x):
-    return (-g / math.sqrt(1.0 - x * x),)
-
-
-def acos_jvp(dx, ans, x):
-    return (-dx / math.sqrt(1.0 - x * x),)
-
-
-def atan_vjp(g, ans, x):
-    return (g / (1.0 + x * x),)
-
-
-def atan_jvp(dx, ans, x):
-    return (dx / (1.0 + x * x),)
-
-
-def atan2_vjp(g, ans, y, x):
-    return (g * x / (x * x + y * y), -g * y / (x * x + y * y))
-
-
-def atan2_jvp(dy, dx, ans, y, x):
-    return (dy * x / (x * x + y * y), -dx * y / (x * x + y * y))
-
-
-def sinh_vjp(g, ans, x):
-    return (g * math.cosh(x),)
-
-
-def sinh_jvp(dx, ans, x):
-    return (dx * math.cosh(x),)
-
-
-def cosh_vjp(g, ans, x):
-    return (g * math.sinh(x),)
-
-
-def cosh_jvp(dx, ans, x):
-    return (dx * math.sinh(x),)
-
-
-def asinh_vjp(g, ans, x):
-    return (g / math.sqrt(x * x + 1.0),)
-
-
-def asinh_jvp(dx, ans, x):
-    return (dx / math.sqrt(x * x + 1.0),)
-
-
-def acosh_vjp(g, ans, x):
-    return (g / math.sqrt(x * x - 1.0),)
-
-
-def acosh_jvp(dx, ans, x):
-    return (dx / math.sqrt(x * x - 1.0),)
-
-
-def atanh_vjp(g, ans, x):
-    return (g / (1.0 - x * x),)
-
-
-def atanh_jvp(dx, ans, x):
-    return (dx / (1.0 - x * x),)
 
 
 def log_vjp(g, ans, x, base=math.e):
@@ -125,55 +36,6 @@ def pow_vjp(g, ans, x, y):
 
 def pow_jvp(dx, dy, ans, x, y):
     return (dx * y * math.pow(x, y - 1.0), dy * ans * (math.log(x) if x > 0 else 0.0))
-
-
-def hypot_vjp(g, ans, x, y):
-    return (g * x / ans, g * y / ans)
-
-
-def hypot_jvp(dx, dy, ans, x, y):
-    return (dx * x / ans, dy * y / ans)
-
-
-def fabs_vjp(g, ans, x):
-    # The subgradient at 0 is taken as 0.
-    return (g * (float(x > 0) - float(x < 0)),)
-
-
-def fabs_jvp(dx, ans, x):
-    return (dx * (float(x > 0) - float(x < 0)),)
-
-
-def erf_vjp(g, ans, x):
-    return (g * TWO_OVER_SQRT_PI * math.exp(-x * x),)
-
-
-def erf_jvp(dx, ans, x):
-    return (dx * TWO_OVER_SQRT_PI * math.exp(-x * x),)
-
-
-def erfc_vjp(g, ans, x):
-    return (-g * TWO_OVER_SQRT_PI * math.exp(-x * x),)
-
-
-def erfc_jvp(dx, ans, x):
-    return (-dx * TWO_OVER_SQRT_PI * math.exp(-x * x),)
-
-
-def degrees_vjp(g, ans, x):
-    return (g * (180.0 / math.pi),)
-
-
-def degrees_jvp(dx, ans, x):
-    return (dx * (180.0 / math.pi),)
-
-
-def radians_vjp(g, ans, x):
-    return (g * (math.pi / 180.0),)
-
-
-def radians_jvp(dx, ans, x):
-    return (dx * (math.pi / 180.0),)
 
 
 # --------------------------------------------------------------------------- domains
@@ -207,39 +69,107 @@ def _pow_points(rng):
                                                      ((-1.5, 3), {})]
 
 
-_UNARY = [
-    (math.sin, sin_vjp, sin_jvp, scalars()),
-    (math.cos, cos_vjp, cos_jvp, scalars()),
-    (math.tan, tan_vjp, tan_jvp, scalars(-1.2, 1.2)),
-    (math.asin, asin_vjp, asin_jvp, scalars(-0.9, 0.9)),
-    (math.acos, acos_vjp, acos_jvp, scalars(-0.9, 0.9)),
-    (math.atan, atan_vjp, atan_jvp, scalars()),
-    (math.sinh, sinh_vjp, sinh_jvp, scalars()),
-    (math.cosh, cosh_vjp, cosh_jvp, scalars()),
-    (math.tanh, tanh_vjp, tanh_jvp, scalars()),
-    (math.asinh, asinh_vjp, asinh_jvp, scalars()),
-    (math.acosh, acosh_vjp, acosh_jvp, scalars(1.2, 3.0)),
-    (math.atanh, atanh_vjp, atanh_jvp, scalars(-0.9, 0.9)),
-    (math.exp, exp_vjp, exp_jvp, scalars()),
-    (math.exp2, exp2_vjp, exp2_jvp, scalars()),
-    (math.expm1, expm1_vjp, expm1_jvp, scalars()),
-    (math.log, log_vjp, log_jvp, _log_points),
-    (math.log1p, log1p_vjp, log1p_jvp, scalars(-0.8, 2.0)),
-    (math.log2, log2_vjp, log2_jvp, scalars(0.2, 3.0)),
-    (math.log10, log10_vjp, log10_jvp, scalars(0.2, 3.0)),
-    (math.sqrt, sqrt_vjp, sqrt_jvp, scalars(0.2, 3.0)),
-    (math.cbrt, cbrt_vjp, cbrt_jvp, scalars(avoid=(0.0,))),
-    (math.fabs, fabs_vjp, fabs_jvp, scalars(avoid=(0.0,))),
-    (math.erf, erf_vjp, erf_jvp, scalars()),
-    (math.erfc, erfc_vjp, erfc_jvp, scalars()),
-]
-for _fn, _vjp, _jvp, _domain in _UNARY:
-    defrule(_fn, _vjp, jvp=_jvp, domain=_domain)
-del _fn, _vjp, _jvp, _domain
-
-defrule(math.degrees, degrees_vjp, jvp=degrees_jvp, domain=scalars(), linear=True)
-defrule(math.radians, radians_vjp, jvp=radians_jvp, domain=scalars(), linear=True)
-defrule(math.atan2, atan2_vjp, diff_args=(0, 1), jvp=atan2_jvp,
-        domain=scalar_pairs(-2.0, 2.0, 0.3, 2.0))
+defrule(math.log, log_vjp, jvp=log_jvp, domain=_log_points)
 defrule(math.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=_pow_points)
-defrule(math.hypot, hypot_vjp, diff_args=(0, 1), jvp=hypot_jvp, domain=scalar_pairs(0.3, 2.0))
+
+
+# --------------------------------------------------------------------------- from derivatives
+# Formulas that call no function of their own are numpy's (numpy_elementwise).
+
+for _fn, _derivative, _domain in [
+        (math.tan, tan_derivative, scalars(-1.2, 1.2)), (math.tanh, tanh_derivative, scalars()),
+        (math.exp, exp_derivative, scalars()), (math.exp2, exp2_derivative, scalars()),
+        (math.expm1, expm1_derivative, scalars()),
+        (math.log1p, log1p_derivative, scalars(-0.8, 2.0)),
+        (math.log2, log2_derivative, scalars(0.2, 3.0)),
+        (math.log10, log10_derivative, scalars(0.2, 3.0)),
+        (math.sqrt, sqrt_derivative, scalars(0.2, 3.0)),
+        (math.cbrt, cbrt_derivative, scalars(avoid=(0.0,)))]:
+    elementwise(_fn, _domain)(_derivative)
+del _fn, _derivative, _domain
+
+
+@elementwise(math.sin, scalars())
+def sin_derivative(ans, x):
+    return math.cos(x)
+
+
+@elementwise(math.cos, scalars())
+def cos_derivative(ans, x):
+    return -math.sin(x)
+
+
+@elementwise(math.asin, scalars(-0.9, 0.9))
+def asin_derivative(ans, x):
+    return 1.0 / math.sqrt(1.0 - x * x)
+
+
+@elementwise(math.acos, scalars(-0.9, 0.9))
+def acos_derivative(ans, x):
+    return -1.0 / math.sqrt(1.0 - x * x)
+
+
+@elementwise(math.atan, scalars())
+def atan_derivative(ans, x):
+    return 1.0 / (1.0 + x * x)
+
+
+@elementwise(math.sinh, scalars())
+def sinh_derivative(ans, x):
+    return math.cosh(x)
+
+
+@elementwise(math.cosh, scalars())
+def cosh_derivative(ans, x):
+    return math.sinh(x)
+
+
+@elementwise(math.asinh, scalars())
+def asinh_derivative(ans, x):
+    return 1.0 / math.sqrt(x * x + 1.0)
+
+
+@elementwise(math.acosh, scalars(1.2, 3.0))
+def acosh_derivative(ans, x):
+    return 1.0 / math.sqrt(x * x - 1.0)
+
+
+@elementwise(math.atanh, scalars(-0.9, 0.9))
+def atanh_derivative(ans, x):
+    return 1.0 / (1.0 - x * x)
+
+
+@elementwise(math.fabs, scalars(avoid=(0.0,)))
+def fabs_derivative(ans, x):
+    # The subgradient at 0 is taken as 0.
+    return float(x > 0) - float(x < 0)
+
+
+@elementwise(math.erf, scalars())
+def erf_derivative(ans, x):
+    return TWO_OVER_SQRT_PI * math.exp(-x * x)
+
+
+@elementwise(math.erfc, scalars())
+def erfc_derivative(ans, x):
+    return -TWO_OVER_SQRT_PI * math.exp(-x * x)
+
+
+@elementwise(math.degrees, scalars(), linear=True)
+def degrees_derivative(ans, x):
+    return 180.0 / math.pi
+
+
+@elementwise(math.radians, scalars(), linear=True)
+def radians_derivative(ans, x):
+    return math.pi / 180.0
+
+
+@elementwise(math.hypot, scalar_pairs(0.3, 2.0), broadcasting=False)
+def hypot_derivative(ans, x, y):
+    return x / ans, y / ans
+
+
+@elementwise(math.atan2, scalar_pairs(-2.0, 2.0, 0.3, 2.0), broadcasting=False)
+def atan2_derivative(ans, y, x):
+    return x / (x * x + y * y), -y / (x * x + y * y)

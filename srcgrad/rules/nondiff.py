@@ -21,8 +21,8 @@ _NUMPY = [
     "zeros_like", "ones_like", "empty_like", "zeros", "ones", "empty",
     "eye", "identity", "arange", "tri", "indices", "mgrid", "ogrid",
     # indices, orderings, counts
-    "argmax", "argmin", "argsort", "argwhere", "nonzero", "flatnonzero", "searchsorted",
-    "digitize", "count_nonzero", "bincount", "lexsort", "unravel_index", "ravel_multi_index",
+    "argmax", "argmin", "argsort", "argpartition", "argwhere", "nonzero", "flatnonzero",
+    "searchsorted", "digitize", "count_nonzero", "bincount", "lexsort", "unravel_index", "ravel_multi_index",
     "nanargmax", "nanargmin",
     # piecewise constant
     "sign", "floor", "ceil", "trunc", "rint", "fix", "round", "around", "heaviside",

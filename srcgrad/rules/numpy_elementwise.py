@@ -11,326 +11,221 @@ from ..runtime import broadcast_like, unbroadcast
 from . import operators as ops
 from ._helpers import fmax_weight, greater_weight
 from .domains import away_from, binary, draw, unary
+from .derive import elementwise
 from .registry import defrule
 
 LN2 = float(np.log(2.0))
 LN10 = float(np.log(10.0))
 
 
+# --------------------------------------------------------------------------- domains
+
+def _arctan2_points(rng):
+    # Keep away from the origin and from the branch cut (x2 < 0, x1 = 0).
+    return binary(0.3, 2.0, 0.3, 2.0)(rng) + binary(-2.0, 2.0, 0.3, 2.0)(rng)
+
+
+def _untied(low=-2.0, high=2.0):
+    def domain(rng):
+        points = binary(low, high)(rng)
+        out = []
+        for (x1, x2), kw in points:
+            gap = np.asarray(x1) - np.asarray(x2)
+            if np.all(np.abs(gap) > 0.05):
+                out.append(((x1, x2), kw))
+        return out
+    return domain
+
+
 # --------------------------------------------------------------------------- trigonometric
+# Each function is registered from its derivative (see ``derive.elementwise``).
 
-def sin_vjp(g, ans, x):
-    return (g * np.cos(x),)
-
-
-def sin_jvp(dx, ans, x):
-    return (dx * np.cos(x),)
+@elementwise(np.sin, unary())
+def sin_derivative(ans, x):
+    return np.cos(x)
 
 
-def cos_vjp(g, ans, x):
-    return (-g * np.sin(x),)
+@elementwise(np.cos, unary())
+def cos_derivative(ans, x):
+    return -np.sin(x)
 
 
-def cos_jvp(dx, ans, x):
-    return (-dx * np.sin(x),)
+@elementwise(np.tan, unary(-1.2, 1.2))
+def tan_derivative(ans, x):
+    return 1.0 + ans * ans
 
 
-def tan_vjp(g, ans, x):
-    return (g * (1.0 + ans * ans),)
+@elementwise(np.arcsin, unary(-0.9, 0.9))
+def arcsin_derivative(ans, x):
+    return 1.0 / np.sqrt(1.0 - x * x)
 
 
-def tan_jvp(dx, ans, x):
-    return (dx * (1.0 + ans * ans),)
+@elementwise(np.arccos, unary(-0.9, 0.9))
+def arccos_derivative(ans, x):
+    return -1.0 / np.sqrt(1.0 - x * x)
 
 
-def arcsin_vjp(g, ans, x):
-    return (g / np.sqrt(1.0 - x * x),)
+@elementwise(np.arctan, unary())
+def arctan_derivative(ans, x):
+    return 1.0 / (1.0 + x * x)
 
 
-def arcsin_jvp(dx, ans, x):
-    return (dx / np.sqrt(1.0 - x * x),)
-
-
-def arccos_vjp(g, ans, x):
-    return (-g / np.sqrt(1.0 - x * x),)
-
-
-def arccos_jvp(dx, ans, x):
-    return (-dx / np.sqrt(1.0 - x * x),)
-
-
-def arctan_vjp(g, ans, x):
-    return (g / (1.0 + x * x),)
-
-
-def arctan_jvp(dx, ans, x):
-    return (dx / (1.0 + x * x),)
-
-
-def sinc_vjp(g, ans, x):
+@elementwise(np.sinc, unary(avoid=(0.0,)))
+def sinc_derivative(ans, x):
     # d/dx sin(pi x)/(pi x) = (cos(pi x) - sinc(x)) / x, which tends to 0 at x = 0.
-    return (g * (np.cos(np.pi * x) - ans) / np.where(x == 0, 1.0, x),)
-
-
-def sinc_jvp(dx, ans, x):
-    return (dx * (np.cos(np.pi * x) - ans) / np.where(x == 0, 1.0, x),)
+    return (np.cos(np.pi * x) - ans) / np.where(x == 0, 1.0, x)
 
 
 # --------------------------------------------------------------------------- hyperbolic
 
-def sinh_vjp(g, ans, x):
-    return (g * np.cosh(x),)
+@elementwise(np.sinh, unary())
+def sinh_derivative(ans, x):
+    return np.cosh(x)
 
 
-def sinh_jvp(dx, ans, x):
-    return (dx * np.cosh(x),)
+@elementwise(np.cosh, unary())
+def cosh_derivative(ans, x):
+    return np.sinh(x)
 
 
-def cosh_vjp(g, ans, x):
-    return (g * np.sinh(x),)
+@elementwise(np.tanh, unary())
+def tanh_derivative(ans, x):
+    return 1.0 - ans * ans
 
 
-def cosh_jvp(dx, ans, x):
-    return (dx * np.sinh(x),)
+@elementwise(np.arcsinh, unary())
+def arcsinh_derivative(ans, x):
+    return 1.0 / np.sqrt(x * x + 1.0)
 
 
-def tanh_vjp(g, ans, x):
-    return (g * (1.0 - ans * ans),)
+@elementwise(np.arccosh, unary(1.2, 3.0))
+def arccosh_derivative(ans, x):
+    return 1.0 / np.sqrt(x * x - 1.0)
 
 
-def tanh_jvp(dx, ans, x):
-    return (dx * (1.0 - ans * ans),)
-
-
-def arcsinh_vjp(g, ans, x):
-    return (g / np.sqrt(x * x + 1.0),)
-
-
-def arcsinh_jvp(dx, ans, x):
-    return (dx / np.sqrt(x * x + 1.0),)
-
-
-def arccosh_vjp(g, ans, x):
-    return (g / np.sqrt(x * x - 1.0),)
-
-
-def arccosh_jvp(dx, ans, x):
-    return (dx / np.sqrt(x * x - 1.0),)
-
-
-def arctanh_vjp(g, ans, x):
-    return (g / (1.0 - x * x),)
-
-
-def arctanh_jvp(dx, ans, x):
-    return (dx / (1.0 - x * x),)
+@elementwise(np.arctanh, unary(-0.9, 0.9))
+def arctanh_derivative(ans, x):
+    return 1.0 / (1.0 - x * x)
 
 
 # --------------------------------------------------------------------------- exp and log
 
-def exp_vjp(g, ans, x):
-    return (g * ans,)
+@elementwise(np.exp, unary())
+def exp_derivative(ans, x):
+    return ans
 
 
-def exp_jvp(dx, ans, x):
-    return (dx * ans,)
+@elementwise(np.exp2, unary())
+def exp2_derivative(ans, x):
+    return ans * LN2
 
 
-def exp2_vjp(g, ans, x):
-    return (g * ans * LN2,)
+@elementwise(np.expm1, unary())
+def expm1_derivative(ans, x):
+    return ans + 1.0
 
 
-def exp2_jvp(dx, ans, x):
-    return (dx * ans * LN2,)
+@elementwise(np.log, unary(0.2, 3.0))
+def log_derivative(ans, x):
+    return 1.0 / x
 
 
-def expm1_vjp(g, ans, x):
-    return (g * (ans + 1.0),)
+@elementwise(np.log2, unary(0.2, 3.0))
+def log2_derivative(ans, x):
+    return 1.0 / (x * LN2)
 
 
-def expm1_jvp(dx, ans, x):
-    return (dx * (ans + 1.0),)
+@elementwise(np.log10, unary(0.2, 3.0))
+def log10_derivative(ans, x):
+    return 1.0 / (x * LN10)
 
 
-def log_vjp(g, ans, x):
-    return (g / x,)
-
-
-def log_jvp(dx, ans, x):
-    return (dx / x,)
-
-
-def log2_vjp(g, ans, x):
-    return (g / (x * LN2),)
-
-
-def log2_jvp(dx, ans, x):
-    return (dx / (x * LN2),)
-
-
-def log10_vjp(g, ans, x):
-    return (g / (x * LN10),)
-
-
-def log10_jvp(dx, ans, x):
-    return (dx / (x * LN10),)
-
-
-def log1p_vjp(g, ans, x):
-    return (g / (1.0 + x),)
-
-
-def log1p_jvp(dx, ans, x):
-    return (dx / (1.0 + x),)
+@elementwise(np.log1p, unary(-0.8, 2.0))
+def log1p_derivative(ans, x):
+    return 1.0 / (1.0 + x)
 
 
 # --------------------------------------------------------------------------- powers
 
-def sqrt_vjp(g, ans, x):
-    return (g * 0.5 / ans,)
+@elementwise(np.sqrt, unary(0.2, 3.0))
+def sqrt_derivative(ans, x):
+    return 0.5 / ans
 
 
-def sqrt_jvp(dx, ans, x):
-    return (dx * 0.5 / ans,)
+@elementwise(np.cbrt, unary(avoid=(0.0,)))
+def cbrt_derivative(ans, x):
+    return 1.0 / (3.0 * ans * ans)
 
 
-def cbrt_vjp(g, ans, x):
-    return (g / (3.0 * ans * ans),)
+@elementwise(np.square, unary())
+def square_derivative(ans, x):
+    return 2.0 * x
 
 
-def cbrt_jvp(dx, ans, x):
-    return (dx / (3.0 * ans * ans),)
-
-
-def square_vjp(g, ans, x):
-    return (g * 2.0 * x,)
-
-
-def square_jvp(dx, ans, x):
-    return (dx * 2.0 * x,)
-
-
-def reciprocal_vjp(g, ans, x):
-    return (-g * ans * ans,)
-
-
-def reciprocal_jvp(dx, ans, x):
-    return (-dx * ans * ans,)
+@elementwise(np.reciprocal, unary(avoid=(0.0,)))
+def reciprocal_derivative(ans, x):
+    return -ans * ans
 
 
 # --------------------------------------------------------------------------- linear, real
 
-def deg2rad_vjp(g, ans, x):
-    return (g * (np.pi / 180.0),)
+@elementwise((np.deg2rad, np.radians), unary(), linear=True)
+def deg2rad_derivative(ans, x):
+    return np.pi / 180.0
 
 
-def deg2rad_jvp(dx, ans, x):
-    return (dx * (np.pi / 180.0),)
-
-
-def rad2deg_vjp(g, ans, x):
-    return (g * (180.0 / np.pi),)
-
-
-def rad2deg_jvp(dx, ans, x):
-    return (dx * (180.0 / np.pi),)
-
-
-def real_vjp(g, ans, val):
-    # Real inputs only: np.real is then the identity.
-    return (g,)
-
-
-def real_jvp(dval, ans, val):
-    return (dval,)
+@elementwise((np.rad2deg, np.degrees), unary(), linear=True)
+def rad2deg_derivative(ans, x):
+    return 180.0 / np.pi
 
 
 # --------------------------------------------------------------------------- binary
 
-def arctan2_vjp(g, ans, x1, x2):
+@elementwise(np.arctan2, _arctan2_points)
+def arctan2_derivative(ans, x1, x2):
     # ans = atan2(x1, x2) is the angle of the point (x2, x1).
-    return (unbroadcast(g * x2 / (x1 * x1 + x2 * x2), x1),
-            unbroadcast(-g * x1 / (x1 * x1 + x2 * x2), x2))
+    return x2 / (x1 * x1 + x2 * x2), -x1 / (x1 * x1 + x2 * x2)
 
 
-def arctan2_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * x2 / (x1 * x1 + x2 * x2), ans),
-            broadcast_like(-dx2 * x1 / (x1 * x1 + x2 * x2), ans))
+@elementwise(np.hypot, binary(0.3, 2.0))
+def hypot_derivative(ans, x1, x2):
+    return x1 / ans, x2 / ans
 
 
-def hypot_vjp(g, ans, x1, x2):
-    return unbroadcast(g * x1 / ans, x1), unbroadcast(g * x2 / ans, x2)
+@elementwise(np.logaddexp, binary())
+def logaddexp_derivative(ans, x1, x2):
+    return np.exp(x1 - ans), np.exp(x2 - ans)
 
 
-def hypot_jvp(dx1, dx2, ans, x1, x2):
-    return broadcast_like(dx1 * x1 / ans, ans), broadcast_like(dx2 * x2 / ans, ans)
+@elementwise(np.logaddexp2, binary())
+def logaddexp2_derivative(ans, x1, x2):
+    return np.exp2(x1 - ans), np.exp2(x2 - ans)
 
 
-def logaddexp_vjp(g, ans, x1, x2):
-    return unbroadcast(g * np.exp(x1 - ans), x1), unbroadcast(g * np.exp(x2 - ans), x2)
+@elementwise(np.maximum, _untied())
+def maximum_derivative(ans, x1, x2):
+    return greater_weight(x1, x2), greater_weight(x2, x1)
 
 
-def logaddexp_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * np.exp(x1 - ans), ans),
-            broadcast_like(dx2 * np.exp(x2 - ans), ans))
+@elementwise(np.minimum, _untied())
+def minimum_derivative(ans, x1, x2):
+    return greater_weight(x2, x1), greater_weight(x1, x2)
 
 
-def logaddexp2_vjp(g, ans, x1, x2):
-    return unbroadcast(g * np.exp2(x1 - ans), x1), unbroadcast(g * np.exp2(x2 - ans), x2)
+@elementwise(np.fmax, _untied())
+def fmax_derivative(ans, x1, x2):
+    return fmax_weight(x1, x2), fmax_weight(x2, x1)
 
 
-def logaddexp2_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * np.exp2(x1 - ans), ans),
-            broadcast_like(dx2 * np.exp2(x2 - ans), ans))
+@elementwise(np.fmin, _untied())
+def fmin_derivative(ans, x1, x2):
+    return fmax_weight(-x1, -x2), fmax_weight(-x2, -x1)
 
 
-def maximum_vjp(g, ans, x1, x2):
-    return (unbroadcast(g * greater_weight(x1, x2), x1),
-            unbroadcast(g * greater_weight(x2, x1), x2))
-
-
-def maximum_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * greater_weight(x1, x2), ans),
-            broadcast_like(dx2 * greater_weight(x2, x1), ans))
-
-
-def minimum_vjp(g, ans, x1, x2):
-    return (unbroadcast(g * greater_weight(x2, x1), x1),
-            unbroadcast(g * greater_weight(x1, x2), x2))
-
-
-def minimum_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * greater_weight(x2, x1), ans),
-            broadcast_like(dx2 * greater_weight(x1, x2), ans))
-
-
-def fmax_vjp(g, ans, x1, x2):
-    return (unbroadcast(g * fmax_weight(x1, x2), x1),
-            unbroadcast(g * fmax_weight(x2, x1), x2))
-
-
-def fmax_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * fmax_weight(x1, x2), ans),
-            broadcast_like(dx2 * fmax_weight(x2, x1), ans))
-
-
-def fmin_vjp(g, ans, x1, x2):
-    return (unbroadcast(g * fmax_weight(-x1, -x2), x1),
-            unbroadcast(g * fmax_weight(-x2, -x1), x2))
-
-
-def fmin_jvp(dx1, dx2, ans, x1, x2):
-    return (broadcast_like(dx1 * fmax_weight(-x1, -x2), ans),
-            broadcast_like(dx2 * fmax_weight(-x2, -x1), ans))
-
-
-def fmod_vjp(g, ans, x1, x2):
+@elementwise(np.fmod, ops._quotients)
+def fmod_derivative(ans, x1, x2):
     # fmod(x1, x2) == x1 - trunc(x1 / x2) * x2, with the quotient locally constant.
-    return unbroadcast(g, x1), unbroadcast(-g * np.trunc(x1 / x2), x2)
-
-
-def fmod_jvp(dx1, dx2, ans, x1, x2):
-    return broadcast_like(dx1, ans), broadcast_like(-dx2 * np.trunc(x1 / x2), ans)
+    return 1.0, -np.trunc(x1 / x2)
 
 
 # --------------------------------------------------------------------------- clip, where
@@ -373,11 +268,6 @@ def where_jvp(dx, dy, ans, condition, x, y):
 
 # --------------------------------------------------------------------------- domains
 
-def _arctan2_points(rng):
-    # Keep away from the origin and from the branch cut (x2 < 0, x1 = 0).
-    return binary(0.3, 2.0, 0.3, 2.0)(rng) + binary(-2.0, 2.0, 0.3, 2.0)(rng)
-
-
 def _clip_points(rng):
     def x(shape):
         return away_from(rng, shape, [-1.0, 1.0])
@@ -399,62 +289,10 @@ def _where_points(rng):
     return points
 
 
-def _untied(low=-2.0, high=2.0):
-    def domain(rng):
-        points = binary(low, high)(rng)
-        out = []
-        for (x1, x2), kw in points:
-            gap = np.asarray(x1) - np.asarray(x2)
-            if np.all(np.abs(gap) > 0.05):
-                out.append(((x1, x2), kw))
-        return out
-    return domain
-
-
 # --------------------------------------------------------------------------- registration
 
-_UNARY = [
-    (np.sin, sin_vjp, sin_jvp, unary()),
-    (np.cos, cos_vjp, cos_jvp, unary()),
-    (np.tan, tan_vjp, tan_jvp, unary(-1.2, 1.2)),
-    (np.arcsin, arcsin_vjp, arcsin_jvp, unary(-0.9, 0.9)),
-    (np.arccos, arccos_vjp, arccos_jvp, unary(-0.9, 0.9)),
-    (np.arctan, arctan_vjp, arctan_jvp, unary()),
-    (np.sinc, sinc_vjp, sinc_jvp, unary(avoid=(0.0,))),
-    (np.sinh, sinh_vjp, sinh_jvp, unary()),
-    (np.cosh, cosh_vjp, cosh_jvp, unary()),
-    (np.tanh, tanh_vjp, tanh_jvp, unary()),
-    (np.arcsinh, arcsinh_vjp, arcsinh_jvp, unary()),
-    (np.arccosh, arccosh_vjp, arccosh_jvp, unary(1.2, 3.0)),
-    (np.arctanh, arctanh_vjp, arctanh_jvp, unary(-0.9, 0.9)),
-    (np.exp, exp_vjp, exp_jvp, unary()),
-    (np.exp2, exp2_vjp, exp2_jvp, unary()),
-    (np.expm1, expm1_vjp, expm1_jvp, unary()),
-    (np.log, log_vjp, log_jvp, unary(0.2, 3.0)),
-    (np.log2, log2_vjp, log2_jvp, unary(0.2, 3.0)),
-    (np.log10, log10_vjp, log10_jvp, unary(0.2, 3.0)),
-    (np.log1p, log1p_vjp, log1p_jvp, unary(-0.8, 2.0)),
-    (np.sqrt, sqrt_vjp, sqrt_jvp, unary(0.2, 3.0)),
-    (np.cbrt, cbrt_vjp, cbrt_jvp, unary(avoid=(0.0,))),
-    (np.square, square_vjp, square_jvp, unary()),
-    (np.reciprocal, reciprocal_vjp, reciprocal_jvp, unary(avoid=(0.0,))),
-    (np.absolute, ops.abs_vjp, ops.abs_jvp, unary(avoid=(0.0,))),  # np.abs is np.absolute
-    (np.fabs, ops.abs_vjp, ops.abs_jvp, unary(avoid=(0.0,))),
-]
-for _fn, _vjp, _jvp, _domain in _UNARY:
-    defrule(_fn, _vjp, jvp=_jvp, domain=_domain)
-
-_LINEAR_UNARY = [
-    (np.negative, ops.neg_vjp, ops.neg_jvp),
-    (np.positive, ops.pos_vjp, ops.pos_jvp),
-    (np.deg2rad, deg2rad_vjp, deg2rad_jvp),
-    (np.radians, deg2rad_vjp, deg2rad_jvp),
-    (np.rad2deg, rad2deg_vjp, rad2deg_jvp),
-    (np.degrees, rad2deg_vjp, rad2deg_jvp),
-    (np.real, real_vjp, real_jvp),
-]
-for _fn, _vjp, _jvp in _LINEAR_UNARY:
-    defrule(_fn, _vjp, jvp=_jvp, domain=unary(), linear=True)
+defrule(np.negative, ops.neg_vjp, jvp=ops.neg_jvp, domain=unary(), linear=True)
+defrule(np.positive, ops.pos_vjp, jvp=ops.pos_jvp, domain=unary(), linear=True)
 
 # The ufunc twins of Python's operators. np.divide is np.true_divide, np.mod is np.remainder,
 # np.pow is np.power: each object is registered once.
@@ -470,20 +308,10 @@ defrule(np.float_power, ops.pow_vjp, diff_args=(0, 1), jvp=ops.pow_jvp,
 defrule(np.floor_divide, ops.floordiv_vjp, diff_args=(0, 1), jvp=ops.floordiv_jvp,
         domain=ops._quotients)
 defrule(np.remainder, ops.mod_vjp, diff_args=(0, 1), jvp=ops.mod_jvp, domain=ops._quotients)
-defrule(np.fmod, fmod_vjp, diff_args=(0, 1), jvp=fmod_jvp, domain=ops._quotients)
 defrule(np.matmul, ops.matmul_vjp, diff_args=(0, 1), jvp=ops.matmul_jvp,
         domain=ops._matmul_pairs)
 
-defrule(np.arctan2, arctan2_vjp, diff_args=(0, 1), jvp=arctan2_jvp, domain=_arctan2_points)
-defrule(np.hypot, hypot_vjp, diff_args=(0, 1), jvp=hypot_jvp, domain=binary(0.3, 2.0))
-defrule(np.logaddexp, logaddexp_vjp, diff_args=(0, 1), jvp=logaddexp_jvp, domain=binary())
-defrule(np.logaddexp2, logaddexp2_vjp, diff_args=(0, 1), jvp=logaddexp2_jvp, domain=binary())
-defrule(np.maximum, maximum_vjp, diff_args=(0, 1), jvp=maximum_jvp, domain=_untied())
-defrule(np.minimum, minimum_vjp, diff_args=(0, 1), jvp=minimum_jvp, domain=_untied())
-defrule(np.fmax, fmax_vjp, diff_args=(0, 1), jvp=fmax_jvp, domain=_untied())
-defrule(np.fmin, fmin_vjp, diff_args=(0, 1), jvp=fmin_jvp, domain=_untied())
 
 defrule(np.clip, clip_vjp, diff_args=(0, 1, 2), jvp=clip_jvp, domain=_clip_points)
 defrule(np.where, where_vjp, diff_args=(1, 2), jvp=where_jvp, domain=_where_points, linear=True)
 
-del _fn, _vjp, _jvp, _domain

@@ -2,9 +2,9 @@
 
 ``np.matmul`` shares ``operator.matmul``'s rule (see ``operators``).
 
-* einsum: subscripts given as a string (the interleaved operand/sublist form is not
-  supported), any number of operands, implicit or explicit output, ``...``, repeated indices.
-  Every operand is a differentiable argument.
+* einsum: subscripts as a string or in the sublist form (``einsum(a, [0, 1], b, [1, 2])``),
+  any number of operands, implicit or explicit output, ``...``, repeated indices. Every
+  operand is a differentiable argument.
 * slogdet returns ``(sign, logabsdet)``; only ``logabsdet`` carries a gradient, so the vjp
   reads ``g[1]`` and the tangent of ``sign`` is zero.
 * cholesky reads only one triangle of its input (the lower one, or the upper one with
@@ -16,11 +16,11 @@ import string
 
 import numpy as np
 
-from ..runtime import broadcast_like, is_zero, unbroadcast
+from ..runtime import ZERO, broadcast_like, is_zero, unbroadcast
 from . import operators as ops
+from .derive import compile_rule
 from .domains import draw
 from .registry import defrule, nondifferentiable
-from ..errors import UnsupportedFeatureError
 
 # --------------------------------------------------------------------------- tensordot, dot
 
@@ -117,54 +117,131 @@ def einsum_spec(subscripts: str, operands) -> tuple[list[str], str]:
     return inputs, ellipsis + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
 
 
-def einsum_cotangent(g, inputs, output, operands, k):
-    """Cotangent of operand ``k``: contract ``g`` with the other operands.
+@nondifferentiable
+def einsum_form(subscripts, operands):
+    """``(spec, arrays, positions)`` of an einsum call in either form: the subscripts string,
+    the operand arrays, and their positions among the call's arguments. The sublist form
+    ``einsum(a, [0, 1], b, [1, 2], [0, 2])`` is spelled as a string."""
+    if isinstance(subscripts, str):
+        return subscripts, list(operands), list(range(1, len(operands) + 1))
+    args = (subscripts,) + tuple(operands)
+    arrays, sublists = list(args[0::2]), list(args[1::2])
+    output = None
+    if len(sublists) < len(arrays):  # an odd count: the last item is the output sublist
+        output = arrays.pop()
 
-    Indices only operand ``k`` has are broadcast back with ones, and repeated indices
-    (a diagonal) are put back with identity matrices.
+    def spell(sublist):
+        return "".join("..." if s is Ellipsis else string.ascii_letters[int(s)]
+                       for s in sublist)
+
+    spec = ",".join(spell(s) for s in sublists)
+    if output is not None:
+        spec += "->" + spell(output)
+    return spec, arrays, list(range(0, 2 * len(arrays), 2))
+
+
+@nondifferentiable
+def einsum_plan(subscripts, operands, position):
+    """How to build the cotangent of the einsum argument at ``position`` (None for the
+    subscripts and sublists): ``(contractions, expansions)``.
+
+    The cotangent contracts ``g`` with the other operands one at a time
+    (``contractions``: (spec, argument position) pairs, each keeping the indices still
+    needed), then broadcasts back indices only this operand has and puts repeated indices
+    back on the diagonal (``expansions``: (spec, constant or None) with ones and identities).
     """
+    spec, arrays, positions = einsum_form(subscripts, operands)
+    if position not in positions:
+        return None
+    inputs, output = einsum_spec(spec, arrays)
+    k = positions.index(position)
     subscript = inputs[k]
-    others = inputs[:k] + inputs[k + 1:]
-    available = set(output).union(*others)
-    kept = "".join(dict.fromkeys(c for c in subscript if c in available))
-    partial = np.einsum(",".join([output] + others) + "->" + kept, g,
-                        *operands[:k], *operands[k + 1:])
-    sizes = dict(zip(subscript, np.shape(operands[k])))
-    fresh = iter(c for c in string.ascii_letters if c not in "".join(inputs) + output)
-    specs, extras, target = [kept], [], []
+    others = [(inputs[j], positions[j]) for j in range(len(arrays)) if j != k]
+    available = set(output).union(*[s for s, _ in others])
+    kept = "".join(dict.fromkeys([c for c in subscript if c in available]))
+    contractions, current = [], output
+    for i, (other, at) in enumerate(others):
+        needed = set(kept).union(*[s for s, _ in others[i + 1:]])
+        result = "".join(dict.fromkeys([c for c in current + other if c in needed]))
+        contractions.append((f"{current},{other}->{result}", at))
+        current = result
+    expansions = [(f"{current}->{kept}", None)] if current != kept else []
+    sizes = dict(zip(subscript, np.shape(arrays[k])))
+    fresh = iter([c for c in string.ascii_letters if c not in "".join(inputs) + output])
+    target, current = [], kept
     for c in subscript:
         if c in target:  # a repeated index: back onto the diagonal
             new = next(fresh)
-            specs.append(c + new)
-            extras.append(np.eye(sizes[c]))
-            target.append(new)
-            continue
-        target.append(c)
-        if c not in available:  # summed over by this operand alone
-            specs.append(c)
-            extras.append(np.ones(sizes[c]))
-    if extras:
-        partial = np.einsum(",".join(specs) + "->" + "".join(target), partial, *extras)
-    return unbroadcast(partial, operands[k])
+            expansions.append((f"{current},{c}{new}->{current}{new}", np.eye(sizes[c])))
+            current, target = current + new, target + [new]
+        else:
+            target.append(c)
+            if c not in available:  # summed over by this operand alone
+                expansions.append((f"{current},{c}->{current}{c}", np.ones(sizes[c])))
+                current += c
+    if current != "".join(target):
+        expansions.append((f"{current}->{''.join(target)}", None))
+    return contractions, expansions
 
 
-def einsum_vjp(g, ans, subscripts, *operands, **kwargs):
-    if not isinstance(subscripts, str):
-        raise UnsupportedFeatureError("differentiating np.einsum needs the subscripts as a string "
-                                  "(the operand/sublist form is not supported)")
-    inputs, output = einsum_spec(subscripts, operands)
-    return tuple(einsum_cotangent(g, inputs, output, operands, k) for k in range(len(operands)))
+def einsum_argument(subscripts, operands, position):
+    """The einsum call's argument at ``position`` (0 is the subscripts or first operand)."""
+    return subscripts if position == 0 else operands[position - 1]
+
+
+def einsum_cotangent_at(g, subscripts, operands, position):
+    """Cotangent of einsum's argument at ``position`` (zero for subscripts and sublists)."""
+    plan = einsum_plan(subscripts, operands, position)
+    if plan is None:
+        return ZERO
+    contractions, expansions = plan
+    cotangent = g
+    for spec, at in contractions:
+        cotangent = np.einsum(spec, cotangent, einsum_argument(subscripts, operands, at))
+    for spec, constant in expansions:
+        if constant is None:
+            cotangent = np.einsum(spec, cotangent)
+        else:
+            cotangent = np.einsum(spec, cotangent, constant)
+    return unbroadcast(cotangent, einsum_argument(subscripts, operands, position))
+
+
+EINSUM_ARGS = 33  # positions the rule reserves (see the registration)
+
+# One cotangent per reserved position, written out so that generated code inlines the
+# cotangents of the active operands only, each a call of einsum_cotangent_at.
+einsum_vjp = compile_rule(
+    "def einsum_vjp(g, ans, subscripts, *operands, **kwargs):\n    return (" + ", ".join(
+        f"einsum_cotangent_at(g, subscripts, operands, {i})" for i in range(EINSUM_ARGS))
+    + ")\n", "einsum_vjp", globals(), "numpy.einsum vjp")
 
 
 def einsum_jvp(*args, **kwargs):
-    # Called as einsum_jvp(*tangents, ans, subscripts, *operands): one tangent per
-    # differentiable position (diff_args reserves 32), of which the first len(operands) are
-    # the operands'; lazy-zero tangents contribute nothing.
-    at = next(i for i, a in enumerate(args) if isinstance(a, str))
-    tangents, subscripts, operands = args[:at - 1], args[at], args[at + 1:]
-    return tuple(0.0 if k >= len(operands) or is_zero(t)
-                 else np.einsum(subscripts, *operands[:k], t, *operands[k + 1:])
-                 for k, t in enumerate(tangents))
+    # Called as einsum_jvp(*tangents, ans, *call_args); lazy-zero tangents contribute nothing.
+    tangents, call_args = einsum_jvp_parts(args)
+    spec, arrays, positions = einsum_form(call_args[0], call_args[1:])
+    return tuple(einsum_tangent(spec, arrays, positions, tangents, p)
+                 for p in range(len(tangents)))
+
+
+def einsum_tangent(spec, arrays, positions, tangents, position):
+    """The contribution of the tangent at argument ``position``: einsum with that operand
+    replaced by its tangent (zero for subscripts, sublists and lazy-zero tangents)."""
+    if position not in positions or is_zero(tangents[position]):
+        return ZERO
+    k = positions.index(position)
+    return np.einsum(spec, *arrays[:k], tangents[position], *arrays[k + 1:])
+
+
+@nondifferentiable
+def einsum_jvp_parts(args):
+    """``(tangents, call_args)`` of einsum_jvp's arguments: generated code passes a tangent
+    for every reserved position, a direct call one per argument of the einsum call."""
+    rest = args[EINSUM_ARGS + 1:]
+    if rest and (isinstance(rest[0], str) or (len(rest) > 1 and isinstance(rest[1], list))):
+        return args[:EINSUM_ARGS], rest
+    n = (len(args) - 1) // 2
+    return args[:n], args[n + 1:]
 
 
 # --------------------------------------------------------------------------- np.linalg
@@ -274,7 +351,13 @@ def _einsum_points(rng):
              ("ijk,k->ij", [(2, 3, 4), (4,)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 2)]),
              ("iij,j->i", [(3, 3, 2), (2,)]), ("ij,k->ijk", [(2, 3), (2,)]),
              ("i,i,i->", [(3,), (3,), (3,)]), ("...i,...i->...", [(2, 3), (3,)])]
-    return [((spec,) + tuple(draw(rng, s) for s in shapes), {}) for spec, shapes in cases]
+    sublists = [((draw(rng, (2, 3)), [0, 1], draw(rng, (3, 4)), [1, 2], [0, 2]), {}),
+                ((draw(rng, (2, 3)), [0, 1], draw(rng, (3,)), [1]), {}),
+                ((draw(rng, (3, 3)), [0, 0]), {}),
+                ((draw(rng, (4, 2, 3)), [Ellipsis, 0, 1], draw(rng, (3,)), [1],
+                  [Ellipsis, 0]), {})]
+    return [((spec,) + tuple(draw(rng, s) for s in shapes), {})
+            for spec, shapes in cases] + sublists
 
 
 def _invertible(rng, shape, sign=1.0):
@@ -317,8 +400,9 @@ defrule(np.outer, outer_vjp, diff_args=(0, 1), jvp=outer_jvp, domain=_pairs(_OUT
 defrule(np.vdot, vdot_vjp, diff_args=(0, 1), jvp=vdot_jvp, domain=_pairs(_VDOT))
 defrule(np.tensordot, tensordot_vjp, diff_args=(0, 1), jvp=tensordot_jvp,
         domain=_pairs(_TENSORDOT))
-# Every operand of einsum is differentiable: positions 1, 2, ... (as many as are passed).
-defrule(np.einsum, einsum_vjp, diff_args=tuple(range(1, 33)), jvp=einsum_jvp,
+# Every operand of einsum is differentiable, at any position (0, 2, 4... in the sublist form,
+# 1, 2, 3... after a subscripts string): the rule takes up to 32 arguments.
+defrule(np.einsum, einsum_vjp, diff_args=tuple(range(EINSUM_ARGS)), jvp=einsum_jvp,
         domain=_einsum_points)
 defrule(np.linalg.solve, solve_vjp, diff_args=(0, 1), jvp=solve_jvp, domain=_solve_points,
         name="numpy.linalg.solve")

@@ -112,18 +112,29 @@ def split_like(g, arrays, axis, shapes=None):
     ``shapes`` are the items' shapes as joined (after any promotion, e.g. by ``vstack``);
     each piece is reshaped back to its item's own shape. ``axis=None`` cuts a flat ``g``.
     """
-    shapes = [np.shape(x) for x in arrays] if shapes is None else shapes
-    pieces, start = [], 0
-    for x, shape in zip(arrays, shapes):
+    indices = piece_indices(item_shapes(arrays) if shapes is None else shapes, axis)
+    pieces = [np.reshape(g[index], np.shape(x)) for index, x in zip(indices, arrays)]
+    return like_sequence(arrays, pieces)
+
+
+@nondifferentiable
+def item_shapes(arrays):
+    return [np.shape(x) for x in arrays]
+
+
+@nondifferentiable
+def piece_indices(shapes, axis):
+    """The index of each joined item's piece of the result (flat when ``axis`` is None)."""
+    indices, start = [], 0
+    for shape in shapes:
         if axis is None:
             stop = start + int(np.prod(shape))
-            piece = g[start:stop]
+            indices.append(slice(start, stop))
         else:
             stop = start + shape[axis % len(shape)]
-            piece = g[(slice(None),) * (axis % len(shape)) + (slice(start, stop),)]
-        pieces.append(np.reshape(piece, np.shape(x)))
+            indices.append((slice(None),) * (axis % len(shape)) + (slice(start, stop),))
         start = stop
-    return like_sequence(arrays, pieces)
+    return indices
 
 
 def concatenate_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
@@ -187,14 +198,20 @@ def like_sequence_jvp(ditems, ans, seq, items):
 
 def untile(g, A, reps):
     """Cotangent of ``np.tile(A, reps)``: the sum of ``g`` over all the tiles."""
+    interleaved, tile_axes = tile_layout(np.shape(A), reps)
+    return np.reshape(np.sum(np.reshape(g, interleaved), axis=tile_axes), np.shape(A))
+
+
+@nondifferentiable
+def tile_layout(shape, reps):
+    """``np.tile(a, reps)``'s result viewed as (reps, size) pairs per axis, and the axes
+    of the repetitions in that view."""
     reps = (int(reps),) if np.ndim(reps) == 0 else tuple(int(r) for r in reps)
-    shape = np.shape(A)
     ndim = max(len(shape), len(reps))
-    shape_full = (1,) * (ndim - len(shape)) + shape
+    shape_full = (1,) * (ndim - len(shape)) + tuple(shape)
     reps_full = (1,) * (ndim - len(reps)) + reps
     interleaved = tuple(n for pair in zip(reps_full, shape_full) for n in pair)
-    summed = np.sum(np.reshape(g, interleaved), axis=tuple(range(0, 2 * ndim, 2)))
-    return np.reshape(summed, shape)
+    return interleaved, tuple(range(0, 2 * ndim, 2))
 
 
 def tile_vjp(g, ans, A, reps):

@@ -144,15 +144,6 @@ def matmul_jvp(dx, dy, ans, x, y):
 
 # --------------------------------------------------------------------------- abs, min, max, sum
 
-def abs_vjp(g, ans, x):
-    # The subgradient at 0 is taken as 0.
-    return (g * np.sign(x),)
-
-
-def abs_jvp(dx, ans, x):
-    return (dx * np.sign(x),)
-
-
 def max_vjp(g, ans, x, y):
     # Builtin max(x, y) returns x unless y > x: the gradient follows the returned value.
     return (0.0 * g if y > x else g, g if y > x else 0.0 * g)
@@ -242,7 +233,6 @@ defrule(operator.floordiv, floordiv_vjp, diff_args=(0, 1), jvp=floordiv_jvp,
         domain=_quotients)
 defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=_quotients)
 defrule(operator.matmul, matmul_vjp, diff_args=(0, 1), jvp=matmul_jvp, domain=_matmul_pairs)
-defrule(abs, abs_vjp, jvp=abs_jvp, domain=unary(avoid=(0.0,)))
 defrule(max, max_vjp, diff_args=(0, 1), jvp=max_jvp, domain=_scalar_pairs)
 defrule(min, min_vjp, diff_args=(0, 1), jvp=min_jvp, domain=_scalar_pairs)
 defrule(sum, sum_vjp, jvp=sum_jvp, domain=_sequences, linear=True)

@@ -15,10 +15,10 @@ import numpy as np
 import scipy.special as sp
 
 from ..runtime import ZERO, unbroadcast
-from . import numpy_elementwise as npe
+from . import numpy_elementwise  # noqa: F401  (registers the numpy twins read below)
 from ._helpers import _first_two, dispatches, expand_reduced
 from .domains import binary, draw, unary
-from .registry import defrule, nondifferentiable
+from .registry import defrule, lookup, nondifferentiable
 
 SQRT_PI = float(np.sqrt(np.pi))
 SQRT_2PI = float(np.sqrt(2.0 * np.pi))
@@ -585,6 +585,14 @@ def _softmax_points(rng):
 # --------------------------------------------------------------------------- registration
 
 _POSITIVE = unary(0.3, 3.0)
+
+
+def _numpy_twin(fn) -> tuple:
+    """The vjp and jvp of the numpy ufunc scipy.special duplicates (one formula, two names)."""
+    rule = lookup(fn)
+    return rule.vjp, rule.jvp
+
+
 _UNARY = [
     (sp.expit, expit_vjp, expit_jvp, unary(-4.0, 4.0)),
     (sp.logit, logit_vjp, logit_jvp, unary(0.1, 0.9)),
@@ -604,11 +612,11 @@ _UNARY = [
     (sp.ndtr, ndtr_vjp, ndtr_jvp, unary(-3.0, 3.0)),
     (sp.log_ndtr, log_ndtr_vjp, log_ndtr_jvp, unary(-6.0, 3.0)),
     (sp.ndtri, ndtri_vjp, ndtri_jvp, unary(0.05, 0.95)),
-    (sp.expm1, npe.expm1_vjp, npe.expm1_jvp, unary()),
-    (sp.exp2, npe.exp2_vjp, npe.exp2_jvp, unary()),
+    (sp.expm1, *_numpy_twin(np.expm1), unary()),
+    (sp.exp2, *_numpy_twin(np.exp2), unary()),
     (sp.exp10, exp10_vjp, exp10_jvp, unary()),
-    (sp.log1p, npe.log1p_vjp, npe.log1p_jvp, unary(-0.8, 2.0)),
-    (sp.cbrt, npe.cbrt_vjp, npe.cbrt_jvp, unary(0.3, 2.0)),
+    (sp.log1p, *_numpy_twin(np.log1p), unary(-0.8, 2.0)),
+    (sp.cbrt, *_numpy_twin(np.cbrt), unary(0.3, 2.0)),
     (sp.cosm1, cosm1_vjp, cosm1_jvp, unary()),
     (sp.exp1, exp1_vjp, exp1_jvp, _POSITIVE),
     (sp.expi, expi_vjp, expi_jvp, _POSITIVE),
