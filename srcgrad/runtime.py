@@ -38,6 +38,8 @@ __all__ = [
     "adjoint_pop",
     "grad_seed",
     "copy_saved",
+    "index_concat",
+    "index_slice",
 ]
 
 import sys
@@ -840,3 +842,18 @@ def is_match_mapping(value) -> bool:
     import collections.abc
     return isinstance(value, collections.abc.Mapping)
 
+
+
+index_slice = slice  # ``np.r_[a:b]`` in normalized code: the slice object, built by a call
+
+
+def index_concat(maker, items):
+    """``maker[items]`` for numpy's index-tricks concatenators (``np.r_``, ``np.c_``): what
+    the subscript becomes in normalized code, so that it has a derivative rule."""
+    value = maker[items]
+    if isinstance(value, np.matrix):
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            "the 'r'/'c' directives of np.r_ make an np.matrix, which srcgrad does not "
+            "differentiate (its '*' is a matrix product); use np.atleast_2d or reshape")
+    return value

@@ -207,3 +207,118 @@ def test_joining_an_array_gives_an_array_gradient(name):
     assert isinstance(ct, np.ndarray) and ct.shape == x.shape
     _, tangent = srcgrad.jvp(f, (x,), (np.ones_like(x),))
     np.testing.assert_allclose(tangent, np.sum(2 * x))
+
+
+# -- numpy's index-tricks concatenators: np.r_[...] and np.c_[...] have a rule --------------
+from fdcheck import check_grad  # noqa: E402
+
+A23 = np.arange(6.0).reshape(2, 3) / 7 + 0.3
+
+
+def r_two(x):
+    return np.sum(np.r_[x, 2 * x] ** 2)
+
+
+def r_scalar_and_slice(x):
+    return np.sum(np.sin(np.r_[x[0], 0:3, x, 1.5]) * np.arange(1.0, 9.0))
+
+
+def r_directive(x):
+    return np.sum(np.r_["0,2", x, x ** 2] ** 3)
+
+
+def r_last_axis(x):
+    m = np.outer(x, x[:2])
+    return np.sum(np.r_["-1", m, np.sin(m)] ** 2)
+
+
+def c_columns(x):
+    return np.sum(np.c_[x, 2 * x, np.cos(x)] @ np.array([1.0, -2.0, 0.5]) ** 2)
+
+
+def c_matrix(x):
+    return np.sum(np.c_[np.outer(x, x), x] ** 3)
+
+
+from numpy import r_  # noqa: E402  (a global bound to the concatenator is resolved too)
+
+
+def r_from_import(x):
+    return np.sum(r_[x, x[::-1]] * np.arange(6.0))
+
+
+INDEX_TRICKS = [r_two, r_scalar_and_slice, r_directive, r_last_axis, c_columns, c_matrix,
+                r_from_import]
+
+
+@pytest.mark.parametrize("f", INDEX_TRICKS, ids=lambda f: f.__name__)
+def test_index_tricks_have_gradients_in_both_modes(f):
+    x = np.array([0.3, -0.7, 1.1])
+    check_grad(f, (x,))  # was a silent zero gradient
+    g = srcgrad.grad(f)(x)
+    assert np.any(g != 0)
+    v = np.array([0.5, -1.0, 2.0])
+    _, tangent = srcgrad.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(tangent, g @ v, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("f", [r_two, r_directive, c_columns], ids=lambda f: f.__name__)
+def test_index_tricks_second_order(f):
+    x = np.array([0.3, -0.7, 1.1])
+    h = srcgrad.hessian(f)(x)
+    eps = 1e-6
+    numeric = np.stack([(srcgrad.grad(f)(x + eps * e) - srcgrad.grad(f)(x - eps * e)) / (2 * eps)
+                        for e in np.eye(3)], axis=-1)
+    np.testing.assert_allclose(h, numeric, rtol=1e-5, atol=1e-6)
+
+
+def test_index_tricks_matrix_directive_is_refused():
+    def f(x):
+        return np.sum(np.r_["r", x, x])
+
+    with pytest.raises(SrcgradError, match="np.matrix"):
+        srcgrad.grad(f)(X)
+
+
+# -- activity that cannot be lost: a differentiable value given to an operation without a
+# derivative is refused with the user's line, never dropped ------------------------------
+R_ALIAS = np.r_
+LOOKUP = {1.0: 2.0}
+
+
+def index_through_a_local_alias(x):
+    r = R_ALIAS
+    return np.sum(r[x, x])
+
+
+def index_trick_without_rule(x):
+    return np.sum(np.mgrid[0:x[0]:3j])
+
+
+def dict_indexed_by_a_float(x):
+    return LOOKUP[x] * 2.0
+
+
+def set_display(x):
+    s = {x, 2.0}
+    return sum(s)
+
+
+@pytest.mark.parametrize("f, construct", [
+    (index_through_a_local_alias, "indexing 'r' with a differentiable value"),
+    (index_trick_without_rule, "indexing an object that carries no gradient"),
+    (dict_indexed_by_a_float, "indexing 'LOOKUP' with a differentiable value"),
+    (set_display, "Set of a differentiable value"),
+], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_lost_activity_is_refused_with_the_users_line(f, construct, mode):
+    x = 1.0 if f is dict_indexed_by_a_float or f is set_display else np.array([2.0, 1.0])
+    with pytest.raises(SrcgradError) as info:
+        if mode == "grad":
+            srcgrad.grad(f)(x)
+        else:
+            srcgrad.jvp(f, (x,), (np.ones_like(x) if np.ndim(x) else 1.0,))
+    message = str(info.value)
+    assert construct in message
+    line = f.__code__.co_firstlineno + (2 if f is index_through_a_local_alias else 1)
+    assert f"test_soundness.py:{line}" in message, message
