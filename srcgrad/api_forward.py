@@ -21,6 +21,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
+from .boundary import (argument_label, as_function, check_argument, check_sequence,
+                       signature_text as _signature, structure_shape, user_tracebacks)
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
@@ -274,31 +276,6 @@ def source_function(fn, scalar: bool = False):
     return made
 
 
-def _signature(f, skip: int = 0):
-    """``(parameters text, call arguments text, namespace of defaults)`` of ``f``'s
-    signature without its first ``skip`` parameters, for generated wrappers."""
-    name = getattr(f, "__name__", "f")
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
-        raise SrcgradError(f"cannot differentiate through {name}: its signature is "
-                           f"unknown") from None
-    params, call, namespace = [], [], {}
-    for p in list(sig.parameters.values())[skip:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise SrcgradError(f"cannot differentiate through {name} again: '*{p.name}' "
-                               f"parameters are not supported")
-        text = p.name
-        if p.default is not p.empty:
-            namespace[f"_default_{p.name}"] = p.default
-            text += f"=_default_{p.name}"
-        if p.kind == p.KEYWORD_ONLY and "*" not in params:
-            params.append("*")
-        params.append(text)
-        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
-    return ", ".join(params), ", ".join(call), namespace
-
-
 _serial = itertools.count(1)
 
 
@@ -372,6 +349,7 @@ def _differentiable(x) -> bool:
                                types.MethodType, type, np.ufunc, functools.partial))
 
 
+@user_tracebacks
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     """``(value, tangent)``: ``f(*primals)`` and its directional derivative along
     ``tangents`` (one per primal, structured like it), by forward mode.
@@ -380,7 +358,9 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     code runs for it, which is cheaper than an array of zeros. Primals that cannot carry a
     derivative (integers, bools, strings, None, functions) ignore their tangent.
     """
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals = check_sequence("jvp", "primals", primals)
+    tangents = check_sequence("jvp", "tangents", tangents)
+    f = as_function(f, "jvp")
     if len(primals) != len(tangents):
         raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
     scalar = all(type(a) in _SCALARS for a in primals)
@@ -388,6 +368,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     wrt = tuple(i for i, a in enumerate(primals)
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
+        check_argument(primals[i], argument_label(f, i))
         _check_tangent(primals[i], tangents[i], i)
     built = get_forward(fn, wrt)
     if scalar and built.scalar_closed:
@@ -398,20 +379,21 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 
 def _check_tangent(x, t, i):
-    sx, st = _structure_shape(x), _structure_shape(t)
+    sx, st = structure_shape(x), structure_shape(t)
     if sx != st:
         raise SrcgradError(f"jvp: the tangent of argument {i} must have the primal's "
                            f"structure and shape; primal {sx}, tangent {st}")
 
 
-def _structure_shape(x):
-    if isinstance(x, dict):
-        return {k: _structure_shape(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_structure_shape(v) for v in x]
-    if isinstance(x, (np.ndarray, float, int, np.number)):
-        return np.shape(x)
-    return type(x).__name__
+def _name(f) -> str:
+    return getattr(f, "__qualname__", getattr(f, "__name__", type(f).__name__))
+
+
+def _check_wrt_argument(f, index, args) -> None:
+    if index >= len(args):
+        raise SrcgradError(f"{_name(f)}() was called with {len(args)} arguments, but it is "
+                           f"differentiated with respect to argument {index}")
+    check_argument(args[index], argument_label(f, index))
 
 
 def _wrt_index(f, wrt) -> int:
@@ -431,10 +413,13 @@ def jacfwd(f: Callable, wrt=0):
     unbatched jvp along a random direction (rules that reduce over all axes, say, would mix
     the batch in). Otherwise the columns are computed one jvp at a time.
     """
+    f = as_function(f, "jacfwd")
     index = _wrt_index(source_function(f), wrt)
 
     @functools.wraps(f)
+    @user_tracebacks
     def jacobian_fwd(*args):
+        _check_wrt_argument(f, index, args)
         return _jacfwd(f, index, args)
 
     return jacobian_fwd
@@ -479,10 +464,13 @@ def jacrev(f: Callable, wrt=0):
     The forward sweep runs once; the backward sweep runs once per output element, each time
     on a copy of the saved tapes.
     """
+    f = as_function(f, "jacrev")
     index = _wrt_index(source_function(f), wrt)
 
     @functools.wraps(f)
+    @user_tracebacks
     def jacobian_rev(*args):
+        _check_wrt_argument(f, index, args)
         fn = source_function(f)
         adj = get_adjoint(fn, (index,))
         fwd, bwd = adj.sweeps_for(_func_key(fn))
@@ -509,6 +497,7 @@ def hessian(f: Callable, wrt=0):
     """The Hessian of scalar ``f`` with respect to argument ``wrt``: forward mode over the
     generated gradient (``jacfwd(grad(f, wrt))``), shape ``in.shape + in.shape``."""
     from .api import grad
+    f = as_function(f, "hessian")
     index = _wrt_index(f, wrt)
     return jacfwd(grad(f, wrt=index), wrt=index)
 
@@ -518,7 +507,9 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     primal): forward mode over the generated gradient with respect to every primal. Returns
     one product per primal (a single value when there is one primal)."""
     from .api import grad
-    primals = tuple(primals)
+    primals = check_sequence("hvp", "primals", primals)
+    tangents = check_sequence("hvp", "tangents", tangents)
+    f = as_function(f, "hvp")
     wrt = tuple(range(len(primals)))
     g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
     _, product = jvp(g, primals, tangents)

@@ -1,0 +1,363 @@
+"""Checks at the boundary of the public API, shared by every entry point (grad,
+value_and_grad, vjp, jvp, jacfwd, jacrev, hessian, hvp): what may be differentiated, and with
+respect to which arguments.
+
+* ``as_function`` turns what the user passed as ``f`` into a Python function the transformer
+  can read: functions with a derivative rule (``np.sin``, ``math.exp``, ``abs``),
+  ``functools.partial`` objects and objects with ``__call__`` get a small generated wrapper or
+  their bound method; anything else is refused.
+* ``check_argument`` refuses a differentiated argument whose gradient would be meaningless or
+  silently wrong: None, strings, integers, pandas objects (their operators align by label),
+  ``np.matrix`` (its ``*`` is a matrix product), masked arrays (the mask is lost), other
+  ndarray subclasses and objects that only convert to arrays.
+"""
+from __future__ import annotations
+
+__all__ = ["signature_text", "user_tracebacks", "relocated_traceback", "as_function", "argument_label", "check_argument", "check_sequence", "check_cotangent",
+           "structure_shape"]
+
+import functools
+import inspect
+import numbers
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+from . import codegen
+from .errors import NonDifferentiableError, SrcgradError
+
+_WRAPPERS: dict = {}
+_FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
+              np.ufunc, functools.partial)
+
+
+def as_function(f: Any, api: str) -> Callable:
+    """A function whose source srcgrad can transform, computing what ``f`` computes."""
+    if isinstance(f, types.FunctionType):
+        return f
+    if isinstance(f, types.MethodType):
+        return _method_wrapper(f, api) if isinstance(f.__func__, types.FunctionType) \
+            else _rule_wrapper(f, api)
+    if isinstance(f, functools.partial):
+        return _partial_wrapper(f, api)
+    from .rules import is_nondifferentiable, lookup
+    if callable(f) and (lookup(f) is not None or is_nondifferentiable(f)):
+        return _rule_wrapper(f, api)
+    call = getattr(type(f), "__call__", None)
+    if isinstance(call, types.FunctionType):  # an instance of a class defining __call__
+        return _method_wrapper(f.__call__, api)
+    if callable(f) and not isinstance(f, type):
+        name = getattr(f, "__qualname__", type(f).__name__)
+        raise SrcgradError(
+            f"{api}() cannot differentiate '{name}': it has no Python source and no "
+            f"derivative rule. Register one with @srcgrad.rule({name}), or wrap it in a Python "
+            f"function built from differentiable operations.")
+    raise SrcgradError(f"{api}() takes the function to differentiate first; got "
+                       f"{type(f).__name__} {f!r:.60}")
+
+
+def _rule_wrapper(f, api: str) -> Callable:
+    """``def sin(x0): return _f(x0)`` around a function that has a rule (one per ``f``)."""
+    try:
+        key = (f, api)
+        cached = _WRAPPERS.get(key)
+    except TypeError:
+        key, cached = None, None
+    if cached is not None:
+        return cached
+    nin = getattr(f, "nin", None)
+    if nin is None:
+        try:
+            params = [p for p in inspect.signature(f).parameters.values()
+                      if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY,
+                                                             p.POSITIONAL_OR_KEYWORD)]
+            nin = len(params)
+        except (TypeError, ValueError):
+            nin = 1
+    name = getattr(f, "__name__", "f")
+    name = name if name.isidentifier() else "f"
+    args = ", ".join(f"x{i}" for i in range(nin))
+    source = f"def {name}({args}):\n    return _f({args})\n"
+    wrapper = codegen.compile_source(source, f"{name} wrapper", {"_f": f})[name]
+    if key is not None:
+        _WRAPPERS[key] = wrapper
+    return wrapper
+
+
+def _partial_wrapper(p: functools.partial, api: str) -> Callable:
+    """``def loss(w, *, data=<bound>): return _func(<bound args>, w, data=data)``: the
+    partial's remaining signature, its bound values as defaults and constants."""
+    return _signature_wrapper(p, as_function(p.func, api), p.args, api)
+
+
+def _method_wrapper(m: types.MethodType, api: str) -> Callable:
+    """``def step(x): return _func(x)`` around a bound method (``self`` held as a constant),
+    so every transformation sees a plain function of the remaining parameters."""
+    return _signature_wrapper(m, m, (), api)
+
+
+def _signature_wrapper(f, func, leading: tuple, api: str) -> Callable:
+    """A generated function with ``f``'s signature calling ``func(*leading, <its params>)``;
+    defaults are ``f``'s own objects."""
+    name = getattr(getattr(func, "__func__", func), "__name__", "f")
+    name = name if name.isidentifier() else "f"
+    params, call, namespace = signature_text(f)
+    namespace["_func"] = func
+    for i, value in enumerate(leading):
+        namespace[f"_bound{i}"] = value
+    call = ", ".join([f"_bound{i}" for i in range(len(leading))] + ([call] if call else []))
+    source = f"def {name}({params}):\n    return _func({call})\n"
+    return codegen.compile_source(source, f"{name} wrapper", namespace)[name]
+
+
+def signature_text(f, skip: int = 0):
+    """``(parameters text, call arguments text, namespace of defaults)`` of ``f``'s
+    signature without its first ``skip`` parameters, for generated wrappers."""
+    name = getattr(f, "__name__", "f")
+    try:
+        sig = inspect.signature(f)
+    except (TypeError, ValueError):
+        raise SrcgradError(f"cannot differentiate through {name}: its signature is "
+                           f"unknown") from None
+    params, call, namespace = [], [], {}
+    for p in list(sig.parameters.values())[skip:]:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            raise SrcgradError(f"cannot differentiate through {name} again: '*{p.name}' "
+                               f"parameters are not supported")
+        text = p.name
+        if p.default is not p.empty:
+            namespace[f"_default_{p.name}"] = p.default
+            text += f"=_default_{p.name}"
+        if p.kind == p.KEYWORD_ONLY and "*" not in params:
+            params.append("*")
+        params.append(text)
+        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
+    return ", ".join(params), ", ".join(call), namespace
+
+
+# -- arguments ---------------------------------------------------------------------------
+def argument_label(f, index: int) -> str:
+    """``argument 'x' of f()``: how every entry point names a differentiated argument."""
+    fn = getattr(f, "__func__", f)
+    name = getattr(fn, "__qualname__", getattr(fn, "__name__", type(fn).__name__))
+    try:
+        params = [p.name for p in inspect.signature(f).parameters.values()
+                  if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    except (TypeError, ValueError):
+        params = []
+    which = f"'{params[index]}'" if index < len(params) else f"#{index}"
+    return f"argument {which} of {name}()"
+
+
+def _refusal(x) -> str | None:
+    """Why ``x`` cannot be differentiated with respect to, or None when it can."""
+    module = type(x).__module__ or ""
+    if x is None:
+        return "None", "pass a float or an array"
+    if isinstance(x, (str, bytes)):
+        return f"a {type(x).__name__}", "pass a float or an array"
+    if isinstance(x, (bool, np.bool_)):
+        return "a bool", "pass a float, or leave it out of wrt"
+    if isinstance(x, (int, np.integer)):
+        return "an integer", "pass a float (float(x)), or leave it out of wrt"
+    if module.split(".")[0] == "pandas":
+        return (f"a pandas {type(x).__name__} (its operators align by label)",
+                "pass x.to_numpy(dtype=float)")
+    if isinstance(x, np.matrix):
+        return ("an np.matrix ('*' is a matrix product there, unlike for arrays)",
+                "pass np.asarray(x)")
+    if isinstance(x, np.ma.MaskedArray):
+        return "a masked array (the mask would be lost)", "pass x.filled(value) or x.data"
+    if isinstance(x, np.ndarray):
+        if type(x) is not np.ndarray and not isinstance(x, np.memmap):
+            return (f"an ndarray subclass ({type(x).__name__}), whose operations may differ "
+                    f"from an array's", "pass np.asarray(x)")
+        if x.dtype.kind in "biu":
+            kind = "a bool" if x.dtype.kind == "b" else "an integer"
+            return f"{kind} array (dtype {x.dtype})", "pass x.astype(float)"
+        if x.dtype.kind not in "fc":
+            return f"an array of dtype {x.dtype}", "pass x.astype(float)"
+        return None
+    if isinstance(x, (float, complex, np.inexact)):
+        return None
+    if isinstance(x, numbers.Number):
+        return f"a {type(x).__name__}", "pass float(x)"
+    if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
+        return (f"an object of type {type(x).__name__}, which only converts to an array",
+                "pass np.asarray(x, dtype=float)")
+    if isinstance(x, _FUNCTIONS):  # (an object that merely defines __call__ may have
+        # differentiable attributes)
+        return f"a function or class ({type(x).__name__})", "leave it out of wrt"
+    return None
+
+
+def check_argument(x, what: str, hint_prefix: str = "") -> None:
+    """Raise NonDifferentiableError when ``x`` (or a value inside a list, tuple, dict or a
+    plain object's attributes) cannot be differentiated with respect to; ``what`` names the
+    argument in the message ("argument 'x' of f()")."""
+    problem = _find_refusal(x, what, depth=0)
+    if problem is not None:
+        where, (kind, hint) = problem
+        raise NonDifferentiableError(
+            f"cannot differentiate with respect to {where}: it is {kind}. {hint_prefix}"
+            f"{hint[0].upper()}{hint[1:]}, or leave it out of the differentiated arguments.")
+
+
+def _find_refusal(x, where: str, depth: int):
+    if depth > 20:
+        return None
+    if isinstance(x, dict):
+        for k, v in x.items():
+            found = _find_refusal(v, f"{where}[{k!r}]", depth + 1)
+            if found:
+                return found
+        return None
+    if isinstance(x, (list, tuple)):
+        for i, v in enumerate(x):
+            found = _find_refusal(v, f"{where}[{i}]", depth + 1)
+            if found:
+                return found
+        return None
+    reason = _refusal(x)
+    if reason is not None:
+        return where, reason
+    if hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, np.generic, type)) \
+            and not callable(x):  # plain objects and dataclasses: their array attributes
+        for k, v in vars(x).items():
+            if isinstance(v, (np.ndarray, float, np.number, list, tuple, dict)) or \
+                    type(v).__module__.split(".")[0] == "pandas":
+                found = _find_refusal(v, f"{where}.{k}", depth + 1)
+                if found:
+                    return found
+    return None
+
+
+def check_sequence(api: str, what: str, value) -> tuple:
+    """``primals``/``tangents`` of jvp and hvp: a tuple or list, one entry per argument."""
+    if not isinstance(value, (tuple, list)):
+        raise SrcgradError(
+            f"{api}() takes {what} as a tuple with one entry per argument of f, e.g. "
+            f"{api}(f, (x,), (v,)); got {type(value).__name__}")
+    return tuple(value)
+
+
+def structure_shape(x):
+    """The nesting of containers with the shapes of their leaves (for comparing a tangent or
+    cotangent with its primal)."""
+    if isinstance(x, dict):
+        return {k: structure_shape(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [structure_shape(v) for v in x]
+    if isinstance(x, (np.ndarray, float, int, complex, np.number)):
+        return np.shape(x)
+    return type(x).__name__
+
+
+def check_cotangent(g, value, api: str = "vjp") -> None:
+    """A pullback's cotangent must be structured and shaped like the function's output."""
+    if isinstance(g, (np.ndarray, float, int, complex, np.number)) and isinstance(
+            value, (np.ndarray, float, int, complex, np.number)):
+        if np.shape(g) != np.shape(value):
+            raise SrcgradError(
+                f"{api}: the cotangent must have the shape of f's output, {np.shape(value)}; "
+                f"got shape {np.shape(g)}")
+        return
+    sg, sv = structure_shape(g), structure_shape(value)
+    if sg != sv:
+        raise SrcgradError(f"{api}: the cotangent must be structured and shaped like f's "
+                           f"output: output {sv}, cotangent {sg}")
+
+
+# -- errors raised while generated code runs -----------------------------------------------
+def user_tracebacks(entry: Callable) -> Callable:
+    """Wrap a public entry point so that an exception raised inside generated code shows the
+    user's own file and line: a frame at that line is put just above each generated frame
+    of the traceback (which stays visible below it), and a note names it."""
+
+    @functools.wraps(entry)
+    def run(*args, **kwargs):
+        try:
+            return entry(*args, **kwargs)
+        except SrcgradError:
+            raise
+        except Exception as e:
+            tb = relocated_traceback(e)
+            if tb is None:
+                raise
+            try:
+                raise e.with_traceback(tb)
+            finally:  # the traceback holds this frame: no cycle keeping the tapes alive
+                del tb
+
+    return run
+
+
+def relocated_traceback(e: BaseException):
+    """``e``'s traceback with a user frame above each generated frame, or None when no
+    generated frame has a known user line; adds a note naming the innermost one."""
+    entries, tb = [], e.__traceback__
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    if getattr(e, "_srcgrad_relocated", False):
+        return None
+    located = [(tb, codegen.user_line(tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+               for tb in entries]
+    if not any(where for _, where in located):
+        return None
+    new = None
+    for tb, where in reversed(located):
+        new = types.TracebackType(new, tb.tb_frame, tb.tb_lasti, tb.tb_lineno)
+        if where is not None and not where[0].startswith("<srcgrad"):
+            frame = _frame_at(*where)
+            if frame is not None:
+                # (no instruction offset: the caret line would point into the stand-in)
+                new = types.TracebackType(new, frame, -1, where[2])
+    inner = [(tb, w) for tb, w in located if w is not None
+             and not w[0].startswith("<srcgrad")]
+    if inner:
+        tb, (filename, function, line) = inner[-1]
+        generated = tb.tb_frame.f_code.co_filename
+        text, generated_text = (_source_line(filename, line),
+                                _source_line(generated, tb.tb_lineno))
+        e.add_note(f"srcgrad: raised at {filename}:{line} in {function}()"
+                   + (f": {text}" if text else "")
+                   + f"\n  (generated code: {generated}, line {tb.tb_lineno}"
+                   + (f": {generated_text})" if generated_text else ")"))
+    try:
+        e._srcgrad_relocated = True
+    except AttributeError:
+        pass
+    return new
+
+
+_STAND_INS: dict = {}
+_MAX_STAND_INS = 4096
+
+
+def _frame_at(filename: str, function: str, line: int):
+    """A frame of code in ``filename`` named ``function``, at ``line``: what a traceback entry
+    needs to show the user's line. It is the frame of a suspended generator, kept here, so it
+    refers to no caller (a finished frame would keep its callers, and their exceptions and
+    tapes, alive)."""
+    key = (filename, function, line)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        if line < 1 or len(_STAND_INS) >= _MAX_STAND_INS:
+            return None
+        head = "\n" * (line - 2) + "def _stand_in():\n    yield\n" if line > 1 else \
+            "def _stand_in(): yield\n"
+        namespace: dict = {}
+        exec(compile(head, filename, "exec"), namespace)
+        make = namespace["_stand_in"]
+        make.__code__ = make.__code__.replace(co_name=function, co_qualname=function)
+        stand_in = make()
+        next(stand_in)
+        _STAND_INS[key] = stand_in
+    return stand_in.gi_frame
+
+
+def _source_line(filename: str, line: int) -> str:
+    import linecache
+    return linecache.getline(filename, line).strip()
