@@ -39,6 +39,7 @@ __all__ = [
     "grad_seed",
     "copy_saved",
     "index_concat",
+    "refuse_foreign_array",
     "index_slice",
 ]
 
@@ -78,6 +79,7 @@ def unbroadcast(g, x):
         # (This is the hot path of scalar code: one type check.)
         if type(g) is float or isinstance(g, _generic):
             return g
+        refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
     if shape is None:
@@ -107,12 +109,34 @@ def broadcast_like(d, ans):
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
         shape = np.shape(ans)
+    if type(d) is not _ndarray:
+        refuse_foreign_array(d)
     dshape = getattr(d, "shape", None)
     if dshape is None:
         dshape = np.shape(d)
     if dshape == shape:
         return d
     return np.broadcast_to(d, shape)
+
+
+def refuse_foreign_array(value) -> None:
+    """Raise when a derivative became an array type whose operators differ from an
+    ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by
+    label): an operand of that type met a differentiable value, and the rules, written for
+    arrays, would compute a wrong derivative."""
+    if isinstance(value, np.matrix):
+        kind = "an np.matrix"
+    elif isinstance(value, np.ma.MaskedArray):
+        kind = "a masked array"
+    elif type(value).__module__.startswith("pandas"):
+        kind = f"a pandas {type(value).__name__}"
+    else:
+        return
+    from .errors import UnsupportedFeatureError
+    raise UnsupportedFeatureError(
+        f"a differentiable value met {kind}, whose operations differ from an array's, so its "
+        f"derivative would be wrong. Convert that operand with np.asarray(...) (pandas: "
+        f".to_numpy()) before it meets the differentiated input.")
 
 
 def zeros_like(x):
@@ -276,6 +300,9 @@ def add_attr(acc, obj, name: str, g):
     """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
     if is_zero(g):
         return acc
+    if isinstance(obj, (_ndarray, _generic)) or type(obj).__module__.startswith("pandas"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
     if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
         import inspect
         if isinstance(inspect.getattr_static(type(obj), name, None), property):

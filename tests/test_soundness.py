@@ -322,3 +322,44 @@ def test_lost_activity_is_refused_with_the_users_line(f, construct, mode):
     assert construct in message
     line = f.__code__.co_firstlineno + (2 if f is index_through_a_local_alias else 1)
     assert f"test_soundness.py:{line}" in message, message
+
+
+# -- operands of foreign array types met inside differentiated code ------------------------
+MASKED = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+MATRIX = np.matrix(np.diag([2.0, 3.0, 4.0]))
+
+
+def times_masked(x):
+    return np.sum(MASKED * x)
+
+
+def times_matrix(x):
+    return np.sum(np.asarray(x * MATRIX))
+
+
+def times_series(x):
+    import pandas as pd
+    return np.sum(pd.Series([1.0, 2.0, 3.0]) * x)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("f, kind", [(times_masked, "a masked array"),
+                                     (times_matrix, "an np.matrix"),
+                                     (times_series, "a pandas Series")],
+                         ids=["masked", "matrix", "series"])
+def test_foreign_array_operands_are_refused_not_differentiated_as_arrays(f, kind):
+    if f is times_series:
+        pytest.importorskip("pandas")
+    x = np.array([0.3, 0.7, 1.1])
+    with pytest.raises(SrcgradError, match=f"met {kind}"):
+        srcgrad.grad(f)(x)
+    with pytest.raises(SrcgradError, match=f"met {kind}"):
+        srcgrad.jvp(f, (x,), (np.ones(3),))
+
+
+def test_array_attribute_without_a_rule_is_refused():
+    def f(x):
+        return np.sum(x.imag + x)
+
+    with pytest.raises(srcgrad.MissingRuleError, match="ndarray.imag"):
+        srcgrad.grad(f)(np.array([0.3, 0.7]))
