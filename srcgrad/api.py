@@ -13,7 +13,7 @@ import gast
 import numpy as np
 
 from . import runtime
-from .boundary import (argument_label, as_function, check_argument, check_cotangent,
+from .boundary import (as_function, callee_function, check_argument, check_cotangent,
                        user_tracebacks)
 from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
@@ -152,10 +152,10 @@ def _normalize_wrt(fn, wrt) -> tuple[tuple[int, ...], bool]:
     return tuple(out), single
 
 
-def _check_differentiable(fn, names, wrt, args) -> None:
+def _check_differentiable(fn, wrt, args) -> None:
     for i in wrt:
         if i < len(args):
-            check_argument(args[i], argument_label(fn, i))
+            check_argument(args[i], fn, i)
 
 
 def _integer_leaf(x):
@@ -256,7 +256,7 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False)
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
-        _check_differentiable(f, names, indices, args)
+        _check_differentiable(f, indices, args)
         adj = adjoint()
         if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args):
             adj = adj.scalar_variant()
@@ -283,8 +283,7 @@ def vjp(f: Callable, *args, **kwargs):
     f = as_function(f, "vjp")
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
-    names = _param_names(f)
-    _check_differentiable(f, names, wrt, args)
+    _check_differentiable(f, wrt, args)
     adj = get_adjoint(f, wrt)
     fwd, bwd = adj.sweeps_for(f)
     value, saved = fwd(*args, **kwargs)
@@ -329,10 +328,8 @@ def dynamic_forward(fn, args, kwargs):
     if rule is not None:
         value = fn(*args, **kwargs)
         return value, ("rule", rule, args, kwargs, value)
+    fn = callee_function(fn)  # a partial, an object with __call__: Python code to run
     func = _func_key(fn)
-    if not hasattr(func, "__code__") and hasattr(getattr(fn, "__call__", None), "__func__"):
-        fn = fn.__call__  # an object whose class defines __call__: that method, bound
-        func = fn.__func__
     if not hasattr(func, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
-from .boundary import (argument_label, as_function, check_argument, check_sequence,
+from .boundary import (as_function, callee_function, check_argument, check_sequence,
                        signature_text as _signature, structure_shape, user_tracebacks)
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
@@ -133,7 +133,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
         return _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
     if is_nondifferentiable(fn):
         return fn(*args, **kwargs), runtime.ZERO
-    fn = source_function(fn)
+    fn = callee_function(source_function(fn))
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
@@ -210,7 +210,7 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
         record = ("rule", rule, args, kwargs, value)
         return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
                                            d_value))
-    fn = source_function(fn)
+    fn = callee_function(source_function(fn))
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
@@ -368,7 +368,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     wrt = tuple(i for i, a in enumerate(primals)
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
-        check_argument(primals[i], argument_label(f, i))
+        check_argument(primals[i], f, i)
         _check_tangent(primals[i], tangents[i], i)
     built = get_forward(fn, wrt)
     if scalar and built.scalar_closed:
@@ -393,7 +393,7 @@ def _check_wrt_argument(f, index, args) -> None:
     if index >= len(args):
         raise SrcgradError(f"{_name(f)}() was called with {len(args)} arguments, but it is "
                            f"differentiated with respect to argument {index}")
-    check_argument(args[index], argument_label(f, index))
+    check_argument(args[index], f, index)
 
 
 def _wrt_index(f, wrt) -> int:

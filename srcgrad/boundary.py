@@ -13,13 +13,14 @@ respect to which arguments.
 """
 from __future__ import annotations
 
-__all__ = ["signature_text", "user_tracebacks", "relocated_traceback", "as_function", "argument_label", "check_argument", "check_sequence", "check_cotangent",
+__all__ = ["callee_function", "signature_text", "user_tracebacks", "relocated_traceback", "as_function", "argument_label", "check_argument", "check_sequence", "check_cotangent",
            "structure_shape"]
 
 import functools
 import inspect
 import numbers
 import types
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -55,6 +56,24 @@ def as_function(f: Any, api: str) -> Callable:
             f"function built from differentiable operations.")
     raise SrcgradError(f"{api}() takes the function to differentiate first; got "
                        f"{type(f).__name__} {f!r:.60}")
+
+
+_CALLEES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def callee_function(fn):
+    """What differentiated code calls when it meets ``fn`` at run time (a closure's or an
+    argument's value): a partial becomes its wrapper (one per partial object), an object
+    whose class defines ``__call__`` that method, bound; anything else is ``fn`` itself."""
+    if isinstance(fn, functools.partial):
+        wrapper = _CALLEES.get(fn)
+        if wrapper is None:
+            wrapper = _CALLEES[fn] = _partial_wrapper(fn, "grad")
+        return wrapper
+    if isinstance(getattr(type(fn), "__call__", None), types.FunctionType) and not \
+            isinstance(fn, (types.FunctionType, types.MethodType, type)):
+        return fn.__call__
+    return fn
 
 
 def _rule_wrapper(f, api: str) -> Callable:
@@ -192,16 +211,23 @@ def _refusal(x) -> str | None:
     return None
 
 
-def check_argument(x, what: str, hint_prefix: str = "") -> None:
-    """Raise NonDifferentiableError when ``x`` (or a value inside a list, tuple, dict or a
-    plain object's attributes) cannot be differentiated with respect to; ``what`` names the
-    argument in the message ("argument 'x' of f()")."""
-    problem = _find_refusal(x, what, depth=0)
+_PLAIN_SCALARS = frozenset({float, complex, np.float64, np.float32, np.complex128})
+
+
+def check_argument(x, f, index: int) -> None:
+    """Raise NonDifferentiableError when ``x``, argument ``index`` of ``f`` (or a value
+    inside a list, tuple, dict or a plain object's attributes), cannot be differentiated
+    with respect to."""
+    kind = type(x)
+    if kind in _PLAIN_SCALARS or kind is np.ndarray and x.dtype.kind in "fc":
+        return  # the common case, checked per call: no more work than this
+    problem = _find_refusal(x, "", depth=0)
     if problem is not None:
-        where, (kind, hint) = problem
+        where, (what, hint) = problem
         raise NonDifferentiableError(
-            f"cannot differentiate with respect to {where}: it is {kind}. {hint_prefix}"
-            f"{hint[0].upper()}{hint[1:]}, or leave it out of the differentiated arguments.")
+            f"cannot differentiate with respect to {argument_label(f, index)}{where}: it is "
+            f"{what}. {hint[0].upper()}{hint[1:]}, or leave it out of the differentiated "
+            f"arguments.")
 
 
 def _find_refusal(x, where: str, depth: int):
@@ -279,8 +305,6 @@ def user_tracebacks(entry: Callable) -> Callable:
     def run(*args, **kwargs):
         try:
             return entry(*args, **kwargs)
-        except SrcgradError:
-            raise
         except Exception as e:
             tb = relocated_traceback(e)
             if tb is None:

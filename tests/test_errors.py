@@ -651,6 +651,8 @@ def test_every_entry_point_refuses_the_same_inputs_the_same_way(bad):
         messages[name] = str(info.value)
     for name, message in messages.items():
         assert reason in message, (name, message)
+        if bad == "list holding a Series":
+            assert "'x' of" in message and "()[1]: it is" in message, message
         # the same explanation after the argument's name, from the one boundary helper
         assert message.split(": it is ", 1)[1] == messages["grad"].split(": it is ", 1)[1], \
             (name, message)

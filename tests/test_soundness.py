@@ -363,3 +363,76 @@ def test_array_attribute_without_a_rule_is_refused():
 
     with pytest.raises(srcgrad.MissingRuleError, match="ndarray.imag"):
         srcgrad.grad(f)(np.array([0.3, 0.7]))
+
+
+# -- calls of objects: partials and objects with __call__, wherever the callee comes from ----
+import functools  # noqa: E402
+
+
+def _scaled_sin(t, k=1.0):
+    return k * np.sin(t)
+
+
+class Scale:
+    def __init__(self, a):
+        self.a = a
+
+    def __call__(self, t):
+        return self.a * t ** 2
+
+
+SCALE = Scale(3.0)
+SIN2 = functools.partial(_scaled_sin, k=2.0)
+
+
+def calls_global_object(x):
+    return np.sum(SCALE(x)) + np.sum(SIN2(x))
+
+
+def calls_argument_objects(x, h=SIN2, q=SCALE):
+    return np.sum(h(x) * q(x))
+
+
+def _closure_calling_objects():
+    q, h = Scale(2.0), functools.partial(_scaled_sin, k=3.0)
+
+    def calls_closure_objects(x):
+        return np.sum(q(x)) + np.sum(h(x) ** 2)
+
+    return calls_closure_objects
+
+
+@pytest.mark.parametrize("f", [calls_global_object, calls_argument_objects,
+                               _closure_calling_objects()], ids=lambda f: f.__name__)
+def test_calls_of_partials_and_callable_objects_are_differentiated(f):
+    x = np.array([0.3, -0.7, 1.1])
+    check_grad(f, (x,))
+    v = np.array([0.5, -1.0, 2.0])
+    _, tangent = srcgrad.jvp(f, (x,), (v,))
+    np.testing.assert_allclose(tangent, srcgrad.grad(f)(x) @ v, rtol=1e-9, atol=1e-12)
+    eps = 1e-6
+    numeric = np.stack([(srcgrad.grad(f)(x + eps * e) - srcgrad.grad(f)(x - eps * e)) / (2 * eps)
+                        for e in np.eye(3)], axis=-1)
+    np.testing.assert_allclose(srcgrad.hessian(f)(x), numeric, rtol=1e-5, atol=1e-6)
+
+
+def _closure_calling_opaque():
+    opaque = np.frompyfunc(lambda t: t * t, 1, 1)
+
+    def calls_opaque(x):
+        y = opaque(x)
+        return np.sum(y)
+
+    return calls_opaque
+
+
+def test_run_time_refusal_inside_generated_code_names_the_users_line():
+    f = _closure_calling_opaque()
+    with pytest.raises(srcgrad.MissingRuleError) as info:
+        srcgrad.grad(f)(np.array([0.3, 0.7]))
+    import inspect
+    import os
+    lines, first = inspect.getsourcelines(f)
+    line = first + 1
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert f"{os.path.basename(__file__)}:{line} in calls_opaque(): y = opaque(x)" in notes
