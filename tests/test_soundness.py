@@ -325,16 +325,18 @@ def test_lost_activity_is_refused_with_the_users_line(f, construct, mode):
 
 
 # -- operands of foreign array types met inside differentiated code ------------------------
-MASKED = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+# (made inside the function: a global or closure one is refused before running, below)
 MATRIX = np.matrix(np.diag([2.0, 3.0, 4.0]))
 
 
 def times_masked(x):
-    return np.sum(MASKED * x)
+    masked = np.ma.array([1.0, 2.0, 3.0], mask=[0, 1, 0])
+    return np.sum(masked * x)
 
 
 def times_matrix(x):
-    return np.sum(np.asarray(x * MATRIX))
+    m = np.matrix(np.diag([2.0, 3.0, 4.0]))
+    return np.sum(np.asarray(x * m))
 
 
 def times_series(x):
@@ -359,9 +361,9 @@ def test_foreign_array_operands_are_refused_not_differentiated_as_arrays(f, kind
 
 def test_array_attribute_without_a_rule_is_refused():
     def f(x):
-        return np.sum(x.imag + x)
+        return np.sum(x.flat[:2])
 
-    with pytest.raises(srcgrad.MissingRuleError, match="ndarray.imag"):
+    with pytest.raises(srcgrad.MissingRuleError, match="ndarray.flat"):
         srcgrad.grad(f)(np.array([0.3, 0.7]))
 
 
@@ -497,3 +499,53 @@ def test_complex_intermediates_are_right_in_every_mode(f):
     numeric = np.stack([(srcgrad.grad(f)(x + eps * e) - srcgrad.grad(f)(x - eps * e)) / (2 * eps)
                         for e in np.eye(3)], axis=-1)
     np.testing.assert_allclose(h, numeric, rtol=1e-5, atol=1e-6)
+
+
+# -- operators on foreign types: a global/closure operand whose operators are not numeric ---
+class SquaresOnMultiply:
+    def __mul__(self, other):
+        return other ** 2
+
+    __rmul__ = __mul__
+
+
+SQUARER = SquaresOnMultiply()
+
+
+def times_squarer(x):
+    return np.sum(SQUARER * x)  # was differentiated as a product: [1, 1, 1], not 2x
+
+
+def times_global_matrix(x):
+    return np.sum(np.asarray(MATRIX * x.reshape(3, 1)))
+
+
+def bitwise_or(x):
+    return np.sum(x | 1)
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")
+@pytest.mark.parametrize("f, text", [
+    (times_squarer, "the operator '*' between a differentiable value and a SquaresOnMultiply"),
+    (times_global_matrix, "the operator '*' between a differentiable value and a matrix"),
+    (bitwise_or, "the operator '|' on a differentiable value"),
+], ids=["user class", "np.matrix", "bitwise"])
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_operators_on_foreign_types_are_refused_at_the_users_line(f, text, mode):
+    x = np.array([0.3, 0.7, 1.1])
+    with pytest.raises(srcgrad.UnsupportedSyntaxError) as info:
+        if mode == "grad":
+            srcgrad.grad(f)(x)
+        else:
+            srcgrad.jvp(f, (x,), (x,))
+    assert text in str(info.value)
+    assert f"test_soundness.py:{f.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+def test_numeric_globals_in_operators_are_fine():
+    scale, offset = np.float32(3.0), 2
+
+    def f(x):
+        return np.sum(x * scale + offset * x + X * x)
+
+    np.testing.assert_allclose(srcgrad.grad(f)(X), 3.0 + 2 + X)

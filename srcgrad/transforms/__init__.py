@@ -7,10 +7,13 @@ from __future__ import annotations
 
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
+import numbers
 import sys
+import types
 from typing import Callable
 
 import gast
+import numpy as np
 
 from .. import runtime
 from ..errors import MissingRuleError, SourceUnavailableError
@@ -147,11 +150,50 @@ def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:
         elif isinstance(value, gast.BinOp) and type(value.op) not in BINOPS or isinstance(
                 value, gast.UnaryOp) and not isinstance(value.op, gast.Not) \
                 and type(value.op) not in UNARYOPS:
-            ctx.problem(node, f"the operator '{type(value.op).__name__}' on a differentiable "
+            ctx.problem(node, f"the operator '{_symbol(value.op)}' on a differentiable "
                               f"value", "It has no derivative rule.")
+        elif isinstance(value, gast.BinOp) and _foreign_operand(value, ctx):
+            ctx.problem(node, f"the operator '{_symbol(value.op)}' between a "
+                              f"differentiable value and a {_foreign_operand(value, ctx)}",
+                        "Its derivative rule is written for numbers and arrays; convert the "
+                        "operand (np.asarray(...), .to_numpy()) or compute with arrays.")
         elif not isinstance(value, _DIFFERENTIATED):
             ctx.problem(node, f"{type(value).__name__} of a differentiable value",
                         "Compute it in plain statements.")
+
+
+_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+            gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
+            gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>", gast.Invert: "~",
+            gast.USub: "-", gast.UAdd: "+"}
+
+
+def _symbol(op) -> str:
+    return _SYMBOLS.get(type(op), type(op).__name__)
+
+
+_NUMERIC = (numbers.Number, np.generic, list, tuple, str, bytes, type(None))
+
+
+def _foreign_operand(value: gast.BinOp, ctx: Context) -> str | None:
+    """The type name of an operand of ``value`` that is a global or closure value of a type
+    the operator rules do not describe (an np.matrix, a masked array, pandas, a user class
+    with its own operators), read without recording an assumption; else None."""
+    for operand in (value.left, value.right):
+        if not isinstance(operand, gast.Name) or operand.id in ctx.local_names:
+            continue
+        if operand.id in ctx.closure:
+            obj = ctx.closure[operand.id]
+        elif operand.id in ctx.globals:
+            obj = ctx.globals[operand.id]
+        else:
+            continue
+        if isinstance(obj, _NUMERIC) or type(obj) is np.ndarray or isinstance(obj, np.memmap):
+            continue
+        if isinstance(obj, (types.ModuleType, type)) or callable(obj):
+            continue
+        return type(obj).__name__
+    return None
 
 
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
