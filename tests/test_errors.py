@@ -865,3 +865,22 @@ def test_error_in_generated_code_shows_the_users_line_above_the_generated_frame(
     text = "".join(traceback.format_exception(info.value))
     assert f"{THIS_FILE}:{line} in loss_with_mismatch(): h = W @ x" in text
     assert "generated code: <srcgrad:" in text
+
+
+def test_every_public_transformation_is_in_the_parity_check():
+    """A new entry point must go through the boundary helpers: add it to ENTRIES."""
+    helpers = {"source", "stop_gradient", "Adjoint", "get_adjoint", "get_forward",
+               "source_function"}
+    transformations = set(srcgrad.api.__all__) | set(srcgrad.api_forward.__all__)
+    assert transformations - helpers <= set(ENTRIES)
+
+
+def test_command_line_refuses_a_target_that_is_not_a_function(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("SCALE = 3\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(srcgrad.__file__)))
+    out = subprocess.run([sys.executable, "-m", "srcgrad", "show", f"{path}:SCALE"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 1
+    assert "takes the function to differentiate first; got int 3" in out.stderr
+    assert "Traceback" not in out.stderr
