@@ -13,7 +13,7 @@ import gast
 import numpy as np
 
 from . import runtime
-from .boundary import (as_function, callee_function, check_argument, check_cotangent,
+from .boundary import (as_function, callee_function, unbind, check_argument, check_cotangent,
                        user_tracebacks)
 from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
@@ -284,9 +284,10 @@ def vjp(f: Callable, *args, **kwargs):
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
     _check_differentiable(f, wrt, args)
-    adj = get_adjoint(f, wrt)
-    fwd, bwd = adj.sweeps_for(f)
-    value, saved = fwd(*args, **kwargs)
+    func, lead = unbind(f)  # a bound method: self first, not differentiated
+    adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
+    fwd, bwd = adj.sweeps_for(func)
+    value, saved = fwd(*lead, *args, **kwargs)
     used = []
 
     @user_tracebacks

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
-from .boundary import (as_function, callee_function, check_argument, check_sequence,
+from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape, user_tracebacks)
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
@@ -317,12 +317,16 @@ def _bound_sweep(owner, which: str):
 def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False):
     """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
     with ``scalar``, around the sweeps specialized to scalar arguments."""
-    adj = get_adjoint(f, indices)
+    func, lead = unbind(f)  # a bound method: its self is passed first, not differentiated
+    adj = get_adjoint(func, tuple(i + len(lead) for i in indices))
     if scalar:
         adj = adj.scalar_variant()
-    fwd, bwd = adj.sweeps_for(f)
+    fwd, bwd = adj.sweeps_for(func)
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     params, call, namespace = _signature(f)
+    if lead:
+        namespace["_self"] = lead[0]
+        call = f"_self, {call}" if call else "_self"
     grads = ", ".join(f"_grads[{i}]" for i in range(len(indices)))
     result = "_grads[0]" if single else f"({grads},)"
     if value_first:
@@ -363,6 +367,9 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     f = as_function(f, "jvp")
     if len(primals) != len(tangents):
         raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    func, lead = unbind(f)  # a bound method: self is a primal that is not varied
+    if lead:
+        f, primals, tangents = func, lead + primals, (None,) + tangents
     scalar = all(type(a) in _SCALARS for a in primals)
     fn = source_function(f, scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
@@ -420,7 +427,8 @@ def jacfwd(f: Callable, wrt=0):
     @user_tracebacks
     def jacobian_fwd(*args):
         _check_wrt_argument(f, index, args)
-        return _jacfwd(f, index, args)
+        func, lead = unbind(f)
+        return _jacfwd(func, index + len(lead), lead + args)
 
     return jacobian_fwd
 
@@ -471,10 +479,10 @@ def jacrev(f: Callable, wrt=0):
     @user_tracebacks
     def jacobian_rev(*args):
         _check_wrt_argument(f, index, args)
-        fn = source_function(f)
-        adj = get_adjoint(fn, (index,))
+        fn, lead = unbind(source_function(f))
+        adj = get_adjoint(fn, (index + len(lead),))
         fwd, bwd = adj.sweeps_for(_func_key(fn))
-        value, saved = fwd(*args)
+        value, saved = fwd(*lead, *args)
         out_shape = np.shape(value)
         m = int(np.prod(out_shape))
         rows = []

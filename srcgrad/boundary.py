@@ -13,7 +13,7 @@ respect to which arguments.
 """
 from __future__ import annotations
 
-__all__ = ["callee_function", "signature_text", "user_tracebacks", "relocated_traceback", "as_function", "argument_label", "check_argument", "check_sequence", "check_cotangent",
+__all__ = ["unbind", "callee_function", "signature_text", "user_tracebacks", "relocated_traceback", "as_function", "argument_label", "check_argument", "check_sequence", "check_cotangent",
            "structure_shape"]
 
 import functools
@@ -37,9 +37,8 @@ def as_function(f: Any, api: str) -> Callable:
     """A function whose source srcgrad can transform, computing what ``f`` computes."""
     if isinstance(f, types.FunctionType):
         return f
-    if isinstance(f, types.MethodType):
-        return _method_wrapper(f, api) if isinstance(f.__func__, types.FunctionType) \
-            else _rule_wrapper(f, api)
+    if isinstance(f, types.MethodType):  # (the entry points pass self, undifferentiated)
+        return f if isinstance(f.__func__, types.FunctionType) else _rule_wrapper(f, api)
     if isinstance(f, functools.partial):
         return _partial_wrapper(f, api)
     from .rules import is_nondifferentiable, lookup
@@ -47,7 +46,7 @@ def as_function(f: Any, api: str) -> Callable:
         return _rule_wrapper(f, api)
     call = getattr(type(f), "__call__", None)
     if isinstance(call, types.FunctionType):  # an instance of a class defining __call__
-        return _method_wrapper(f.__call__, api)
+        return f.__call__
     if callable(f) and not isinstance(f, type):
         name = getattr(f, "__qualname__", type(f).__name__)
         raise SrcgradError(
@@ -107,16 +106,18 @@ def _rule_wrapper(f, api: str) -> Callable:
 def _partial_wrapper(p: functools.partial, api: str) -> Callable:
     """``def loss(w, *, data=<bound>): return _func(<bound args>, w, data=data)``: the
     partial's remaining signature, its bound values as defaults and constants."""
-    return _signature_wrapper(p, as_function(p.func, api), p.args, api)
+    return _signature_wrapper(p, as_function(p.func, api), p.args)
 
 
-def _method_wrapper(m: types.MethodType, api: str) -> Callable:
-    """``def step(x): return _func(x)`` around a bound method (``self`` held as a constant),
-    so every transformation sees a plain function of the remaining parameters."""
-    return _signature_wrapper(m, m, (), api)
+def unbind(f) -> tuple[Callable, tuple]:
+    """``(function, leading arguments)``: a bound method's function and its ``self`` (which
+    the entry points pass first and never differentiate), else ``(f, ())``."""
+    if isinstance(f, types.MethodType) and isinstance(f.__func__, types.FunctionType):
+        return f.__func__, (f.__self__,)
+    return f, ()
 
 
-def _signature_wrapper(f, func, leading: tuple, api: str) -> Callable:
+def _signature_wrapper(f, func, leading: tuple) -> Callable:
     """A generated function with ``f``'s signature calling ``func(*leading, <its params>)``;
     defaults are ``f``'s own objects."""
     name = getattr(getattr(func, "__func__", func), "__name__", "f")

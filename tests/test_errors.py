@@ -884,3 +884,28 @@ def test_command_line_refuses_a_target_that_is_not_a_function(tmp_path):
     assert out.returncode == 1
     assert "takes the function to differentiate first; got int 3" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+class WithProperty:
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def twice(self):
+        return 2 * self.a
+
+    def loss(self, x):
+        return self.twice * np.sum(x ** 2)
+
+
+def test_bound_methods_work_in_every_entry_point_and_do_not_differentiate_self():
+    obj = WithProperty(3.0)  # (differentiating self would refuse the property read)
+    expected = 12.0 * V3
+    np.testing.assert_allclose(srcgrad.grad(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.value_and_grad(obj.loss)(V3)[1], expected)
+    np.testing.assert_allclose(srcgrad.vjp(obj.loss, V3)[1](1.0)[0], expected)
+    assert srcgrad.jvp(obj.loss, (V3,), (np.ones(3),))[1] == pytest.approx(np.sum(expected))
+    np.testing.assert_allclose(srcgrad.jacfwd(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.jacrev(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.hessian(obj.loss)(V3), 12.0 * np.eye(3))
+    np.testing.assert_allclose(srcgrad.hvp(obj.loss, (V3,), (np.ones(3),)), 12.0 * np.ones(3))
