@@ -206,6 +206,11 @@ def _refusal(x) -> str | None:
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return (f"an object of type {type(x).__name__}, which only converts to an array",
                 "pass np.asarray(x, dtype=float)")
+    if isinstance(getattr(type(x), "__getitem__", None), types.FunctionType) and \
+            not isinstance(x, (dict, list, tuple)):
+        return (f"an object of class {type(x).__name__} with its own __getitem__, whose "
+                f"items srcgrad cannot trace to its attributes",
+                "pass the arrays it holds, or index them in the function")
     if isinstance(x, _FUNCTIONS):  # (an object that merely defines __call__ may have
         # differentiable attributes)
         return f"a function or class ({type(x).__name__})", "leave it out of wrt"

@@ -268,7 +268,20 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
         return type(x)(items)
     if np.ndim(x) == 0 and isinstance(x, (float, np.floating)):
         raise TypeError("cannot index into a scalar")
+    _refuse_own_getitem(x)
     return add_at(acc, np.asarray(x), index, g)
+
+
+def _refuse_own_getitem(x) -> None:
+    """Raise for an indexed object whose own ``__getitem__`` computes the item (a user
+    class, pandas): what the item depends on is not visible to srcgrad."""
+    refuse_foreign_array(x)
+    if not hasattr(x, "__array__") and not isinstance(x, (_generic, dict)):
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            f"indexing a {type(x).__name__} (its own __getitem__) in differentiated code: "
+            f"srcgrad cannot tell which of its values the result depends on. Index an array, "
+            f"list, tuple or dict instead, or call a method of it (def at(self, i): ...).")
 
 
 def _is_simple_index(index) -> bool:
@@ -490,6 +503,8 @@ def tangent_item(d, x, index):
         return d.get(index, ZERO)
     if isinstance(x, np.ndarray) and np.shape(d) != x.shape:
         return np.broadcast_to(d, x.shape)[index]
+    if not isinstance(x, (_ndarray, list, tuple, str)):
+        _refuse_own_getitem(x)
     return d[index]
 
 

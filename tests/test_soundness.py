@@ -549,3 +549,46 @@ def test_numeric_globals_in_operators_are_fine():
         return np.sum(x * scale + offset * x + X * x)
 
     np.testing.assert_allclose(srcgrad.grad(f)(X), 3.0 + 2 + X)
+
+
+# -- subscripts of objects with their own __getitem__ ---------------------------------------
+class SquaredPoly:
+    def __init__(self, c):
+        self.c = c
+
+    def __getitem__(self, t):
+        return self.c[0] ** 2 + self.c[1] * t ** 2
+
+
+def evaluate_poly(p):
+    return p[3.0] ** 2
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_indexing_an_object_with_its_own_getitem_is_refused(mode):
+    p = SquaredPoly(np.array([1.0, 2.0]))
+    with pytest.raises(SrcgradError, match="SquaredPoly with its own __getitem__"):
+        if mode == "grad":
+            srcgrad.grad(evaluate_poly)(p)
+        else:  # (the tangent object's __getitem__ would square the tangent: wrong)
+            srcgrad.jvp(evaluate_poly, (p,), (SquaredPoly(np.array([1.0, 0.0])),))
+
+
+class HoldsPoly:
+    def __init__(self, poly):
+        self.poly = poly
+
+
+def evaluate_held_poly(h):
+    return h.poly[3.0] ** 2
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_indexing_an_attribute_with_its_own_getitem_is_refused_at_run_time(mode):
+    h = HoldsPoly(SquaredPoly(np.array([1.0, 2.0])))
+    with pytest.raises(SrcgradError, match="indexing a SquaredPoly"):
+        if mode == "grad":
+            srcgrad.grad(evaluate_held_poly)(h)
+        else:
+            srcgrad.jvp(evaluate_held_poly, (h,),
+                        (HoldsPoly(SquaredPoly(np.array([1.0, 0.0]))),))
