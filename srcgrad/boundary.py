@@ -29,6 +29,11 @@ from . import codegen
 from .errors import NonDifferentiableError, SrcgradError
 
 _WRAPPERS: dict = {}
+# operators a class may define in Python: srcgrad's rules for them assume numbers and arrays
+_OWN_OPERATORS = ("__getitem__", "__add__", "__radd__", "__sub__", "__rsub__", "__mul__",
+                  "__rmul__", "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__",
+                  "__pow__", "__rpow__", "__neg__", "__array_ufunc__",
+                  "__array_function__")
 _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type,
               np.ufunc, functools.partial)
 
@@ -206,11 +211,14 @@ def _refusal(x) -> str | None:
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return (f"an object of type {type(x).__name__}, which only converts to an array",
                 "pass np.asarray(x, dtype=float)")
-    if isinstance(getattr(type(x), "__getitem__", None), types.FunctionType) and \
-            not isinstance(x, (dict, list, tuple)):
-        return (f"an object of class {type(x).__name__} with its own __getitem__, whose "
-                f"items srcgrad cannot trace to its attributes",
-                "pass the arrays it holds, or index them in the function")
+    if not isinstance(x, (dict, list, tuple)):
+        own = [name for name in _OWN_OPERATORS
+               if isinstance(getattr(type(x), name, None), types.FunctionType)]
+        if own:
+            return (f"an object of class {type(x).__name__} with its own {own[0]}, which "
+                    f"srcgrad cannot trace to its attributes (it would run on tangents and "
+                    f"cotangents as if they were values)",
+                    "pass the arrays it holds, and compute with them in the function")
     if isinstance(x, _FUNCTIONS):  # (an object that merely defines __call__ may have
         # differentiable attributes)
         return f"a function or class ({type(x).__name__})", "leave it out of wrt"

@@ -177,6 +177,15 @@ def densify(g, x):
         return _densify_object(g, x)
     if _is_object(g):
         return _densify_object(vars(g), x)
+    if type(g) is _ndarray and g.dtype.kind == "O" and not (
+            type(x) is _ndarray and x.dtype.kind == "O"):
+        # numpy made an object array: an operand of the derivative was an object whose own
+        # operators computed each element; the rules assume numbers and arrays
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            "a derivative became an array of Python objects: a differentiable value met an "
+            "object with its own operators (or an object array), whose derivative srcgrad "
+            "cannot know. Compute with the arrays such objects hold.")
     if isinstance(x, np.ndarray) and np.shape(g) != x.shape:
         g = np.broadcast_to(g, x.shape).copy()
     if type(g) is not float and np.iscomplexobj(g) and not np.iscomplexobj(x):
