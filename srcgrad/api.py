@@ -13,8 +13,9 @@ import gast
 import numpy as np
 
 from . import runtime
-from .boundary import (as_function, callee_function, unbind, check_argument, check_cotangent,
-                       user_tracebacks)
+from .boundary import (as_function, callee_function, check_argument, check_cotangent,
+                       unbind)
+from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build

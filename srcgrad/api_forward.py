@@ -22,7 +22,8 @@ import numpy as np
 
 from . import codegen, runtime
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
-                       signature_text as _signature, structure_shape, user_tracebacks)
+                       signature_text as _signature, structure_shape)
+from .tracebacks import user_tracebacks
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,

@@ -144,9 +144,10 @@ def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:
             base = value.value
             what = f"'{base.id}'" if isinstance(base, gast.Name) and not base.id.startswith(
                 "_") else "an object that carries no gradient"
-            ctx.problem(node, f"indexing {what} with a differentiable value", "An index carries no gradient: compute it from "
-                              "values that do not depend on the differentiated input, or "
-                              "call a function with a derivative rule instead.")
+            ctx.problem(node, f"indexing {what} with a differentiable value",
+                        "An index carries no gradient: compute it from values that do not "
+                        "depend on the differentiated input, or call a function with a "
+                        "derivative rule instead.")
         elif isinstance(value, gast.BinOp) and type(value.op) not in BINOPS or isinstance(
                 value, gast.UnaryOp) and not isinstance(value.op, gast.Not) \
                 and type(value.op) not in UNARYOPS:
