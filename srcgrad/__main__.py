@@ -21,7 +21,14 @@ def _load_function(spec: str):
     spec_.loader.exec_module(module)
     obj = module
     for part in name.split("."):
-        obj = getattr(obj, part)
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            names = sorted(n for n, v in vars(module).items()
+                           if callable(v) and not n.startswith("_")
+                           and getattr(v, "__module__", None) == module_name)
+            raise SystemExit(f"error: {path} has no function '{name}' (its functions: "
+                             f"{', '.join(names) or 'none'})") from None
     return obj
 
 

@@ -13,6 +13,9 @@ import gast
 import numpy as np
 
 from . import runtime
+from .boundary import (as_function, callee_function, check_argument, check_cotangent,
+                       unbind)
+from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
@@ -150,17 +153,10 @@ def _normalize_wrt(fn, wrt) -> tuple[tuple[int, ...], bool]:
     return tuple(out), single
 
 
-def _check_differentiable(fn, names, wrt, args) -> None:
+def _check_differentiable(fn, wrt, args) -> None:
     for i in wrt:
-        if i >= len(args):
-            continue
-        bad = _integer_leaf(args[i])
-        if bad is not None:
-            name = names[i] if i < len(names) else f"#{i}"
-            raise NonDifferentiableError(
-                f"cannot differentiate {fn.__qualname__}() with respect to '{name}': it is "
-                f"{bad}. Pass a float (e.g. {name}=float({name}) or x.astype(float)), or "
-                f"leave it out of wrt.")
+        if i < len(args):
+            check_argument(args[i], fn, i)
 
 
 def _integer_leaf(x):
@@ -230,15 +226,15 @@ def grad(f: Callable | None = None, wrt=0, *, preserve_result: bool = False,
     if f is None:
         return functools.partial(grad, wrt=wrt, preserve_result=preserve_result,
                                  verbose=verbose, holomorphic=holomorphic)
-    return _make_grad(f, wrt, preserve_result, verbose, value_first=False,
-                      holomorphic=holomorphic)
+    return _make_grad(as_function(f, "grad"), wrt, preserve_result, verbose,
+                      value_first=False, holomorphic=holomorphic)
 
 
 def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
     """Like ``grad`` but returns ``(value, gradient)``."""
     if f is None:
         return functools.partial(value_and_grad, wrt=wrt, verbose=verbose)
-    return _make_grad(f, wrt, True, verbose, value_first=True)
+    return _make_grad(as_function(f, "value_and_grad"), wrt, True, verbose, value_first=True)
 
 
 def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
@@ -259,8 +255,9 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False)
         return adj
 
     @functools.wraps(f)
+    @user_tracebacks
     def gradient(*args, **kwargs):
-        _check_differentiable(f, names, indices, args)
+        _check_differentiable(f, indices, args)
         adj = adjoint()
         if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args):
             adj = adj.scalar_variant()
@@ -278,21 +275,27 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False)
     return gradient
 
 
+@user_tracebacks
 def vjp(f: Callable, *args, **kwargs):
     """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
 
     Arguments that cannot carry a gradient (integers, bools, strings, None) get ``None``.
     """
+    f = as_function(f, "vjp")
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
-    adj = get_adjoint(f, wrt)
-    fwd, bwd = adj.sweeps_for(f)
-    value, saved = fwd(*args, **kwargs)
+    _check_differentiable(f, wrt, args)
+    func, lead = unbind(f)  # a bound method: self first, not differentiated
+    adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
+    fwd, bwd = adj.sweeps_for(func)
+    value, saved = fwd(*lead, *args, **kwargs)
     used = []
 
+    @user_tracebacks
     def pullback(g):
         # the backward sweep pops its tape: each call pops its own copy (the values are
         # shared), so a pullback can be called any number of times
+        check_cotangent(g, value)
         grads = bwd(runtime.copy_saved(saved), g)
         used.append(True)
         out: list = [None] * len(args)
@@ -327,10 +330,8 @@ def dynamic_forward(fn, args, kwargs):
     if rule is not None:
         value = fn(*args, **kwargs)
         return value, ("rule", rule, args, kwargs, value)
+    fn = callee_function(fn)  # a partial, an object with __call__: Python code to run
     func = _func_key(fn)
-    if not hasattr(func, "__code__") and hasattr(getattr(fn, "__call__", None), "__func__"):
-        fn = fn.__call__  # an object whose class defines __call__: that method, bound
-        func = fn.__func__
     if not hasattr(func, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))

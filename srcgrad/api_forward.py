@@ -21,6 +21,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
+from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
+                       signature_text as _signature, structure_shape)
+from .tracebacks import user_tracebacks
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
                   get_adjoint)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
@@ -131,7 +134,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
         return _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
     if is_nondifferentiable(fn):
         return fn(*args, **kwargs), runtime.ZERO
-    fn = source_function(fn)
+    fn = callee_function(source_function(fn))
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
@@ -208,7 +211,7 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
         record = ("rule", rule, args, kwargs, value)
         return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
                                            d_value))
-    fn = source_function(fn)
+    fn = callee_function(source_function(fn))
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
@@ -274,31 +277,6 @@ def source_function(fn, scalar: bool = False):
     return made
 
 
-def _signature(f, skip: int = 0):
-    """``(parameters text, call arguments text, namespace of defaults)`` of ``f``'s
-    signature without its first ``skip`` parameters, for generated wrappers."""
-    name = getattr(f, "__name__", "f")
-    try:
-        sig = inspect.signature(f)
-    except (TypeError, ValueError):
-        raise SrcgradError(f"cannot differentiate through {name}: its signature is "
-                           f"unknown") from None
-    params, call, namespace = [], [], {}
-    for p in list(sig.parameters.values())[skip:]:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise SrcgradError(f"cannot differentiate through {name} again: '*{p.name}' "
-                               f"parameters are not supported")
-        text = p.name
-        if p.default is not p.empty:
-            namespace[f"_default_{p.name}"] = p.default
-            text += f"=_default_{p.name}"
-        if p.kind == p.KEYWORD_ONLY and "*" not in params:
-            params.append("*")
-        params.append(text)
-        call.append(p.name if p.kind != p.KEYWORD_ONLY else f"{p.name}={p.name}")
-    return ", ".join(params), ", ".join(call), namespace
-
-
 _serial = itertools.count(1)
 
 
@@ -340,12 +318,16 @@ def _bound_sweep(owner, which: str):
 def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False):
     """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
     with ``scalar``, around the sweeps specialized to scalar arguments."""
-    adj = get_adjoint(f, indices)
+    func, lead = unbind(f)  # a bound method: its self is passed first, not differentiated
+    adj = get_adjoint(func, tuple(i + len(lead) for i in indices))
     if scalar:
         adj = adj.scalar_variant()
-    fwd, bwd = adj.sweeps_for(f)
+    fwd, bwd = adj.sweeps_for(func)
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     params, call, namespace = _signature(f)
+    if lead:
+        namespace["_self"] = lead[0]
+        call = f"_self, {call}" if call else "_self"
     grads = ", ".join(f"_grads[{i}]" for i in range(len(indices)))
     result = "_grads[0]" if single else f"({grads},)"
     if value_first:
@@ -372,6 +354,7 @@ def _differentiable(x) -> bool:
                                types.MethodType, type, np.ufunc, functools.partial))
 
 
+@user_tracebacks
 def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     """``(value, tangent)``: ``f(*primals)`` and its directional derivative along
     ``tangents`` (one per primal, structured like it), by forward mode.
@@ -380,14 +363,20 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     code runs for it, which is cheaper than an array of zeros. Primals that cannot carry a
     derivative (integers, bools, strings, None, functions) ignore their tangent.
     """
-    primals, tangents = tuple(primals), tuple(tangents)
+    primals = check_sequence("jvp", "primals", primals)
+    tangents = check_sequence("jvp", "tangents", tangents)
+    f = as_function(f, "jvp")
     if len(primals) != len(tangents):
         raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
+    func, lead = unbind(f)  # a bound method: self is a primal that is not varied
+    if lead:
+        f, primals, tangents = func, lead + primals, (None,) + tangents
     scalar = all(type(a) in _SCALARS for a in primals)
     fn = source_function(f, scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
+        check_argument(primals[i], f, i)
         _check_tangent(primals[i], tangents[i], i)
     built = get_forward(fn, wrt)
     if scalar and built.scalar_closed:
@@ -398,20 +387,21 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
 
 
 def _check_tangent(x, t, i):
-    sx, st = _structure_shape(x), _structure_shape(t)
+    sx, st = structure_shape(x), structure_shape(t)
     if sx != st:
         raise SrcgradError(f"jvp: the tangent of argument {i} must have the primal's "
                            f"structure and shape; primal {sx}, tangent {st}")
 
 
-def _structure_shape(x):
-    if isinstance(x, dict):
-        return {k: _structure_shape(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_structure_shape(v) for v in x]
-    if isinstance(x, (np.ndarray, float, int, np.number)):
-        return np.shape(x)
-    return type(x).__name__
+def _name(f) -> str:
+    return getattr(f, "__qualname__", getattr(f, "__name__", type(f).__name__))
+
+
+def _check_wrt_argument(f, index, args) -> None:
+    if index >= len(args):
+        raise SrcgradError(f"{_name(f)}() was called with {len(args)} arguments, but it is "
+                           f"differentiated with respect to argument {index}")
+    check_argument(args[index], f, index)
 
 
 def _wrt_index(f, wrt) -> int:
@@ -431,11 +421,15 @@ def jacfwd(f: Callable, wrt=0):
     unbatched jvp along a random direction (rules that reduce over all axes, say, would mix
     the batch in). Otherwise the columns are computed one jvp at a time.
     """
+    f = as_function(f, "jacfwd")
     index = _wrt_index(source_function(f), wrt)
 
     @functools.wraps(f)
+    @user_tracebacks
     def jacobian_fwd(*args):
-        return _jacfwd(f, index, args)
+        _check_wrt_argument(f, index, args)
+        func, lead = unbind(f)
+        return _jacfwd(func, index + len(lead), lead + args)
 
     return jacobian_fwd
 
@@ -479,14 +473,17 @@ def jacrev(f: Callable, wrt=0):
     The forward sweep runs once; the backward sweep runs once per output element, each time
     on a copy of the saved tapes.
     """
+    f = as_function(f, "jacrev")
     index = _wrt_index(source_function(f), wrt)
 
     @functools.wraps(f)
+    @user_tracebacks
     def jacobian_rev(*args):
-        fn = source_function(f)
-        adj = get_adjoint(fn, (index,))
+        _check_wrt_argument(f, index, args)
+        fn, lead = unbind(source_function(f))
+        adj = get_adjoint(fn, (index + len(lead),))
         fwd, bwd = adj.sweeps_for(_func_key(fn))
-        value, saved = fwd(*args)
+        value, saved = fwd(*lead, *args)
         out_shape = np.shape(value)
         m = int(np.prod(out_shape))
         rows = []
@@ -509,6 +506,7 @@ def hessian(f: Callable, wrt=0):
     """The Hessian of scalar ``f`` with respect to argument ``wrt``: forward mode over the
     generated gradient (``jacfwd(grad(f, wrt))``), shape ``in.shape + in.shape``."""
     from .api import grad
+    f = as_function(f, "hessian")
     index = _wrt_index(f, wrt)
     return jacfwd(grad(f, wrt=index), wrt=index)
 
@@ -518,7 +516,9 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence):
     primal): forward mode over the generated gradient with respect to every primal. Returns
     one product per primal (a single value when there is one primal)."""
     from .api import grad
-    primals = tuple(primals)
+    primals = check_sequence("hvp", "primals", primals)
+    tangents = check_sequence("hvp", "tangents", tangents)
+    f = as_function(f, "hvp")
     wrt = tuple(range(len(primals)))
     g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
     _, product = jvp(g, primals, tangents)

@@ -104,8 +104,14 @@ class UnsupportedFeatureError(SrcgradError):
 class InternalError(SrcgradError):
     """A broken invariant inside srcgrad: always a bug in srcgrad, never in the user's code."""
 
-    def __init__(self, pass_name: str, message: str):
-        super().__init__(
-            f"internal error in pass '{pass_name}': {message}. This is a srcgrad bug; "
-            f"please report it with the function being differentiated."
-        )
+    def __init__(self, pass_name: str, message: str, location: Location | None = None):
+        self.pass_name, self.detail, self.location = pass_name, message, location
+        super().__init__(_located(
+            location, f"internal error in pass '{pass_name}': {message}.",
+            "This is a srcgrad bug; please report it with the function being differentiated."))
+
+    def at(self, location: Location) -> "InternalError":
+        """This error, located at ``location`` when it has no place yet."""
+        if self.location is not None:
+            return self
+        return InternalError(self.pass_name, self.detail, location)

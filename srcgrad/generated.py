@@ -13,6 +13,7 @@ import threading
 from typing import Any, Callable
 
 from . import codegen, runtime
+from .errors import InternalError, SrcgradError
 from .transforms import normalize, prepare
 from .transforms.context import _UNBOUND
 
@@ -50,14 +51,27 @@ class Generated(abc.ABC):
     def build(self, debug: bool = False) -> None:
         ctx = prepare(self.fn, self.wrt, debug)
         ctx.scalar_mode = self.scalar_mode
-        tree = normalize(ctx)
-        module = self.generate(tree, ctx)
+        try:
+            tree = normalize(ctx)
+            module = self.generate(tree, ctx)
+        except InternalError as e:
+            raise e.at(ctx.location(ctx.src.tree)) from e
+        except SrcgradError:
+            raise
+        except Exception as e:  # a broken invariant in a pass: say where, and that it is ours
+            raise InternalError("build", f"{type(e).__name__}: {e}",
+                                ctx.location(ctx.src.tree)) from e
         self.scalar_closed = ctx.scalar_closed
         self.source = codegen.to_source(module)
         if debug:
             print(self.source, file=sys.stderr)
         label = f"{self.fn.__name__} {'scalar ' if self.scalar_mode else ''}{self.kind}"
-        namespace = codegen.compile_source(self.source, label, {})
+        src = ctx.src
+        lines = codegen.line_map(module, self.source,
+                                 lambda node: src.first_line + node.lineno - 1)
+        namespace = codegen.compile_source(
+            self.source, label, {},
+            codegen.UserLines(src.filename, getattr(self.fn, "__name__", "f"), lines))
         self.filename = namespace["__srcgrad_file__"]
         make = namespace["_make"]
         self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")

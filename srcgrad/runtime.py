@@ -38,6 +38,9 @@ __all__ = [
     "adjoint_pop",
     "grad_seed",
     "copy_saved",
+    "index_concat",
+    "refuse_foreign_array",
+    "index_slice",
 ]
 
 import sys
@@ -76,6 +79,7 @@ def unbroadcast(g, x):
         # (This is the hot path of scalar code: one type check.)
         if type(g) is float or isinstance(g, _generic):
             return g
+        refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
     if shape is None:
@@ -105,12 +109,34 @@ def broadcast_like(d, ans):
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
         shape = np.shape(ans)
+    if type(d) is not _ndarray:
+        refuse_foreign_array(d)
     dshape = getattr(d, "shape", None)
     if dshape is None:
         dshape = np.shape(d)
     if dshape == shape:
         return d
     return np.broadcast_to(d, shape)
+
+
+def refuse_foreign_array(value) -> None:
+    """Raise when a derivative became an array type whose operators differ from an
+    ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by
+    label): an operand of that type met a differentiable value, and the rules, written for
+    arrays, would compute a wrong derivative."""
+    if isinstance(value, np.matrix):
+        kind = "an np.matrix"
+    elif isinstance(value, np.ma.MaskedArray):
+        kind = "a masked array"
+    elif type(value).__module__.startswith("pandas"):
+        kind = f"a pandas {type(value).__name__}"
+    else:
+        return
+    from .errors import UnsupportedFeatureError
+    raise UnsupportedFeatureError(
+        f"a differentiable value met {kind}, whose operations differ from an array's, so its "
+        f"derivative would be wrong. Convert that operand with np.asarray(...) (pandas: "
+        f".to_numpy()) before it meets the differentiated input.")
 
 
 def zeros_like(x):
@@ -151,6 +177,15 @@ def densify(g, x):
         return _densify_object(g, x)
     if _is_object(g):
         return _densify_object(vars(g), x)
+    if type(g) is _ndarray and g.dtype.kind == "O" and not (
+            type(x) is _ndarray and x.dtype.kind == "O"):
+        # numpy made an object array: an operand of the derivative was an object whose own
+        # operators computed each element; the rules assume numbers and arrays
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            "a derivative became an array of Python objects: a differentiable value met an "
+            "object with its own operators (or an object array), whose derivative srcgrad "
+            "cannot know. Compute with the arrays such objects hold.")
     if isinstance(x, np.ndarray) and np.shape(g) != x.shape:
         g = np.broadcast_to(g, x.shape).copy()
     if type(g) is not float and np.iscomplexobj(g) and not np.iscomplexobj(x):
@@ -242,7 +277,20 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
         return type(x)(items)
     if np.ndim(x) == 0 and isinstance(x, (float, np.floating)):
         raise TypeError("cannot index into a scalar")
+    _refuse_own_getitem(x)
     return add_at(acc, np.asarray(x), index, g)
+
+
+def _refuse_own_getitem(x) -> None:
+    """Raise for an indexed object whose own ``__getitem__`` computes the item (a user
+    class, pandas): what the item depends on is not visible to srcgrad."""
+    refuse_foreign_array(x)
+    if not hasattr(x, "__array__") and not isinstance(x, (_generic, dict)):
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            f"indexing a {type(x).__name__} (its own __getitem__) in differentiated code: "
+            f"srcgrad cannot tell which of its values the result depends on. Index an array, "
+            f"list, tuple or dict instead, or call a method of it (def at(self, i): ...).")
 
 
 def _is_simple_index(index) -> bool:
@@ -274,6 +322,9 @@ def add_attr(acc, obj, name: str, g):
     """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
     if is_zero(g):
         return acc
+    if isinstance(obj, (_ndarray, _generic)) or type(obj).__module__.startswith("pandas"):
+        from .errors import MissingRuleError
+        raise MissingRuleError(f"{type(obj).__name__}.{name}")
     if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
         import inspect
         if isinstance(inspect.getattr_static(type(obj), name, None), property):
@@ -461,6 +512,8 @@ def tangent_item(d, x, index):
         return d.get(index, ZERO)
     if isinstance(x, np.ndarray) and np.shape(d) != x.shape:
         return np.broadcast_to(d, x.shape)[index]
+    if not isinstance(x, (_ndarray, list, tuple, str)):
+        _refuse_own_getitem(x)
     return d[index]
 
 
@@ -840,3 +893,18 @@ def is_match_mapping(value) -> bool:
     import collections.abc
     return isinstance(value, collections.abc.Mapping)
 
+
+
+index_slice = slice  # ``np.r_[a:b]`` in normalized code: the slice object, built by a call
+
+
+def index_concat(maker, items):
+    """``maker[items]`` for numpy's index-tricks concatenators (``np.r_``, ``np.c_``): what
+    the subscript becomes in normalized code, so that it has a derivative rule."""
+    value = maker[items]
+    if isinstance(value, np.matrix):
+        from .errors import UnsupportedFeatureError
+        raise UnsupportedFeatureError(
+            "the 'r'/'c' directives of np.r_ make an np.matrix, which srcgrad does not "
+            "differentiate (its '*' is a matrix product); use np.atleast_2d or reshape")
+    return value

@@ -324,8 +324,10 @@ def test_backward_sweep_error_traceback_points_at_generated_code():
         return np.sin(x) * 2
 
     _, pullback = srcgrad.vjp(f, np.ones(3))
-    with pytest.raises(ValueError) as info:
-        pullback(np.ones(4))  # wrong cotangent shape
+    with pytest.raises(srcgrad.SrcgradError, match="cotangent must have the shape"):
+        pullback(np.ones(4))  # wrong cotangent shape: refused at the boundary
+    with pytest.raises(TypeError) as info:
+        pullback(np.array(["a", "b", "c"]))  # the right shape, but no arithmetic on it
     frames = [fr for fr in traceback.extract_tb(info.value.__traceback__)
               if fr.filename.startswith("<srcgrad")]
     assert frames and all(fr.line for fr in frames)

@@ -582,3 +582,330 @@ def test_semantics_srcgrad_cannot_keep_are_refused(fn, args, marker, construct):
     message = str(info.value)
     assert f"{THIS_FILE}:{line_of(fn, marker)}" in message
     assert construct in message
+
+
+# -- the boundary of every public entry point (srcgrad/boundary.py) ------------------------
+import functools  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import traceback  # noqa: E402
+from decimal import Decimal  # noqa: E402
+
+from srcgrad.errors import InternalError, NonDifferentiableError  # noqa: E402
+
+V3 = np.array([0.5, -1.0, 2.0])
+
+
+def scalar_loss(x):
+    return np.sum(x * x * x)
+
+
+def vector_map(x):
+    return np.sin(x) * 2.0
+
+
+class ArrayLike:
+    def __array__(self, dtype=None, copy=None):
+        return np.array(V3, dtype=dtype)
+
+
+def _pandas(kind):
+    pd = pytest.importorskip("pandas")
+    return pd.Series(V3) if kind == "series" else pd.DataFrame({"a": V3})
+
+
+# entry point name -> how it differentiates f at x (the tangent, where one is needed, is 1s)
+ENTRIES = {
+    "grad": lambda x: srcgrad.grad(scalar_loss)(x),
+    "value_and_grad": lambda x: srcgrad.value_and_grad(scalar_loss)(x),
+    "vjp": lambda x: srcgrad.vjp(vector_map, x)[1](np.ones(np.shape(x))),
+    "jvp": lambda x: srcgrad.jvp(vector_map, (x,), (np.ones(np.shape(x)),)),
+    "jacfwd": lambda x: srcgrad.jacfwd(vector_map)(x),
+    "jacrev": lambda x: srcgrad.jacrev(vector_map)(x),
+    "jacobian": lambda x: srcgrad.jacobian(vector_map)(x),
+    "hessian": lambda x: srcgrad.hessian(scalar_loss)(x),
+    "hvp": lambda x: srcgrad.hvp(scalar_loss, (x,), (np.ones(np.shape(x)),)),
+    "jacrev(grad)": lambda x: srcgrad.jacrev(srcgrad.grad(scalar_loss))(x),
+    "grad of a partial": lambda x: srcgrad.grad(functools.partial(scalar_loss))(x),
+}
+# refused by every entry point, with the same reason
+REFUSED = {
+    "pandas Series": (lambda: _pandas("series"), "a pandas Series"),
+    "pandas DataFrame": (lambda: _pandas("frame"), "a pandas DataFrame"),
+    "np.matrix": (lambda: np.matrix([[0.5, -1.0], [2.0, 1.0]]), "an np.matrix"),
+    "masked array": (lambda: np.ma.array(V3, mask=[0, 1, 0]), "a masked array"),
+    "__array__ object": (lambda: ArrayLike(), "only converts to an array"),
+    "object array": (lambda: V3.astype(object), "dtype object"),
+    "Decimal": (lambda: Decimal("1.5"), "a Decimal"),
+    "list holding a Series": (lambda: [V3, _pandas("series")], "a pandas Series"),
+}
+
+
+@pytest.mark.parametrize("bad", list(REFUSED))
+def test_every_entry_point_refuses_the_same_inputs_the_same_way(bad):
+    make, reason = REFUSED[bad]
+    messages = {}
+    for name, run in ENTRIES.items():
+        with pytest.raises(NonDifferentiableError) as info:
+            run(make())
+        messages[name] = str(info.value)
+    for name, message in messages.items():
+        assert reason in message, (name, message)
+        if bad == "list holding a Series":
+            assert "'x' of" in message and "()[1]: it is" in message, message
+        # the same explanation after the argument's name, from the one boundary helper
+        assert message.split(": it is ", 1)[1] == messages["grad"].split(": it is ", 1)[1], \
+            (name, message)
+
+
+@pytest.mark.parametrize("name", ["grad", "value_and_grad", "jacfwd", "jacrev", "hessian",
+                                  "jacrev(grad)"])
+@pytest.mark.parametrize("bad, reason", [(None, "it is None"), ("abc", "it is a str"),
+                                         (np.arange(3), "it is an integer array")],
+                         ids=["None", "str", "int array"])
+def test_explicit_wrt_entry_points_refuse_none_and_strings(name, bad, reason):
+    with pytest.raises(NonDifferentiableError, match=reason):
+        ENTRIES[name](bad)
+
+
+def test_grad_of_identity_at_none_is_refused_not_one():
+    with pytest.raises(NonDifferentiableError, match="None"):
+        srcgrad.grad(lambda x: x)(None)
+
+
+@pytest.mark.parametrize("other", [None, "abc", np.arange(3), 3],
+                         ids=["None", "str", "int array", "int"])
+def test_vjp_and_jvp_give_no_derivative_for_arguments_that_cannot_carry_one(other):
+    def f(x, opt):
+        return x * 2.0
+
+    _, pullback = srcgrad.vjp(f, V3, other)
+    gx, gopt = pullback(np.ones(3))
+    np.testing.assert_allclose(gx, 2.0)
+    assert gopt is None  # (documented: no gradient for integers, strings, None)
+    _, t = srcgrad.jvp(f, (V3, other), (np.ones(3), np.ones(3)))
+    np.testing.assert_allclose(t, 2.0)
+
+
+def test_plain_arrays_floats_and_containers_pass_the_boundary_unchanged():
+    for x in (V3, 1.5, np.float32(1.5), [V3, 2.0], {"a": V3}):
+        g = srcgrad.grad(lambda v: srcgrad.runtime.stop_gradient(0.0) + _total(v))(x)
+        assert type(g) is type(x) or isinstance(x, float)
+
+
+def _total(v):
+    if isinstance(v, dict):
+        return np.sum(v["a"] ** 2)
+    if isinstance(v, list):
+        return np.sum(v[0] ** 2) + v[1] ** 2
+    return np.sum(v ** 2)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: np.abs(np.exp(1j * x)),
+    lambda x: np.real(np.exp(1j * x)) + np.imag(x * (1 + 2j)) ** 2,
+    lambda x: np.abs(x + 1j) ** 2,
+], ids=["abs_of_unit", "real_imag", "abs2"])
+def test_complex_intermediates_give_real_gradients_matching_finite_differences(f):
+    x = 0.7
+    g = srcgrad.grad(f)(x)
+    assert np.isrealobj(g)
+    eps = 1e-6
+    assert g == pytest.approx((f(x + eps) - f(x - eps)) / (2 * eps), rel=1e-6, abs=1e-8)
+
+
+# -- what can be differentiated: functions with rules, partials, callable objects ----------
+def loss_with_data(w, data, scale=1.0):
+    return scale * np.sum((data @ w) ** 2)
+
+
+class Quadratic:
+    def __init__(self, a):
+        self.a = a
+
+    def __call__(self, x):
+        return self.a * np.sum(x ** 2)
+
+
+def test_functions_with_rules_are_differentiated_directly():
+    assert srcgrad.grad(np.sin)(1.0) == pytest.approx(math.cos(1.0))
+    assert srcgrad.grad(math.exp)(1.0) == pytest.approx(math.e)
+    assert srcgrad.grad(abs)(-2.0) == pytest.approx(-1.0)
+    assert srcgrad.grad(np.arctan2, wrt=1)(1.0, 2.0) == pytest.approx(-1.0 / 5.0)
+    np.testing.assert_allclose(srcgrad.jvp(np.exp, (V3,), (np.ones(3),))[1], np.exp(V3))
+    np.testing.assert_allclose(srcgrad.jacfwd(np.sin)(V3), np.diag(np.cos(V3)))
+    np.testing.assert_allclose(srcgrad.jacrev(np.tanh)(V3), np.diag(1 - np.tanh(V3) ** 2))
+    assert srcgrad.hessian(np.sin)(1.0) == pytest.approx(-math.sin(1.0))
+    assert srcgrad.hvp(math.exp, (0.5,), (2.0,)) == pytest.approx(2.0 * math.exp(0.5))
+    value, pullback = srcgrad.vjp(np.cos, V3)
+    np.testing.assert_allclose(pullback(np.ones(3))[0], -np.sin(V3))
+
+
+def test_partial_objects_are_differentiated_with_their_bound_values():
+    data = np.arange(6.0).reshape(2, 3) / 5
+    f = functools.partial(loss_with_data, data=data, scale=0.5)
+    check_grad(f, (V3,))
+    g = functools.partial(loss_with_data, V3)  # the first argument bound positionally
+    np.testing.assert_allclose(srcgrad.grad(g)(data), srcgrad.grad(loss_with_data, wrt=1)(
+        V3, data))
+    _, t = srcgrad.jvp(f, (V3,), (np.ones(3),))
+    assert t == pytest.approx(np.sum(srcgrad.grad(f)(V3)))
+
+
+def test_objects_with_call_are_differentiated_through_their_method():
+    q = Quadratic(3.0)
+    np.testing.assert_allclose(srcgrad.grad(q)(V3), 6.0 * V3)
+    np.testing.assert_allclose(srcgrad.hessian(q)(V3), 6.0 * np.eye(3))
+    _, t = srcgrad.jvp(q, (V3,), (np.ones(3),))
+    assert t == pytest.approx(6.0 * np.sum(V3))
+
+
+NOT_FUNCTIONS = [3, "f", None, [scalar_loss]]
+
+
+@pytest.mark.parametrize("bad", NOT_FUNCTIONS, ids=repr)
+@pytest.mark.parametrize("call", [
+    lambda f: srcgrad.grad(f)(1.0), lambda f: srcgrad.value_and_grad(f)(1.0),
+    lambda f: srcgrad.vjp(f, 1.0), lambda f: srcgrad.jvp(f, (1.0,), (1.0,)),
+    lambda f: srcgrad.jacfwd(f)(1.0), lambda f: srcgrad.jacrev(f)(1.0),
+    lambda f: srcgrad.hessian(f)(1.0), lambda f: srcgrad.hvp(f, (1.0,), (1.0,)),
+], ids=["grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian", "hvp"])
+def test_non_functions_are_refused_by_every_entry_point(bad, call):
+    with pytest.raises(srcgrad.SrcgradError, match="takes the function to differentiate"):
+        call(bad)
+
+
+def test_builtin_without_rule_is_refused_by_name():
+    with pytest.raises(srcgrad.SrcgradError, match="no Python source and no derivative rule"):
+        srcgrad.grad(math.fsum)([1.0, 2.0])
+
+
+@pytest.mark.parametrize("call", [
+    lambda: srcgrad.jvp(vector_map, V3, V3),
+    lambda: srcgrad.jvp(vector_map, (V3,), V3),
+    lambda: srcgrad.hvp(scalar_loss, V3, V3),
+], ids=["jvp", "jvp tangents", "hvp"])
+def test_primals_and_tangents_must_be_sequences(call):
+    with pytest.raises(srcgrad.SrcgradError, match="as a tuple with one entry per argument"):
+        call()
+
+
+def test_pullback_refuses_a_cotangent_of_the_wrong_shape():
+    _, pullback = srcgrad.vjp(vector_map, V3)
+    with pytest.raises(srcgrad.SrcgradError, match=r"shape of f's output, \(3,\)"):
+        pullback(np.ones(4))
+    _, pullback = srcgrad.vjp(lambda x: [x, 2.0 * x], V3)
+    with pytest.raises(srcgrad.SrcgradError, match="structured and shaped like"):
+        pullback(np.ones(3))
+
+
+def test_jacobians_refuse_a_missing_argument():
+    with pytest.raises(srcgrad.SrcgradError, match="called with 1 arguments"):
+        srcgrad.jacfwd(lambda x, y: x * y, wrt=1)(V3)
+
+
+def test_command_line_names_a_missing_function(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("import numpy as np\n\ndef loss(x):\n    return np.sum(x ** 2)\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(srcgrad.__file__)))
+    out = subprocess.run([sys.executable, "-m", "srcgrad", "show", f"{path}:nope"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 1
+    assert "has no function 'nope'" in out.stderr and "loss" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_internal_errors_carry_the_users_file_and_line(monkeypatch):
+    def broken_pass(tree, ctx, user_calls):
+        raise KeyError("an invariant")
+
+    monkeypatch.setattr(srcgrad.api, "reverse", broken_pass)
+
+    def f(x):
+        return x * 3.0
+
+    with pytest.raises(InternalError) as info:
+        srcgrad.grad(f)(1.0)
+    message = str(info.value)
+    assert f"{THIS_FILE}:{line_of(f, 'def f')}" in message
+    assert "KeyError" in message and "srcgrad bug" in message
+
+
+# -- errors raised while generated code runs point at the user's line ----------------------
+def loss_with_mismatch(W, xs):
+    total = 0.0
+    for x in xs:
+        h = W @ x
+        total = total + np.sum(np.tanh(h))
+    return total
+
+
+W34 = np.ones((3, 4)) / 4
+BAD_XS = [np.ones(4), np.ones(5)]
+
+
+@pytest.mark.parametrize("run", [
+    lambda: srcgrad.grad(loss_with_mismatch)(W34, BAD_XS),
+    lambda: srcgrad.value_and_grad(loss_with_mismatch)(W34, BAD_XS),
+    lambda: srcgrad.vjp(loss_with_mismatch, W34, BAD_XS),
+    lambda: srcgrad.jvp(loss_with_mismatch, (W34, BAD_XS), (W34, None)),
+    lambda: srcgrad.jacrev(loss_with_mismatch)(W34, BAD_XS),
+    lambda: srcgrad.jacfwd(loss_with_mismatch)(W34, BAD_XS),
+], ids=["grad", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd"])
+def test_error_in_generated_code_shows_the_users_line_above_the_generated_frame(run):
+    with pytest.raises(ValueError) as info:
+        run()
+    frames = traceback.extract_tb(info.value.__traceback__)
+    line = line_of(loss_with_mismatch, "h = W @ x")
+    generated = [i for i, fr in enumerate(frames) if fr.filename.startswith("<srcgrad")]
+    assert generated, "the generated frame stays visible"
+    above = frames[generated[-1] - 1]
+    assert (os.path.basename(above.filename), above.lineno) == (THIS_FILE, line)
+    assert above.name == "loss_with_mismatch" and above.line == "h = W @ x"
+    text = "".join(traceback.format_exception(info.value))
+    assert f"{THIS_FILE}:{line} in loss_with_mismatch(): h = W @ x" in text
+    assert "generated code: <srcgrad:" in text
+
+
+def test_every_public_transformation_is_in_the_parity_check():
+    """A new entry point must go through the boundary helpers: add it to ENTRIES."""
+    helpers = {"source", "stop_gradient", "Adjoint", "get_adjoint", "get_forward",
+               "source_function"}
+    transformations = set(srcgrad.api.__all__) | set(srcgrad.api_forward.__all__)
+    assert transformations - helpers <= set(ENTRIES)
+
+
+def test_command_line_refuses_a_target_that_is_not_a_function(tmp_path):
+    path = tmp_path / "model.py"
+    path.write_text("SCALE = 3\n")
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(srcgrad.__file__)))
+    out = subprocess.run([sys.executable, "-m", "srcgrad", "show", f"{path}:SCALE"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 1
+    assert "takes the function to differentiate first; got int 3" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+class WithProperty:
+    def __init__(self, a):
+        self.a = a
+
+    @property
+    def twice(self):
+        return 2 * self.a
+
+    def loss(self, x):
+        return self.twice * np.sum(x ** 2)
+
+
+def test_bound_methods_work_in_every_entry_point_and_do_not_differentiate_self():
+    obj = WithProperty(3.0)  # (differentiating self would refuse the property read)
+    expected = 12.0 * V3
+    np.testing.assert_allclose(srcgrad.grad(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.value_and_grad(obj.loss)(V3)[1], expected)
+    np.testing.assert_allclose(srcgrad.vjp(obj.loss, V3)[1](1.0)[0], expected)
+    assert srcgrad.jvp(obj.loss, (V3,), (np.ones(3),))[1] == pytest.approx(np.sum(expected))
+    np.testing.assert_allclose(srcgrad.jacfwd(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.jacrev(obj.loss)(V3), expected)
+    np.testing.assert_allclose(srcgrad.hessian(obj.loss)(V3), 12.0 * np.eye(3))
+    np.testing.assert_allclose(srcgrad.hvp(obj.loss, (V3,), (np.ones(3),)), 12.0 * np.ones(3))

@@ -36,6 +36,8 @@ ARRAY_METHODS: dict[str, Callable] = {
     "trace": np.trace,
     "diagonal": np.diagonal,
     "copy": np.copy,
+    "conj": np.conjugate,
+    "conjugate": np.conjugate,
     "reshape": reshape_method,
     "transpose": transpose_method,
     "astype": astype_method,
@@ -48,6 +50,7 @@ ARRAY_ATTRIBUTES: dict[str, Callable] = {
     "T": np.transpose,
     "mT": np.matrix_transpose,
     "real": np.real,
+    "imag": np.imag,
 }
 
 NONDIFF_METHODS: frozenset[str] = frozenset({

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
+import numbers
 import sys
+import types
 from typing import Callable
 
 import gast
+import numpy as np
 
 from .. import runtime
 from ..errors import MissingRuleError, SourceUnavailableError
@@ -22,7 +25,8 @@ from .anf import to_anf
 from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
-from .resolve import resolve
+from .index_tricks import lower_index_tricks
+from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
 from .validate import validate
 
@@ -32,6 +36,7 @@ PIPELINE: list[tuple[str, Callable]] = [
     ("mark_varied", mark_varied),
     ("desugar", desugar),
     ("lower_exits", lower_exits),
+    ("index_tricks", lower_index_tricks),
     ("anf", to_anf),
     ("resolve", resolve),
 ]
@@ -116,6 +121,82 @@ def _redispatched(obj) -> bool:
     return obj is runtime.call_fwd or obj is runtime.method_fwd or obj is runtime.call_bwd
 
 
+# expressions the generators differentiate (calls are checked by check_calls), and those
+# whose value carries no derivative whatever their operands
+_DIFFERENTIATED = (gast.Name, gast.BinOp, gast.UnaryOp, gast.Subscript, gast.Tuple, gast.List,
+                   gast.Dict, gast.Attribute, gast.Call, gast.Constant,
+                   gast.Lambda)  # (a lambda: through the calls of it)
+_NO_DERIVATIVE = (gast.Compare, gast.BoolOp, gast.JoinedStr, gast.FormattedValue)
+
+
+def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:
+    """Record a problem for each assignment whose differentiable operands the generators
+    would give no derivative to: a subscript of an inactive object by a differentiable index,
+    an operator without a rule, an expression kind they do not differentiate."""
+    for node in gast.walk(tree):
+        if not (isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name)
+                and node.targets[0].id in ctx.active):
+            continue
+        value = node.value
+        if not A.names_read(value) & ctx.active or isinstance(value, _NO_DERIVATIVE):
+            continue
+        if isinstance(value, gast.Subscript) and not A.names_read(value.value) & ctx.active:
+            base = value.value
+            what = f"'{base.id}'" if isinstance(base, gast.Name) and not base.id.startswith(
+                "_") else "an object that carries no gradient"
+            ctx.problem(node, f"indexing {what} with a differentiable value",
+                        "An index carries no gradient: compute it from values that do not "
+                        "depend on the differentiated input, or call a function with a "
+                        "derivative rule instead.")
+        elif isinstance(value, gast.BinOp) and type(value.op) not in BINOPS or isinstance(
+                value, gast.UnaryOp) and not isinstance(value.op, gast.Not) \
+                and type(value.op) not in UNARYOPS:
+            ctx.problem(node, f"the operator '{_symbol(value.op)}' on a differentiable "
+                              f"value", "It has no derivative rule.")
+        elif isinstance(value, gast.BinOp) and _foreign_operand(value, ctx):
+            ctx.problem(node, f"the operator '{_symbol(value.op)}' between a "
+                              f"differentiable value and a {_foreign_operand(value, ctx)}",
+                        "Its derivative rule is written for numbers and arrays; convert the "
+                        "operand (np.asarray(...), .to_numpy()) or compute with arrays.")
+        elif not isinstance(value, _DIFFERENTIATED):
+            ctx.problem(node, f"{type(value).__name__} of a differentiable value",
+                        "Compute it in plain statements.")
+
+
+_SYMBOLS = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.FloorDiv: "//",
+            gast.Mod: "%", gast.Pow: "**", gast.MatMult: "@", gast.BitAnd: "&", gast.BitOr: "|",
+            gast.BitXor: "^", gast.LShift: "<<", gast.RShift: ">>", gast.Invert: "~",
+            gast.USub: "-", gast.UAdd: "+"}
+
+
+def _symbol(op) -> str:
+    return _SYMBOLS.get(type(op), type(op).__name__)
+
+
+_NUMERIC = (numbers.Number, np.generic, list, tuple, str, bytes, type(None))
+
+
+def _foreign_operand(value: gast.BinOp, ctx: Context) -> str | None:
+    """The type name of an operand of ``value`` that is a global or closure value of a type
+    the operator rules do not describe (an np.matrix, a masked array, pandas, a user class
+    with its own operators), read without recording an assumption; else None."""
+    for operand in (value.left, value.right):
+        if not isinstance(operand, gast.Name) or operand.id in ctx.local_names:
+            continue
+        if operand.id in ctx.closure:
+            obj = ctx.closure[operand.id]
+        elif operand.id in ctx.globals:
+            obj = ctx.globals[operand.id]
+        else:
+            continue
+        if isinstance(obj, _NUMERIC) or type(obj) is np.ndarray or isinstance(obj, np.memmap):
+            continue
+        if isinstance(obj, (types.ModuleType, type)) or callable(obj):
+            continue
+        return type(obj).__name__
+    return None
+
+
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint; raise for calls
     nothing can differentiate."""
@@ -127,6 +208,7 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             if any(A.names_read(v) & ctx.active for v in spread):
                 ctx.problem(node, "'*args' or '**kwargs' unpacking of differentiable values "
                                   "in a call", "Pass each argument explicitly.")
+    check_no_lost_activity(tree, ctx)
     for stmt, call, r in active_calls(tree, ctx):
         if r.kind in ("rule", "method", "nondiff"):
             continue

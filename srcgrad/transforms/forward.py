@@ -390,7 +390,7 @@ class ForwardGenerator:
                              "Pass each argument explicitly.")
             return None
         if r is None:
-            raise InternalError("forward", "a call was not resolved")
+            raise InternalError("forward", "a call was not resolved", self.ctx.location(s))
         if r.kind == "method":
             return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out)
         if r.kind == "rule":

@@ -4,6 +4,7 @@ method or attribute (mapped to a rule), or unknown.
 """
 from __future__ import annotations
 
+import functools
 import operator
 import types
 
@@ -58,6 +59,11 @@ def classify(obj) -> Resolved:
     func = getattr(obj, "__func__", obj)
     if hasattr(func, "__code__"):
         return Resolved("user", obj, getattr(func, "__qualname__", repr(obj)))
+    if isinstance(obj, functools.partial) or isinstance(
+            getattr(type(obj), "__call__", None), types.FunctionType):
+        # a partial, an object whose class defines __call__: Python code, dispatched at run
+        # time like a closure's callee (runtime.call_fwd)
+        return Resolved("dynamic", obj, rule_name(obj))
     if callable(obj):
         return Resolved("unknown", obj, rule_name(obj))
     return Resolved("constant", obj, repr(obj))

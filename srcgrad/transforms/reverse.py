@@ -459,7 +459,8 @@ class ReverseGenerator:
             return self.user_call_contributions(call, v, state, s)
         if r.kind == "nondiff":
             return []
-        raise InternalError("reverse", f"unresolved call {r.name} with active arguments")
+        raise InternalError("reverse", f"unresolved call {r.name} with active arguments",
+                            self.ctx.location(s))
 
     def rule_contributions(self, fn, args, keywords, v, state, s) -> list:
         rule = lookup(fn)
