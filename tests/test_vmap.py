@@ -1,0 +1,345 @@
+"""vmap by source transformation, checked against a Python loop over the examples."""
+import warnings
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad import VmapFallbackWarning, vmap
+from fdcheck import check_grad
+
+rng = np.random.default_rng(0)
+B = 5
+
+
+def loop(f, in_axes, args, out_axes=0):
+    """The reference: f called once per example, results stacked."""
+    axes = in_axes if isinstance(in_axes, tuple) else (in_axes,) * len(args)
+    size = next(np.shape(a)[ax] for a, ax in zip(args, axes) if ax is not None)
+    outs = [f(*[a if ax is None else np.take(a, b, axis=ax) for a, ax in zip(args, axes)])
+            for b in range(size)]
+    if isinstance(outs[0], tuple):
+        return tuple(np.stack([o[i] for o in outs], axis=out_axes)
+                     for i in range(len(outs[0])))
+    return np.stack(outs, axis=out_axes)
+
+
+def check(f, *args, in_axes=0, out_axes=0, batched=True):
+    """vmap(f) agrees with the loop; with ``batched`` it must not fall back to one."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error" if batched else "ignore", VmapFallbackWarning)
+        got = vmap(f, in_axes=in_axes, out_axes=out_axes)(*args)
+    want = loop(f, in_axes, args, out_axes)
+    if isinstance(want, tuple):
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            assert np.shape(g) == np.shape(w)
+            np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+    else:
+        assert np.shape(got) == np.shape(want)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    return got
+
+
+# -- user-style functions -------------------------------------------------------------------
+def elementwise(x, y):
+    return np.sin(x) * y + 2.0 / (1.0 + np.exp(-x)) - y ** 2
+
+
+def scalar_times_vector(a, v):
+    return a * v + np.cos(a)
+
+
+def matvec(W, x):
+    return np.tanh(W @ x)
+
+
+def vecmat(x, W):
+    return x @ W
+
+
+def dot_vectors(x, y):
+    return x @ y + np.dot(x, y)
+
+
+def matmat(A, C):
+    return A @ C
+
+
+def einsum_ops(A, x):
+    return np.einsum("ij,j->i", A, x) + np.einsum("ij,jk", A, A.T).sum(axis=1)
+
+
+def reductions(x):
+    return (np.sum(x) + np.sum(x, axis=0).sum() + np.mean(x, axis=-1).sum()
+            + np.max(x) * np.std(x) + np.sum(x, axis=(0, 1)) + np.sum(x, axis=1,
+                                                                        keepdims=True).sum())
+
+
+def arg_and_cum(x):
+    return np.cumsum(x, axis=1)[:, -1] + np.argmax(x, axis=1) + np.cumsum(x, axis=-2)[-1].sum()
+
+
+def indexing(x, idx):
+    return x[0] + x[1:, 2].sum() + x[..., 0].sum() + x[idx].sum() + x[:, None, 1].sum()
+
+
+def methods(x):
+    return x.sum(axis=0) + x.mean() + x.max() * x.T[0] + x.reshape(-1)[:4]
+
+
+def shapes(x):
+    n = x.shape[0]
+    m = len(x)
+    return x.reshape((n * x.shape[1],)) * m + np.transpose(x).ravel() + x.ndim
+
+
+def helper(a, b, scale=1.0):
+    return scale * a * b
+
+
+def calls_helper(x, y):
+    return helper(x, y) + helper(y, x, scale=np.sum(x))
+
+
+def loop_accumulate(x, W):
+    s = 0.0
+    xs = []
+    h = x
+    for i in range(3):
+        h = np.tanh(W @ h) + i
+        s = s + np.sum(h ** 2)
+        xs.append(h)
+    return s + np.stack(xs).mean() + np.concatenate(xs, axis=0).sum()
+
+
+def item_assign(x):
+    y = x * 1.0
+    y[0] = 2.0 * x[1]
+    y[1:3] = 0.5
+    return y
+
+
+def returns_tuple(x, c):
+    return np.sum(x ** 2), c * 2.0
+
+
+def logistic_loss(w, x, y):
+    z = x @ w
+    return np.log1p(np.exp(-y * z))
+
+
+def mlp_loss(params, x, y):
+    h = np.tanh(params["W1"] @ x + params["b1"])
+    out = params["W2"] @ h
+    return np.sum((out - y) ** 2)
+
+
+def branchy(x):
+    if np.sum(x) > 0:
+        return x * 2.0
+    return -x
+
+
+def while_on_data(x):
+    s = 0.0
+    while s < np.sum(x ** 2):
+        s = s + 1.0
+    return s
+
+
+def for_over_data(x):
+    s = 0.0
+    for v in x:
+        s = s + v ** 2
+    return s
+
+
+# -- tests ----------------------------------------------------------------------------------
+def test_elementwise_with_broadcasting_unbatched_operands():
+    check(elementwise, rng.standard_normal((B, 3)), rng.standard_normal(3), in_axes=(0, None))
+    check(elementwise, rng.standard_normal((B, 3)), rng.standard_normal((B, 3)))
+    # a scalar per example against an unbatched vector: axes must be realigned
+    check(scalar_times_vector, rng.standard_normal(B), rng.standard_normal(4),
+          in_axes=(0, None))
+    check(scalar_times_vector, rng.standard_normal(B), rng.standard_normal((B, 4)))
+
+
+@pytest.mark.parametrize("in_axes", [(None, 0), (0, 0), (0, None)])
+def test_matmul_variants(in_axes):
+    W = rng.standard_normal((B, 3, 4)) if in_axes[0] == 0 else rng.standard_normal((3, 4))
+    x = rng.standard_normal((B, 4)) if in_axes[1] == 0 else rng.standard_normal(4)
+    check(matvec, W, x, in_axes=in_axes)
+    xv = rng.standard_normal((B, 3)) if in_axes[0] == 0 else rng.standard_normal(3)
+    W2 = rng.standard_normal((B, 3, 2)) if in_axes[1] == 0 else rng.standard_normal((3, 2))
+    check(vecmat, xv, W2, in_axes=in_axes)
+    y = rng.standard_normal((B, 3)) if in_axes[1] == 0 else rng.standard_normal(3)
+    check(dot_vectors, xv, y, in_axes=in_axes)
+    A = rng.standard_normal((B, 2, 3)) if in_axes[0] == 0 else rng.standard_normal((2, 3))
+    C = rng.standard_normal((B, 3, 4)) if in_axes[1] == 0 else rng.standard_normal((3, 4))
+    check(matmat, A, C, in_axes=in_axes)
+
+
+def test_einsum_explicit_and_implicit():
+    check(einsum_ops, rng.standard_normal((B, 3, 4)), rng.standard_normal(4), in_axes=(0, None))
+    check(einsum_ops, rng.standard_normal((3, 4)), rng.standard_normal((B, 4)), in_axes=(None, 0))
+
+
+def test_reductions_shift_their_axes():
+    check(reductions, rng.standard_normal((B, 3, 4)))
+    check(arg_and_cum, rng.standard_normal((B, 3, 4)))
+
+
+def test_indexing_and_methods():
+    idx = np.array([2, 0, 2])
+    check(indexing, rng.standard_normal((B, 4, 3)), idx, in_axes=(0, None))
+    check(methods, rng.standard_normal((B, 4, 4)))
+    check(shapes, rng.standard_normal((B, 3, 2)))
+
+
+def test_batched_integer_index():
+    def pick(table, i):
+        return table[i] * 2.0
+    table = rng.standard_normal((6, 3))
+    check(pick, table, np.array([0, 5, 2, 2, 1]), in_axes=(None, 0))
+
+
+def test_calls_of_user_functions_are_batched_too():
+    check(calls_helper, rng.standard_normal((B, 3)), rng.standard_normal((B, 3)))
+    check(calls_helper, rng.standard_normal((B, 3)), rng.standard_normal(3), in_axes=(0, None))
+
+
+def test_loops_lists_and_item_assignment():
+    check(loop_accumulate, rng.standard_normal((B, 3)), rng.standard_normal((3, 3)),
+          in_axes=(0, None))
+    check(item_assign, rng.standard_normal((B, 4)))
+
+
+def test_tuple_results_and_unbatched_outputs_are_lifted():
+    got = check(returns_tuple, rng.standard_normal((B, 3)), 1.5, in_axes=(0, None))
+    assert got[1].shape == (B,) and got[1].flags.writeable
+
+
+def test_in_axes_other_than_zero_and_out_axes():
+    W = rng.standard_normal((3, 4))
+    x = rng.standard_normal((4, B))
+    check(matvec, W, x, in_axes=(None, 1))
+    check(matvec, W, x, in_axes=(None, -1), out_axes=1)
+    M = rng.standard_normal((3, B, 3))
+    got = vmap(lambda m: m @ m, in_axes=1, out_axes=2)(M)
+    want = np.stack([M[:, b] @ M[:, b] for b in range(B)], axis=2)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_lambdas_and_closures():
+    c = rng.standard_normal(3)
+    check(lambda x: np.exp(x) * c, rng.standard_normal((B, 3)))
+
+    def make(scale):
+        def f(x):
+            return scale * np.sum(x ** 3)
+        return f
+    check(make(2.0), rng.standard_normal((B, 3)))
+    check(make(-1.0), rng.standard_normal((B, 3)))
+
+
+def test_pytree_arguments_and_in_axes():
+    params = {"W1": rng.standard_normal((4, 3)), "b1": rng.standard_normal(4),
+              "W2": rng.standard_normal((2, 4))}
+    X, Y = rng.standard_normal((B, 3)), rng.standard_normal((B, 2))
+    got = vmap(mlp_loss, in_axes=(None, 0, 0))(params, X, Y)
+    want = [mlp_loss(params, x, y) for x, y in zip(X, Y)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    # a batch of parameter sets, batched only in W2 (a dict of in_axes)
+    W2s = rng.standard_normal((B, 2, 4))
+    batch = dict(params, W2=W2s)
+    got = vmap(mlp_loss, in_axes=({"W1": None, "b1": None, "W2": 0}, None, None))(
+        batch, X[0], Y[0])
+    want = [mlp_loss(dict(params, W2=W2s[b]), X[0], Y[0]) for b in range(B)]
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_per_example_gradients():
+    w = rng.standard_normal(3)
+    X, Y = rng.standard_normal((B, 3)), np.sign(rng.standard_normal(B))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VmapFallbackWarning)
+        per_example = vmap(srcgrad.grad(logistic_loss), in_axes=(None, 0, 0))(w, X, Y)
+    assert per_example.shape == (B, 3)
+    for b in range(B):
+        np.testing.assert_allclose(per_example[b], srcgrad.grad(logistic_loss)(w, X[b], Y[b]),
+                                   rtol=1e-12)
+        check_grad(logistic_loss, (w, X[b], Y[b]), grads=(per_example[b],))
+
+
+def test_per_example_gradients_of_a_dict_of_parameters():
+    params = {"W1": rng.standard_normal((4, 3)), "b1": rng.standard_normal(4),
+              "W2": rng.standard_normal((2, 4))}
+    X, Y = rng.standard_normal((B, 3)), rng.standard_normal((B, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VmapFallbackWarning)
+        grads = vmap(srcgrad.grad(mlp_loss), in_axes=(None, 0, 0))(params, X, Y)
+    for b in range(B):
+        want = srcgrad.grad(mlp_loss)(params, X[b], Y[b])
+        for k in params:
+            np.testing.assert_allclose(grads[k][b], want[k], rtol=1e-12, atol=1e-14)
+
+
+def test_per_example_gradients_through_a_loop():
+    W = rng.standard_normal((3, 3)) * 0.5
+    X = rng.standard_normal((B, 3))
+    g = srcgrad.grad(loop_accumulate, wrt=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        got = vmap(g, in_axes=(0, None))(X, W)
+    for b in range(B):
+        np.testing.assert_allclose(got[b], g(X[b], W), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("f, construct", [(branchy, "'if' on a batched value"),
+                                          (while_on_data, "'while' on a batched value"),
+                                          (for_over_data, "'for' loop over a batched value")])
+def test_data_dependent_control_flow_falls_back_with_a_note(f, construct):
+    X = rng.standard_normal((B, 3))
+    X[0] = -np.abs(X[0])
+    X[1] = np.abs(X[1])
+    with pytest.warns(VmapFallbackWarning) as record:
+        got = vmap(f)(X)
+    message = str(record[0].message)
+    assert construct in message and "test_vmap.py:" in message
+    assert "once per example" in message
+    np.testing.assert_allclose(got, loop(f, 0, (X,)), rtol=1e-12)
+    assert "once per example" in srcgrad.source(vmap(f))
+
+
+def test_source_shows_the_batched_code():
+    text = srcgrad.source(vmap(matvec, in_axes=(None, 0)))
+    assert "def matvec_batched(W, x):" in text and "np.tanh(" in text
+    assert "operator.matmul" in text
+
+
+def test_bad_in_axes_are_errors():
+    x = rng.standard_normal((B, 3))
+    with pytest.raises(srcgrad.SrcgradError, match="batch axes disagree"):
+        vmap(elementwise)(x, rng.standard_normal((B + 1, 3)))
+    with pytest.raises(srcgrad.SrcgradError, match="in_axes has 1 entries"):
+        vmap(elementwise, in_axes=(0,))(x, x)
+    with pytest.raises(srcgrad.SrcgradError, match="maps no argument"):
+        vmap(elementwise, in_axes=None)(x, x)
+    with pytest.raises(srcgrad.SrcgradError, match="no axis"):
+        vmap(elementwise)(x, 2.0)
+    with pytest.raises(srcgrad.SrcgradError, match="no such axis"):
+        vmap(elementwise, in_axes=(2, 0))(x, x)
+
+
+def test_unbatchable_callee_is_looped_without_changing_the_caller():
+    def picky(v):
+        if v[0] > 0:
+            return v * 2.0
+        return v
+    def outer(x):
+        return np.sum(picky(x) ** 2)
+    X = rng.standard_normal((B, 3))
+    with pytest.warns(VmapFallbackWarning, match="picky"):
+        got = vmap(outer)(X)
+    np.testing.assert_allclose(got, [outer(x) for x in X], rtol=1e-12)
