@@ -336,10 +336,20 @@ def _grad_seed(fn, args, kwargs, batched, size):
 
 
 def _densify(fn, args, kwargs, batched, size):
-    """Batch rule of ``runtime.densify(g, x)`` for arrays (containers loop)."""
+    """Batch rule of ``runtime.densify(g, x)`` for arrays and dicts, lists, tuples of them."""
     from .runtime import is_zero
     g, x = args
-    if kwargs or not isinstance(x, np.ndarray) or np.iscomplexobj(x) or \
+    if kwargs:
+        return NotImplemented
+    if isinstance(x, (dict, list, tuple)) and not hasattr(x, "_fields") and (
+            is_zero(g) or type(g) is type(x)):
+        keys = x.keys() if isinstance(x, dict) else range(len(x))
+        parts = [_densify(fn, (_item(g, k), x[k]), {}, batched if not is_zero(
+            _item(g, k)) else batched - {0}, size) for k in keys]
+        if any(p is NotImplemented for p in parts):
+            return NotImplemented
+        return dict(zip(keys, parts)) if isinstance(x, dict) else type(x)(parts)
+    if not isinstance(x, np.ndarray) or np.iscomplexobj(x) or \
             not (is_zero(g) or isinstance(g, np.ndarray)) or np.iscomplexobj(g):
         return NotImplemented
     shape = x.shape if 1 in batched else (size,) + x.shape
@@ -351,6 +361,40 @@ def _densify(fn, args, kwargs, batched, size):
     if pad > 0:
         g = g.reshape(g.shape[:1] + (1,) * pad + g.shape[1:])
     return np.broadcast_to(g, shape) if g.shape != shape else g
+
+
+def _item(g, key):
+    from .runtime import ZERO, is_zero
+    if is_zero(g):
+        return ZERO
+    return g.get(key, ZERO) if isinstance(g, dict) else g[key]
+
+
+def _add_at(fn, args, kwargs, batched, size):
+    """Batch rule of ``runtime.add_at(acc, x, index, g)`` for a dict or array ``x``."""
+    from .runtime import ZERO, add, is_zero
+    acc, x, index, g = args
+    if kwargs or 2 in batched or not (0 in batched or is_zero(acc)):
+        return NotImplemented
+    if 3 not in batched:
+        g = lift(g, size)
+    if isinstance(x, dict) and isinstance(index, str):
+        out = dict(acc) if isinstance(acc, dict) else {}
+        previous = out.get(index, ZERO)
+        out[index] = apply(add, (previous, g), {}, {1} | ({0} if not is_zero(previous)
+                                                          else set()), size)
+        return out
+    if isinstance(x, np.ndarray) and 1 in batched and _basic_index(index):
+        out = np.zeros(x.shape, np.result_type(x.dtype, np.float32)) if is_zero(acc) \
+            else np.array(acc, copy=True)
+        items = (slice(None),) + (index if isinstance(index, tuple) else (index,))
+        region = out[items]
+        pad = region.ndim - np.ndim(g)
+        if pad < 0:
+            return NotImplemented
+        out[items] += np.reshape(g, np.shape(g)[:1] + (1,) * pad + np.shape(g)[1:])
+        return out
+    return NotImplemented
 
 
 def _add(fn, args, kwargs, batched, size):
@@ -423,6 +467,7 @@ def _rules() -> dict:
     table[runtime.grad_seed] = _grad_seed
     table[runtime.densify] = _densify
     table[runtime.add] = _add
+    table[runtime.add_at] = _add_at
     table[runtime.list_append] = _list_append
     table[runtime.setitem] = _setitem
     return table
@@ -463,6 +508,10 @@ def apply_method(obj, name: str, args, kwargs, batched, size: int):
         return getattr(obj, name)(*args, **kwargs)
     if -1 in batched and isinstance(obj, np.ndarray):
         fn = _METHODS.get(name)
+        if name in ("ravel", "flatten") and not args and not kwargs:
+            return obj.reshape(size, -1)
+        if name in ("copy", "astype", "conj", "conjugate") and batched == {-1}:
+            return getattr(obj, name)(*args, **kwargs)  # the layout stays as it is
         if name == "reshape":
             shape = args[0] if len(args) == 1 else args
             return _reshape(np.reshape, (obj, shape), kwargs, {0} | {
@@ -503,7 +552,7 @@ def getitem(x, index, batched, size: int):
     if batched == {0}:
         if isinstance(x, (tuple, list, dict)):
             return x[index]  # a batched container: its items are batched
-        if isinstance(x, np.ndarray) and _basic_index(index):
+        if isinstance(x, np.ndarray) and (_basic_index(index) or _adjacent_arrays(index)):
             return x[(slice(None),) + (index if isinstance(index, tuple) else (index,))]
     if batched == {1} and isinstance(x, np.ndarray) and _int_array(index):
         return x[index]  # one integer-array index: the batch axis leads the result
@@ -514,6 +563,20 @@ def _basic_index(index) -> bool:
     items = index if isinstance(index, tuple) else (index,)
     return all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
                for i in items)
+
+
+def _adjacent_arrays(index) -> bool:
+    """Whether the array (and then integer) items of an index are adjacent: numpy then puts
+    their result axes where they stand, also behind a leading batch axis."""
+    items = index if isinstance(index, tuple) else (index,)
+    kinds = [isinstance(i, np.ndarray) and i.dtype.kind in "iub" for i in items]
+    if not any(kinds):
+        return False
+    advanced = [k for k, (i, a) in enumerate(zip(items, kinds))
+                if a or isinstance(i, (int, np.integer))]
+    simple = all(a or i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
+                 for i, a in zip(items, kinds))
+    return simple and advanced == list(range(advanced[0], advanced[-1] + 1))
 
 
 def _int_array(index) -> bool:

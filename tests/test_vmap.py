@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from srcgrad import VmapFallbackWarning, vmap
+from srcgrad import VmapFallbackWarning, batching, vmap
 from fdcheck import check_grad
 
 rng = np.random.default_rng(0)
@@ -24,11 +24,30 @@ def loop(f, in_axes, args, out_axes=0):
     return np.stack(outs, axis=out_axes)
 
 
+class CountLoops:
+    """Counts the calls that fell back to a loop over the examples."""
+
+    def __enter__(self):
+        self.calls = []
+        self.original = batching.per_example
+
+        def counting(fn, *args):
+            self.calls.append(getattr(fn, "__name__", fn))
+            return self.original(fn, *args)
+        batching.per_example = counting
+        return self
+
+    def __exit__(self, *exc):
+        batching.per_example = self.original
+
+
 def check(f, *args, in_axes=0, out_axes=0, batched=True):
-    """vmap(f) agrees with the loop; with ``batched`` it must not fall back to one."""
-    with warnings.catch_warnings():
+    """vmap(f) agrees with the loop; with ``batched`` it must not loop anywhere."""
+    with warnings.catch_warnings(), CountLoops() as loops:
         warnings.simplefilter("error" if batched else "ignore", VmapFallbackWarning)
         got = vmap(f, in_axes=in_axes, out_axes=out_axes)(*args)
+    if batched:
+        assert loops.calls == [], f"looped over the batch for {loops.calls}"
     want = loop(f, in_axes, args, out_axes)
     if isinstance(want, tuple):
         assert len(got) == len(want)
@@ -193,6 +212,14 @@ def test_reductions_shift_their_axes():
 def test_indexing_and_methods():
     idx = np.array([2, 0, 2])
     check(indexing, rng.standard_normal((B, 4, 3)), idx, in_axes=(0, None))
+    # array indices apart: numpy moves their axes first, so this one loops (correctly)
+    def apart(x, i):
+        return x[i, :, 0] + x[0, i, 1]
+
+    def adjacent(x, i):
+        return x[1, i] + x[i > 0, 0].sum()
+    check(apart, rng.standard_normal((B, 3, 3, 2)), idx, in_axes=(0, None), batched=False)
+    check(adjacent, rng.standard_normal((B, 3, 3)), idx, in_axes=(0, None))
     check(methods, rng.standard_normal((B, 4, 4)))
     check(shapes, rng.standard_normal((B, 3, 2)))
 
@@ -262,10 +289,10 @@ def test_pytree_arguments_and_in_axes():
 def test_per_example_gradients():
     w = rng.standard_normal(3)
     X, Y = rng.standard_normal((B, 3)), np.sign(rng.standard_normal(B))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), CountLoops() as loops:
         warnings.simplefilter("error", VmapFallbackWarning)
         per_example = vmap(srcgrad.grad(logistic_loss), in_axes=(None, 0, 0))(w, X, Y)
-    assert per_example.shape == (B, 3)
+    assert per_example.shape == (B, 3) and loops.calls == []
     for b in range(B):
         np.testing.assert_allclose(per_example[b], srcgrad.grad(logistic_loss)(w, X[b], Y[b]),
                                    rtol=1e-12)
@@ -276,9 +303,10 @@ def test_per_example_gradients_of_a_dict_of_parameters():
     params = {"W1": rng.standard_normal((4, 3)), "b1": rng.standard_normal(4),
               "W2": rng.standard_normal((2, 4))}
     X, Y = rng.standard_normal((B, 3)), rng.standard_normal((B, 2))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), CountLoops() as loops:
         warnings.simplefilter("error", VmapFallbackWarning)
         grads = vmap(srcgrad.grad(mlp_loss), in_axes=(None, 0, 0))(params, X, Y)
+    assert loops.calls == []
     for b in range(B):
         want = srcgrad.grad(mlp_loss)(params, X[b], Y[b])
         for k in params:
