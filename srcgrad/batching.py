@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["batch_size", "lift", "take", "stack", "per_example", "apply", "apply_method",
            "attribute", "getitem", "pack", "shape_of", "len_of", "BATCH_RULES",
-           "register", "matmul_cotangent", "expand_to_rule"]
+           "register", "matmul_cotangent", "expand_to_rule", "expand_reduced_rule"]
 
 import operator
 
@@ -61,10 +61,21 @@ def _map(fn, x):
     return x  # None, strings, functions: the same for every example
 
 
+# Python numbers are the same for every example even inside batched values: generated code
+# tells the lazy zero adjoint (the float 0.0) from arrays by its type, so it must stay one.
+_PY_SCALARS = (float, int, bool, complex)
+
+
+def _constant(x) -> bool:
+    return type(x) in _PY_SCALARS
+
+
 def lift(x, size: int):
     """Unbatched ``x`` as a batched value: every numeric leaf repeated ``size`` times (a
-    broadcast view, no copy)."""
+    broadcast view, no copy); Python numbers stay as they are (see ``_PY_SCALARS``)."""
     def one(leaf):
+        if _constant(leaf):
+            return leaf
         if not _is_leaf_array(leaf):
             leaf = np.asarray(leaf)
         return np.broadcast_to(leaf, (size,) + tuple(leaf.shape))  # dask dispatches this
@@ -73,7 +84,7 @@ def lift(x, size: int):
 
 def take(x, b: int):
     """Example ``b`` of batched ``x``."""
-    return _map(lambda leaf: leaf[b], x)
+    return _map(lambda leaf: leaf if _constant(leaf) else leaf[b], x)
 
 
 def stack(values: list):
@@ -87,14 +98,21 @@ def stack(values: list):
         return type(first)(stack([v[i] for v in values]) for i in range(len(first)))
     if first is None or isinstance(first, str) or callable(first):
         return first
+    if _constant(first) and all(type(v) is type(first) and v == first for v in values):
+        return first
     return np.stack([np.asarray(v) if not _is_leaf_array(v) else v for v in values])
 
 
 def _split(args, kwargs, batched):
-    """The positional and keyword arguments of example ``b``, as a function of ``b``."""
+    """The positional and keyword arguments of example ``b``, as a function of ``b``.
+
+    Each example gets its own copy of the tapes in unbatched arguments (the saved values
+    of a generated forward sweep): a backward sweep pops them."""
+    from .runtime import copy_saved
+
     def at(b):
-        a = [take(v, b) if i in batched else v for i, v in enumerate(args)]
-        k = {n: take(v, b) if n in batched else v for n, v in kwargs.items()}
+        a = [take(v, b) if i in batched else copy_saved(v) for i, v in enumerate(args)]
+        k = {n: take(v, b) if n in batched else copy_saved(v) for n, v in kwargs.items()}
         return a, k
     return at
 
@@ -236,6 +254,8 @@ def _transpose(fn, args, kwargs, batched, size):
     x = args[0]
     axes = args[1] if len(args) > 1 else kwargs.get("axes")
     ndim_pe = np.ndim(x) - 1
+    if ndim_pe == 0:
+        return x
     if axes is None:
         axes = tuple(range(ndim_pe))[::-1]
     return np.transpose(x, (0,) + tuple(a % ndim_pe + 1 for a in axes))
@@ -311,7 +331,13 @@ def matmul_cotangent(which: int):
     return rule
 
 
-def expand_to_rule(fn, args, kwargs, batched, size):
+def expand_reduced_rule(fn, args, kwargs, batched, size):
+    """Batch rule of ``expand_reduced(g, x, axis, keepdims)``: a reduction's result with
+    unit axes where each example was reduced."""
+    return expand_to_rule(fn, args, kwargs, batched, size, spread=False)
+
+
+def expand_to_rule(fn, args, kwargs, batched, size, spread=True):
     """Batch rule of ``expand_to(g, x, axis, keepdims)``: a reduction's cotangent spread
     over the reduced axes of each example."""
     names = ("g", "x", "axis", "keepdims")
@@ -325,7 +351,7 @@ def expand_to_rule(fn, args, kwargs, batched, size):
         axes = range(len(shape)) if axis is None else \
             {a % len(shape) for a in (axis if isinstance(axis, tuple) else (axis,))}
         g = np.reshape(g, (size,) + tuple(1 if i in axes else n for i, n in enumerate(shape)))
-    return np.broadcast_to(g, (size,) + tuple(shape))
+    return np.broadcast_to(g, (size,) + tuple(shape)) if spread else g
 
 
 def _grad_seed(fn, args, kwargs, batched, size):
@@ -410,6 +436,13 @@ def _add(fn, args, kwargs, batched, size):
     return NotImplemented
 
 
+def _element(fn, args, kwargs, batched, size):
+    """``runtime.element(xs, i)``: the item a loop binds, of a batched array or list."""
+    if kwargs or 1 in batched or isinstance(args[0], dict):
+        return NotImplemented
+    return getitem(args[0], args[1], {0}, size)
+
+
 def _list_append(fn, args, kwargs, batched, size):
     """``runtime.list_append(xs, v)`` of a batched list: the item lifted if need be."""
     xs, value = args
@@ -469,6 +502,7 @@ def _rules() -> dict:
     table[runtime.add] = _add
     table[runtime.add_at] = _add_at
     table[runtime.list_append] = _list_append
+    table[runtime.element] = _element
     table[runtime.setitem] = _setitem
     return table
 
@@ -476,8 +510,17 @@ def _rules() -> dict:
 BATCH_RULES: dict = _rules()
 
 
+def _really_batched(args, kwargs, batched) -> set:
+    """The batched keys whose values are not Python numbers (which never vary)."""
+    return {k for k in batched
+            if not _constant(kwargs[k] if isinstance(k, str) else args[k])}
+
+
 def apply(fn, args, kwargs, batched, size: int):
     """``fn(*args, **kwargs)`` per example, by a batch rule when one applies."""
+    batched = _really_batched(args, kwargs, batched)
+    if not batched:
+        return lift(fn(*args, **kwargs), size)
     rule = BATCH_RULES.get(fn)
     if rule is None and isinstance(fn, np.ufunc) and not kwargs:
         rule = _elementwise
@@ -494,14 +537,16 @@ def apply(fn, args, kwargs, batched, size: int):
 # array methods and the functions that compute them (the receiver is argument 0)
 _METHODS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
             "std": np.std, "var": np.var, "any": np.any, "all": np.all, "argmax": np.argmax,
-            "argmin": np.argmin, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot,
-            "transpose": np.transpose}
+            "argmin": np.argmin, "cumsum": np.cumsum, "cumprod": np.cumprod, "dot": np.dot}
 _MUTATORS = {"append", "push", "extend", "insert"}
 
 
 def apply_method(obj, name: str, args, kwargs, batched, size: int):
     """``obj.name(*args, **kwargs)`` per example; ``-1`` in ``batched`` marks ``obj``."""
-    batched = set(batched)
+    batched = {k for k in batched if not _constant(obj if k == -1 else kwargs[k]
+                                                     if isinstance(k, str) else args[k])}
+    if not batched:
+        return lift(getattr(obj, name)(*args, **kwargs), size)
     if isinstance(obj, (list, Tape)) and name in _MUTATORS and -1 in batched:
         # a batched list: keep every element batched
         args = [a if i in batched else lift(a, size) for i, a in enumerate(args)]
@@ -512,6 +557,9 @@ def apply_method(obj, name: str, args, kwargs, batched, size: int):
             return obj.reshape(size, -1)
         if name in ("copy", "astype", "conj", "conjugate") and batched == {-1}:
             return getattr(obj, name)(*args, **kwargs)  # the layout stays as it is
+        if name == "transpose" and batched == {-1} and not kwargs:
+            axes = args[0] if len(args) == 1 else (args or None)
+            return _transpose(np.transpose, (obj, axes), {}, {0}, size)
         if name == "reshape":
             shape = args[0] if len(args) == 1 else args
             return _reshape(np.reshape, (obj, shape), kwargs, {0} | {
@@ -548,7 +596,9 @@ def attribute(x, name: str, size: int):
 
 def getitem(x, index, batched, size: int):
     """``x[index]`` per example (``batched`` holds 0 for ``x``, 1 for ``index``)."""
-    batched = set(batched)
+    batched = _really_batched((x, index), {}, batched)
+    if not batched:
+        return lift(x[index], size)
     if batched == {0}:
         if isinstance(x, (tuple, list, dict)):
             return x[index]  # a batched container: its items are batched

@@ -28,7 +28,8 @@ from .transforms.batch import batch
 
 def _register_helper_rules() -> None:
     """Batch rules for the helpers generated adjoints call (vmap(grad(f)) runs them)."""
-    from .rules._helpers import expand_to
+    from .rules._helpers import expand_reduced, expand_to
+    batching.register(expand_reduced, batching.expand_reduced_rule)
     from .rules.operators import matmul_left, matmul_right
     batching.register(expand_to, batching.expand_to_rule)
     batching.register(matmul_left, batching.matmul_cotangent(0))
@@ -56,9 +57,9 @@ class Batched(Generated):
         return batch(tree, ctx, inputs, batched_call)
 
 
-def get_batched(fn: Callable, positions: tuple[int, ...]):
+def get_batched(fn: Callable, positions: tuple[int, ...], quiet: bool = False):
     """``(build, None)`` for ``fn`` with parameters ``positions`` batched, or ``(None, why)``
-    when its body cannot be batched."""
+    when its body cannot be batched (with a warning unless ``quiet``)."""
     func = _func_key(fn)
     failed = _FAILED.get(func.__code__, {})
     if positions in failed:
@@ -68,6 +69,8 @@ def get_batched(fn: Callable, positions: tuple[int, ...]):
     except SrcgradError as e:
         why = str(e)
         _FAILED.setdefault(func.__code__, {})[positions] = why
+        if quiet:
+            return None, why
         name = getattr(func, "__qualname__", "f")
         warnings.warn(f"vmap: {name}() runs once per example (a Python loop), not as one "
                       f"batched computation:\n{why}", VmapFallbackWarning, stacklevel=4)
@@ -93,6 +96,9 @@ def batched_call(fn, args, kwargs, batched, size: int):
     """``fn(*args, **kwargs)`` for every example at once; ``batched`` names the positions
     and keywords holding batched values. Generated batched code calls this."""
     from .rules import lookup
+    batched = batching._really_batched(args, kwargs, batched)
+    if not batched:  # only Python numbers, the same for every example
+        return batching.lift(fn(*args, **kwargs), size)
     if lookup(fn) is not None or fn in batching.BATCH_RULES or not _transformable(fn):
         return batching.apply(fn, args, kwargs, batched, size)
     fn = source_function(fn)
@@ -178,7 +184,9 @@ def _any(mask) -> bool:
     return bool(mask)
 
 
-def _move_out(leaf, axis: int):
+def _move_out(leaf, axis: int, size: int):
+    if batching._constant(leaf):
+        leaf = np.full(size, leaf)
     if isinstance(leaf, np.ndarray) and not leaf.flags.writeable:
         leaf = leaf.copy()  # a lifted broadcast view: give the caller its own array
     return leaf if axis == 0 else np.moveaxis(leaf, 0, axis)
@@ -218,7 +226,7 @@ def vmap(f: Callable, in_axes=0, out_axes: int = 0) -> Callable:
         positions = tuple(i for i, m in enumerate(masks) if _any(m))
         state["positions"] = positions
         out = batched_call(f, tuple(moved), kwargs, positions, size)
-        return batching._map(lambda leaf: _move_out(leaf, out_axes), out)
+        return batching._map(lambda leaf: _move_out(leaf, out_axes, size), out)
 
     batched.__srcgrad_adjoint__ = lambda: _SourceView(f, state, in_axes)
     return batched

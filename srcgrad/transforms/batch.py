@@ -47,6 +47,18 @@ def _shape_only(value, ctx: Context) -> bool:
     return False
 
 
+def value_reads(node, ctx: Context) -> set[str]:
+    """The names ``node`` reads for their values, not only for their shapes."""
+    if _shape_only(node, ctx):
+        return set()
+    if isinstance(node, gast.Name):
+        return {node.id} if isinstance(node.ctx, gast.Load) else set()
+    out = set()
+    for child in gast.iter_child_nodes(node):
+        out |= value_reads(child, ctx)
+    return out
+
+
 def batched_names(tree, ctx: Context, inputs: set[str]) -> set[str]:
     """Names holding batched values: the batched parameters and all they flow into."""
     batched = set(inputs)
@@ -57,7 +69,7 @@ def batched_names(tree, ctx: Context, inputs: set[str]) -> set[str]:
         for targets, value in defs:
             if targets <= batched or _shape_only(value, ctx):
                 continue
-            if A.names_read(value) & batched:
+            if value_reads(value, ctx) & batched:
                 batched |= targets
                 changed = True
     return batched
@@ -72,7 +84,20 @@ class _Batcher:
         self.op = ctx.helper(operator, "operator")
 
     def is_batched(self, node) -> bool:
-        return bool(A.names_read(node) & self.batched)
+        return bool(value_reads(node, self.ctx) & self.batched)
+
+    def unbatch_shapes(self, node):
+        """``node`` with each shape of a batched value (``len(x)``, ``x.shape``) read as
+        one example's."""
+        if _shape_only(node, self.ctx) and A.names_read(node) & self.batched:
+            return self.expression(node, node)
+        for field, value in gast.iter_fields(node):
+            if isinstance(value, gast.AST):
+                setattr(node, field, self.unbatch_shapes(value))
+            elif isinstance(value, list):
+                setattr(node, field, [self.unbatch_shapes(v) if isinstance(v, gast.AST)
+                                      else v for v in value])
+        return node
 
     def helper(self, name: str, *args) -> gast.Call:
         return A.call(A.attr(self.bv, name), *args, A.load(self.size))
@@ -99,12 +124,14 @@ class _Batcher:
                 kind = "if" if isinstance(stmt, gast.If) else "while"
                 self.ctx.problem(stmt, f"'{kind}' on a batched value",
                                  "Use np.where(cond, a, b) to choose per example.")
+            stmt.test = self.unbatch_shapes(stmt.test)
             stmt.body, stmt.orelse = self.block(stmt.body), self.block(stmt.orelse)
             return [stmt]
         if isinstance(stmt, gast.For):
-            if self.is_batched(stmt.iter):
+            if self.is_batched(stmt.iter):  # (desugar made 'for v in x' a loop over a range)
                 self.ctx.problem(stmt, "a 'for' loop over a batched value",
                                  "Loop over a range of its length instead.")
+            stmt.iter = self.unbatch_shapes(stmt.iter)
             stmt.body, stmt.orelse = self.block(stmt.body), self.block(stmt.orelse)
             return [stmt]
         if isinstance(stmt, gast.Expr):
@@ -133,8 +160,8 @@ class _Batcher:
                                  "Return the value instead of storing it.")
             return stmt
         if _shape_only(stmt.value, self.ctx) or not self.is_batched(stmt.value):
-            if self.is_batched(stmt.value):  # a batched value's shape: the same for all
-                stmt.value = self.expression(stmt.value, stmt)
+            # a batched value's shape (the same for all examples)
+            stmt.value = self.unbatch_shapes(stmt.value)
             if target.id in self.batched:
                 stmt.value = self.helper("lift", stmt.value)
             return stmt
@@ -248,6 +275,12 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
     batcher.ctx_call = ctx.helper(call_helper, "batched_call")
     if builtins.slice is not ctx.globals.get("slice", builtins.slice):
         ctx.problem(tree, "a global named 'slice' shadowing the builtin")
+    if ctx.src.filename.startswith("<srcgrad") and any(
+            isinstance(n, gast.Name) and "_tape" in n.id or isinstance(n, gast.Attribute)
+            and "tape" in n.attr for n in gast.walk(tree)):
+        # a generated sweep's tape holds loop counts and branch flags, which decide control
+        # flow: batched, they would be data-dependent branches
+        ctx.problem(tree, "a generated sweep with a tape (the function has a loop or branch)")
     body = batcher.block(tree.body)
     ctx.raise_problems()
     first = A.assign(size, A.call(A.attr(batcher.bv, "batch_size"),
