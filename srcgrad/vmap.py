@@ -238,10 +238,10 @@ class _SourceView:
     def __init__(self, f, state, in_axes):
         positions = state.get("positions")
         target = source_function(f)
-        if positions is None:  # not called yet: as in_axes says, for every parameter
-            n = len(_param_names(_func_key(target)))
-            positions = tuple(i for i, s in enumerate(_per_argument(in_axes, n))
-                              if s is not None)
+        if positions is None:  # not called yet: as in_axes says (an int: every parameter)
+            axes = in_axes if isinstance(in_axes, (tuple, list)) else _per_argument(
+                in_axes, len(_param_names(target)))
+            positions = tuple(i for i, s in enumerate(axes) if s is not None)
         if inspect.ismethod(target):
             positions = tuple(p + 1 for p in positions)
         built, why = get_batched(target, positions)

@@ -506,3 +506,41 @@ def _assert_tree_close(got, want):
     else:
         assert np.shape(got) == np.shape(want)
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_methods_and_source_before_the_first_call():
+    class Model:
+        def __init__(self, W):
+            self.W = W
+
+        def predict(self, x, scale=1.0):
+            return scale * np.tanh(self.W @ x)
+    m = Model(rng.standard_normal((2, 3)))
+    X = rng.standard_normal((B, 3))
+    v = vmap(m.predict, in_axes=(0, None))
+    assert "def predict_batched(self, x, scale=1.0):" in srcgrad.source(v)
+    np.testing.assert_allclose(v(X, 2.0), [m.predict(x, 2.0) for x in X], rtol=1e-12)
+    assert "def loop_accumulate_batched" in srcgrad.source(vmap(loop_accumulate,
+                                                                 in_axes=(0, None)))
+
+
+def test_batched_names_skip_shapes_and_lift_unbatched_definitions():
+    """The pass on a small tree: shapes of batched values are not batched, and a batched
+    name's unbatched definition (the accumulator's start) is lifted."""
+    from srcgrad.transforms import PIPELINE, prepare
+    from srcgrad.transforms.batch import batched_names
+
+    def f(x, c):
+        n = x.shape[0]
+        s = 0.0
+        for i in range(n):
+            s = s + x[i] * c
+        return s
+    ctx = prepare(f, (0,))
+    tree = ctx.src.tree
+    for _, run in PIPELINE:
+        tree = run(tree, ctx)
+    names = batched_names(tree, ctx, {"x"})
+    assert {"x", "s"} <= names and not {"n", "c", "i"} & names
+    text = srcgrad.source(vmap(f, in_axes=(0, None)))
+    assert "s = _bv.lift(0.0, _B)" in text and "for i in range(n):" in text
