@@ -224,6 +224,17 @@ def test_indexing_and_methods():
     check(shapes, rng.standard_normal((B, 3, 2)))
 
 
+def test_nested_expressions_the_anf_pass_keeps_are_batched_too():
+    """Comparisons and integer results are not flattened by the anf pass (they carry no
+    gradient); their batched operations must still be rewritten."""
+    def f(x):
+        m = np.sum(x) > 0
+        k = np.argmax(x * 2.0) + 1
+        n = np.sum(x > 0) * (np.max(x) < 1.0)
+        return np.where(m, x, -x) * k + n + (x.T * 2).sum()
+    check(f, rng.standard_normal((B, 3)))
+
+
 def test_batched_integer_index():
     def pick(table, i):
         return table[i] * 2.0

@@ -115,6 +115,11 @@ class _Batcher:
         return out
 
     def statement(self, stmt) -> list:
+        if isinstance(stmt, (gast.Assign, gast.Return, gast.Expr)) and stmt.value is not None:
+            pre: list = []
+            self.atomize_operands(stmt.value, pre, stmt)
+            if pre:
+                return self.block(pre) + self.statement(stmt)
         if isinstance(stmt, gast.Assign):
             return [self.assign(stmt)]
         if isinstance(stmt, gast.Return):
@@ -150,6 +155,50 @@ class _Batcher:
         if self.is_batched(stmt):
             self.ctx.problem(stmt, f"'{type(stmt).__name__}' reading a batched value")
         return [stmt]
+
+    def atomize_operands(self, node, pre: list, stmt) -> None:
+        """Give each operand of ``node`` that computes from batched values its own
+        assignment in ``pre`` (the anf pass leaves expressions the activity analysis deemed
+        constant, such as comparisons, nested; every batched operation must be rewritten)."""
+        def atom(child):
+            if child is None or isinstance(child, (gast.Name, gast.Constant, gast.Slice)) \
+                    or _shape_only(child, self.ctx) or not self.is_batched(child):
+                return child
+            tmp = self.ctx.namer.fresh()
+            self.batched.add(tmp)
+            pre.append(A.assign(tmp, child, at=stmt))
+            return A.load(tmp)
+
+        if isinstance(node, gast.BinOp):
+            node.left, node.right = atom(node.left), atom(node.right)
+        elif isinstance(node, gast.UnaryOp):
+            node.operand = atom(node.operand)
+        elif isinstance(node, gast.Compare):
+            node.left = atom(node.left)
+            node.comparators = [atom(c) for c in node.comparators]
+        elif isinstance(node, gast.Call):
+            node.args = [atom(a) for a in node.args]
+            for k in node.keywords:
+                k.value = atom(k.value)
+            if isinstance(node.func, gast.Attribute):
+                node.func.value = atom(node.func.value)
+        elif isinstance(node, gast.Attribute):
+            node.value = atom(node.value)
+        elif isinstance(node, gast.Subscript):
+            node.value = atom(node.value)
+            parts = node.slice.elts if isinstance(node.slice, gast.Tuple) else [node.slice]
+            for part in parts:
+                if isinstance(part, gast.Slice):
+                    part.lower, part.upper, part.step = (atom(part.lower), atom(part.upper),
+                                                         atom(part.step))
+            if isinstance(node.slice, gast.Tuple):
+                node.slice.elts = [atom(e) for e in node.slice.elts]
+            else:
+                node.slice = atom(node.slice)
+        elif isinstance(node, (gast.Tuple, gast.List)):
+            node.elts = [atom(e) for e in node.elts]
+        elif isinstance(node, gast.Dict):
+            node.values = [atom(v) for v in node.values]
 
     def assign(self, stmt: gast.Assign):
         target = stmt.targets[0]
