@@ -527,8 +527,10 @@ def apply(fn, args, kwargs, batched, size: int):
     if rule is not None:
         try:
             out = rule(fn, args, kwargs, set(batched), size)
-        except TypeError:
-            out = NotImplemented  # an unhashable or unexpected argument: loop instead
+        except (TypeError, ValueError, IndexError):
+            # an argument the rule did not expect: the loop computes it (or raises the
+            # error the user's code raises for some example)
+            out = NotImplemented
         if out is not NotImplemented:
             return out
     return per_example(fn, args, kwargs, set(batched), size)
