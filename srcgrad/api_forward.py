@@ -452,7 +452,10 @@ def _batched(fn, positions: tuple[int, ...]):
         # functions it calls may run once per example: right, and no news to the caller
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", VmapFallbackWarning)
-            return function(*args)
+            try:
+                return function(*args)
+            except Exception:  # (a batched step that failed: the loop is the reference)
+                return None
     return quietly
 
 
@@ -476,8 +479,9 @@ def _jacfwd(f, index, args):
     n = x.size
     basis = np.eye(n).reshape((n,) + x.shape)
     batched = _batched(jf, (0,)) if n > 1 else None
-    if batched is not None:
-        values, tangents = batched(basis, *primals)
+    result = batched(basis, *primals) if batched is not None else None
+    if result is not None:
+        values, tangents = result
         value = runtime.part(values, 0) if isinstance(values, (tuple, list, dict)) \
             else values[0]
         out_shape = np.shape(value)
@@ -520,10 +524,10 @@ def jacrev(f: Callable, wrt=0):
         in_shape = np.shape(args[index])
         m = int(np.prod(out_shape))
         batched = _batched(bwd, (1,)) if m > 1 else None
-        if batched is not None:
-            seeds = np.eye(m).reshape((m,) + out_shape)
-            (rows,) = batched(runtime.copy_saved(saved), seeds)
-            return _as_batch(rows, m, in_shape).reshape(out_shape + in_shape)
+        seeds = np.eye(m).reshape((m,) + out_shape)
+        result = batched(runtime.copy_saved(saved), seeds) if batched is not None else None
+        if result is not None:
+            return _as_batch(result[0], m, in_shape).reshape(out_shape + in_shape)
         return _jacrev_loop(bwd, saved, args[index], out_shape)
 
     return jacobian_rev

@@ -443,6 +443,44 @@ def _element(fn, args, kwargs, batched, size):
     return getitem(args[0], args[1], {0}, size)
 
 
+def _part(fn, args, kwargs, batched, size):
+    """``runtime.part(g, key)`` and ``runtime.tangent_item(d, x, key)``: an item of a
+    batched structured adjoint or tangent (an array tangent may need broadcasting first)."""
+    from .runtime import ZERO
+    g, key = args[0], args[-1]
+    if kwargs or len(args) - 1 in batched or 0 not in batched:
+        return NotImplemented
+    if isinstance(g, dict):
+        return g.get(key, ZERO)
+    if isinstance(g, (list, tuple)):
+        return g[key]
+    if not isinstance(g, np.ndarray):
+        return NotImplemented
+    if len(args) == 3 and isinstance(args[1], np.ndarray):  # tangent_item: x's shape
+        shape = args[1].shape[1:] if 1 in batched else args[1].shape
+        if g.shape[1:] != shape:
+            g = _broadcast_like(None, (g, np.empty(0)), {}, {0}, size, shape=shape)
+    return getitem(g, key, {0}, size)
+
+
+def _broadcast_like(fn, args, kwargs, batched, size, shape=None):
+    """``runtime.broadcast_like(d, ans)``: a tangent contribution broadcast to one
+    example's result shape."""
+    d, ans = args
+    if shape is None:
+        if kwargs or not hasattr(ans, "shape") and not isinstance(ans, _PY_SCALARS):
+            return NotImplemented
+        shape = np.shape(ans)[1:] if 1 in batched else np.shape(ans)
+    if 0 not in batched:
+        d = lift(d, size)
+    if _constant(d) or np.ndim(d) - 1 > len(shape):
+        return NotImplemented
+    pad = len(shape) - (np.ndim(d) - 1)
+    if pad:
+        d = np.reshape(d, np.shape(d)[:1] + (1,) * pad + np.shape(d)[1:])
+    return np.broadcast_to(d, (size,) + tuple(shape))
+
+
 def _list_append(fn, args, kwargs, batched, size):
     """``runtime.list_append(xs, v)`` of a batched list: the item lifted if need be."""
     xs, value = args
@@ -502,6 +540,8 @@ def _rules() -> dict:
     table[runtime.add] = _add
     table[runtime.add_at] = _add_at
     table[runtime.list_append] = _list_append
+    table[runtime.part] = table[runtime.tangent_item] = _part
+    table[runtime.broadcast_like] = _broadcast_like
     table[runtime.element] = _element
     table[runtime.setitem] = _setitem
     return table

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import batching
 from .api import _func_key, _param_names
-from .api_forward import source_function
+from . import runtime
+from .api_forward import _CallSite, _SparseCallSite, get_forward, source_function
 from .errors import SrcgradError
 from .generated import Generated, cached_build
 from .transforms.batch import batch
@@ -99,6 +100,10 @@ def batched_call(fn, args, kwargs, batched, size: int):
     batched = batching._really_batched(args, kwargs, batched)
     if not batched:  # only Python numbers, the same for every example
         return batching.lift(fn(*args, **kwargs), size)
+    if isinstance(fn, _SparseCallSite):
+        return _sparse_site_call(fn, args, kwargs, batched, size)
+    if isinstance(fn, _CallSite) and not fn.bound:  # generated jvp code's call of a jvp
+        fn = get_forward(fn.func, fn.wrt).function_for(fn.func)
     if lookup(fn) is not None or fn in batching.BATCH_RULES or not _transformable(fn):
         return batching.apply(fn, args, kwargs, batched, size)
     fn = source_function(fn)
@@ -117,6 +122,21 @@ def batched_call(fn, args, kwargs, batched, size: int):
     if built is None:
         return batching.per_example(fn, args, kwargs, set(batched), size)
     return built.functions_for(func)[0](*bound, *args, **kwargs)
+
+
+def _sparse_site_call(site, args, kwargs, batched, size: int):
+    """A jvp call site choosing by which tangents are the lazy zero: that zero is a Python
+    number, the same for every example, so one choice serves the whole batch."""
+    n = len(site.wrt)
+    live = tuple(not runtime.is_zero(t) for t in args[:n])
+    keep = [i for i in range(n) if live[i]] + list(range(n, len(args)))
+    target = site.sites.get(live)
+    if target is None:
+        target = site.sites[live] = _CallSite(
+            site.fn, tuple(w for w, on in zip(site.wrt, live) if on))
+    positions = {keep.index(k) for k in batched if isinstance(k, int) and k in keep}
+    positions |= {k for k in batched if isinstance(k, str)}
+    return batched_call(target, tuple(args[i] for i in keep), kwargs, positions, size)
 
 
 # -- in_axes and out_axes -----------------------------------------------------------------
