@@ -571,3 +571,10 @@ def test_batched_names_skip_shapes_and_lift_unbatched_definitions():
     assert {"x", "s"} <= names and not {"n", "c", "i"} & names
     text = srcgrad.source(vmap(f, in_axes=(0, None)))
     assert "s = _bv.lift(0.0, _B)" in text and "for i in range(n):" in text
+
+
+def test_shapes_inside_expressions_are_one_examples():
+    def f(x, y):
+        m = np.zeros(x.shape) < np.reshape(y, x.shape)  # (a comparison: kept nested)
+        return np.where(m, x, 0.0) * len(x) + np.ones(np.shape(x)) * x.size
+    check(f, rng.standard_normal((B, 3)), rng.standard_normal((B, 3, 1)))

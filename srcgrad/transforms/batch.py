@@ -36,8 +36,21 @@ _SHAPE_CALLS = {len: "len_of", np.shape: "shape_of"}
 _SHAPE_ATTRS = {"shape", "ndim", "size", "dtype"}
 
 
+def _rewritten_shape(value, ctx: Context) -> bool:
+    """A shape of a batched value already rewritten to read one example's."""
+    if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute)
+            and isinstance(value.func.value, gast.Name)
+            and ctx.helpers.get(value.func.value.id) is batching):
+        return False
+    if value.func.attr == "attribute":
+        return isinstance(value.args[1], gast.Constant) and value.args[1].value in _SHAPE_ATTRS
+    return value.func.attr in _SHAPE_CALLS.values()
+
+
 def _shape_only(value, ctx: Context) -> bool:
     if isinstance(value, gast.Attribute) and value.attr in _SHAPE_ATTRS:
+        return True
+    if _rewritten_shape(value, ctx):
         return True
     if isinstance(value, gast.Call):
         try:
@@ -89,6 +102,8 @@ class _Batcher:
     def unbatch_shapes(self, node):
         """``node`` with each shape of a batched value (``len(x)``, ``x.shape``) read as
         one example's."""
+        if _rewritten_shape(node, self.ctx):
+            return node
         if _shape_only(node, self.ctx) and A.names_read(node) & self.batched:
             return self.expression(node, node)
         for field, value in gast.iter_fields(node):
@@ -116,6 +131,8 @@ class _Batcher:
 
     def statement(self, stmt) -> list:
         if isinstance(stmt, (gast.Assign, gast.Return, gast.Expr)) and stmt.value is not None:
+            # shapes first: np.zeros(x.shape) must get one example's shape
+            stmt.value = self.unbatch_shapes(stmt.value)
             pre: list = []
             self.atomize_operands(stmt.value, pre, stmt)
             if pre:
