@@ -13,7 +13,7 @@ from __future__ import annotations
 
 __all__ = ["batch_size", "lift", "take", "stack", "per_example", "apply", "apply_method",
            "attribute", "getitem", "pack", "shape_of", "len_of", "BATCH_RULES",
-           "register", "matmul_cotangent", "expand_to_rule", "expand_reduced_rule"]
+           "register", "select", "logical_not", "Unbatchable", "matmul_cotangent", "expand_to_rule", "expand_reduced_rule"]
 
 import operator
 
@@ -682,6 +682,64 @@ def pack(items, batched, size: int):
                 for i, (k, v) in enumerate(items.items())}
     out = [v if i in batched else lift(v, size) for i, v in enumerate(items)]
     return type(items)(out)
+
+
+class Unbatchable(Exception):
+    """Examples whose values cannot share one batched value (an array in some, None in
+    others): the caller runs the function once per example instead."""
+
+
+def select(cond, a, b, batched, size: int):
+    """Per example, ``a`` where the per-example truth value ``cond`` holds, else ``b``
+    (``batched`` holds 0 for ``a``, 1 for ``b``): the join of a lowered ``if``."""
+    if _constant(cond):
+        return _select(np.full(size, bool(cond)), a, 0 in batched, b, 1 in batched, size)
+    if not hasattr(cond, "shape"):  # a list's truth is its length, not its items'
+        raise Unbatchable(f"the condition of an 'if' is a {type(cond).__name__}")
+    c = cond
+    if tuple(c.shape) != (size,):
+        if c.size != size:
+            raise ValueError("The truth value of an array with more than one element is "
+                             "ambiguous. Use a.any() or a.all()")
+        c = c.reshape(size)
+    return _select(c.astype(bool), a, 0 in batched, b, 1 in batched, size)
+
+
+def logical_not(x, size: int):
+    """``not x`` for each example of batched ``x`` (each must have one truth value)."""
+    if _constant(x):
+        return not x
+    if np.size(x) != size:
+        raise ValueError("The truth value of an array with more than one element is "
+                         "ambiguous. Use a.any() or a.all()")
+    return np.logical_not(np.reshape(x, (size,)))
+
+
+def _select(c, a, a_batched: bool, b, b_batched: bool, size: int):
+    if a is b and a_batched == b_batched:
+        return a
+    if _constant(a) and type(a) is type(b) and a == b:
+        return a
+    numeric = (np.ndarray, np.generic) + _PY_SCALARS
+    if isinstance(a, numeric) and isinstance(b, numeric):
+        a = a if a_batched or _constant(a) else lift(a, size)
+        b = b if b_batched or _constant(b) else lift(b, size)
+        shapes = {np.shape(v) if _constant(v) else np.shape(v)[1:] for v in (a, b)}
+        if len(shapes) > 1:  # examples would get values of different shapes
+            raise Unbatchable(f"the branches of an 'if' give values of shapes "
+                              f"{' and '.join(map(str, sorted(shapes)))}")
+        depth = max([np.ndim(v) for v in (a, b)] + [1])
+        return np.where(c.reshape((size,) + (1,) * (depth - 1)), a, b)
+    if isinstance(a, (tuple, list)) and type(a) is type(b) and len(a) == len(b):
+        return type(a)(_select(c, x, a_batched, y, b_batched, size) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys():
+        return {k: _select(c, a[k], a_batched, b[k], b_batched, size) for k in a}
+    if c.all():
+        return a if a_batched else lift(a, size)
+    if not c.any():
+        return b if b_batched else lift(b, size)
+    raise Unbatchable(f"the branches of an 'if' leave a {type(a).__name__} in some "
+                      f"examples and a {type(b).__name__} in others")
 
 
 def shape_of(x):

@@ -13,10 +13,12 @@ __all__ = ["vmap", "VmapFallbackWarning", "batched_call"]
 
 import functools
 import inspect
+import os
 import warnings
 import weakref
 from typing import Any, Callable
 
+import gast
 import numpy as np
 
 from . import batching
@@ -53,9 +55,14 @@ class Batched(Generated):
 
     kind = "vmap"
 
+    speculative = False  # runs both sides of some branches (see batched_call)
+
     def generate(self, tree, ctx):
         inputs = tuple(ctx.params[i] for i in self.wrt)
-        return batch(tree, ctx, inputs, batched_call)
+        module = batch(tree, ctx, inputs, batched_call)
+        self.speculative = any(isinstance(n, gast.Attribute) and n.attr == "select"
+                               for n in gast.walk(module))
+        return module
 
 
 def get_batched(fn: Callable, positions: tuple[int, ...], quiet: bool = False):
@@ -121,7 +128,20 @@ def batched_call(fn, args, kwargs, batched, size: int):
     built, _ = get_batched(func, tuple(sorted(positions)))
     if built is None:
         return batching.per_example(fn, args, kwargs, set(batched), size)
-    return built.functions_for(func)[0](*bound, *args, **kwargs)
+    if not built.speculative:
+        return built.functions_for(func)[0](*bound, *args, **kwargs)
+    try:
+        return built.functions_for(func)[0](*bound, *args, **kwargs)
+    except Exception as e:
+        # both sides of a data-dependent branch ran for every example, and one failed (or
+        # the examples' values differ in kind): what a loop computes is the answer
+        code = func.__code__
+        warnings.warn(f"vmap: {func.__qualname__}() ({os.path.basename(code.co_filename)}:"
+                      f"{code.co_firstlineno}) runs once per example (a Python loop) for "
+                      f"this batch: running both sides of its data-dependent 'if' for every "
+                      f"example raised {type(e).__name__}: {e}", VmapFallbackWarning,
+                      stacklevel=3)
+        return batching.per_example(fn, args, kwargs, set(batched), size)
 
 
 def _sparse_site_call(site, args, kwargs, batched, size: int):

@@ -348,7 +348,7 @@ def test_per_example_gradients_through_a_loop():
         np.testing.assert_allclose(got[b], g(X[b], W), rtol=1e-12, atol=1e-14)
 
 
-@pytest.mark.parametrize("f, construct", [(branchy, "'if' on a batched value"),
+@pytest.mark.parametrize("f, construct", [(branchy, "data-dependent 'if'"),
                                           (while_on_data, "'while' on a batched value"),
                                           (for_over_data, "'for' loop over a batched value")])
 def test_data_dependent_control_flow_falls_back_with_a_note(f, construct):
@@ -361,7 +361,9 @@ def test_data_dependent_control_flow_falls_back_with_a_note(f, construct):
     assert construct in message and "test_vmap.py:" in message
     assert "once per example" in message
     np.testing.assert_allclose(got, loop(f, 0, (X,)), rtol=1e-12)
-    assert "once per example" in srcgrad.source(vmap(f))
+    # (branchy's two returns are lowered to a choice per example, which fails at run time
+    # for a batch mixing both: None is the other branch's return value meanwhile)
+    assert ("_bv.select(" if f is branchy else "once per example") in srcgrad.source(vmap(f))
 
 
 def test_source_shows_the_batched_code():
@@ -578,3 +580,78 @@ def test_shapes_inside_expressions_are_one_examples():
         m = np.zeros(x.shape) < np.reshape(y, x.shape)  # (a comparison: kept nested)
         return np.where(m, x, 0.0) * len(x) + np.ones(np.shape(x)) * x.size
     check(f, rng.standard_normal((B, 3)), rng.standard_normal((B, 3, 1)))
+
+
+def huber(x, delta):
+    r = np.sum(x)
+    if np.abs(r) < delta:
+        loss = 0.5 * r ** 2
+        kind = 0
+    else:
+        loss = delta * (np.abs(r) - 0.5 * delta)
+        kind = 1
+    scale = 1.0
+    if loss > 1.0:
+        scale = 2.0
+    return loss * scale + kind
+
+
+def test_branches_that_only_assign_are_lowered_to_a_choice_per_example():
+    X = rng.standard_normal((8, 3))
+    got = check(huber, X, 1.0, in_axes=(0, None))  # (check forbids loops and warnings)
+    text = srcgrad.source(vmap(huber, in_axes=(0, None)))
+    assert text.count("_bv.select(") == 3
+    # every example on one side: the choice is still made per example
+    check(huber, np.full((4, 3), 10.0), 1.0, in_axes=(0, None))
+    assert got.shape == (8,)
+
+
+def test_a_lowered_branch_failing_for_other_examples_falls_back_to_the_loop():
+    def pick(x, i):
+        if i < 3:
+            y = x[i] * 2.0
+        else:
+            y = 0.0
+        return y
+    X = rng.standard_normal((4, 3))
+    idx = np.array([0, 5, 2, 7])
+    with pytest.warns(VmapFallbackWarning, match="IndexError"):
+        got = vmap(pick)(X, idx)
+    np.testing.assert_allclose(got, [pick(x, i) for x, i in zip(X, idx)], rtol=1e-12)
+
+
+def test_truth_value_of_a_vector_per_example_is_an_error_as_in_the_loop():
+    def ambiguous(x):
+        if x > 0:
+            y = x
+        else:
+            y = -x
+        return y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VmapFallbackWarning)
+        with pytest.raises(ValueError, match="ambiguous"):
+            vmap(ambiguous)(rng.standard_normal((B, 3)))
+    check(ambiguous, rng.standard_normal(B))
+
+
+def test_a_choice_between_values_of_different_shapes_is_left_to_the_loop():
+    def widen(x):
+        y = 0.0
+        if np.sum(x) > 0:
+            y = x * 2.0
+        return np.sum(y + x)  # (a scalar or a vector per example, then reduced)
+    X = rng.standard_normal((6, 3))
+    X[0], X[1] = np.abs(X[0]), -np.abs(X[1])
+    with pytest.warns(VmapFallbackWarning, match="shapes"):
+        got = vmap(widen)(X)
+    np.testing.assert_allclose(got, [widen(x) for x in X], rtol=1e-12)
+
+    def flag(x, xs):
+        if xs:  # a list's truth: its length
+            y = x
+        else:
+            y = -x
+        return y
+    with pytest.warns(VmapFallbackWarning):
+        got = vmap(flag, in_axes=(0, 0))(X[:, 0], [X[:, 1]])
+    np.testing.assert_allclose(got, X[:, 0], rtol=1e-12)

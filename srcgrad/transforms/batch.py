@@ -76,6 +76,10 @@ def batched_names(tree, ctx: Context, inputs: set[str]) -> set[str]:
     """Names holding batched values: the batched parameters and all they flow into."""
     batched = set(inputs)
     defs = list(_definitions(tree, ctx.local_names))
+    # a name assigned under a condition on batched values differs between examples too
+    guarded = [(node.test if isinstance(node, (gast.If, gast.While)) else node.iter,
+                {n for s in node.body + node.orelse for n in A.names_written(s)})
+               for node in gast.walk(tree) if isinstance(node, (gast.If, gast.While, gast.For))]
     changed = True
     while changed:
         changed = False
@@ -83,6 +87,10 @@ def batched_names(tree, ctx: Context, inputs: set[str]) -> set[str]:
             if targets <= batched or _shape_only(value, ctx):
                 continue
             if value_reads(value, ctx) & batched:
+                batched |= targets
+                changed = True
+        for test, targets in guarded:
+            if not targets <= batched and value_reads(test, ctx) & batched:
                 batched |= targets
                 changed = True
     return batched
@@ -93,6 +101,8 @@ class _Batcher:
 
     def __init__(self, ctx: Context, batched: set[str], size: str):
         self.ctx, self.batched, self.size = ctx, batched, size
+        self.bound = set(ctx.params)  # names certainly bound at the statement being rewritten
+        self.selects = 0  # branches lowered to a choice per example
         self.bv = ctx.helper(batching, "_bv")
         self.op = ctx.helper(operator, "operator")
 
@@ -123,10 +133,15 @@ class _Batcher:
                           ctx=gast.Load())
 
     # -- statements -----------------------------------------------------------------------
-    def block(self, body: list) -> list:
+    def block(self, body: list, top: bool = False) -> list:
         out = []
+        outer = set(self.bound)
         for stmt in body:
             out.extend(self.statement(stmt))
+            if isinstance(stmt, gast.Assign):
+                self.bound |= A.names_written(stmt)
+        if not top:  # what a branch or loop body assigns may be unbound after it
+            self.bound = outer
         return out
 
     def statement(self, stmt) -> list:
@@ -141,6 +156,10 @@ class _Batcher:
             return [self.assign(stmt)]
         if isinstance(stmt, gast.Return):
             return [self.return_(stmt)]
+        if isinstance(stmt, gast.If) and self.is_batched(stmt.test):
+            lowered = self.select_branches(stmt)
+            if lowered is not None:
+                return lowered
         if isinstance(stmt, (gast.If, gast.While)):
             if self.is_batched(stmt.test):
                 kind = "if" if isinstance(stmt, gast.If) else "while"
@@ -172,6 +191,50 @@ class _Batcher:
         if self.is_batched(stmt):
             self.ctx.problem(stmt, f"'{type(stmt).__name__}' reading a batched value")
         return [stmt]
+
+    def select_branches(self, stmt: gast.If):
+        """``if c: a = ... else: a = ...`` whose condition is batched, when both branches
+        only assign names: both run for every example, then each name takes, per example,
+        the value of the branch that example takes (``_bv.select``, np.where). None when the
+        branches do anything else, or assign a name that may be unbound before."""
+        branches = (stmt.body, stmt.orelse)
+        if not all(isinstance(s, gast.Assign) and len(s.targets) == 1
+                   and isinstance(s.targets[0], gast.Name) for b in branches for s in b):
+            return None
+        assigned = [{s.targets[0].id for s in b} for b in branches]
+        read_after = self.reads_outside(stmt)
+        # names one branch assigns and nothing outside reads (its temporaries) need no choice
+        names = sorted(n for n in assigned[0] | assigned[1] if n in read_after
+                       or n in self.bound or n in assigned[0] & assigned[1])
+        if any(n not in self.bound and not (n in assigned[0] and n in assigned[1])
+               for n in names):
+            return None
+        cond = self.ctx.namer.fresh()
+        self.batched.add(cond)
+        out = self.statement(A.assign(cond, stmt.test, at=stmt))
+        results = []
+        for branch in branches:
+            renamed: dict = {}
+            for s in branch:
+                value = A.substitute(s.value, renamed)
+                tmp = self.ctx.namer.fresh()
+                if self.is_batched(value):
+                    self.batched.add(tmp)
+                out += self.statement(A.assign(tmp, value, at=s))
+                renamed[s.targets[0].id] = A.load(tmp)
+            results.append(renamed)
+        for n in names:
+            a, b = (r.get(n, A.load(n)) for r in results)
+            out.append(A.assign(n, self.helper("select", A.load(cond), a, b, self.mask(
+                [(0, a), (1, b)])), at=stmt))
+        self.selects += 1
+        return out
+
+    def reads_outside(self, stmt) -> set[str]:
+        """Names the function reads anywhere but inside ``stmt``."""
+        inside = {id(n) for n in gast.walk(stmt)}
+        return {n.id for n in gast.walk(self.tree) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, gast.Load) and id(n) not in inside}
 
     def atomize_operands(self, node, pre: list, stmt) -> None:
         """Give each operand of ``node`` that computes from batched values its own
@@ -248,7 +311,9 @@ class _Batcher:
         if isinstance(value, gast.BinOp):
             fn = A.attr(self.op, BINOPS[type(value.op)].__name__)
             return self.apply(fn, [value.left, value.right], [], stmt)
-        if isinstance(value, gast.UnaryOp) and not isinstance(value.op, gast.Not):
+        if isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.Not):
+            return self.helper("logical_not", value.operand)  # (each example's truth value)
+        if isinstance(value, gast.UnaryOp):
             return value  # -x, +x, ~x keep every axis where it is
         if isinstance(value, gast.Compare) and len(value.ops) == 1 \
                 and type(value.ops[0]) in _COMPARES:
@@ -339,6 +404,7 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
     size = ctx.namer.unique("_B")
     batcher = _Batcher(ctx, batched, size)
     batcher.ctx_call = ctx.helper(call_helper, "batched_call")
+    batcher.tree = tree
     if builtins.slice is not ctx.globals.get("slice", builtins.slice):
         ctx.problem(tree, "a global named 'slice' shadowing the builtin")
     if ctx.src.filename.startswith("<srcgrad") and any(
@@ -347,7 +413,7 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
         # a generated sweep's tape holds loop counts and branch flags, which decide control
         # flow: batched, they would be data-dependent branches
         ctx.problem(tree, "a generated sweep with a tape (the function has a loop or branch)")
-    body = batcher.block(tree.body)
+    body = batcher.block(tree.body, top=True)
     ctx.raise_problems()
     first = A.assign(size, A.call(A.attr(batcher.bv, "batch_size"),
                                   *[A.load(n) for n in inputs]))
