@@ -33,12 +33,44 @@ def landing_distance(angle, speed):
     return prev_x + frac * (x - prev_x)
 
 
+def trajectory(angle, speed):
+    """The flight's points (the same integration, for the plot)."""
+    vx, vy = speed * math.cos(angle), speed * math.sin(angle)
+    x, y = 0.0, 0.0
+    points = [(x, y)]
+    while y >= 0.0:
+        v = math.sqrt(vx * vx + vy * vy)
+        vx = vx - DT * DRAG * v * vx
+        vy = vy - DT * (G + DRAG * v * vy)
+        x, y = x + DT * vx, y + DT * vy
+        points.append((x, y))
+    return points
+
+
+def plot(shots, target):
+    from _plots import save_plot
+
+    def draw(ax):
+        for k, (angle, speed) in enumerate(shots):
+            xs, ys = zip(*trajectory(angle, speed))
+            ax.plot(xs, ys, label=f"step {k}: {speed:.2f} m/s", alpha=0.4 + 0.6 * (
+                k + 1) / len(shots))
+        ax.axvline(target, color="k", linestyle=":", linewidth=1)
+        ax.set_ylim(bottom=0.0)
+        ax.set_xlabel("distance (m)")
+        ax.set_ylabel("height (m)")
+        ax.legend(fontsize=7)
+    save_plot("projectile_trajectories.png", draw)
+
+
 def main(target=60.0):
     # d(distance)/d(angle, speed), by source transformation of the simulation above
     d_dist = srcgrad.grad(landing_distance, wrt=("angle", "speed"), preserve_result=True)
     angle, speed = math.radians(40.0), 20.0
     print(f"target distance {target} m")
+    shots = []
     for step in range(20):
+        shots.append((angle, speed))
         (g_angle, g_speed), dist = d_dist(angle, speed)
         print(f"step {step:2d}: angle {math.degrees(angle):6.2f} deg, speed {speed:6.2f} m/s"
               f" -> lands at {dist:8.3f} m  (d/d angle {g_angle:8.3f}, d/d speed {g_speed:6.3f})")
@@ -51,6 +83,7 @@ def main(target=60.0):
     print(f"check: d/d speed by finite differences {fd:.6f}, by srcgrad "
           f"{d_dist(angle, speed)[0][1]:.6f}")
     assert abs(landing_distance(angle, speed) - target) < 1e-3
+    plot(shots, target)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@ Parameters live in a dict; ``srcgrad.grad`` returns the gradient as a dict of th
 shape. Needs the optional extra: ``pip install -e '.[examples]'`` (scikit-learn for the
 offline dataset, matplotlib for the loss-curve plot).
 """
-import os
-
 import numpy as np
 
 import srcgrad
@@ -65,22 +63,14 @@ def main(epochs=60, batch=32, lr=0.1, seed=0):
 
 
 def _plot(curve):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib not installed: no plot)")
-        return
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ax.plot(np.arange(1, len(curve) + 1), curve)
-    ax.set_xlabel("epoch")
-    ax.set_ylabel("training loss (cross-entropy)")
-    ax.set_yscale("log")
-    fig.tight_layout()
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "train_mlp_loss.png")
-    fig.savefig(path, dpi=100)
-    print(f"loss curve saved to {path}")
+    from _plots import save_plot
+
+    def draw(ax):
+        ax.plot(np.arange(1, len(curve) + 1), curve)
+        ax.set_xlabel("epoch")
+        ax.set_ylabel("training loss (cross-entropy)")
+        ax.set_yscale("log")
+    save_plot("train_mlp_loss.png", draw)
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ from .errors import (InternalError, MissingRuleError, NonDifferentiableError, Sr
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from .vmap import VmapFallbackWarning, vmap
 
 __version__ = "0.1.0"
 
@@ -25,6 +26,6 @@ __all__ = [
     "grad", "value_and_grad", "vjp", "source", "stop_gradient", "rule", "nondifferentiable",
     "SrcgradError", "UnsupportedSyntaxError", "MissingRuleError", "NonDifferentiableError",
     "InternalError",
-    "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp",
+    "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "vmap", "VmapFallbackWarning",
 ]
 __all__ += [name for name in _torch_api.__all__ if name not in __all__]

@@ -164,9 +164,12 @@ def _integer_leaf(x):
         return "a bool"
     if isinstance(x, (int, np.integer)):
         return "an integer"
-    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
-        kind = "a bool" if x.dtype.kind == "b" else "an integer"
-        return f"{kind} array (dtype {x.dtype})"
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is not None and (isinstance(x, np.ndarray) or runtime.is_foreign_array(x)):
+        if kind in "biu":  # (numpy arrays, and dask's, whose attributes hold integers)
+            what = "a bool" if kind == "b" else "an integer"
+            return f"{what} array (dtype {x.dtype})"
+        return None
     if isinstance(x, dict):
         for v in x.values():
             r = _integer_leaf(v)
@@ -194,7 +197,7 @@ def _seed(fn, value, holomorphic=False):
             f"complex one. Differentiate a real function of it (np.abs, np.real), or pass "
             f"holomorphic=True if {fn.__qualname__}() is holomorphic: the gradient is then "
             f"its complex derivative f'(z).")
-    if np.size(value) != 1 or isinstance(value, (list, tuple, dict)):
+    if runtime.size_of(value) != 1 or isinstance(value, (list, tuple, dict)):
         shape = np.shape(value) if not isinstance(value, dict) else "a dict"
         raise SrcgradError(
             f"grad requires {fn.__qualname__}() to return a scalar, but it returned a value "

@@ -15,6 +15,7 @@ import inspect
 import itertools
 import types
 import os
+import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -416,10 +417,8 @@ def jacfwd(f: Callable, wrt=0):
     """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by forward mode:
     shape ``out.shape + in.shape``.
 
-    All basis tangents are first pushed through the jvp function at once, stacked on a new
-    leading axis; that result is kept only if it has the right shape and agrees with one
-    unbatched jvp along a random direction (rules that reduce over all axes, say, would mix
-    the batch in). Otherwise the columns are computed one jvp at a time.
+    The jvp function is batched over the basis tangents by ``vmap`` (one run for all
+    columns); a jvp whose body cannot be batched runs once per column.
     """
     f = as_function(f, "jacfwd")
     index = _wrt_index(source_function(f), wrt)
@@ -434,6 +433,36 @@ def jacfwd(f: Callable, wrt=0):
     return jacobian_fwd
 
 
+def _batched(fn, positions: tuple[int, ...]):
+    """``fn`` batched over the arguments at ``positions`` (see vmap.py), or None when its
+    body cannot be batched."""
+    from .vmap import VmapFallbackWarning, get_batched  # (vmap sits above this module)
+    built, _ = get_batched(fn, positions, quiet=True)
+    if built is None:
+        return None
+    function = built.functions_for(_func_key(fn))[0]
+
+    def quietly(*args):
+        # functions it calls may run once per example: right, and no news to the caller
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", VmapFallbackWarning)
+            try:
+                return function(*args)
+            except Exception:  # (a batched step that failed: the loop is the reference)
+                return None
+    return quietly
+
+
+def _as_batch(t, n: int, out_shape) -> np.ndarray:
+    """Batched tangents or cotangents ``t`` (``n`` of them) as a dense float array; a lazy
+    zero was lifted to ``n`` zeros."""
+    t = np.asarray(t, dtype=float)
+    if t.shape != (n,) + tuple(out_shape):
+        t = np.broadcast_to(t.reshape(t.shape + (1,) * (len(out_shape) + 1 - t.ndim)),
+                            (n,) + tuple(out_shape))
+    return t
+
+
 def _jacfwd(f, index, args):
     fn = source_function(f)
     x = np.asarray(args[index], dtype=float)
@@ -443,24 +472,27 @@ def _jacfwd(f, index, args):
     primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
     n = x.size
     basis = np.eye(n).reshape((n,) + x.shape)
-    value = None
-    if n > 1:
-        try:
-            value, batched = jf(basis, *primals)
-            batched = np.asarray(runtime.densify(batched, value), dtype=float)
-            out_shape = np.shape(value)
-            if batched.shape == (n,) + out_shape:
-                r = np.random.default_rng(0).standard_normal(n)
-                _, single = jf(np.tensordot(r, basis, axes=1), *primals)
-                single = np.asarray(runtime.densify(single, value), dtype=float)
-                if np.allclose(np.tensordot(r, batched, axes=1), single, rtol=1e-9,
-                               atol=1e-12 * (1 + np.max(np.abs(single), initial=0.0))):
-                    return np.moveaxis(batched, 0, -1).reshape(out_shape + x.shape)
-        except Exception:  # a rule that does not broadcast over the batch axis
-            pass
+    batched = _batched(jf, (0,)) if n > 1 else None
+    result = batched(basis, *primals) if batched is not None else None
+    if result is not None:
+        values, tangents = result
+        value = runtime.part(values, 0) if isinstance(values, (tuple, list, dict)) \
+            else values[0]
+        out_shape = np.shape(value)
+        columns = _as_batch(tangents, n, out_shape)
+        return np.moveaxis(columns, 0, -1).reshape(out_shape + x.shape)
+    return _jacfwd_loop(jf, x, primals)
+
+
+def _jacfwd_loop(jf, x, primals):
+    """The Jacobian one jvp (column) at a time."""
     columns = []
-    for k in range(n):
-        value, col = jf(basis[k] if x.shape else float(basis[k]), *primals)
+    value = None
+    for k in range(x.size):
+        e = np.zeros(x.size)
+        e[k] = 1.0
+        e = e.reshape(x.shape) if x.shape else 1.0
+        value, col = jf(e, *primals)
         columns.append(np.asarray(runtime.densify(col, value), dtype=float))
     out_shape = np.shape(value)
     return np.stack(columns, axis=-1).reshape(out_shape + x.shape)
@@ -470,8 +502,9 @@ def jacrev(f: Callable, wrt=0):
     """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by reverse mode:
     shape ``out.shape + in.shape``.
 
-    The forward sweep runs once; the backward sweep runs once per output element, each time
-    on a copy of the saved tapes.
+    The forward sweep runs once; the backward sweep is batched over the rows of the identity
+    by ``vmap`` (or, when its body cannot be batched, runs once per output element, each
+    time on a copy of the saved tapes).
     """
     f = as_function(f, "jacrev")
     index = _wrt_index(source_function(f), wrt)
@@ -485,18 +518,29 @@ def jacrev(f: Callable, wrt=0):
         fwd, bwd = adj.sweeps_for(_func_key(fn))
         value, saved = fwd(*lead, *args)
         out_shape = np.shape(value)
-        m = int(np.prod(out_shape))
-        rows = []
-        for k in range(m):
-            seed = np.zeros(m)
-            seed[k] = 1.0
-            seed = seed.reshape(out_shape) if out_shape else 1.0
-            (row,) = bwd(runtime.copy_saved(saved), seed)
-            rows.append(np.asarray(runtime.densify(row, args[index]), dtype=float))
         in_shape = np.shape(args[index])
-        return np.stack(rows).reshape(out_shape + in_shape)
+        m = int(np.prod(out_shape))
+        batched = _batched(bwd, (1,)) if m > 1 else None
+        seeds = np.eye(m).reshape((m,) + out_shape)
+        result = batched(runtime.copy_saved(saved), seeds) if batched is not None else None
+        if result is not None:
+            return _as_batch(result[0], m, in_shape).reshape(out_shape + in_shape)
+        return _jacrev_loop(bwd, saved, args[index], out_shape)
 
     return jacobian_rev
+
+
+def _jacrev_loop(bwd, saved, x, out_shape):
+    """The Jacobian one backward sweep (row) at a time."""
+    m = int(np.prod(out_shape))
+    rows = []
+    for k in range(m):
+        seed = np.zeros(m)
+        seed[k] = 1.0
+        seed = seed.reshape(out_shape) if out_shape else 1.0
+        (row,) = bwd(runtime.copy_saved(saved), seed)
+        rows.append(np.asarray(runtime.densify(row, x), dtype=float))
+    return np.stack(rows).reshape(out_shape + np.shape(x))
 
 
 jacobian = jacrev

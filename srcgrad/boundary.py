@@ -27,6 +27,7 @@ import numpy as np
 
 from . import codegen
 from .errors import NonDifferentiableError, SrcgradError
+from .runtime import is_foreign_array
 
 _WRAPPERS: dict = {}
 # operators a class may define in Python: srcgrad's rules for them assume numbers and arrays
@@ -208,6 +209,10 @@ def _refusal(x) -> str | None:
         return None
     if isinstance(x, numbers.Number):
         return f"a {type(x).__name__}", "pass float(x)"
+    if is_foreign_array(x):  # dask and the like: numpy's functions dispatch to their own
+        if getattr(x, "dtype", np.dtype(float)).kind not in "fc":
+            return f"an array of dtype {x.dtype}", "pass x.astype(float)"
+        return None
     if hasattr(x, "__array__") or hasattr(x, "__array_interface__"):
         return (f"an object of type {type(x).__name__}, which only converts to an array",
                 "pass np.asarray(x, dtype=float)")
@@ -263,7 +268,7 @@ def _find_refusal(x, where: str, depth: int):
     if reason is not None:
         return where, reason
     if hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, np.generic, type)) \
-            and not callable(x):  # plain objects and dataclasses: their array attributes
+            and not callable(x) and not is_foreign_array(x):  # plain objects and dataclasses: their array attributes
         for k, v in vars(x).items():
             if isinstance(v, (np.ndarray, float, np.number, list, tuple, dict)) or \
                     type(v).__module__.split(".")[0] == "pandas":

@@ -41,6 +41,8 @@ __all__ = [
     "index_concat",
     "refuse_foreign_array",
     "index_slice",
+    "is_foreign_array",
+    "size_of",
 ]
 
 import sys
@@ -151,6 +153,8 @@ def zeros_like(x):
         return type(x)(*[zeros_like(v) for v in x])
     if isinstance(x, (list, tuple)):
         return type(x)(zeros_like(v) for v in x)
+    if is_foreign_array(x):  # (np.zeros_like dispatches to the array's library)
+        return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
     if hasattr(x, "__array__"):
         return np.zeros_like(np.asarray(x), dtype=np.float64)
     if _is_object(x):
@@ -188,6 +192,8 @@ def densify(g, x):
             "cannot know. Compute with the arrays such objects hold.")
     if isinstance(x, np.ndarray) and np.shape(g) != x.shape:
         g = np.broadcast_to(g, x.shape).copy()
+    elif is_foreign_array(x) and np.shape(g) != x.shape:
+        g = np.broadcast_to(g, x.shape)
     if type(g) is not float and np.iscomplexobj(g) and not np.iscomplexobj(x):
         # a real input's gradient is the real part of its cotangent (rules/numpy_complex.py)
         return np.real(g)
@@ -243,6 +249,10 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
 
     Repeated fancy indices accumulate (``np.add.at``). Containers get container adjoints.
     """
+    if isinstance(x, np.ndarray) and type(g) is not _ndarray and not isinstance(
+            g, (float, _generic)) and (is_foreign_array(g) or is_foreign_array(acc)) \
+            and _is_simple_index(index):
+        return _add_at_functional(acc, x, index, g)  # a dask cotangent: keep it lazy
     if isinstance(x, np.ndarray):
         if is_zero(acc):
             acc = np.zeros(x.shape, dtype=np.result_type(x.dtype, np.float32)
@@ -278,7 +288,18 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
     if np.ndim(x) == 0 and isinstance(x, (float, np.floating)):
         raise TypeError("cannot index into a scalar")
     _refuse_own_getitem(x)
-    return add_at(acc, np.asarray(x), index, g)
+    if is_foreign_array(x) and _is_simple_index(index):
+        return _add_at_functional(acc, x, index, g)
+    return add_at(acc, np.asarray(x), index, g)  # (array indices need np.add.at: computes)
+
+
+def _add_at_functional(acc, x, index, g):
+    """``add_at`` for a simple index without writing in place (dask arrays stay lazy)."""
+    dtype = x.dtype if x.dtype.kind in "fc" else np.float64
+    # scattered into an array of g's library (x may be numpy, g a dask array)
+    out = np.zeros_like(g if is_foreign_array(g) else x, shape=np.shape(x), dtype=dtype)
+    out[index] = g
+    return out if is_zero(acc) else acc + out
 
 
 def _refuse_own_getitem(x) -> None:
@@ -302,7 +323,28 @@ def _is_simple_index(index) -> bool:
 
 def _is_object(x) -> bool:
     """A user object (its adjoint is a dict of attribute adjoints)."""
-    return hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, type))
+    return hasattr(x, "__dict__") and not isinstance(x, (np.ndarray, type)) \
+        and not is_foreign_array(x)
+
+
+def size_of(x) -> int:
+    """``np.size(x)``, reading an array's own ``size`` (np.size computes a dask array)."""
+    size = getattr(x, "size", None)
+    return size if isinstance(size, (int, np.integer)) else np.size(x)
+
+
+# libraries whose arrays implement numpy's protocols for numpy's own functions only (lazy
+# or on a device): srcgrad never converts their arrays, nor dispatches its helpers to them
+ARRAY_LIBRARIES = frozenset({"dask", "cupy", "xarray", "sparse"})
+
+
+def is_foreign_array(x) -> bool:
+    """An array of another library speaking numpy's protocols (dask, cupy...): numpy
+    functions dispatch to its own, so generated code runs on it unchanged, but
+    ``np.asarray``, ``np.array`` and writes in place would compute (or copy) it."""
+    t = type(x)
+    return t is not _ndarray and hasattr(t, "__array_function__") and \
+        (t.__module__ or "").partition(".")[0] in ARRAY_LIBRARIES
 
 
 def _attr_dict(x):
@@ -343,7 +385,9 @@ def add_attr(acc, obj, name: str, g):
 # -- functional updates: what ``x[i] = v`` and list methods become on varied values ---------
 def setitem(x, index, value):
     """A copy of ``x`` with ``x[index] = value`` (arrays, lists, dicts)."""
-    if isinstance(x, np.ndarray):
+    if is_foreign_array(x):
+        out = x.copy()  # (dask: a lazy copy, written lazily below)
+    elif isinstance(x, np.ndarray):
         dtype = np.result_type(x.dtype, np.asarray(value).dtype) \
             if x.dtype.kind in "biu" and np.asarray(value).dtype.kind == "f" else x.dtype
         out = np.array(x, dtype=dtype, copy=True)
@@ -388,8 +432,8 @@ def setitem_zeroed(g, x, index):
     ``x``, the container written into, is not read (callers may pass None)."""
     if is_zero(g):
         return ZERO
-    if isinstance(g, np.ndarray):
-        out = np.array(g, copy=True)
+    if isinstance(g, np.ndarray) or is_foreign_array(g):
+        out = g.copy()
         out[index] = 0
         return out
     if isinstance(g, dict):

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import runtime as rt
-from ..runtime import ZERO, add_at
+from ..runtime import ZERO, add_at, size_of
 from .registry import nondifferentiable
 
 __all__ = [
@@ -38,7 +38,9 @@ __all__ = [
 def _overrides(value: Any) -> bool:
     """True when ``value``'s type overrides numpy functions (NEP 18), as a Tensor does."""
     method = getattr(type(value), "__array_function__", None)
-    return method is not None and method is not np.ndarray.__array_function__
+    # (dask and other array libraries do not know srcgrad's helpers: they would compute)
+    return method is not None and method is not np.ndarray.__array_function__ \
+        and not rt.is_foreign_array(value)
 
 
 def dispatches(relevant: Callable[..., tuple]) -> Callable[[Callable], Callable]:
@@ -115,7 +117,7 @@ def expand_to(g, x, axis=None, keepdims=False):
 @nondifferentiable
 def reduced_count(x, ans) -> int:
     """How many elements of ``x`` were reduced into each element of ``ans``."""
-    return np.size(x) // max(np.size(ans), 1)
+    return size_of(x) // max(size_of(ans), 1)  # (size_of: np.size computes dask arrays)
 
 
 # --------------------------------------------------------------------------- indexing
@@ -139,7 +141,7 @@ def greater_weight(x, y):
 
     Ties split the gradient evenly, so ``maximum(x, x)`` has gradient 1 in ``x``.
     """
-    return np.asarray(np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0)), dtype=_weight_dtype(x, y))
+    return _as_dtype(np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0)), _weight_dtype(x, y))
 
 
 @nondifferentiable
@@ -147,7 +149,7 @@ def greater_weight(x, y):
 def fmax_weight(x, y):
     """Like ``greater_weight`` but NaN-aware as ``np.fmax`` is: a NaN never gets gradient."""
     weight = np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
-    return np.asarray(weight, dtype=_weight_dtype(x, y))
+    return _as_dtype(weight, _weight_dtype(x, y))
 
 
 @nondifferentiable
@@ -155,12 +157,20 @@ def fmax_weight(x, y):
 def extremum_weights(a, ans, axis=None, keepdims=False):
     """Where a max/min reduction of ``a`` is attained, weighted 1/k among k tied elements."""
     hit = a == expand_reduced(ans, a, axis, keepdims)
-    return np.asarray(hit / np.sum(hit, axis=axis, keepdims=True), dtype=_weight_dtype(a))
+    return _as_dtype(hit / np.sum(hit, axis=axis, keepdims=True), _weight_dtype(a))
 
 
 def _weight_dtype(*values) -> np.dtype:
     """The float dtype of the values (float32 stays float32): weights never promote g."""
-    return np.result_type(*[np.asarray(v).dtype for v in values], np.float32)
+    return np.result_type(*[v.dtype if hasattr(v, "dtype") else np.asarray(v).dtype
+                             for v in values], np.float32)
+
+
+def _as_dtype(x, dtype):
+    """``np.asarray(x, dtype)`` that keeps another library's array lazy (dask)."""
+    if rt.is_foreign_array(x):
+        return x.astype(dtype, copy=False)
+    return np.asarray(x, dtype=dtype)
 
 
 def conj_sign(x):
