@@ -17,6 +17,7 @@ from .boundary import (as_function, callee_function, check_argument, check_cotan
                        unbind)
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
+from .adapters import has_starred_parameters, route
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
@@ -143,7 +144,9 @@ def _normalize_wrt(fn, wrt) -> tuple[tuple[int, ...], bool]:
                                    f"(its parameters: {', '.join(names)})")
             out.append(names.index(w))
         elif isinstance(w, (int, np.integer)) and not isinstance(w, bool):
-            if not 0 <= w < len(names):
+            # (with *args, an index past the named parameters is one of the extra
+            # positional arguments of each call)
+            if not 0 <= w < len(names) and not (w >= 0 and has_starred_parameters(fn)):
                 raise SrcgradError(f"wrt={w} is out of range: {fn.__qualname__}() has "
                                    f"{len(names)} parameters")
             out.append(int(w))
@@ -241,6 +244,8 @@ def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
 
 
 def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
+    if has_starred_parameters(f):
+        return _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
     indices, single = _normalize_wrt(f, wrt)
     names = _param_names(f)
     state: dict = {}
@@ -278,6 +283,29 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False)
     return gradient
 
 
+def _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic):
+    """``grad`` of a function with ``*args``/``**kwargs``: ``wrt`` indexes the positional
+    arguments of each call, whose shape picks a fixed-arity adapter (adapters.py) to
+    differentiate."""
+    by_shape: dict = {}
+
+    def for_call(args, kwargs):
+        target = route(f, args, kwargs)
+        made = by_shape.get(target)
+        if made is None:
+            made = by_shape[target] = _make_grad(target, wrt, preserve_result, verbose,
+                                                 value_first, holomorphic)
+        return made
+
+    @functools.wraps(f)
+    def gradient(*args, **kwargs):
+        return for_call(args, kwargs)(*args, **kwargs)
+
+    # differentiated again (adapters.route): the gradient of the adapter for that call
+    gradient.__srcgrad_starred__ = for_call
+    return gradient
+
+
 @user_tracebacks
 def vjp(f: Callable, *args, **kwargs):
     """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
@@ -288,6 +316,8 @@ def vjp(f: Callable, *args, **kwargs):
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
     _check_differentiable(f, wrt, args)
+    if has_starred_parameters(f):
+        f = route(f, args, kwargs)
     func, lead = unbind(f)  # a bound method: self first, not differentiated
     adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
     fwd, bwd = adj.sweeps_for(func)
@@ -329,6 +359,11 @@ def source(obj) -> str:
 def dynamic_forward(fn, args, kwargs):
     """Run ``fn(*args, **kwargs)`` recording how to differentiate it; see runtime.call_fwd."""
     from .rules import lookup
+    if fn is runtime.apply and not isinstance(args[0], runtime.Bound):
+        # a plain function value: called as such (no adapter layer at first order)
+        value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
+        return value, ("apply", record)
+    fn = route(fn, args, kwargs)
     rule = lookup(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
@@ -348,6 +383,10 @@ def dynamic_forward(fn, args, kwargs):
 
 def dynamic_backward(record, g):
     """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
+    if record[0] == "apply":  # apply(f, args, kwargs) of a plain function f
+        positional, keyword = dynamic_backward(record[1], g)
+        return [None, tuple(runtime.ZERO if p is None else p for p in positional),
+                {k: runtime.ZERO if v is None else v for k, v in keyword.items()}], {}
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         return scatter_rule_grads(rule, args, kwargs, rule.vjp(g, value, *args, **kwargs))

@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
+from .adapters import route
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
@@ -130,6 +131,7 @@ class _SparseCallSite:
 def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``(value, tangent)`` of ``fn(*args, **kwargs)``; see runtime.call_jvp."""
     from .rules import is_nondifferentiable, lookup
+    fn = route(fn, args, kwargs)
     rule = lookup(fn)
     if rule is not None:
         return _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
@@ -205,6 +207,7 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``((value, record), (d_value, d_record))``: forward mode of ``api.dynamic_forward``,
     whose record's saved values get tangents (for differentiating generated sweeps)."""
     from .rules import lookup
+    fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
     if rule is not None:
@@ -231,6 +234,12 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
 def dynamic_backward_jvp(record, g, d_record, d_g):
     """Forward mode of ``api.dynamic_backward``: ``((positional, keyword), tangents)``."""
     zero = runtime.ZERO
+    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
+        (positional, keyword), (d_positional, d_keyword) = dynamic_backward_jvp(
+            record[1], g, runtime.part(d_record, 1), d_g)
+        none = lambda v: zero if v is None else v  # noqa: E731
+        return (([None, tuple(map(none, positional)), {k: none(v) for k, v in keyword.items()}],
+                 {}), ([zero, tuple(d_positional), dict(d_keyword)], {}))
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         d_args = runtime.part(d_record, 2)
@@ -373,7 +382,8 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence):
     if lead:
         f, primals, tangents = func, lead + primals, (None,) + tangents
     scalar = all(type(a) in _SCALARS for a in primals)
-    fn = source_function(f, scalar=scalar)
+    # a function with *args (or its gradient): the fixed-arity form for these arguments
+    fn = source_function(route(f, primals, {}), scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
                 if _differentiable(a) and not runtime.is_zero(tangents[i]))
     for i in wrt:
@@ -464,7 +474,7 @@ def _as_batch(t, n: int, out_shape) -> np.ndarray:
 
 
 def _jacfwd(f, index, args):
-    fn = source_function(f)
+    fn = source_function(route(f, args, {}))
     x = np.asarray(args[index], dtype=float)
     wrt = tuple(i for i, a in enumerate(args) if i == index)
     jf = get_forward(fn, wrt).function_for(_func_key(fn))

@@ -42,7 +42,7 @@ _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, t
 def as_function(f: Any, api: str) -> Callable:
     """A function whose source srcgrad can transform, computing what ``f`` computes."""
     if isinstance(f, types.FunctionType):
-        return f
+        return entry_function(f)
     if isinstance(f, types.MethodType):  # (the entry points pass self, undifferentiated)
         return f if isinstance(f.__func__, types.FunctionType) else _rule_wrapper(f, api)
     if isinstance(f, functools.partial):
@@ -78,7 +78,17 @@ def callee_function(fn):
     if isinstance(getattr(type(fn), "__call__", None), types.FunctionType) and not \
             isinstance(fn, (types.FunctionType, types.MethodType, type)):
         return fn.__call__
-    return fn
+    return entry_function(fn)
+
+
+def entry_function(fn):
+    """``fn``, or the function a traceback-relocating wrapper (tracebacks.py) runs, whose
+    source is the one to differentiate; a gradient keeps its wrapper (source_function reads
+    its ``__srcgrad_grad__``)."""
+    entry = getattr(fn, "__srcgrad_entry__", None)
+    if entry is None or hasattr(fn, "__srcgrad_grad__"):
+        return fn
+    return entry
 
 
 def _rule_wrapper(f, api: str) -> Callable:

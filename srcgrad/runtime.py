@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 import sys
+import types
 
 import numpy as np
 
@@ -157,9 +158,16 @@ def zeros_like(x):
         return np.zeros_like(x, dtype=x.dtype if x.dtype.kind in "fc" else np.float64)
     if hasattr(x, "__array__"):
         return np.zeros_like(np.asarray(x), dtype=np.float64)
+    if isinstance(x, _FUNCTION_TYPES):  # a function value carries no gradient of its own
+        return None
     if _is_object(x):
         return _densify_object({}, x)
     return None
+
+
+# function values carry no gradient of their own (a Bound's bound values do)
+_FUNCTION_TYPES = (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                   types.BuiltinMethodType, types.MethodWrapperType, np.ufunc)
 
 
 def is_zero(g) -> bool:
@@ -169,14 +177,18 @@ def is_zero(g) -> bool:
 
 def densify(g, x):
     """Turn a lazy zero adjoint into real zeros shaped like ``x``; other values pass."""
-    if isinstance(x, type):  # a class (the cls of a classmethod) carries no gradient
-        return None
+    if isinstance(x, (type, _FUNCTION_TYPES)):  # a class (the cls of a classmethod) or a
+        return None  # function value carries no gradient
     if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
         return g
     if is_zero(g):
         return zeros_like(x)
     if isinstance(x, (list, tuple, dict)):
         return _densify_struct(g, x)
+    if isinstance(g, (list, tuple)) and is_zero(x):
+        # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
+        # container: it keeps the container's structure
+        return g
     if isinstance(g, dict) and not isinstance(x, dict):
         return _densify_object(g, x)
     if _is_object(g):
@@ -745,6 +757,8 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
     import inspect
     from .api import _func_key, _param_names, dynamic_forward, get_adjoint
     from .rules import lookup
+    from .adapters import route
+    fn = route(fn, args, kwargs)
     if lookup(fn) is not None:
         value, record = dynamic_forward(fn, args, kwargs)
         data = ("rule", record, len(args), lead, receiver)
@@ -790,6 +804,11 @@ def _call_fwd_bwd(data, g):
 def _call_bwd_fwd(record, g):
     """``call_bwd(record, g)`` whose ``(positional, keyword)`` result can be differentiated."""
     from .api import dynamic_forward
+    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
+        (positional, keyword), inner = _call_bwd_fwd(record[1], g)
+        result = [None, tuple(ZERO if p is None else p for p in positional),
+                  {k: ZERO if v is None else v for k, v in keyword.items()}], {}
+        return result, ("redispatch", _apply_bwd_bwd, (inner, len(positional), tuple(keyword)))
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
@@ -829,8 +848,77 @@ def _call_bwd_bwd(data, g):
     return [g_record, _zero_if_none(g_g)], {}
 
 
+def _apply_bwd_bwd(data, g):
+    """Gradients of ``call_bwd``'s ``(("apply", record), g)`` from the cotangent of its
+    ``([_, positional, keyword], {})`` result."""
+    inner, n, keys = data
+    grads = part(g, 0)
+    g_positional, g_keyword = part(grads, 1), part(grads, 2)
+    inner_cotangent = ([part(g_positional, i) for i in range(n)],
+                       {k: part(g_keyword, k) for k in keys})
+    (g_record, g_g), _ = inner[1](inner[2], inner_cotangent)
+    return [(ZERO, g_record), g_g], {}
+
+
 def _zero_if_none(g):
     return ZERO if g is None else g
+
+
+# -- function values carrying differentiable data (see transforms/calls.py) -----------------
+class Bound(tuple):
+    """A callable with some arguments bound: ``(fn, args, kwargs)``.
+
+    What ``functools.partial`` of differentiable values, and a lambda or nested function
+    reading differentiable variables used as a value, become in differentiated code (their
+    captured values made explicit keyword arguments). A tuple, so that gradients reach the
+    bound values like any container's items.
+    """
+
+    __slots__ = ()
+
+    def __call__(self, *args, **kwargs):
+        fn, bound_args, bound_kwargs = self
+        return fn(*bound_args, *args, **{**bound_kwargs, **kwargs})
+
+    def __repr__(self):
+        return f"Bound({self[0]!r}, {self[1]!r}, {self[2]!r})"
+
+
+def bind(fn, args, kwargs):
+    """``functools.partial(fn, *args, **kwargs)`` as a differentiable value."""
+    return Bound((fn, tuple(args), dict(kwargs)))
+
+
+def bind_again(fn, args, kwargs):
+    """``functools.partial(fn, ...)`` of a function value that may itself be a ``Bound``:
+    one ``Bound`` holding both sets of arguments (plain Python: srcgrad differentiates it)."""
+    if isinstance(fn, Bound):
+        return bind(fn[0], seq_concat(fn[1], args), dict_update(fn[2], kwargs))
+    return bind(fn, args, kwargs)
+
+
+def apply(fn, args, kwargs):
+    """``fn(*args, **kwargs)``: a call unpacking differentiable values, or of a function value
+    that may carry some (a ``Bound``). Differentiated code reaches it through ``call_fwd``,
+    which runs it as a fixed-arity adapter (srcgrad/adapters.py)."""
+    return fn(*args, **kwargs)
+
+
+def unzip(rows):
+    """``zip(*rows)`` as a list of tuples (the columns of ``rows``, as many as its shortest
+    row has items)."""
+    n = min([len(r) for r in rows]) if len(rows) else 0
+    return [tuple(r[j] for r in rows) for j in range(n)]
+
+
+def unzip_transpose(g, rows):
+    """The cotangent of ``rows`` from the cotangent ``g`` of ``unzip(rows)`` (transposed
+    back; items past the shortest row get zeros). Linear in ``g``, which may be lazy."""
+    if is_zero(g):
+        return [zeros_like(tuple(r)) for r in rows]
+    n = len(g)
+    return [tuple(part(part(g, j), i) if j < n else zeros_like(r[j]) for j in range(len(r)))
+            for i, r in enumerate(rows)]
 
 
 def as_list(xs):
@@ -909,12 +997,18 @@ class managed:
 
     def __init__(self, manager, where: str = ""):
         self.manager, self.where = manager, where
+        # a Catching manager (or, in a generated sweep differentiated again, this wrapper of
+        # one) suppresses an exception after which the statements that ran are known
+        self.records_exceptions = isinstance(manager, Catching) or getattr(
+            manager, "records_exceptions", False)
 
     def __enter__(self):
         return self.manager.__enter__()
 
     def __exit__(self, kind, exc, tb):
         swallowed = self.manager.__exit__(kind, exc, tb)
+        if self.records_exceptions:  # one statement of a try body: what ran is recorded
+            return swallowed
         if swallowed and exc is not None:
             from .errors import UnsupportedSyntaxError
             raise UnsupportedSyntaxError.from_message(
@@ -923,6 +1017,57 @@ class managed:
                 f"statements that ran only in part. Catch the exception outside the "
                 f"differentiated function, or use try/except inside it.") from exc
         return False
+
+
+# -- try statements (transforms/trycatch.py) --------------------------------------------------
+class Catching:
+    """The context manager around one statement of a ``try`` body: an exception of the
+    handled ``types`` is recorded (``ok``, ``error``) and suppressed, so that the statements
+    after it do not run and the backward sweep knows which did."""
+
+    __slots__ = ("types", "ok", "error")
+
+    def __init__(self, types):
+        self.types, self.ok, self.error = types, True, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if exc is not None and isinstance(exc, self.types):
+            self.ok, self.error = False, exc
+            return True
+        return False
+
+
+class TryExit(BaseException):
+    """``return``/``break``/``continue`` leaving a ``try`` body, raised there in generated
+    code so that it ends the body like an exception (transforms/trycatch.py)."""
+
+    def __init__(self, kind: str):
+        super().__init__(kind)
+        self.kind = kind
+
+
+def try_exit(catcher):
+    """``'return'``, ``'break'`` or ``'continue'`` when that left the try body, else None."""
+    return catcher.error.kind if isinstance(catcher.error, TryExit) else None
+
+
+def exception_types(*types) -> tuple:
+    """The classes an ``except`` clause names, as one flat tuple."""
+    out = []
+    for t in types:
+        out.extend(exception_types(*t) if isinstance(t, tuple) else [t])
+    return tuple(out)
+
+
+def try_begin(ok: str, err: str, types) -> None:
+    """Marks where a ``try`` body starts until the statements in it are protected."""
+
+
+def try_end(ok: str) -> None:
+    """Marks where a ``try`` body ends."""
 
 
 # -- match statements -----------------------------------------------------------------------

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 __all__ = ["FunctionSource", "get_source"]
 
+import copy
 import inspect
 import textwrap
 from dataclasses import dataclass
@@ -30,6 +31,16 @@ class FunctionSource:
         return self.lines[i].strip() if 0 <= i < len(self.lines) else ""
 
 
+# definitions srcgrad compiled itself from a user's tree (adapters.py's fixed-arity twins of
+# functions with *args/**kwargs), by code object: their text in the user's file differs
+_REGISTERED: dict = {}
+
+
+def register_source(code, source: FunctionSource) -> None:
+    """Make ``get_source`` of functions with ``code`` return (a copy of) ``source``."""
+    _REGISTERED[code] = source
+
+
 def get_source(fn) -> FunctionSource:
     """Parse ``fn``'s definition; lambdas become a one-statement ``def``."""
     code = getattr(fn, "__code__", None)
@@ -37,6 +48,10 @@ def get_source(fn) -> FunctionSource:
         raise SourceUnavailableError(
             f"cannot read the source of {fn!r}: it is not a Python function. Register a "
             f"derivative rule for it with @srcgrad.rule.")
+    known = _REGISTERED.get(code)
+    if known is not None:
+        return FunctionSource(copy.deepcopy(known.tree), known.filename, known.first_line,
+                              known.lines)
     try:
         # the code object, not the function: inspect would follow a decorator's
         # __wrapped__ to the undecorated function, whose behaviour differs

@@ -36,6 +36,9 @@ def user_tracebacks(entry: Callable) -> Callable:
             finally:  # the traceback holds this frame: no cycle keeping the tapes alive
                 del tb
 
+    # what srcgrad differentiates when the wrapped function is transformed again (a pullback
+    # under jvp): the entry's own source, not this wrapper's
+    run.__srcgrad_entry__ = entry
     return run
 
 

@@ -25,6 +25,7 @@ from . import batching
 from .api import _func_key, _param_names
 from . import runtime
 from .api_forward import _CallSite, _SparseCallSite, get_forward, source_function
+from .adapters import has_starred_parameters
 from .errors import SrcgradError
 from .generated import Generated, cached_build
 from .transforms.batch import batch
@@ -96,6 +97,8 @@ def _transformable(fn) -> bool:
         return False
     if code.co_filename.startswith("<srcgrad"):
         return True
+    if has_starred_parameters(func):  # (its *args tuple mixes batched and unbatched items:
+        return False                  # such a helper runs once per example)
     module = getattr(func, "__module__", "") or ""
     return module.split(".")[0] not in ("numpy", "scipy", "srcgrad")
 

@@ -5,6 +5,7 @@ and compare transformed gradients with the Tensor facade where it applies.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -1746,3 +1747,119 @@ def tuple_recurrence(x):
 def math_two_argument_functions(x, y):
     return (math.atan2(x, y) + math.pow(x, y) + math.log(x, 2) + math.log10(y)
             + math.fabs(x - y) + abs(x) * y + math.floor(y) * x)
+
+
+# -- the Python language numerical code uses (issue 9) -----------------------------------------
+def _concat_and_multiply(weights, *args):
+    cat_state = np.hstack(args + (np.ones(1),))
+    return np.dot(cat_state, weights)
+
+
+@case(arr(3), arr(2), arr(6, 2))
+def varargs_helper_rnn_step(x, h, w):
+    for _ in range(2):
+        h = np.tanh(_concat_and_multiply(w, x, h))
+    return np.sum(h ** 2)
+
+
+def _weighted(x, *scales, power=2.0, **offsets):
+    total = 0.0
+    for s in scales:
+        total = total + s * x ** power
+    for name in offsets:
+        total = total + offsets[name] * x
+    return total
+
+
+@case(arr(3), 0.8, wrt=(0, 1))
+def varargs_and_kwargs_helper(x, y):
+    a = _weighted(x, y, 2.0 * y, power=3.0, shift=y, tilt=x)
+    b = _weighted(y, x)
+    return np.sum(a) + np.sum(b)
+
+
+def _pair_product(a, b, c=1.5):
+    return a * b + c * a
+
+
+@case(arr(3), 0.6, wrt=(0, 1))
+def starred_call_of_differentiable_values(x, y):
+    params = (x, y)
+    first = _pair_product(*params)
+    named = {"b": y * 2.0, "c": y}
+    second = _pair_product(x, **named)
+    third = _pair_product(*[x ** 2], *(y,), **{"c": x})
+    return np.sum(first + second + third)
+
+
+@case(arr(4), arr(4))
+def zip_of_starred_pairs(x, y):
+    pairs = [(x[i], y[i] * x[i]) for i in range(4)]
+    firsts, seconds = zip(*pairs)
+    return sum(firsts) * sum(seconds)
+
+
+def _scaled_loss(params, v):
+    return np.sum(params * v) ** 2
+
+
+@case(arr(3))
+def partial_over_parameters_mapped(x):
+    data = [np.ones(3), np.arange(3.0)]
+    losses = list(map(functools.partial(_scaled_loss, x), data))
+    shifted = functools.partial(_pair_product, c=x[0])
+    return sum(losses) + np.sum(shifted(x, x[1]))
+
+
+@case(arr(3))
+def lambdas_capturing_input_as_values(x):
+    fs = [lambda t: t * x, lambda t: np.sin(t * x) ** 2]
+    direct = fs[0](2.0) + fs[1](0.5)
+    return np.sum(direct + sum(f(3.0) for f in fs) + _map_sum(fs[1], x))
+
+
+@case(arr(3), 1.3, wrt=(0, 1))
+def nested_function_returned_and_passed(x, y):
+    def make(scale):
+        def shaped(t):
+            return np.tanh(t * x) * scale * y
+        return shaped
+
+    g = make(2.0)
+    h = make(y)
+    return np.sum(g(1.5) + _map_sum(g, x) + _map_sum(h, x))
+
+
+@case(arr(3), 0.7, wrt=(0, 1))
+def nonlocal_running_sum(x, y):
+    acc = x * 0.0
+
+    def push(v):
+        nonlocal acc
+        acc = acc * y + v
+
+    for i in range(3):
+        push(np.cos(x * i))
+    return np.sum(acc ** 2)
+
+
+def _positive_sqrt(v):
+    if v < 0:
+        raise ValueError("negative")
+    return math.sqrt(v)
+
+
+@case(np.array([0.5, -0.3, 0.8, -0.1]))
+def try_except_else_finally_per_element(x):
+    total = 0.0
+    for i in range(4):
+        try:
+            r = _positive_sqrt(x[i])
+            total = total + r * x[i]
+        except ValueError:
+            total = total - x[i] ** 2
+        else:
+            total = total + 0.5 * r
+        finally:
+            total = total * 1.1
+    return total

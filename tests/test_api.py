@@ -251,10 +251,8 @@ _CLI_MODULE = textwrap.dedent("""\
 
 
     def broken(x):
-        try:
-            return x
-        except ValueError:
-            return x
+        global G
+        return x
 """)
 
 
@@ -286,7 +284,7 @@ def test_cli_reports_errors(tmp_path):
     (tmp_path / "mymodel.py").write_text(_CLI_MODULE)
     result = _run_cli("show", "mymodel.py:broken", cwd=tmp_path)
     assert result.returncode == 1
-    assert "mymodel.py:10" in result.stderr and "try" in result.stderr
+    assert "mymodel.py:10" in result.stderr and "global" in result.stderr
     missing = _run_cli("show", "nothere.py:f", cwd=tmp_path)
     assert missing.returncode != 0 and "nothere.py" in missing.stderr
 

@@ -47,7 +47,8 @@ def uses_yield_from(x):
 
 def uses_try(x):
     try:
-        y = x * 2
+        with open(__file__):
+            y = x * 2
     except ValueError:
         y = x
     return y
@@ -56,9 +57,12 @@ def uses_try(x):
 def uses_try_finally(x):
     y = x
     try:
-        y = y * 2
-    finally:
-        y = y + 1
+        try:
+            y = y * 2
+        finally:
+            y = y + 1
+    except KeyError:
+        y = x
     return y
 
 
@@ -110,14 +114,6 @@ def uses_set_comprehension(x):
     return x * len(s)
 
 
-def uses_varargs(x, *args):
-    return x * 2
-
-
-def uses_kwargs(x, **options):
-    return x * 2
-
-
 def uses_class_def(x):
     class Local:
         scale = 2.0
@@ -157,8 +153,10 @@ def uses_await(x):
 _CASES = [
     (uses_yield, "sent = yield", ["yield"], ["statement of its own"]),
     (uses_yield_from, "while True", ["infinite generator"], ["bounded"]),
-    (uses_try, "try:", ["try"], ["outside"]),
-    (uses_try_finally, "try:", ["try"], ["outside"]),
+    (uses_try, "with open(__file__)", ["'with' block in a 'try' body"],
+     ["after the try statement"]),
+    (uses_try_finally, "        try:", ["'try' nested in a 'try' body"],
+     ["after the try statement"]),
     (uses_global, "global G_COUNTER", ["global"], ["argument"]),
     (uses_with, "with _Scaled", ["context manager", "differentiable"], ["outside"]),
     (uses_match, "case [y, 1]", ["or-pattern that binds"], ["one case each"]),
@@ -166,8 +164,6 @@ _CASES = [
     (uses_generator_expression, "for v in", ["generator expression", "not consumed"],
      ["list comprehension"]),
     (uses_set_comprehension, "{round", ["set comprehension"], ["list comprehension"]),
-    (uses_varargs, "def uses_varargs", ["*args"], ["Name each parameter"]),
-    (uses_kwargs, "def uses_kwargs", ["**kwargs"], ["Name each parameter"]),
     (uses_class_def, "class Local", ["class"], ["module level"]),
     (uses_nonlocal, "nonlocal total", ["nonlocal"], ["argument"]),
     (uses_del_element, "del xs[0]", ["del"], ["new"]),
@@ -213,7 +209,7 @@ def test_unsupported_error_lists_problems():
         srcgrad.grad(uses_try)(0.5)
     (problem,) = info.value.problems
     location, construct, hint = problem
-    assert location.lineno == line_of(uses_try, "try:")
+    assert location.lineno == line_of(uses_try, "with open(__file__)")
     assert os.path.basename(location.filename) == THIS_FILE
     assert "try" in construct and hint
 
@@ -253,13 +249,16 @@ def test_error_in_a_called_user_function_points_at_the_callee():
     with pytest.raises(srcgrad.UnsupportedSyntaxError) as info:
         srcgrad.grad(caller)(0.5)
     msg = str(info.value)
-    assert f"{THIS_FILE}:{line_of(_callee_with_try, 'try:')}" in msg
+    assert f"{THIS_FILE}:{line_of(_callee_with_try, 'try:', 2)}" in msg
     assert "_callee_with_try" in msg
 
 
 def _callee_with_try(v):
     try:
-        return v * v
+        try:
+            return v * v
+        finally:
+            v = v + 1
     except ValueError:
         return v
 
@@ -530,33 +529,11 @@ def test_integer_field_of_object_in_wrt_raises():
 
 
 # -- what would silently differ from Python's semantics is refused, with the line -----------
-def _pair(a, b):
-    return a * b * b
-
-
 def alias_then_element_store(x):
     y = x * 1.0
     z = y
     z[0] = 0.0
     return np.sum(y * y)
-
-
-def starred_call_arguments(x, y):
-    args = (x, y)
-    return _pair(*args)
-
-
-def double_starred_call_arguments(x, y):
-    kw = {"a": x, "b": y}
-    return _pair(**kw)
-
-
-def _apply_twice(f, v):
-    return f(v) + f(2 * v)
-
-
-def lambda_value_capturing_active(x, w):
-    return _apply_twice(lambda v: v * w, x)
 
 
 class _Box:
@@ -571,11 +548,8 @@ def attribute_store(x):
 
 @pytest.mark.parametrize("fn, args, marker, construct", [
     (alias_then_element_store, (np.array([1.0, 2.0]),), "z[0] = 0.0", "share its data"),
-    (starred_call_arguments, (0.5, 1.5), "return _pair(*args)", "unpacking"),
-    (double_starred_call_arguments, (0.5, 1.5), "return _pair(**kw)", "unpacking"),
-    (lambda_value_capturing_active, (0.5, 1.5), "lambda v: v * w", "lambda"),
     (attribute_store, (0.5,), "box.scale = x * 2", "attribute"),
-], ids=["alias", "starred", "double-starred", "lambda-capture", "attribute-store"])
+], ids=["alias", "attribute-store"])
 def test_semantics_srcgrad_cannot_keep_are_refused(fn, args, marker, construct):
     with pytest.raises(srcgrad.UnsupportedSyntaxError) as info:
         srcgrad.grad(fn, wrt=tuple(range(len(args))))(*args)

@@ -184,7 +184,9 @@ def dict_update_vjp(g, ans, d, other):
 
 
 def dict_update_jvp(dd, dother, ans, d, other):
-    return ({k: dd[k] for k in d if k not in other}, dict(dother))
+    # either tangent may be the lazy zero (an inactive operand)
+    return ({k: rt.part(dd, k) for k in d if k not in other},
+            {k: rt.part(dother, k) for k in other})
 
 
 def _unbroadcast_domain(rng):
@@ -399,3 +401,60 @@ defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, lin
         second_order=False, name="runtime.as_tuple")
 nondifferentiable(rt.refuse_shared_array)
 nondifferentiable(rt.last_write_mask)
+
+
+# --------------------------------------------------------------------------- bound callables
+# ``bind(fn, args, kwargs)`` is a tuple ``(fn, args, kwargs)`` that can be called: its
+# cotangent and tangent are tuples of the same shape (the function's part stays zero).
+
+def bind_vjp(g, ans, fn, args, kwargs):
+    return rt.part(g, 1), rt.part(g, 2)
+
+
+def bind_jvp(dargs, dkwargs, ans, fn, args, kwargs):
+    return (rt.bind(rt.ZERO, rt.densify(dargs, ans[1]), rt.zeros_like(ans[2])),
+            rt.bind(rt.ZERO, rt.zeros_like(ans[1]), rt.densify(dkwargs, ans[2])))
+
+
+def _bind_domain(rng):
+    # the function is opaque to the checks (None stands for it: it gets no direction)
+    return [((None, (draw(rng, (2,)), draw(rng, None)), {"b": draw(rng, (3,))}), {}),
+            ((None, (), {"x": draw(rng, None)}), {})]
+
+
+defrule(rt.bind, bind_vjp, diff_args=(1, 2), jvp=bind_jvp, domain=_bind_domain, linear=True,
+        name="runtime.bind")
+
+
+# ``unzip`` (what ``zip(*rows)`` becomes) and its transpose are each other's adjoints.
+def unzip_vjp(g, ans, rows):
+    return (rt.unzip_transpose(g, rows),)
+
+
+def unzip_jvp(drows, ans, rows):
+    return (rt.unzip(rt.densify(drows, rows)),)
+
+
+def unzip_transpose_vjp(c, ans, g, rows):
+    return (rt.unzip(rt.densify(c, ans)),)
+
+
+def unzip_transpose_jvp(dg, ans, g, rows):
+    return (rt.unzip_transpose(dg, rows),)
+
+
+def _rows_domain(rng):
+    return [(([(draw(rng, (2,)), draw(rng, None)), (draw(rng, (2,)), draw(rng, None))],), {}),
+            (([(draw(rng, None), draw(rng, None), draw(rng, (3,)))],), {})]
+
+
+def _columns_domain(rng):
+    rows = [(draw(rng, (2,)), draw(rng, None), draw(rng, None)), (draw(rng, (2,)), draw(rng, None))]
+    return [(([(draw(rng, (2,)), draw(rng, (2,))), (draw(rng, None), draw(rng, None))], rows),
+             {})]
+
+
+defrule(rt.unzip, unzip_vjp, jvp=unzip_jvp, domain=_rows_domain, linear=True,
+        name="runtime.unzip")
+defrule(rt.unzip_transpose, unzip_transpose_vjp, jvp=unzip_transpose_jvp,
+        domain=_columns_domain, linear=True, name="runtime.unzip_transpose")

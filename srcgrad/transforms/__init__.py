@@ -16,28 +16,36 @@ import gast
 import numpy as np
 
 from .. import runtime
+from ..adapters import has_starred_parameters
 from ..errors import MissingRuleError, SourceUnavailableError
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
 from .activity import mark_active, mark_varied
 from .anf import to_anf
+from .calls import route_calls
 from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
 from .index_tricks import lower_index_tricks
+from .nonlocals import lower_nonlocal
 from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
+from .trycatch import lower_try, protect_try_bodies
 from .validate import validate
 
 # The passes that normalize user code, in order; the mode-specific generator comes after.
 PIPELINE: list[tuple[str, Callable]] = [
     ("validate", validate),
+    ("lower_nonlocal", lower_nonlocal),
+    ("lower_try", lower_try),
     ("mark_varied", mark_varied),
     ("desugar", desugar),
+    ("route_calls", route_calls),
     ("lower_exits", lower_exits),
     ("index_tricks", lower_index_tricks),
     ("anf", to_anf),
+    ("protect_try_bodies", protect_try_bodies),
     ("resolve", resolve),
 ]
 
@@ -117,8 +125,11 @@ def _local_callee(func, ctx: Context) -> bool:
 
 def _redispatched(obj) -> bool:
     """The runtime's dispatch helpers, met in generated sweeps differentiated again: they go
-    through ``call_fwd`` themselves, which knows how to differentiate them."""
-    return obj is runtime.call_fwd or obj is runtime.method_fwd or obj is runtime.call_bwd
+    through ``call_fwd`` themselves, which knows how to differentiate them. So do
+    ``runtime.apply`` and functions with ``*args``/``**kwargs`` parameters, which it runs as
+    fixed-arity adapters (srcgrad/adapters.py)."""
+    return obj is runtime.call_fwd or obj is runtime.method_fwd or obj is runtime.call_bwd \
+        or obj is runtime.apply or has_starred_parameters(obj)
 
 
 # expressions the generators differentiate (calls are checked by check_calls), and those

@@ -27,6 +27,12 @@ def own_nodes(node):
             yield from own_nodes(child)
 
 
+def scope_functions(tree):
+    """The functions defined in ``tree``'s own scope (not inside other nested functions)."""
+    return [c for n in own_nodes(tree) for c in gast.iter_child_nodes(n)
+            if isinstance(c, gast.FunctionDef)]
+
+
 def lower_generator(tree: gast.FunctionDef, ctx: Context) -> None:
     """A generator function (validated finite, its yields statements) builds and returns the
     list of what it yields: differentiated code consumes it at once (a for loop, sum, list,
@@ -72,7 +78,9 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
     lifted: dict[str, list[str]] = {}
     assigned_lambdas = {id(n.value) for n in gast.walk(tree) if isinstance(n, gast.Assign)
                         and isinstance(n.value, gast.Lambda)}
-    for node in gast.walk(tree):
+    # the functions defined in this function's own scope: those nested deeper are lifted
+    # when the function defining them is transformed (it receives the values as parameters)
+    for node in scope_functions(tree) + list(own_nodes(tree)):
         if isinstance(node, gast.FunctionDef) and node is not tree:
             fn, name = node, node.name
         elif isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda) \
@@ -101,29 +109,76 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
                                                 type_comment=None))
             fn.args.kw_defaults.append(None)
         ctx.varied.add(name)
-    for node in gast.walk(tree):  # a lambda used as a value cannot have its captures lifted
-        if isinstance(node, gast.Lambda) and id(node) not in assigned_lambdas:
-            own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
-            captured = sorted((A.names_read(node.body) - own) & ctx.varied & ctx.local_names)
-            if captured:
-                ctx.problem(node, f"a lambda reading the differentiable variable "
-                                  f"'{captured[0]}' used as a value",
-                            f"Pass {captured[0]} to it as an argument, or assign the lambda "
-                            f"to a name and call it directly.")
+    values = _FunctionValues(ctx, lifted, assigned_lambdas, tree)
+    tree.body = [values.visit(stmt) for stmt in tree.body]
     if not lifted:
         return
-    calls = set()
     for node in gast.walk(tree):
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
-                and node.func.id in lifted:
-            calls.add(id(node.func))
+                and node.func.id in lifted and id(node.func) not in values.bound:
             node.keywords += [gast.keyword(arg=v, value=A.load(v)) for v in lifted[node.func.id]]
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load) \
-                and node.id in lifted and id(node) not in calls:
-            ctx.problem(node, f"using '{node.id}', which reads differentiable variables of "
-                              f"the enclosing function, other than by calling it",
-                        "Call it directly, or pass those variables as arguments.")
+
+
+class _FunctionValues(gast.NodeTransformer):
+    """Closure conversion: a lambda or nested def reading differentiable variables of the
+    enclosing function, used as a value (stored, passed, returned) rather than called by
+    name, becomes ``_rt.bind(fn, (), {'x': x, ...})``: a callable carrying those values as
+    explicit keyword arguments, so their gradients flow through whoever calls it."""
+
+    def __init__(self, ctx: Context, lifted: dict, assigned_lambdas: set, tree):
+        self.ctx, self.lifted, self.assigned = ctx, lifted, assigned_lambdas
+        self.bound: set[int] = set()  # the Name nodes now inside a bind (no keywords added)
+        self.stores: dict[str, int] = {}
+        for node in gast.walk(tree):  # (a comprehension's variable takes several values)
+            for name in A.names_written(node) if isinstance(
+                    node, (gast.Assign, gast.AugAssign, gast.For, gast.AnnAssign,
+                           gast.comprehension)) else ():
+                self.stores[name] = self.stores.get(name, 0) + (
+                    2 if isinstance(node, gast.comprehension) else 1)
+
+    def bind(self, fn, captured: list, at):
+        for v in captured:
+            if self.stores.get(v, 0) > 1:
+                self.ctx.problem(at, f"a function value reading the differentiable variable "
+                                     f"'{v}', which is assigned more than once (Python reads "
+                                     f"its value when the function is called)",
+                                 f"Pass {v} to the function as an argument, or copy it to a "
+                                 f"name assigned once.")
+        kwargs = gast.Dict(keys=[A.const(v) for v in captured],
+                           values=[A.load(v) for v in captured])
+        return A.located(A.call(A.attr(self.ctx.rt, "bind"), fn,
+                                gast.Tuple(elts=[], ctx=gast.Load()), kwargs), at)
+
+    def visit_Call(self, node):
+        if isinstance(node.func, gast.Name) and node.func.id in self.lifted:
+            node.args = [self.visit(a) for a in node.args]
+            node.keywords = [self.visit(k) for k in node.keywords]
+            return node  # called by name: its captures are passed as keywords
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, gast.Load) and node.id in self.lifted:
+            self.bound.add(id(node))
+            return self.bind(node, self.lifted[node.id], node)
+        return node
+
+    def visit_FunctionDef(self, node):
+        return node  # its own body: transformed when it is called
+
+    def visit_Lambda(self, node):
+        if id(node) in self.assigned:
+            return node
+        own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
+        captured = sorted((A.names_read(node.body) - own) & self.ctx.varied
+                          & self.ctx.local_names)
+        if not captured:
+            return node
+        for v in captured:
+            node.args.kwonlyargs.append(gast.Name(id=v, ctx=gast.Param(), annotation=None,
+                                                  type_comment=None))
+            node.args.kw_defaults.append(None)
+        return self.bind(node, captured, node)
 
 
 class _Desugar:

@@ -537,6 +537,8 @@ def _sequence_names(tree) -> set[str]:
             return True
         if isinstance(value, gast.Name):
             return value.id in seqs
+        if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute):
+            return value.func.attr in ("as_list", "as_tuple", "list_append", "list_extend")
         return isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add) and any(
             isinstance(o, gast.Name) and o.id in seqs for o in (value.left, value.right))
 

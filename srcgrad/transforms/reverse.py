@@ -185,7 +185,8 @@ class ReverseGenerator:
         if isinstance(value, gast.Call):
             r = self.ctx.resolved.get(id(value))
             return r is not None and r.obj in (runtime.list_append, runtime.list_extend,
-                                               runtime.list_insert, runtime.list_delete)
+                                               runtime.list_insert, runtime.list_delete,
+                                               runtime.as_list, runtime.as_tuple)
         return False
 
     def _numeric_names(self) -> set[str]:

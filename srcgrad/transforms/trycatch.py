@@ -1,0 +1,282 @@
+"""``try`` statements, in two passes.
+
+``lower_try`` (before desugaring) guarantees afterwards: no ``try`` statement. Its body stands
+between ``_rt.try_begin(_catch1)`` and ``_rt.try_end(_catch1)`` markers, ``_catch1`` being a
+``runtime.Catching`` made for this execution of the statement; the handlers, ``else`` and
+``finally`` become plain code deciding on ``_catch1.ok`` and ``_catch1.error``, which the
+backward sweep reverses like any branch::
+
+    _catch1 = _rt.Catching(_rt.exception_types(ValueError))
+    _rt.try_begin(_catch1)
+    <body>
+    _rt.try_end(_catch1)
+    _handled1 = _catch1.ok
+    if not _catch1.ok:
+        if isinstance(_catch1.error, ...): _handled1 = True; <handler>
+    if _catch1.ok: <else>
+    <finally>
+    if not _handled1: raise _catch1.error
+
+``return``/``break``/``continue`` leaving the body raise ``runtime.TryExit`` there (the
+catcher records it like a handled exception) and run after the ``finally``.
+
+``protect_try_bodies`` (after ANF) guarantees afterwards: no ``try_begin``/``try_end``
+markers. Each statement of a marked body runs only while ``_catch1.ok`` holds, inside the
+catcher (a ``with`` in the forward sweep) which records a handled exception instead of
+letting it through; an assignment's value goes to a temporary first and reaches its target
+only if it did not raise. So the forward sweep records exactly which statements ran, and the
+backward sweep reverses those and no others. A generated sweep differentiated again meets
+those ``with`` blocks and protects their statements in turn (``reopen_protected``).
+"""
+from __future__ import annotations
+
+import gast
+
+from .. import runtime
+from . import astutil as A
+from .context import Context
+from .desugar import own_nodes
+
+_REFUSED = (gast.Yield, gast.YieldFrom, gast.Try, gast.With)
+
+
+def lower_try(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    tree.body = _block(tree.body, ctx)
+    return tree
+
+
+def _block(stmts: list, ctx: Context) -> list:
+    out = []
+    for s in stmts:
+        if isinstance(s, gast.Try):
+            out.extend(_lower(s, ctx))
+            continue
+        reopened = reopen_protected(s, ctx)
+        if reopened is not None:
+            out.extend(reopened)
+            continue
+        if not isinstance(s, (gast.FunctionDef, gast.ClassDef)):
+            for field in ("body", "orelse", "finalbody"):
+                if isinstance(getattr(s, field, None), list):
+                    setattr(s, field, _block(getattr(s, field), ctx))
+            for case in getattr(s, "cases", ()):
+                case.body = _block(case.body, ctx)
+        out.append(s)
+    return out
+
+
+def _lower(s: gast.Try, ctx: Context) -> list:
+    namer, rt = ctx.namer, ctx.rt
+    value = namer.fresh("_tryval")
+    leaving = _Leaving(rt, value)
+    s.body = [out for b in s.body for out in _as_list(leaving.visit(b))]
+    for node in (n for b in s.body for n in own_nodes(b)):
+        if isinstance(node, _REFUSED):
+            what = {gast.Try: "a 'try' nested in a 'try' body", gast.With: "a 'with' block in "
+                    "a 'try' body"}.get(type(node), f"'{type(node).__name__.lower()}' in a "
+                                                     f"'try' body")
+            ctx.problem(node, what, "Move it after the try statement (set a flag in the "
+                                    "body and act on it afterwards), or into a helper "
+                                    "function called from the body.")
+    catcher, handled, left = namer.fresh("_catch"), namer.fresh("_handled"), namer.fresh("_left")
+    ctx.local_names |= {catcher, handled, left, value}
+    types = [h.type if h.type is not None else A.load("BaseException") for h in s.handlers] \
+        or [A.load("BaseException")]  # try/finally: catch all, re-raise after the finally
+    if leaving.used:  # return/break/continue in the body leave it as an exception would
+        types.append(A.attr(rt, "TryExit"))
+    caught = A.call(A.attr(rt, "exception_types"), *types)
+    out = [A.assign(catcher, A.call(A.attr(rt, "Catching"), caught), at=s),
+           A.expr_stmt(A.call(A.attr(rt, "try_begin"), A.load(catcher)), at=s)]
+    out += _block(s.body, ctx)
+    out.append(A.expr_stmt(A.call(A.attr(rt, "try_end"), A.load(catcher)), at=s))
+    out.append(A.assign(handled, A.attr(catcher, "ok"), at=s))
+    dispatch = []
+    for h in reversed(s.handlers):
+        body = [A.assign(handled, A.const(True), at=h)]
+        if h.name is not None:
+            ctx.local_names.add(h.name.id)
+            body.append(A.assign(h.name.id, A.attr(catcher, "error"), at=h))
+        body += _block(h.body, ctx)
+        test = A.call("isinstance", A.attr(catcher, "error"), A.call(
+            A.attr(rt, "exception_types"), h.type or A.load("BaseException")))
+        dispatch = [A.located(gast.If(test=test, body=body, orelse=dispatch), h)]
+    if dispatch:
+        dispatch = [A.located(gast.If(test=_failed(catcher), body=dispatch, orelse=[]), s)]
+    if leaving.used:
+        out.append(A.assign(left, A.call(A.attr(rt, "try_exit"), A.load(catcher)), at=s))
+        left_body = gast.Compare(left=A.load(left), ops=[gast.IsNot()],
+                                 comparators=[A.const(None)])
+        dispatch = [A.located(gast.If(test=left_body, body=[
+            A.assign(handled, A.const(True), at=s)], orelse=dispatch), s)]
+    out += dispatch
+    if s.orelse:
+        out.append(A.located(gast.If(test=A.attr(catcher, "ok"), body=_block(s.orelse, ctx),
+                                     orelse=[]), s.orelse[0]))
+    out += _block(s.finalbody, ctx)
+    reraise = A.located(gast.Raise(exc=A.attr(catcher, "error"), cause=None), s)
+    out.append(A.located(gast.If(test=gast.UnaryOp(op=gast.Not(), operand=A.load(handled)),
+                                 body=[reraise], orelse=[]), s))
+    for kind, node in (("return", gast.Return(value=A.load(value))), ("break", gast.Break()),
+                       ("continue", gast.Continue())):
+        if kind in leaving.used:
+            test = gast.Compare(left=A.load(left), ops=[gast.Eq()], comparators=[A.const(kind)])
+            out.append(A.located(gast.If(test=test, body=[A.located(node, s)], orelse=[]), s))
+    return out
+
+
+def _as_list(x):
+    return x if isinstance(x, list) else [x]
+
+
+class _Leaving(gast.NodeTransformer):
+    """``return v`` / ``break`` / ``continue`` leaving a try body become ``_tryval = v`` and a
+    raise of ``runtime.TryExit`` (caught like a handled exception; the statement itself runs
+    after the ``finally``)."""
+
+    def __init__(self, rt: str, value: str):
+        self.rt, self.value, self.used, self.depth = rt, value, set(), 0
+
+    def visit_FunctionDef(self, node):
+        return node
+
+    visit_Lambda = visit_FunctionDef
+
+    def loop(self, node):
+        self.depth += 1
+        self.generic_visit(node)
+        self.depth -= 1
+        return node
+
+    visit_For = visit_While = loop
+
+    def leave(self, node, kind: str, before=()):
+        self.used.add(kind)
+        signal = A.call(A.attr(self.rt, "TryExit"), A.const(kind))
+        return list(before) + [A.located(gast.Raise(exc=signal, cause=None), node)]
+
+    def visit_Return(self, node):
+        value = node.value if node.value is not None else A.const(None)
+        return self.leave(node, "return", [A.assign(self.value, value, at=node)])
+
+    def visit_Break(self, node):
+        return node if self.depth else self.leave(node, "break")
+
+    def visit_Continue(self, node):
+        return node if self.depth else self.leave(node, "continue")
+
+
+def _static(node, ctx: Context):
+    from .resolve import static_value
+    try:
+        return static_value(node, ctx)
+    except KeyError:
+        return None
+
+
+def _failed(catcher: str):
+    return gast.UnaryOp(op=gast.Not(), operand=A.attr(catcher, "ok"))
+
+
+def reopen_protected(s, ctx: Context):
+    """In a generated sweep differentiated again: ``with _rt.managed(_catchN, where):`` around
+    a protected statement is a try body again (its statements are protected in turn)."""
+    if not (ctx.own_code and isinstance(s, gast.With) and len(s.items) == 1):
+        return None
+    expr = s.items[0].context_expr
+    if isinstance(expr, gast.Call) and _static(expr.func, ctx) is runtime.managed \
+            and expr.args and isinstance(expr.args[0], gast.Name) \
+            and expr.args[0].id.startswith("_catch"):
+        catcher = expr.args[0].id
+        return ([A.expr_stmt(A.call(A.attr(ctx.rt, "try_begin"), A.load(catcher)), at=s)]
+                + _block(s.body, ctx)
+                + [A.expr_stmt(A.call(A.attr(ctx.rt, "try_end"), A.load(catcher)), at=s)])
+    return None
+
+
+# -- after ANF: each statement of a marked body protected on its own ------------------------
+def protect_try_bodies(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    tree.body = _Protector(ctx).block(tree.body)
+    return tree
+
+
+def _marker(s, ctx: Context, name: str):
+    value = s.value if isinstance(s, gast.Expr) else None
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+            and value.func.attr == name and isinstance(value.func.value, gast.Name) \
+            and value.func.value.id == ctx.rt:
+        return value
+    return None
+
+
+class _Protector:
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def block(self, stmts: list) -> list:
+        out, i = [], 0
+        while i < len(stmts):
+            s = stmts[i]
+            begin = _marker(s, self.ctx, "try_begin")
+            if begin is None:
+                for field in ("body", "orelse"):
+                    if isinstance(getattr(s, field, None), list):
+                        setattr(s, field, self.block(getattr(s, field)))
+                out.append(s)
+                i += 1
+                continue
+            catcher = begin.args[0].id
+            j = i + 1
+            while _marker(stmts[j], self.ctx, "try_end") is None:
+                j += 1
+            out += self.protect(stmts[i + 1:j], catcher)
+            i = j + 1
+        return out
+
+    def protect(self, stmts: list, catcher: str) -> list:
+        out = []
+        for s in stmts:
+            if isinstance(s, gast.If):
+                s.body = self.protect(s.body, catcher) or [gast.Pass()]
+                s.orelse = self.protect(s.orelse, catcher)
+                out.append(self.guard(catcher, [s], s))
+            elif isinstance(s, (gast.For, gast.While)):
+                s.body = self.protect(s.body, catcher)
+                last = s.body[-1] if s.body else None
+                if isinstance(last, gast.If) and len(last.body) == 1 \
+                        and isinstance(last.body[0], gast.Break):  # exits' final check
+                    last.test = gast.BoolOp(op=gast.Or(), values=[last.test,
+                                                                  _failed(catcher)])
+                else:
+                    s.body.append(A.located(gast.If(test=_failed(catcher),
+                                                    body=[gast.Break()], orelse=[]), s))
+                out.append(self.guard(catcher, [s], s))
+            else:
+                out += self.one(s, catcher)
+        return out
+
+    def one(self, s, catcher: str) -> list:
+        """``s`` run inside the catcher, only while nothing was raised; an assignment to a
+        name goes through a temporary committed only when its value did not raise."""
+        ctx, rt = self.ctx, self.ctx.rt
+        where = A.const(str(ctx.location(s)))
+        commit = []
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name):
+            tmp = ctx.namer.fresh()
+            ctx.local_names.add(tmp)
+            if s.targets[0].id in ctx.varied:
+                ctx.varied.add(tmp)
+            commit = [A.assign(s.targets[0].id, A.load(tmp), at=s)]
+            s = A.assign(tmp, s.value, at=s)
+        attempt = [
+            A.expr_stmt(A.call(A.attr(rt, "enter_context"), A.load(catcher), where), at=s),
+            s,
+            A.expr_stmt(A.call(A.attr(rt, "exit_context"), A.load(catcher)), at=s)]
+        out = [self.guard(catcher, attempt, s)]
+        if commit:
+            out.append(self.guard(catcher, commit, s))
+        return out
+
+    @staticmethod
+    def guard(catcher: str, body: list, at):
+        return A.located(gast.If(test=A.attr(catcher, "ok"), body=body, orelse=[]), at)
