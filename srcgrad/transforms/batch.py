@@ -156,6 +156,11 @@ class _Batcher:
             return [self.assign(stmt)]
         if isinstance(stmt, gast.Return):
             return [self.return_(stmt)]
+        if isinstance(stmt, (gast.If, gast.With)) and self._in_try(stmt) \
+                and self.is_batched(stmt):
+            # one example raising would send every example to the handler
+            self.ctx.problem(stmt, "a 'try' body computing a batched value",
+                             "Each example may raise on its own: this runs per example.")
         if isinstance(stmt, gast.If) and self.is_batched(stmt.test):
             lowered = self.select_branches(stmt)
             if lowered is not None:
@@ -191,6 +196,15 @@ class _Batcher:
         if self.is_batched(stmt):
             self.ctx.problem(stmt, f"'{type(stmt).__name__}' reading a batched value")
         return [stmt]
+
+    def _in_try(self, stmt) -> bool:
+        """A statement of a lowered ``try`` body: it enters the statement's catcher
+        (``_rt.enter_context(_catchN, ...)`` or ``with _rt.managed(_catchN, ...)``)."""
+        return any(isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                   and n.func.attr in ("enter_context", "managed") and n.args
+                   and isinstance(n.args[0], gast.Name) and n.args[0].id.startswith("_catch")
+                   and isinstance(n.func.value, gast.Name) and n.func.value.id == self.ctx.rt
+                   for n in gast.walk(stmt))
 
     def select_branches(self, stmt: gast.If):
         """``if c: a = ... else: a = ...`` whose condition is batched, when both branches
@@ -415,11 +429,15 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
         ctx.problem(tree, "a generated sweep with a tape (the function has a loop or branch)")
     body = batcher.block(tree.body, top=True)
     ctx.raise_problems()
-    first = A.assign(size, A.call(A.attr(batcher.bv, "batch_size"),
-                                  *[A.load(n) for n in inputs]))
+    first = [A.assign(size, A.call(A.attr(batcher.bv, "batch_size"),
+                                   *[A.load(n) for n in inputs]))]
+    # a parameter passed unbatched but assigned batched values later (a loop-carried state):
+    # lifted at entry, so that a batched name always holds a batched value
+    first += [A.assign(p, batcher.helper("lift", A.load(p)))
+              for p in ctx.params if p in batched and p not in inputs]
     name = tree.name if tree.name != "_lambda" else "lambda"
     docstring = body[:1] if body and isinstance(body[0], gast.Expr) and isinstance(
         body[0].value, gast.Constant) and isinstance(body[0].value.value, str) else []
     fn = _function(f"{name}_batched", A.signature_of(tree.args),
-                   docstring + [first] + body[len(docstring):])
+                   docstring + first + body[len(docstring):])
     return _factory(ctx, [fn], [fn.name])
