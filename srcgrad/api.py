@@ -21,6 +21,9 @@ from .adapters import has_starred_parameters, route
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
+from .source import get_source
+from .transforms.activity import changed_parameters
+from .transforms.astutil import bind_arguments, names_read
 from .transforms.binding import scatter_rule_grads
 from .transforms.reverse import reverse
 
@@ -38,11 +41,16 @@ class Adjoint(Generated):
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         super().__init__(fn, wrt, scalar_mode)
-        self.helper_name = f"{getattr(fn, '__name__', 'f').replace('<lambda>', 'lambda')}_adj"
         self.params: list[str] = _param_names(fn)
+        name = f"{getattr(fn, '__name__', 'f').replace('<lambda>', 'lambda')}_adj"
+        if len(wrt) < len(self.params) and all(i < len(self.params) for i in wrt):
+            name += "".join(f"_{self.params[i]}" for i in wrt)  # helper_adj_x: w.r.t. x
+        self.helper_name = name
 
     def generate(self, tree, ctx):
-        return reverse(tree, ctx, check_calls(tree, ctx, get_callee_adjoint))
+        calls = check_calls(tree, ctx,
+                            lambda fn, call: get_callee_adjoint(fn, call, frozenset(ctx.active)))
+        return reverse(tree, ctx, calls)
 
     def sweeps_for(self, fn=None):
         """``(fwd, bwd)`` for ``fn``, a function sharing this adjoint's code."""
@@ -82,8 +90,12 @@ def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjo
     return cached_build(_CACHE, Adjoint, _func_key(fn), wrt, debug)
 
 
-def get_callee_adjoint(fn: Callable) -> Adjoint:
-    """Adjoint of a function called from differentiated code: w.r.t. all its parameters."""
+def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
+                       active: frozenset = frozenset()) -> Adjoint:
+    """Adjoint of a function called from differentiated code, with respect to the parameters
+    that the arguments ``active`` at ``call`` reach (all of them when that is unknown). An
+    object passed along (a RandomState, a config, a data batch) is then an ordinary constant
+    inside the callee, and costs no cotangent."""
     if hasattr(fn, "__srcgrad_grad__") or isinstance(getattr(fn, "__self__", None),
                                                      _BoundAdjoint):
         # made by srcgrad (a gradient, a bound method's sweep): its generated form
@@ -94,26 +106,40 @@ def get_callee_adjoint(fn: Callable) -> Adjoint:
     if code is None:
         raise SourceUnavailableError(f"no source for {fn!r}")
     n = code.co_argcount + code.co_kwonlyargcount
-    adj = get_adjoint(func, tuple(range(n)))
+    wrt = tuple(range(n))
+    bound = None if call is None else bind_arguments(
+        _param_names(func), 1 if inspect.ismethod(fn) else 0, call)
+    if bound is not None:
+        names = _param_names(func)
+        keep = changed_parameters(get_source(func).tree)
+        reached = {i for i, node in bound if names_read(node) & active}
+        reached |= {i for i, name in enumerate(names) if name in keep}
+        if inspect.ismethod(fn):
+            reached.discard(0)
+        wrt = tuple(sorted(reached)) or wrt
+    adj = get_adjoint(func, wrt)
     if inspect.ismethod(fn):
         return _BoundAdjoint(adj, fn.__self__)
     return adj
 
 
 class _BoundAdjoint:
-    """A method's adjoint with ``self`` already bound (``obj.method(x)`` call sites)."""
+    """A method's adjoint with ``self`` already bound (``obj.method(x)`` call sites); ``self``
+    gets no gradient."""
 
     def __init__(self, adj: Adjoint, obj):
         self.adj, self.obj = adj, obj
         self.helper_name = adj.helper_name
-        self.wrt = adj.wrt[1:]
+        self.drop_self = bool(adj.wrt) and adj.wrt[0] == 0
+        self.wrt = adj.wrt[1:] if self.drop_self else adj.wrt
         self.params = adj.params
 
     def fwd(self, *args, **kwargs):
         return self.adj.fwd(self.obj, *args, **kwargs)
 
     def bwd(self, saved, g):
-        return self.adj.bwd(saved, g)[1:]
+        grads = self.adj.bwd(saved, g)
+        return grads[1:] if self.drop_self else grads
 
     def bind_positions(self, call):
         bound = dict(zip(self.params[1:], call.args))

@@ -31,6 +31,7 @@ from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_nam
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
 from .generated import Generated, cached_build
+from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
@@ -48,7 +49,7 @@ class Forward(Generated):
     kind = "jvp"
 
     def generate(self, tree, ctx):
-        return forward(tree, ctx, check_calls(tree, ctx, _Callee))
+        return forward(tree, ctx, check_calls(tree, ctx, lambda fn, call: _Callee(fn)))
 
     def function_for(self, fn=None):
         """The jvp function for ``fn``, a function sharing this one's code."""
@@ -75,11 +76,7 @@ class _Callee:
 
     def bind_positions(self, call) -> list:
         """``(parameter index, argument node)`` for each argument of ``call``."""
-        out = [(i + self.offset, a) for i, a in enumerate(call.args)]
-        for k in call.keywords:
-            if k.arg in self.params:
-                out.append((self.params.index(k.arg), k.value))
-        return out
+        return A.bind_arguments(self.params, self.offset, call) or []
 
     def site(self, wrt: tuple[int, ...], sparse: bool = False):
         name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
@@ -318,7 +315,7 @@ def _bound_sweep(owner, which: str):
         source = (f"def {name}_bound_bwd(_saved, _g):\n"
                   f"    {_docstring('backward sweep', adj.fn)}\n"
                   f"    _grads = {name}_bwd(_saved, _g)\n"
-                  f"    return _grads[1:]\n")
+                  f"    return _grads{'[1:]' if owner.drop_self else ''}\n")
         namespace = {f"{name}_bwd": bwd}
     namespace = codegen.compile_source(source, f"{name} bound {which}", namespace)
     cache[which] = namespace[f"{name}_bound_{which}"]

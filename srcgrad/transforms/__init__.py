@@ -209,8 +209,9 @@ def _foreign_operand(value: gast.BinOp, ctx: Context) -> str | None:
 
 
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
-    """Map each active call of a user function to its callee's adjoint; raise for calls
-    nothing can differentiate."""
+    """Map each active call of a user function to its callee's adjoint (``get_adjoint(fn,
+    call)``, specialized on the arguments active at that call); raise for calls nothing can
+    differentiate."""
     user_calls = {}
     for node in gast.walk(tree):
         if isinstance(node, gast.Call):
@@ -230,7 +231,7 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             continue
         if r.kind == "user":
             try:
-                user_calls[id(call)] = get_adjoint(r.obj)
+                user_calls[id(call)] = get_adjoint(r.obj, call)
             except SourceUnavailableError:
                 raise MissingRuleError(r.name, ctx.location(stmt)) from None
             continue

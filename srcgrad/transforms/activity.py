@@ -118,3 +118,32 @@ def mark_active(tree, ctx: Context, results: set[str]):
     ctx.varied = varied_names(tree, ctx, precise=True)
     ctx.active = ctx.varied & useful_names(tree, ctx, results)
     return tree
+
+
+# methods that change their receiver in place (lists, dicts, sets, arrays)
+_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "resize",
+                       "itemset", "add", "discard", "__setitem__", "__delitem__"})
+
+
+def _root_name(node) -> str | None:
+    while isinstance(node, (gast.Subscript, gast.Attribute)):
+        node = node.value
+    return node.id if isinstance(node, gast.Name) else None
+
+
+def changed_parameters(tree: gast.FunctionDef) -> set[str]:
+    """Parameters the function rebinds or changes in place (``p = ...``, ``p[i] = ...``,
+    ``p.attr = ...``, ``p.append(...)``): such a parameter can become differentiable inside
+    the function even when its argument is not, so a call site never specializes it away."""
+    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    changed = set()
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.Name, gast.Subscript, gast.Attribute)) \
+                and isinstance(node.ctx, (gast.Store, gast.Del)):
+            changed.add(_root_name(node))
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and node.func.attr in _MUTATORS:
+            changed.add(_root_name(node.func.value))
+    return changed & params

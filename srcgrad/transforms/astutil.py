@@ -92,6 +92,19 @@ def _clone(node, mapping):
     return new
 
 
+def bind_arguments(params: list[str], offset: int, call: gast.Call) -> list | None:
+    """``(parameter index, argument node)`` for each argument of a call of a function with
+    parameters ``params`` (``offset`` of them bound already, a method's ``self``), or None
+    when a ``*``/``**`` unpacking hides which parameter an argument reaches. The one binder
+    of user calls, for reverse and forward mode."""
+    if any(isinstance(a, gast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    out = [(i + offset, a) for i, a in enumerate(call.args)]
+    out += [(params.index(k.arg), k.value) for k in call.keywords if k.arg in params]
+    return out
+
+
 def names_read(node) -> set[str]:
     return {n.id for n in gast.walk(node)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}

@@ -1,8 +1,8 @@
-def _make(_rt, _helper_adj):
+def _make(_rt, _helper_adj, _helper_adj_a):
 
     def user_call_fwd(x):
         # forward sweep
-        y, _s1 = _helper_adj.fwd(x, 2.0)
+        y, _s1 = _helper_adj_a.fwd(x, 2.0)
         _t1, _s2 = _helper_adj.fwd(y, x)
         return _t1, (x, _s1, _s2)
 
@@ -14,7 +14,7 @@ def _make(_rt, _helper_adj):
         by = _t2[0]
         bx = _t2[1]
         # _inputs.py:42  y = _helper(x, 2.0)
-        _t3 = _helper_adj.bwd(_s1, by)
+        _t3 = _helper_adj_a.bwd(_s1, by)
         bx = _rt.add(bx, _t3[0])
         return _rt.densify(bx, x),
     return user_call_fwd, user_call_bwd
