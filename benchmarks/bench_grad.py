@@ -50,6 +50,17 @@ def mlp_grad_by_hand(W1, b1, W2, b2, x, y):
     return gW1, gb1, gW2, gb2
 
 
+def _layer(W, b, x):
+    return np.tanh(x @ W + b)
+
+
+def mlp_loss_with_helpers(W1, b1, W2, b2, x, y):
+    """``mlp_loss`` written with a helper per layer (issue 9: it must cost what inline does)."""
+    h = _layer(W1, b1, x)
+    out = h @ W2 + b2
+    return np.mean((out - y) ** 2)
+
+
 # -- (b) sum(tanh(x)*x + exp(-x*x)) on 10^6 elements ----------------------------------------
 def elementwise(x):
     return np.sum(np.tanh(x) * x + np.exp(-x * x))
@@ -137,6 +148,11 @@ def main(quick: bool = False):
                          lambda: mlp_grad_by_hand(W1, b1, W2, b2, x, y), 20, 3 * n)
     rows.append(("MLP 784-128-10, batch 64", t_src, t_hand))
     peer = _torch_mlp(W1, b1, W2, b2, x, y, n)
+    gh = srcgrad.grad(mlp_loss_with_helpers, wrt=(0, 1, 2, 3))
+    for a, b in zip(gh(W1, b1, W2, b2, x, y), ref):
+        assert np.allclose(a, b)
+    t_helpers, t_inline = pair(lambda: gh(W1, b1, W2, b2, x, y),
+                               lambda: g(W1, b1, W2, b2, x, y), 20, 3 * n)
 
     xe = rng.standard_normal(10 ** 6)
     ge = srcgrad.grad(elementwise)
@@ -164,6 +180,8 @@ def main(quick: bool = False):
     print(f"{'benchmark':<36}{'srcgrad':>12}{'by hand':>12}{'ratio':>8}")
     for name, a, b in rows:
         print(f"{name:<36}{a * 1e6:>10.1f}us{b * 1e6:>10.1f}us{a / b:>8.2f}")
+    print(f"{'MLP with a layer() helper / inline':<36}{t_helpers * 1e6:>10.1f}us"
+          f"{t_inline * 1e6:>10.1f}us{t_helpers / t_inline:>8.2f}  (both srcgrad)")
     if peer is not None:
         print(f"{'PyTorch eager MLP (same inputs)':<36}{peer * 1e6:>10.1f}us"
               f"{'':>12}{peer / rows[0][2]:>8.2f}  (vs by hand)")
