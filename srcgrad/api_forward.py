@@ -156,6 +156,35 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     return f(*dense, *bound, *args, **kwargs)
 
 
+_VJP_CALLERS: dict = {}
+
+
+def _vjp_caller(n_args: int, keywords: tuple):
+    """``def call_vjp(g, ans, a0, .., k=.., vjp): return vjp(g, ans, a0, .., k=k)``, generated
+    once per arity: a fixed-arity function srcgrad can differentiate in ``g``."""
+    made = _VJP_CALLERS.get((n_args, keywords))
+    if made is None:
+        params = [f"a{i}" for i in range(n_args)] + list(keywords)
+        passed = [f"a{i}" for i in range(n_args)] + [f"{k}={k}" for k in keywords]
+        source = (f"def call_vjp(g, ans, {''.join(p + ', ' for p in params)}vjp):\n"
+                  f"    return vjp(g, ans{''.join(', ' + p for p in passed)})\n")
+        namespace = codegen.compile_source(source, f"call_vjp {n_args} {keywords}", {})
+        made = _VJP_CALLERS[(n_args, keywords)] = namespace["call_vjp"]
+    return made
+
+
+def _transposed_vjp(rule, value, args, kwargs, ds, bound):
+    """``J @ d`` for a rule that has only its vjp ``g -> J^T g``: the vjp is linear in ``g``,
+    so its own vjp, taken by reverse mode at ``g = 0`` with cotangent ``d``, is ``J d``. This
+    gives forward mode and forward-over-reverse (hessians) to rules users wrote as a vjp."""
+    dense = tuple(runtime.densify(d, operand)
+                  for d, (_, _, operand, _) in zip(ds, bound.diff))
+    caller = _vjp_caller(len(args), tuple(kwargs))
+    fwd, bwd = get_adjoint(caller, (0,)).sweeps_for(caller)
+    _, saved = fwd(np.zeros_like(value), value, *args, *kwargs.values(), rule.vjp)
+    return bwd(saved, dense)[0]
+
+
 _PARAM_NAMES: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
 
 
@@ -191,6 +220,8 @@ def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
         ds[k] = runtime.densify(t, operand) if any_active[k] else t
     if not any(any_active):
         return value, runtime.ZERO
+    if rule.jvp is None:
+        return value, _transposed_vjp(rule, value, args, kwargs, ds, bound)
     parts = rule.jvp(*ds, value, *args, **kwargs)
     total = runtime.ZERO
     for part, active in zip(parts, any_active):

@@ -221,7 +221,7 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
         impl = vjp
         if len(diff) == 1 and not _returns_tuple(vjp):
             # one differentiable argument: returning the cotangent itself is accepted
-            impl = functools.wraps(vjp)(lambda *args, **kwargs: (vjp(*args, **kwargs),))
+            impl = _as_tuple(vjp)
         r = defrule(fn, impl, diff_args=diff, domain=domain)
 
         def attach_jvp(jvp: Callable) -> Callable:
@@ -232,6 +232,15 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
         return vjp
 
     return register
+
+
+def _as_tuple(vjp: Callable) -> Callable:
+    """A vjp returning its one cotangent bare, as one returning a 1-tuple (a def with
+    source, so that srcgrad can differentiate it again)."""
+    @functools.wraps(vjp)
+    def one_cotangent(*args, **kwargs):
+        return (vjp(*args, **kwargs),)
+    return one_cotangent
 
 
 def _returns_tuple(fn) -> bool:

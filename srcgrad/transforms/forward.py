@@ -393,6 +393,10 @@ class ForwardGenerator:
             raise InternalError("forward", "a call was not resolved", self.ctx.location(s))
         if r.kind == "method":
             return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out)
+        if r.kind == "rule" and lookup(r.obj).jvp is None:
+            # a user's rule with only a vjp: the runtime transposes it (api_forward)
+            out.pop()
+            return self.dynamic_call(call, DynamicCall("call"), v, st, s, out)
         if r.kind == "rule":
             return self.rule_tangent(r.obj, args, keywords, v, st, s, out)
         if r.kind == "nondiff":

@@ -51,7 +51,9 @@ def template(fn) -> Template:
     body = [s for s in fdef.body if not (isinstance(s, gast.Expr)
                                          and isinstance(s.value, gast.Constant))]
     elements = None
-    if (isinstance(fdef, gast.FunctionDef) and len(body) == 1
+    # a closure's free variables have no name in generated code: such a rule is called
+    closure = bool(getattr(getattr(fn, "__code__", None), "co_freevars", ()))
+    if (not closure and isinstance(fdef, gast.FunctionDef) and len(body) == 1
             and isinstance(body[0], gast.Return) and isinstance(body[0].value, gast.Tuple)
             and not any(isinstance(n, (gast.Lambda, gast.ListComp, gast.DictComp))
                         for n in gast.walk(body[0]))):
