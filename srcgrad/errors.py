@@ -39,6 +39,16 @@ class SrcgradError(Exception):
             raise TypeError("srcgrad errors need a message")
         super().__init__(message)
 
+    def reached_from(self, location: Location, user_code: bool) -> None:
+        """Add the call site through which differentiation reached the failing function;
+        ``user_code``: the site is in the user's code (the chain stops at the first one, so
+        a refusal deep inside a library names the user's line that called into it)."""
+        if getattr(self, "_user_site", False) or not self.args:
+            return
+        self._user_site = user_code
+        where = f" in {location.function}()" if location.function else ""
+        self.args = (f"{self.args[0]}\n  reached from {location}{where}",) + self.args[1:]
+
 
 def _located(location: Location | None, message: str, hint: str = "") -> str:
     text = f"{location}: {message}" if location else message

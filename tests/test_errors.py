@@ -883,3 +883,35 @@ def test_bound_methods_work_in_every_entry_point_and_do_not_differentiate_self()
     np.testing.assert_allclose(srcgrad.jacrev(obj.loss)(V3), expected)
     np.testing.assert_allclose(srcgrad.hessian(obj.loss)(V3), 12.0 * np.eye(3))
     np.testing.assert_allclose(srcgrad.hvp(obj.loss, (V3,), (np.ones(3),)), 12.0 * np.ones(3))
+
+
+# -- a refusal inside a callee names the call site that reached it (issue 9) ----------------
+def _helper_with_a_set(x):
+    return np.sum(x) | 1  # '|' has no derivative
+
+
+def _calls_the_helper(x):
+    y = x * 2.0
+    return _helper_with_a_set(y)
+
+
+def test_refusal_inside_a_helper_names_the_call_site():
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        srcgrad.grad(_calls_the_helper)(np.ones(3))
+    message = str(info.value)
+    assert "in _helper_with_a_set()" in message
+    line = _calls_the_helper.__code__.co_firstlineno + 2
+    assert f"reached from {__file__}:{line} in _calls_the_helper()" in message
+
+
+def test_refusal_inside_library_code_names_the_users_line():
+    stats = pytest.importorskip("scipy.stats")
+
+    def standardized(x):
+        return np.sum(stats.zscore(x) ** 3)
+
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        srcgrad.grad(standardized)(np.array([0.2, 0.3, 0.9]))
+    last = str(info.value).splitlines()[-1]
+    line = standardized.__code__.co_firstlineno + 1
+    assert last.strip() == f"reached from {__file__}:{line} in standardized()"

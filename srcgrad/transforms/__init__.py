@@ -8,6 +8,8 @@ from __future__ import annotations
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
 import numbers
+import os
+import sysconfig
 import sys
 import types
 from typing import Callable
@@ -17,7 +19,7 @@ import numpy as np
 
 from .. import runtime
 from ..adapters import has_starred_parameters
-from ..errors import MissingRuleError, SourceUnavailableError
+from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
@@ -208,6 +210,16 @@ def _foreign_operand(value: gast.BinOp, ctx: Context) -> str | None:
     return None
 
 
+_LIBRARY_DIRS = tuple(os.path.realpath(sysconfig.get_paths()[k])
+                      for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+
+
+def _library_file(filename: str) -> bool:
+    """Installed code (site-packages, the standard library) or srcgrad's generated code."""
+    return filename.startswith("<srcgrad") or os.path.realpath(filename).startswith(
+        _LIBRARY_DIRS)
+
+
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint (``get_adjoint(fn,
     call)``, specialized on the arguments active at that call); raise for calls nothing can
@@ -234,6 +246,9 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
                 user_calls[id(call)] = get_adjoint(r.obj, call)
             except SourceUnavailableError:
                 raise MissingRuleError(r.name, ctx.location(stmt)) from None
+            except SrcgradError as e:  # refused inside the callee: say how it was reached
+                e.reached_from(ctx.location(stmt), not _library_file(ctx.src.filename))
+                raise
             continue
         if r.kind == "dynamic" or (r.kind in ("unknown", "attribute") and _local_callee(
                 call.func, ctx)):
