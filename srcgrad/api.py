@@ -111,7 +111,7 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
         _param_names(func), 1 if inspect.ismethod(fn) else 0, call)
     if bound is not None:
         names = _param_names(func)
-        keep = changed_parameters(get_source(func).tree)
+        keep = _changed_parameters(func)
         reached = {i for i, node in bound if names_read(node) & active}
         reached |= {i for i, name in enumerate(names) if name in keep}
         if inspect.ismethod(fn):
@@ -121,6 +121,17 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
     if inspect.ismethod(fn):
         return _BoundAdjoint(adj, fn.__self__)
     return adj
+
+
+_CHANGED: "weakref.WeakKeyDictionary[Any, frozenset]" = weakref.WeakKeyDictionary()
+
+
+def _changed_parameters(func) -> frozenset:
+    """``activity.changed_parameters`` of ``func``'s definition, once per code object."""
+    known = _CHANGED.get(func.__code__)
+    if known is None:
+        known = _CHANGED[func.__code__] = changed_parameters(get_source(func).tree)
+    return known
 
 
 class _BoundAdjoint:
@@ -269,7 +280,26 @@ def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
     return _make_grad(as_function(f, "value_and_grad"), wrt, True, verbose, value_first=True)
 
 
+# gradients already made, by function and options: code that calls grad(f) on every call
+# (grad inside a function being differentiated, a Newton step) gets the same function back,
+# with its generated code and the wrappers that differentiate it again
+_GRADIENTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
 def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
+    options = (wrt, preserve_result, value_first, holomorphic)
+    try:
+        made = None if verbose else _GRADIENTS.get(f, {}).get(options)
+    except TypeError:  # an unhashable wrt (a list), or f not weakly referable
+        return _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
+    if made is None:
+        made = _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
+        if not verbose:
+            _GRADIENTS.setdefault(f, {})[options] = made
+    return made
+
+
+def _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
     if has_starred_parameters(f):
         return _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
     indices, single = _normalize_wrt(f, wrt)
@@ -281,11 +311,11 @@ def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False)
     func_indices = tuple(i + len(bound) for i in indices)
 
     def adjoint():
-        adj = state.get("adj")
-        if adj is None:
-            adj = state["adj"] = get_adjoint(func, func_indices)
-            if verbose:
-                print(adj.source)
+        # looked up on every call (a dict hit): the cache decides when code is rebuilt
+        adj = get_adjoint(func, func_indices)
+        if verbose and state.get("shown") is not adj:
+            state["shown"] = adj
+            print(adj.source)
         return adj
 
     @functools.wraps(f)

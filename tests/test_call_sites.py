@@ -85,3 +85,36 @@ def test_call_site_specialization_at_every_order():
     assert np.allclose(hess, 2 * np.eye(3), atol=1e-10)
     directional = srcgrad.grad(lambda y: np.sum(srcgrad.grad(noisy_mean)(y) * v))(m)
     assert np.allclose(directional, 2 * v)
+
+
+# -- grad called inside differentiated code (autograd's negative binomial example) ----------
+def _loglike(r, data):
+    return np.sum(np.log(r + data) * data - r * np.log1p(r))
+
+
+DATA_POS = np.array([1.0, 3.0, 2.0, 5.0])
+
+
+def score(r):
+    return srcgrad.grad(_loglike)(r, DATA_POS * r)
+
+
+def test_grad_of_the_same_function_is_the_same_function():
+    assert srcgrad.grad(_loglike) is srcgrad.grad(_loglike)
+    assert srcgrad.grad(_loglike, wrt=1) is not srcgrad.grad(_loglike)
+
+
+def test_grad_inside_differentiated_code_builds_once(monkeypatch):
+    from srcgrad.generated import Generated
+
+    second = srcgrad.grad(score)
+    eps = 1e-6
+    assert np.isclose(second(1.3), (score(1.3 + eps) - score(1.3 - eps)) / (2 * eps),
+                      rtol=1e-6)
+    builds = []
+    original = Generated.build
+    monkeypatch.setattr(Generated, "build",
+                        lambda self, *a, **k: builds.append(self) or original(self, *a, **k))
+    for r in (0.7, 1.1, 2.0):
+        second(r)
+    assert builds == []  # every call reuses the code generated for the first

@@ -132,7 +132,7 @@ def _root_name(node) -> str | None:
     return node.id if isinstance(node, gast.Name) else None
 
 
-def changed_parameters(tree: gast.FunctionDef) -> set[str]:
+def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
     """Parameters the function rebinds or changes in place (``p = ...``, ``p[i] = ...``,
     ``p.attr = ...``, ``p.append(...)``): such a parameter can become differentiable inside
     the function even when its argument is not, so a call site never specializes it away."""
@@ -146,4 +146,4 @@ def changed_parameters(tree: gast.FunctionDef) -> set[str]:
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and node.func.attr in _MUTATORS:
             changed.add(_root_name(node.func.value))
-    return changed & params
+    return frozenset(changed & params)
