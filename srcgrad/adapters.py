@@ -58,8 +58,10 @@ def has_starred_parameters(fn) -> bool:
     """A user's function with ``*args``/``**kwargs`` (srcgrad's own wrappers, such as a
     ``grad(f)``, have their own way of being differentiated)."""
     code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    module = getattr(fn, "__module__", None) or ""
+    # (rule vjps such as atleast_vjp(g, ans, *arys) are plain Python like a user's)
     return code is not None and bool(code.co_flags & _STARRED) \
-        and not (getattr(fn, "__module__", None) or "").startswith("srcgrad") \
+        and (not module.startswith("srcgrad") or module.startswith("srcgrad.rules")) \
         and not hasattr(fn, "__srcgrad_grad__")
 
 

@@ -21,6 +21,7 @@ from .adapters import has_starred_parameters, route
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
+from .rules import Rule, is_nondifferentiable, nondifferentiable, rule_name
 from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
@@ -420,7 +421,7 @@ def dynamic_forward(fn, args, kwargs):
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
         return value, ("apply", record)
     fn = route(fn, args, kwargs)
-    rule = lookup(fn)
+    rule = lookup(fn) or nondifferentiable_rule(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
         return value, ("rule", rule, args, kwargs, value)
@@ -430,11 +431,51 @@ def dynamic_forward(fn, args, kwargs):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     names = _param_names(func)
-    adj = get_adjoint(func, tuple(range(len(names))))
-    fwd, bwd = adj.sweeps_for(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    wrt = dynamic_wrt(func, self_args, args, kwargs)
+    fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
     value, saved = fwd(*self_args, *args, **kwargs)
-    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+
+
+def _no_gradient(g, ans, *args, **kwargs):
+    """The vjp of a function registered as non-differentiable: no operand gets a gradient."""
+    return ()
+
+
+nondifferentiable(_no_gradient)
+_NONDIFF_RULES: dict = {}
+
+
+def nondifferentiable_rule(fn) -> Rule | None:
+    """For a function registered as non-differentiable (``dict_keys``, ``len``), a rule that
+    gives no operand a gradient, so that calls dispatched at run time treat it like any
+    ruled function instead of reading its source; None for other functions."""
+    try:
+        if not is_nondifferentiable(fn):
+            return None
+        made = _NONDIFF_RULES.get(fn)
+    except TypeError:  # unhashable
+        return None
+    if made is None:
+        made = _NONDIFF_RULES[fn] = Rule(fn=fn, name=rule_name(fn), vjp=_no_gradient,
+                                         diff_args=())
+    return made
+
+
+def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
+    """The parameters of a call known only at run time to differentiate: those whose
+    argument may carry a gradient (runtime.may_carry_gradient), and those the callee changes
+    in place; a bound method's ``self`` never. Like a static call site's specialization."""
+    names = _param_names(func)
+    offset = len(self_args)
+    wrt = {i + offset for i, a in enumerate(args) if runtime.may_carry_gradient(a)}
+    wrt |= {names.index(k) for k, v in kwargs.items()
+            if k in names and runtime.may_carry_gradient(v)}
+    changed = _changed_parameters(func)
+    wrt |= {i for i, name in enumerate(names) if name in changed and i >= offset}
+    wrt = {i for i in wrt if i < len(names)}
+    return tuple(sorted(wrt)) or tuple(range(len(names)))
 
 
 def dynamic_backward(record, g):
@@ -446,8 +487,10 @@ def dynamic_backward(record, g):
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         return scatter_rule_grads(rule, args, kwargs, rule.vjp(g, value, *args, **kwargs))
-    _, bwd, saved, n_self, names, n_args, kwargs = record
-    grads = bwd(saved, g)
+    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
+    grads = [None] * len(names)
+    for i, gi in zip(wrt, bwd(saved, g)):
+        grads[i] = gi
     positional = list(grads[n_self:n_self + n_args])
     by_name = dict(zip(names, grads))
     return positional, {k: by_name.get(k) for k in kwargs}

@@ -27,7 +27,7 @@ from .boundary import (as_function, callee_function, unbind, check_argument, che
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
 from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
-                  get_adjoint)
+                  dynamic_wrt, get_adjoint, nondifferentiable_rule)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
 from .generated import Generated, cached_build
@@ -238,6 +238,10 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
+    if rule is None and nondifferentiable_rule(fn) is not None:
+        value = fn(*args, **kwargs)
+        record = ("rule", nondifferentiable_rule(fn), args, kwargs, value)
+        return (value, record), (zero, (zero, zero, tuple(tangents), dict(kw_tangents), zero))
     if rule is not None:
         value, d_value = _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
         record = ("rule", rule, args, kwargs, value)
@@ -248,15 +252,15 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     names = _param_names(func)
-    adj = get_adjoint(func, tuple(range(len(names))))
-    fwd, bwd = adj.sweeps_for(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    wrt = dynamic_wrt(func, self_args, args, kwargs)
+    fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
     (value, saved), d_pair = dynamic_jvp(fwd, self_args + tuple(args), kwargs,
                                          (zero,) * len(self_args) + tuple(tangents),
                                          kw_tangents)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     d_value, d_saved = runtime.part(d_pair, 0), runtime.part(d_pair, 1)
-    return (value, record), (d_value, (zero, zero, d_saved) + (zero,) * 4)
+    return (value, record), (d_value, (zero, zero, d_saved) + (zero,) * 5)
 
 
 def dynamic_backward_jvp(record, g, d_record, d_g):
@@ -280,15 +284,18 @@ def dynamic_backward_jvp(record, g, d_record, d_g):
         d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
         return (positional, keyword), ([zero if d is None else d for d in d_positional],
                                        d_keyword)
-    _, bwd, saved, n_self, names, n_args, kwargs = record
-    grads, d_grads = dynamic_jvp(bwd, (saved, g), {}, (runtime.part(d_record, 2), d_g), {})
-    span = range(n_self, n_self + n_args)
-    positional = list(grads[n_self:n_self + n_args])
-    d_positional = [runtime.part(d_grads, i) for i in span]
+    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
+    wrt_grads, wrt_d_grads = dynamic_jvp(bwd, (saved, g), {},
+                                         (runtime.part(d_record, 2), d_g), {})
+    # one gradient per parameter (None and the lazy zero where it has none)
+    grads, d_grads = [None] * len(names), [zero] * len(names)
+    for k, i in enumerate(wrt):
+        grads[i], d_grads[i] = wrt_grads[k], runtime.part(wrt_d_grads, k)
+    positional = grads[n_self:n_self + n_args]
+    d_positional = d_grads[n_self:n_self + n_args]
     by_name = dict(zip(names, range(len(names))))
     keyword = {k: grads[by_name[k]] if k in by_name else None for k in kwargs}
-    d_keyword = {k: runtime.part(d_grads, by_name[k]) if k in by_name else zero
-                 for k in kwargs}
+    d_keyword = {k: d_grads[by_name[k]] if k in by_name else zero for k in kwargs}
     return (positional, keyword), (d_positional, d_keyword)
 
 

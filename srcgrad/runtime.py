@@ -339,6 +339,29 @@ def _is_object(x) -> bool:
         and not is_foreign_array(x)
 
 
+def may_carry_gradient(x, depth: int = 6) -> bool:
+    """Whether ``x`` can hold a differentiable value: a float or complex number or array, or a
+    container or object holding one. Integers, strings, slices, functions, a RandomState are
+    constants wherever they are passed."""
+    if isinstance(x, (bool, np.bool_, int, np.integer, str, bytes, slice, range, type(None),
+                      type)) or isinstance(x, _FUNCTION_TYPES):
+        return False
+    if isinstance(x, (float, complex, np.floating, np.complexfloating)):
+        return True
+    kind = getattr(getattr(x, "dtype", None), "kind", None)
+    if kind is not None and (isinstance(x, np.ndarray) or is_foreign_array(x)):
+        return kind in "fcO"
+    if depth == 0:
+        return True  # deep structures: assume the worst
+    if isinstance(x, dict):
+        return any(may_carry_gradient(v, depth - 1) for v in x.values())
+    if isinstance(x, (list, tuple)):  # (a Bound too: the values it carries)
+        return any(may_carry_gradient(v, depth - 1) for v in x)
+    if _is_object(x):
+        return any(may_carry_gradient(v, depth - 1) for v in vars(x).values())
+    return hasattr(x, "__array__")
+
+
 def size_of(x) -> int:
     """``np.size(x)``, reading an array's own ``size`` (np.size computes a dask array)."""
     size = getattr(x, "size", None)
@@ -755,11 +778,12 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
     """``call_fwd(fn, *args)`` (``lead`` = 1) or ``method_fwd(obj, name, *rest)`` (``lead`` =
     2, ``args`` = ``(obj,) + rest``) whose ``(value, record)`` can be differentiated."""
     import inspect
-    from .api import _func_key, _param_names, dynamic_forward, get_adjoint
+    from .api import (_func_key, _param_names, dynamic_forward, dynamic_wrt, get_adjoint,
+                      nondifferentiable_rule)
     from .rules import lookup
     from .adapters import route
     fn = route(fn, args, kwargs)
-    if lookup(fn) is not None:
+    if lookup(fn) is not None or nondifferentiable_rule(fn) is not None:
         value, record = dynamic_forward(fn, args, kwargs)
         data = ("rule", record, len(args), lead, receiver)
         return (value, record), ("redispatch", _call_fwd_bwd, data)
@@ -768,10 +792,11 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     names = _param_names(func)
-    fwd, bwd = get_adjoint(func, tuple(range(len(names)))).sweeps_for(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
+    wrt = dynamic_wrt(func, self_args, args, kwargs)
+    fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
     (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs)
+    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     data = ("user", inner, len(args), lead, receiver, len(self_args))
     return (value, record), ("redispatch", _call_fwd_bwd, data)
 
@@ -814,8 +839,11 @@ def _call_bwd_fwd(record, g):
         grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
         from .transforms.binding import scatter_rule_grads
         return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
-    _, bwd, saved, n_self, names, n_args, kwargs = record
-    grads, inner = dynamic_forward(bwd, (saved, g), {})
+    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
+    wrt_grads, inner = dynamic_forward(bwd, (saved, g), {})
+    grads = [None] * len(names)  # one per parameter (bwd gives one per wrt parameter)
+    for k, i in enumerate(wrt):
+        grads[i] = wrt_grads[k]
     positional = list(grads[n_self:n_self + n_args])
     by_name = dict(zip(names, grads))
     keyword = {k: by_name.get(k) for k in kwargs}
@@ -835,7 +863,7 @@ def _call_bwd_bwd(data, g):
         grads = [_zero_if_none(x) for x in grads]
         g_record = (ZERO, ZERO, tuple(grads[2:]), ZERO, grads[1])
         return [g_record, grads[0]], {}
-    _, bwd, saved, n_self, names, n_args, kwargs = record
+    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
     g_grads = [ZERO] * len(names)
     for i in range(n_args):
         g_grads[n_self + i] = part(g_positional, i)
@@ -843,8 +871,8 @@ def _call_bwd_bwd(data, g):
         if k in names:
             j = names.index(k)
             g_grads[j] = add(g_grads[j], part(g_keyword, k))
-    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads))
-    g_record = (ZERO, ZERO, _zero_if_none(g_saved)) + (ZERO,) * 4
+    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads[i] for i in wrt))
+    g_record = (ZERO, ZERO, _zero_if_none(g_saved)) + (ZERO,) * 5
     return [g_record, _zero_if_none(g_g)], {}
 
 
@@ -915,10 +943,53 @@ def unzip_transpose(g, rows):
     """The cotangent of ``rows`` from the cotangent ``g`` of ``unzip(rows)`` (transposed
     back; items past the shortest row get zeros). Linear in ``g``, which may be lazy."""
     if is_zero(g):
-        return [zeros_like(tuple(r)) for r in rows]
+        return [zeros_like(r) for r in rows]
     n = len(g)
-    return [tuple(part(part(g, j), i) if j < n else zeros_like(r[j]) for j in range(len(r)))
+    return [_like_row([densify(part(part(g, j), i), r[j]) if j < n else zeros_like(r[j])
+                       for j in range(len(r))], r)
             for i, r in enumerate(rows)]
+
+
+def _like_row(items: list, row):
+    """The cotangent of one row of ``zip(*rows)`` in the row's own kind: an array's items
+    stacked back into an array of its shape, a list's as a list, a tuple's as a tuple."""
+    if isinstance(row, np.ndarray):
+        return np.array(items, dtype=row.dtype if row.dtype.kind in "fc" else np.float64
+                        ).reshape(row.shape) if items else np.zeros_like(row, dtype=float)
+    if isinstance(row, list):
+        return items
+    return tuple(items)
+
+
+# -- sorted(): a permutation of the items -----------------------------------------------------
+def sort_order(xs, key=None, reverse=False) -> list:
+    """The positions of ``xs``'s items in the order ``sorted(xs, key=key, reverse=reverse)``
+    lists them (the same stable sort, applied to the positions)."""
+    items = list(xs)
+    if key is None:
+        return sorted(range(len(items)), key=items.__getitem__, reverse=reverse)
+    return sorted(range(len(items)), key=lambda i: key(items[i]), reverse=reverse)
+
+
+def permute(xs, order) -> list:
+    """``[xs[i] for i in order]``: what ``sorted`` returns, given its order."""
+    items = list(xs)
+    return [items[i] for i in order]
+
+
+def unpermute(g, xs, order):
+    """The cotangent of ``xs`` from the cotangent ``g`` of ``permute(xs, order)``, in the
+    kind of ``xs`` (an array's items stacked back into an array). Linear in ``g``."""
+    if is_zero(g) or isinstance(xs, (dict, set, frozenset)):  # keys carry no gradient
+        return ZERO if isinstance(xs, (dict, set, frozenset)) else zeros_like(xs)
+    items = list(xs)
+    out = [ZERO] * len(items)
+    for j, i in enumerate(order):
+        out[i] = densify(part(g, j), items[i])
+    if isinstance(xs, np.ndarray):
+        return np.array(out, dtype=xs.dtype if xs.dtype.kind in "fc" else np.float64
+                        ).reshape(xs.shape)
+    return tuple(out) if isinstance(xs, tuple) else out
 
 
 def as_list(xs):

@@ -458,3 +458,54 @@ defrule(rt.unzip, unzip_vjp, jvp=unzip_jvp, domain=_rows_domain, linear=True,
         name="runtime.unzip")
 defrule(rt.unzip_transpose, unzip_transpose_vjp, jvp=unzip_transpose_jvp,
         domain=_columns_domain, linear=True, name="runtime.unzip_transpose")
+
+
+# ``sorted``: a permutation of its items, found by the same stable sort on their positions;
+# ``permute`` and ``unpermute`` are each other's adjoints.
+def sorted_vjp(g, ans, iterable, key=None, reverse=False):
+    return (rt.unpermute(g, iterable, rt.sort_order(iterable, key, reverse)),)
+
+
+def sorted_jvp(d, ans, iterable, key=None, reverse=False):
+    order = rt.sort_order(iterable, key, reverse)
+    return (rt.permute(rt.densify(d, iterable), order),)
+
+
+def permute_vjp(g, ans, xs, order):
+    return (rt.unpermute(g, xs, order),)
+
+
+def permute_jvp(dxs, ans, xs, order):
+    return (rt.permute(rt.densify(dxs, xs), order),)
+
+
+def unpermute_vjp(c, ans, g, xs, order):
+    return (rt.permute(rt.densify(c, ans), order),)
+
+
+def unpermute_jvp(dg, ans, g, xs, order):
+    return (rt.unpermute(dg, xs, order),)
+
+
+def _sorted_domain(rng):
+    values = list(rng.permutation(5) + 0.25 * rng.uniform(size=5))
+    return [((values,), {}), ((tuple(values),), {"reverse": True}),
+            ((values,), {"key": abs})]
+
+
+def _permute_domain(rng):
+    return [(([draw(rng, None), draw(rng, (2,)), draw(rng, None)], [2, 0, 1]), {})]
+
+
+def _unpermute_domain(rng):
+    xs = [draw(rng, None), draw(rng, (2,)), draw(rng, None)]
+    return [(([draw(rng, (2,)), draw(rng, None), draw(rng, None)], xs, [1, 2, 0]), {})]
+
+
+# (not 'linear': sorting the tangents would order them by their own values)
+defrule(sorted, sorted_vjp, jvp=sorted_jvp, domain=_sorted_domain, name="sorted")
+defrule(rt.permute, permute_vjp, jvp=permute_jvp, domain=_permute_domain, linear=True,
+        name="runtime.permute")
+defrule(rt.unpermute, unpermute_vjp, jvp=unpermute_jvp, domain=_unpermute_domain,
+        linear=True, name="runtime.unpermute")
+nondifferentiable(rt.sort_order)

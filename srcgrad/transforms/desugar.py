@@ -27,6 +27,32 @@ def own_nodes(node):
             yield from own_nodes(child)
 
 
+def _root(target) -> str | None:
+    """The variable an element store ``x[i][j] = v`` changes."""
+    while isinstance(target, (gast.Subscript, gast.Attribute)):
+        target = target.value
+    return target.id if isinstance(target, gast.Name) else None
+
+
+def _local_names(fn: gast.FunctionDef) -> set[str]:
+    """The names local to ``fn``: its parameters and what its own body assigns, less the
+    names it declares nonlocal or global."""
+    args = fn.args
+    params = [a for a in args.posonlyargs + args.args + args.kwonlyargs] \
+        + [a for a in (args.vararg, args.kwarg) if a is not None]
+    names = {a.id for a in params if isinstance(a, gast.Name)}
+    declared = set()
+    for stmt in fn.body:
+        for node in own_nodes(stmt):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
+                names.add(node.id)
+            elif isinstance(node, (gast.Nonlocal, gast.Global)):
+                declared |= set(node.names)
+            elif isinstance(node, gast.FunctionDef):
+                names.add(node.name)
+    return names - declared
+
+
 def scope_functions(tree):
     """The functions defined in ``tree``'s own scope (not inside other nested functions)."""
     return [c for n in own_nodes(tree) for c in gast.iter_child_nodes(n)
@@ -204,6 +230,7 @@ class _Desugar:
                     self.meets_varied |= names
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
+        self.nested: list[set[str]] = []  # local names of the nested defs being desugared
         self.views: set[str] = set()
         for node in gast.walk(tree) if tree is not None else ():
             if isinstance(node, gast.Assign) and _may_be_view(node.value):
@@ -217,6 +244,38 @@ class _Desugar:
         for s in stmts:
             out.extend(self.stmt(s))
         return out
+
+    def visit_FunctionDef(self, s):
+        """A nested def's body, knowing its own local names: an update of a variable of the
+        enclosing function must not become a rebinding inside it (UnboundLocalError)."""
+        self.nested.append(_local_names(s))
+        try:
+            s.body = self.block(s.body)
+        finally:
+            self.nested.pop()
+        return [s]
+
+    def enclosing_store(self, name: str, s) -> list | None:
+        """``s`` changes ``name``, a variable of an enclosing function, in place from a nested
+        def: the statements that keep it so, or None when ``name`` is the def's own. Whether
+        the stored value is differentiable is known only at run time (the def's parameters
+        are not analysed here): a float is refused there, an integer (a cursor) passes."""
+        if not self.nested or name in self.nested[-1]:
+            return None
+        loc = self.ctx.location(s)
+        message = (f"{loc}: a nested function storing a float into '{name}', a variable of "
+                   f"the enclosing function, is not supported: srcgrad cannot follow a "
+                   f"gradient through it. Return the value from the nested function instead.")
+        if isinstance(s, gast.Assign):
+            tmp = self.ctx.namer.fresh()
+            stored = [A.assign(tmp, s.value, at=s)]
+            s.value = A.load(tmp)
+            values = [A.load(tmp)]
+        else:  # xs.append(v) and the other list methods
+            stored, values = [], [A.deepcopy(a) for a in s.value.args]
+        guards = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_float_operand"), v,
+                                     A.const(message)), at=s) for v in values]
+        return stored + guards + [s]
 
     def stmt(self, s) -> list:
         if isinstance(s, gast.While) and _has_walrus(s.test):
@@ -416,6 +475,18 @@ class _Desugar:
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
         return guard + self.visit_Assign(A.assign(s.target, value, at=s))
 
+    def visit_Return(self, s):
+        """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
+        call = s.value
+        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
+                and call.func.value.id in self.ctx.varied
+                and not self.ctx.is_tape(call.func.value.id)):
+            tmp = self.ctx.namer.fresh()
+            s.value = A.load(tmp)
+            return self.visit_Assign(A.assign(tmp, call, at=s)) + [s]
+        return [s]
+
     def visit_AnnAssign(self, s):
         if s.value is None:
             return []
@@ -442,6 +513,10 @@ class _Desugar:
             return self.list_pop(target, call, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
+        if isinstance(target, gast.Subscript) and self.nested:
+            kept = self.enclosing_store(_root(target), s)
+            if kept is not None:
+                return kept
         if isinstance(target, gast.Subscript) and self.is_varied_store(target, s.value):
             base = target
             while isinstance(base, gast.Subscript):
@@ -508,6 +583,13 @@ class _Desugar:
 
     def visit_Expr(self, s):
         call = s.value
+        if (self.nested and isinstance(call, gast.Call)
+                and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name)
+                and call.func.attr in {*_LIST_METHODS, "update"}):
+            kept = self.enclosing_store(call.func.value.id, s)
+            if kept is not None:
+                return kept
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name)
                 and call.func.attr in {*_LIST_METHODS, "pop"}
