@@ -1863,3 +1863,99 @@ def try_except_else_finally_per_element(x):
         finally:
             total = total * 1.1
     return total
+
+
+# -- generators, starred targets, with, :=, match (issue 9; each also runs in forward mode,
+#    at second order and under vmap through the corpus-wide tests) --------------------------
+@case(arr(4))
+def generator_expressions_consumed(x):
+    total = sum(v ** 2 for v in x)
+    listed = list(np.sin(v) for v in x if True)
+    stacked = np.array(tuple(v * x[0] for v in x))
+    acc = 0.0
+    for w in (np.tanh(v) for v in x):
+        acc = acc + w * x[1]
+    return total + sum(listed) + np.sum(stacked) + acc
+
+
+def _scaled_powers(x, n):
+    for k in range(1, n + 1):
+        yield x ** k / k
+
+
+@case(arr(3))
+def generator_function_consumed(x):
+    terms = list(_scaled_powers(x, 3))
+    return np.sum(sum(terms)) + sum(np.sum(t) for t in _scaled_powers(x[0], 2))
+
+
+@case(arr(3))
+def random_draw_shaped_like_input(x):
+    rs = np.random.RandomState(3)
+    noise = rs.randn(*x.shape)
+    return np.sum((x + 0.1 * noise) ** 2)
+
+
+@case(arr(4))
+def starred_assignment_targets(x):
+    first, *rest = x
+    *init, last = [x[0] * 2.0, x[1], x[2] * x[3]]
+    a, (b, *c) = x[0], (x[1], x[2], x[3])
+    return first * np.sum(np.array(rest)) + sum(init) * last + a * b * sum(c)
+
+
+@case(arr(3), 0.4, wrt=(0, 1))
+def dict_call_and_unpacking(x, y):
+    params = dict(a=x, b=y * 2.0)
+    more = {**params, "c": x * y}
+    return np.sum(more["a"] * more["b"] + more["c"] ** 2)
+
+
+@case(arr(3, low=0.2, high=1.0))
+def with_blocks_without_gradient(x):
+    import warnings
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.log(x) / x
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = np.sqrt(x) * y
+    with open(__file__) as handle:
+        scale = len(handle.readline()) / 100.0
+    return np.sum(z) * scale
+
+
+@case(arr(5))
+def walrus_in_conditions_and_comprehensions(x):
+    total = 0.0
+    if (s := np.sum(x ** 2)) > 0.0:
+        total = total + s
+    kept = [y for v in x if (y := v * 2.0) > -5.0]
+    i = 0
+    while (i := i + 1) < 3:
+        total = total + x[i] * total
+    return total + sum(kept)
+
+
+def _match_value(v, spec):
+    match spec:
+        case 0:
+            return v * 2.0
+        case ("scale", k):
+            return v * k
+        case {"power": p}:
+            return v ** p
+        case [a, *rest] if len(rest) > 1:
+            return v * a + sum(rest)
+        case str() as name:
+            return v + len(name)
+        case _:
+            return -v
+
+
+@case(arr(3))
+def match_statement_patterns(x):
+    specs = [0, ("scale", 3.0), {"power": 2}, [1.5, 1.0, 2.0], "abc", None]
+    total = 0.0
+    for spec in specs:
+        total = total + np.sum(_match_value(x, spec))
+    return total

@@ -421,3 +421,42 @@ def test_global_callable_rebound_in_loop():
     finally:
         _FN = np.sin
     assert results == [1.0, 0.0]   # actual [1.0, 1.0]
+
+
+# -- a wrt parameter assigned again: its gradient has the shape it came in with ---------------
+def _rebind_list(xs):
+    xs = xs[1:]
+    return xs[0] * 2.0
+
+
+def _rebind_array(x):
+    x = x[:2]
+    return 3.0
+
+
+def _list_built_by_appends(x, n):
+    out = []
+    for k in range(1, n + 1):
+        out.append(x ** k / k)
+    return out
+
+
+def _sum_of_built_list(x):
+    t = _list_built_by_appends(x, 2)
+    return np.sum(t[0] + t[1])
+
+
+def test_rebound_parameter_gradient_keeps_the_input_structure():
+    assert srcgrad.grad(_rebind_list)([1.0, 2.0, 3.0]) == [0.0, 2.0, 0.0]
+    got = srcgrad.grad(_rebind_array)(np.ones(3))
+    assert got.shape == (3,) and not got.any()  # was shape (2,)
+
+
+def test_reverse_over_reverse_through_a_list_built_by_appends():
+    # the helper's backward sweep rebinds its cotangent parameter while it walks the list;
+    # differentiated again, that parameter's gradient was densified against the empty list
+    x, v = np.array([0.3, -0.5, 0.7]), np.array([1.0, 2.0, 3.0])
+    g = srcgrad.grad(_sum_of_built_list)
+    got = srcgrad.grad(lambda y: np.sum(g(y) * v))(x)
+    assert np.allclose(got, srcgrad.hessian(_sum_of_built_list)(x) @ v)
+    assert np.allclose(got, v)  # d2/dx2 of sum(x + x^2/2) is the identity

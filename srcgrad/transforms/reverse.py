@@ -768,8 +768,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     uses_tape = any(isinstance(n, gast.Attribute) and n.attr == "push"
                     and isinstance(n.value, gast.Name) and n.value.id == gen.tape
                     for s in forward for n in gast.walk(s))
+    # a wrt parameter the body assigns again: its gradient is densified against the value
+    # it came in with (kept by reference at entry), not the last one it held
+    rebound = {n for s in body for n in A.names_written(s)}
+    initial = {p: ctx.namer.unique(f"_{p}_in") for p in ctx.wrt_names if p in rebound}
     saved = sorted((gen.needed & primal) - set(ctx.params) - {gen.tape}, key=_natural)
-    saved = [p for p in ctx.params if p in gen.needed or p in ctx.wrt_names] + saved
+    saved = [p for p in ctx.params if p in gen.needed or p in ctx.wrt_names] \
+        + [initial[p] for p in ctx.wrt_names if p in initial] + saved
     if uses_tape:
         saved = [gen.tape] + saved
     rt = ctx.rt
@@ -783,6 +788,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         & (set(saved) | (gen.none_init & gen.needed) | nested_saves)
     for v in sorted(unbound - set(ctx.params), key=_natural):
         fwd_body.append(A.assign(v, A.const(None)))
+    fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
     saved_tuple = gast.Tuple(elts=[A.load(n) for n in saved], ctx=gast.Load())
@@ -800,10 +806,11 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     grads = []
     for p in ctx.wrt_names:
         b = ctx.namer.adjoint(p)
+        value = A.load(initial.get(p, p))
         if b in state.zero:
-            grads.append(A.call(A.attr(rt, "zeros_like"), A.load(p)))
+            grads.append(A.call(A.attr(rt, "zeros_like"), value))
         else:
-            grads.append(A.call(A.attr(rt, "densify"), A.load(b), A.load(p)))
+            grads.append(A.call(A.attr(rt, "densify"), A.load(b), value))
     bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
 
     name = tree.name if tree.name != "_lambda" else "lambda"
