@@ -177,13 +177,18 @@ def _reduction(accepts_tuple: bool):
         else:
             axis = kwargs.pop("axis", None)
         ndim_pe = np.ndim(x) - 1
+        if ndim_pe == 0 and axis in (None, 0, -1, (), (0,), (-1,)):
+            # a number per example: reducing it changes nothing (axis=() reduces no axis:
+            # sum, max... return it, std and var zeros); the batch axis is never reduced
+            if not accepts_tuple:  # argmax/argmin/cumsum/cumprod of one number
+                return np.zeros(size, dtype=np.intp) if fn in (np.argmax, np.argmin) \
+                    else fn(x[:, None], *args[1:], axis=1, **kwargs)  # (B, 1): an array each
+            return fn(x, *args[1:], axis=(), **kwargs)
         if axis is None and not accepts_tuple:
             if ndim_pe > 1:
                 return NotImplemented  # argmax etc. over a flattened example
             axis = 0
         axes = _shift_axis(axis, ndim_pe)
-        if axis is None and ndim_pe == 0:
-            return fn(x, *args[1:], **kwargs)  # a scalar per example: nothing to reduce
         kwargs["axis"] = axes if accepts_tuple else axes[0]
         return fn(x, *args[1:], **kwargs)
     return rule

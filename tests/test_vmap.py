@@ -655,3 +655,13 @@ def test_a_choice_between_values_of_different_shapes_is_left_to_the_loop():
     with pytest.warns(VmapFallbackWarning):
         got = vmap(flag, in_axes=(0, 0))(X[:, 0], [X[:, 1]])
     np.testing.assert_allclose(got, X[:, 0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", [np.sum, np.mean, np.max, np.min, np.prod, np.std, np.var,
+                                np.any, np.argmax, np.cumsum])
+def test_reducing_a_number_per_example_never_reduces_the_batch(fn):
+    # np.sum of a batch of numbers used to sum across the batch
+    x = np.array([0.5, -1.5, 2.0])
+    got = batching.apply(fn, (x,), {}, {0}, 3)
+    want = np.stack([np.asarray(fn(x[i])) for i in range(3)])
+    assert np.shape(got) == want.shape and np.allclose(got, want)
