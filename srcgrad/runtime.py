@@ -841,9 +841,8 @@ def _call_bwd_fwd(record, g):
         return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
     _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
     wrt_grads, inner = dynamic_forward(bwd, (saved, g), {})
-    grads = [None] * len(names)  # one per parameter (bwd gives one per wrt parameter)
-    for k, i in enumerate(wrt):
-        grads[i] = wrt_grads[k]
+    # one per parameter (bwd gives one per wrt parameter)
+    grads = [wrt_grads[wrt.index(i)] if i in wrt else None for i in range(len(names))]
     positional = list(grads[n_self:n_self + n_args])
     by_name = dict(zip(names, grads))
     keyword = {k: by_name.get(k) for k in kwargs}
@@ -1025,6 +1024,23 @@ def refuse_shared_array(value, message: str) -> None:
     """Raise when ``value`` is an array: an in-place update of it could change another
     name's value, which srcgrad's functional rewriting would not see."""
     if isinstance(value, np.ndarray):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError.from_message(message)
+
+
+def tangent_like(d, x):
+    """A tangent passed to a function: the lazy zero stays lazy, an array smaller than its
+    value (``dx[1] + 0.0`` for ``x[1] + v``) is broadcast to the value's shape."""
+    if is_zero(d) or type(x) is not _ndarray or np.shape(d) == x.shape:
+        return d
+    return np.broadcast_to(d, x.shape)
+
+
+def refuse_viewed(value, views, message: str) -> None:
+    """Raise when ``value`` is an array one of ``views`` still shares data with: updating it
+    in place would change that view too, which srcgrad's functional rewriting would not."""
+    if isinstance(value, np.ndarray) and any(
+            isinstance(v, np.ndarray) and np.may_share_memory(v, value) for v in views):
         from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError.from_message(message)
 

@@ -112,6 +112,8 @@ def test_vjp_parameters_are_named_like_the_primal():
 def test_vjps_and_jvps_are_differentiable_code():
     problems = []
     for r in RULES:
+        if not r.second_order:
+            continue  # declared first order only (odeint's vjp integrates again)
         problems += undifferentiable_calls(r.vjp)
         if r.jvp is not None:
             problems += undifferentiable_calls(r.jvp)

@@ -400,6 +400,7 @@ defrule(rt.as_list, as_list_vjp, jvp=as_list_jvp, domain=_sequence_domain, linea
 defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, linear=True,
         second_order=False, name="runtime.as_tuple")
 nondifferentiable(rt.refuse_shared_array)
+nondifferentiable(rt.refuse_viewed)
 nondifferentiable(rt.last_write_mask)
 
 
@@ -509,3 +510,21 @@ defrule(rt.permute, permute_vjp, jvp=permute_jvp, domain=_permute_domain, linear
 defrule(rt.unpermute, unpermute_vjp, jvp=unpermute_jvp, domain=_unpermute_domain,
         linear=True, name="runtime.unpermute")
 nondifferentiable(rt.sort_order)
+
+
+# ``tangent_like(d, x)``: a tangent broadcast to its value's shape (forward mode's call sites)
+def tangent_like_vjp(g, ans, d, x):
+    return (rt.unbroadcast(g, d),)
+
+
+def tangent_like_jvp(dd, ans, d, x):
+    return (rt.tangent_like(dd, x),)
+
+
+def _tangent_like_domain(rng):
+    return [((draw(rng, None), draw(rng, (3,))), {}), ((draw(rng, (1, 2)), draw(rng, (3, 2))), {}),
+            ((draw(rng, (2,)), draw(rng, (2,))), {})]
+
+
+defrule(rt.tangent_like, tangent_like_vjp, jvp=tangent_like_jvp, domain=_tangent_like_domain,
+        linear=True, name="runtime.tangent_like")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
+import inspect
 import numbers
 import os
 import sysconfig
@@ -23,7 +24,7 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import mark_active, mark_varied
+from .activity import mark_active, mark_varied, mutated_parameters
 from .anf import to_anf
 from .calls import route_calls
 from .context import Context, DynamicCall
@@ -142,10 +143,45 @@ _DIFFERENTIATED = (gast.Name, gast.BinOp, gast.UnaryOp, gast.Subscript, gast.Tup
 _NO_DERIVATIVE = (gast.Compare, gast.BoolOp, gast.JoinedStr, gast.FormattedValue)
 
 
+def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
+    """A user function whose result carries no gradient runs as plain Python: record a
+    problem when it changes a differentiable argument in place (the tape would not see it)."""
+    for node in gast.walk(tree):
+        if not isinstance(node, (gast.Assign, gast.Expr)) or not isinstance(node.value,
+                                                                          gast.Call):
+            continue
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name) \
+                and node.targets[0].id in ctx.active:
+            continue  # differentiated: the callee's own transformation checks it
+        call, r = node.value, ctx.resolved.get(id(node.value))
+        if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
+            continue
+        bound = A.bind_arguments(_param_names(r.obj), 0, call)
+        varied = [(i, a) for i, a in bound or () if A.names_read(a) & ctx.varied]
+        if not varied:
+            continue
+        try:
+            mutated = mutated_parameters(get_source(r.obj).tree)
+        except SrcgradError:
+            continue
+        names = _param_names(r.obj)
+        for i, a in varied:
+            if i < len(names) and names[i] in mutated:
+                ctx.problem(node, f"{r.name}() changing its differentiable argument "
+                                  f"'{names[i]}' in place",
+                            "Return the new value instead, or pass a copy.")
+
+
+def _param_names(fn) -> list[str]:
+    code = fn.__code__
+    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+
+
 def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:
     """Record a problem for each assignment whose differentiable operands the generators
     would give no derivative to: a subscript of an inactive object by a differentiable index,
     an operator without a rule, an expression kind they do not differentiate."""
+    check_plain_calls(tree, ctx)
     for node in gast.walk(tree):
         if not (isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name)
                 and node.targets[0].id in ctx.active):

@@ -147,3 +147,21 @@ def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
                 and node.func.attr in _MUTATORS:
             changed.add(_root_name(node.func.value))
     return frozenset(changed & params)
+
+
+def mutated_parameters(tree: gast.FunctionDef) -> frozenset[str]:
+    """Parameters whose object the function changes in place (``p[i] = ...``, ``p.a = ...``,
+    ``p += ...`` on an array, ``p.append(...)``): the caller sees those changes."""
+    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    changed = set()
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.Subscript, gast.Attribute)) \
+                and isinstance(node.ctx, (gast.Store, gast.Del)):
+            changed.add(_root_name(node))
+        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+            changed.add(node.target.id)
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and node.func.attr in _MUTATORS:
+            changed.add(_root_name(node.func.value))
+    return frozenset(changed & params)

@@ -220,6 +220,21 @@ class _Desugar:
                         self.aliased |= {t.id, node.value.id}
             elif isinstance(node, gast.Assign) and len(node.targets) > 1:
                 self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+            elif isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple) \
+                    and isinstance(node.value, gast.Tuple) \
+                    and len(node.targets[0].elts) == len(node.value.elts):
+                for t, v in zip(node.targets[0].elts, node.value.elts):  # a, b = y, e
+                    if isinstance(t, gast.Name) and isinstance(v, gast.Name):
+                        self.aliased |= {t.id, v.id}
+        # parameters the function never rebinds hold the caller's objects: changing one in
+        # place would change the caller's too, which the functional rewrite would not
+        rebound = {t.id for node in gast.walk(tree) if isinstance(node, gast.Assign)
+                   for t in node.targets if isinstance(t, gast.Name)} if tree is not None \
+            else set()
+        self.callers = set(ctx.params) - rebound if tree is not None else set()
+        # views assigned earlier in the statements that dominate the current one, by the
+        # array they view (y -> {v} after v = y[:1]): updating y in place changes v
+        self.view_of: dict[str, set[str]] = {}
         # arrays that meet differentiable values somewhere (m in x * m): an element store into
         # one is a functional update too, so the tape saves the value the backward sweep reads
         self.meets_varied: set[str] = set()
@@ -240,10 +255,41 @@ class _Desugar:
                 self.views.add(node.target.id)  # the rows of an array
 
     def block(self, stmts: list) -> list:
+        outer = {k: set(v) for k, v in self.view_of.items()}
         out = []
         for s in stmts:
             out.extend(self.stmt(s))
+            self.record_view(s)
+        self.view_of = outer  # views made in a nested block do not dominate what follows
         return out
+
+    def record_view(self, s) -> None:
+        """After ``v = y[:1]`` (or ``y.T``, ``y.reshape(...)``): ``v`` may see ``y``'s data."""
+        if not (isinstance(s, gast.Assign) and len(s.targets) == 1
+                and isinstance(s.targets[0], gast.Name) and _may_be_view(s.value)):
+            return
+        base = _viewed_name(s.value)
+        if base is None or base == s.targets[0].id:
+            return
+        view = s.targets[0].id
+        for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
+            self.view_of.setdefault(root, set()).add(view)
+
+    def view_guard(self, name: str, s) -> list:
+        """Before ``name`` changes in place: raise at run time if a view of it made earlier
+        (``v = name[:1]``) still shares its data, or if it is the caller's array."""
+        views = sorted(self.view_of.get(name, set()) - {name})
+        if not views:
+            return []
+        loc = self.ctx.location(s)
+        message = (f"{loc}: an in-place update of '{name}' while {', '.join(views)} may be a "
+                   f"view of it (numpy would change both) is not supported (in "
+                   f"{self.ctx.fn.__name__}()). Copy the view ({views[0]} = "
+                   f"{name}[...].copy()) or write {name} = ... to make a new array.")
+        check = A.call(A.attr(self.ctx.rt, "refuse_viewed"), A.load(name),
+                       gast.Tuple(elts=[A.load(v) for v in views], ctx=gast.Load()),
+                       A.const(message))
+        return [A.expr_stmt(check, at=s)]
 
     def visit_FunctionDef(self, s):
         """A nested def's body, knowing its own local names: an update of a variable of the
@@ -454,7 +500,7 @@ class _Desugar:
 
     # -- assignments -----------------------------------------------------------------------
     def shares_data(self, name: str) -> bool:
-        return name in self.aliased or name in self.views
+        return name in self.aliased or name in self.views or name in self.callers
 
     def visit_AugAssign(self, s):
         target = s.target
@@ -471,6 +517,8 @@ class _Desugar:
                        f"first ({target.id} = {target.id}.copy()).")
             guard = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_shared_array"),
                                         A.load(target.id), A.const(message)), at=s)]
+        if isinstance(target, gast.Name):
+            guard = self.view_guard(target.id, s) + guard
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
         return guard + self.visit_Assign(A.assign(s.target, value, at=s))
@@ -493,6 +541,9 @@ class _Desugar:
         return self.visit_Assign(A.assign(s.target, s.value, at=s))
 
     def visit_Assign(self, s):
+        if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
+                and isinstance(s.value, gast.Name) and s.value.id == s.targets[0].id:
+            return []  # x = x: nothing happens (the adjoint pass would count x twice)
         if len(s.targets) > 1:  # a = b = e  ->  a = e; b = a
             first, rest = s.targets[0], s.targets[1:]
             out = self.visit_Assign(A.assign(first, s.value, at=s))
@@ -521,6 +572,14 @@ class _Desugar:
             base = target
             while isinstance(base, gast.Subscript):
                 base = base.value
+            if isinstance(base, gast.Name) and base.id in self.callers \
+                    and base.id not in self.aliased | self.views:
+                self.ctx.problem(s, f"assignment into an element of the parameter "
+                                    f"'{base.id}', which is the caller's array or list "
+                                    f"(Python would change the caller's too)",
+                                 f"Copy it first ({base.id} = {base.id}.copy()), or return "
+                                 f"the new value.")
+                return [s]
             if isinstance(base, gast.Name) and self.shares_data(base.id):
                 self.ctx.problem(s, f"assignment into an element of '{base.id}', which "
                                     f"may share its data with another array (an alias, a "
@@ -528,7 +587,8 @@ class _Desugar:
                                  f"Copy it first ({base.id} = {base.id}.copy()), so the "
                                  f"update cannot silently apply to one name only.")
                 return [s]
-            return self.functional_setitem(target, s.value, s)
+            guard = self.view_guard(base.id, s) if isinstance(base, gast.Name) else []
+            return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
                                 "code", "Keep the value in a local variable or return it.")
@@ -657,7 +717,10 @@ class _Desugar:
         if fn == "reversed" and len(it.args) == 1:
             seqs, reverse = [it.args[0]], True
         seq_names = []
-        targets_written = A.names_written(target)
+        # the loop iterates the sequence of its start: a name the target or the body
+        # rebinds is read once, into a temporary
+        targets_written = A.names_written(target) | {
+            n for stmt in s.body + s.orelse for n in A.names_written(stmt)}
         seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
                 for q in seqs]
         for seq in seqs:
@@ -948,6 +1011,21 @@ def _builtin(name: str, ctx: Context) -> bool:
 _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
                    "expand_dims", "broadcast_to", "view", "T", "real", "imag", "diagonal",
                    "asarray", "atleast_1d", "atleast_2d", "atleast_3d", "flat"}
+
+
+def _viewed_name(value) -> str | None:
+    """The variable whose data a view expression (``y[:1]``, ``y.T``, ``y.reshape(...)``,
+    ``np.reshape(y, ...)``) may share."""
+    if isinstance(value, (gast.Subscript, gast.Attribute)):
+        return _root(value.value)
+    if isinstance(value, gast.Call):
+        func = value.func
+        if isinstance(func, gast.Attribute) and not (isinstance(func.value, gast.Name)
+                                                     and func.value.id in ("np", "numpy")):
+            return _root(func.value)  # y.reshape(...)
+        if value.args:
+            return _root(value.args[0])  # np.reshape(y, ...)
+    return None
 
 
 def _may_be_view(value) -> bool:

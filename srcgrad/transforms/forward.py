@@ -488,6 +488,11 @@ class ForwardGenerator:
         obj, preferred = callee.site(wrt, sparse=sparse)
         tangents = [self.tangent(a, st) if sparse else self.dense(a, st, out, s)
                     for i, a in positions if i in wrt]
+        # arithmetic with a lazy zero leaves a tangent smaller than its value (dx[1] + 0.0
+        # for x[1] + v): the callee indexes it as its value, so it gets the value's shape
+        tangents = [A.call(self.rt("tangent_like"), d, A.load(a.id))
+                    if isinstance(a, gast.Name) and d is not None else d
+                    for d, (i, a) in zip(tangents, [(i, a) for i, a in positions if i in wrt])]
         fn = A.load(self.ctx.helper(obj, preferred))
         new = gast.Call(func=fn, args=tangents + list(call.args), keywords=call.keywords)
         target = gast.Tuple(elts=[A.store(v), A.store(self.tan(v))], ctx=gast.Store())

@@ -243,6 +243,16 @@ class ReverseGenerator:
             value = A.call(A.attr(self.ctx.rt, "add"), A.load(b), contribution)
         return A.assign(b, value, at=at)
 
+    def accumulate_item(self, name: str, contribution, state: _State, at) -> gast.stmt:
+        """``accumulate`` of an item's adjoint read out of a container's: an item nobody
+        read has the lazy zero there, so a first write may be zero at run time (rules that
+        need an array then run only when it is not)."""
+        first = self.adj(name) in state.zero
+        stmt = self.accumulate(name, contribution, state, at)
+        if first:
+            state.maybe.add(self.adj(name))
+        return stmt
+
     def comment_for(self, node) -> gast.stmt:
         return codegen.comment(f"{self.filename}:{self.ctx.src.real_line(node)}  "
                                f"{self.ctx.src.text_of(node)}")
@@ -320,7 +330,13 @@ class ReverseGenerator:
         if is_tape_op(s.value, "pop", self.ctx) and s.value.func.value.id in self.ctx.active:
             return self.backward_tape_pop(s, state)
         out = []
-        if v in self.ctx.active:
+        if v in self.ctx.active and not A.names_read(s.value) & self.ctx.active:
+            # a value that carries no gradient (v = np.sin(np.cos(1.0)), left nested by the
+            # anf pass): nothing flows back, and v's adjoint is zero before it
+            b = self.adj(v)
+            state.zero.add(b)
+            state.maybe.discard(b)
+        elif v in self.ctx.active:
             _check_normalized(s, v, self.ctx)
             b = self.adj(v)
             if b in state.zero:
@@ -371,14 +387,14 @@ class ReverseGenerator:
             for i, e in enumerate(value.elts):
                 if self.is_active(e):
                     part = A.call(A.attr(ctx.rt, "part"), bv, A.const(i))
-                    out.append(self.accumulate(e.id, part, state, s))
+                    out.append(self.accumulate_item(e.id, part, state, s))
             return out
         if isinstance(value, gast.Dict):
             out = []
             for k, e in zip(value.keys, value.values):
                 if self.is_active(e):
                     part = A.call(A.attr(ctx.rt, "part"), bv, self.read(A.deepcopy(k)))
-                    out.append(self.accumulate(e.id, part, state, s))
+                    out.append(self.accumulate_item(e.id, part, state, s))
             return out
         if isinstance(value, gast.Attribute):
             return self.attribute_contributions(value, v, state, s)
@@ -506,7 +522,10 @@ class ReverseGenerator:
                     _number(o) is not None for o in operands if o is not a)):
                 exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
-            out.append(self.accumulate(a.id, exprs[k], state, s))
+            # the runtime's container helpers (list_append, element, setitem...) hand an item
+            # nobody read the lazy zero
+            add = self.accumulate_item if rule.name.startswith("runtime.") else self.accumulate
+            out.append(add(a.id, exprs[k], state, s))
         return out
 
     def same_shapes(self, args) -> bool:
