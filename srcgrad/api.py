@@ -131,7 +131,11 @@ def _changed_parameters(func) -> frozenset:
     """``activity.changed_parameters`` of ``func``'s definition, once per code object."""
     known = _CHANGED.get(func.__code__)
     if known is None:
-        known = _CHANGED[func.__code__] = changed_parameters(get_source(func).tree)
+        try:
+            known = changed_parameters(get_source(func).tree)
+        except SrcgradError:  # made by srcgrad (a gradient): its generated form changes none
+            known = frozenset()
+        _CHANGED[func.__code__] = known
     return known
 
 
