@@ -275,6 +275,42 @@ def _oracle_cases():
         ("inv", np.linalg.inv, lambda a: __import__("torch").linalg.inv(a), [invertible(3, 3)]),
         ("det", np.linalg.det, lambda a: __import__("torch").linalg.det(a), [invertible(2, 3, 3)]),
         ("cholesky", np.linalg.cholesky, lambda a: __import__("torch").linalg.cholesky(a), [spd]),
+        ("svdvals", lambda a: np.linalg.svd(a, compute_uv=False),
+         lambda a: __import__("torch").linalg.svdvals(a), [r(2, 4, 3)]),
+        ("eigvalsh", np.linalg.eigvalsh, lambda a: __import__("torch").linalg.eigvalsh(a),
+         [spd]),
+        ("eigvals", np.linalg.eigvals, lambda a: __import__("torch").linalg.eigvals(a),
+         [r(3, 3) + np.array([[0.0, 2.0, 0.0], [-2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])]),
+        ("pinv", np.linalg.pinv, lambda a: __import__("torch").linalg.pinv(a), [r(4, 3)]),
+        ("matrix_power", lambda a: np.linalg.matrix_power(a, 3),
+         lambda a: __import__("torch").linalg.matrix_power(a, 3), [r(2, 3, 3)]),
+        ("matrix_power_negative", lambda a: np.linalg.matrix_power(a, -2),
+         lambda a: __import__("torch").linalg.matrix_power(a, -2), [invertible(3, 3)]),
+        ("norm_2", lambda a: np.linalg.norm(a, 2),
+         lambda a: __import__("torch").linalg.matrix_norm(a, ord=2), [r(3, 4)]),
+        ("norm_minus_2", lambda a: np.linalg.norm(a, -2),
+         lambda a: __import__("torch").linalg.matrix_norm(a, ord=-2), [r(4, 3)]),
+        ("norm_nuc", lambda a: np.linalg.norm(a, "nuc", axis=(0, 2)),
+         lambda a: __import__("torch").linalg.matrix_norm(a, ord="nuc", dim=(0, 2)),
+         [r(3, 2, 4)]),
+        ("fft", lambda x: np.fft.fft(x, n=8, norm="ortho"),
+         lambda t: __import__("torch").fft.fft(t, n=8, norm="ortho"), [r(3, 6)]),
+        ("ifft", lambda x: np.fft.ifft(x, axis=0), lambda t: __import__("torch").fft.ifft(t, dim=0),
+         [r(5, 2)]),
+        ("rfft", lambda x: np.fft.rfft(x, n=5), lambda t: __import__("torch").fft.rfft(t, n=5),
+         [r(2, 7)]),
+        ("irfft", lambda x: np.fft.irfft(x, n=9, norm="forward"),
+         lambda t: __import__("torch").fft.irfft(t, n=9, norm="forward"), [r(2, 6)]),
+        ("fft2", lambda x: np.fft.fft2(x, s=(4, 3)),
+         lambda t: __import__("torch").fft.fft2(t, s=(4, 3)), [r(2, 3, 5)]),
+        ("fftn", lambda x: np.fft.fftn(x, axes=(0, 2)),
+         lambda t: __import__("torch").fft.fftn(t, dim=(0, 2)), [r(2, 3, 4)]),
+        ("rfftn", lambda x: np.fft.rfftn(x, norm="ortho"),
+         lambda t: __import__("torch").fft.rfftn(t, norm="ortho"), [r(3, 4)]),
+        ("irfftn", lambda x: np.fft.irfftn(x, s=(3, 6), axes=(0, 1)),
+         lambda t: __import__("torch").fft.irfftn(t, s=(3, 6), dim=(0, 1)), [r(4, 3)]),
+        ("hfft", lambda x: np.fft.hfft(x), lambda t: __import__("torch").fft.hfft(t), [r(5)]),
+        ("ihfft", lambda x: np.fft.ihfft(x), lambda t: __import__("torch").fft.ihfft(t), [r(6)]),
     ]
 
 
@@ -337,7 +373,9 @@ def _oracle_ids():
     return ["sin", "tanh", "exp", "log", "sqrt", "power", "pow", "divide", "matmul", "sum_axis",
             "mean_keepdims", "max_axis", "var_ddof", "std", "norm", "norm_fro", "logsumexp",
             "softmax", "log_softmax", "einsum", "getitem_repeated", "solve", "inv", "det",
-            "cholesky"]
+            "cholesky", "svdvals", "eigvalsh", "eigvals", "pinv", "matrix_power",
+            "matrix_power_negative", "norm_2", "norm_minus_2", "norm_nuc", "fft", "ifft", "rfft",
+            "irfft", "fft2", "fftn", "rfftn", "irfftn", "hfft", "ihfft"]
 
 
 @pytest.mark.parametrize("case", _oracle_ids())
@@ -345,15 +383,19 @@ def test_vjp_matches_torch(case):
     torch = pytest.importorskip("torch")
     name, np_fn, torch_fn, inputs = next(c for c in _oracle_cases() if c[0] == case)
     ans = np_fn(*inputs)
-    g = rng_for(case + " g").standard_normal(np.shape(ans))
+    g_rng = rng_for(case + " g")
+    g = g_rng.standard_normal(np.shape(ans))
+    if np.iscomplexobj(ans):
+        g = g + 1j * g_rng.standard_normal(np.shape(ans))
     ours = _rule_vjp(np_fn, inputs, g)
     tensors = [torch.tensor(x, dtype=torch.float64, requires_grad=True) for x in inputs]
     out = torch_fn(*tensors)
-    np.testing.assert_allclose(out.detach().numpy(), ans, rtol=1e-10, atol=1e-12)
-    theirs = torch.autograd.grad(out, tensors, torch.tensor(g))
+    np.testing.assert_allclose(out.detach().resolve_conj().numpy(), ans, rtol=1e-10, atol=1e-12)
+    # torch pairs a complex cotangent c with dz as Re(conj(c) dz), srcgrad as Re(c dz)
+    theirs = torch.autograd.grad(out, tensors, torch.tensor(np.conj(g)))
     for mine, other in zip(ours, theirs):
         other = other.numpy()
-        if case == "cholesky":
+        if case in ("cholesky", "eigvalsh"):
             # numpy reads only the lower triangle; torch reports the symmetric gradient.
             mine = 0.5 * (mine + mine.T)
             other = 0.5 * (other + other.T)

@@ -470,5 +470,5 @@ def test_transformer_and_facade_agree_on_the_same_numpy_code():
 def test_numpy_function_without_rule_on_tensors_that_require_grad_is_an_error():
     x = torch.ones(3, requires_grad=True)
     with pytest.raises(srcgrad.MissingRuleError):
-        np.fft.fft(x)
-    assert np.fft.fft(x.detach()).shape == (3,)
+        np.unwrap(x)
+    assert np.unwrap(x.detach()).shape == (3,)

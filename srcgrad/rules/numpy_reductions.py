@@ -7,8 +7,9 @@ All take ``axis`` (None, int, negative, tuple) and ``keepdims``. Unsupported key
 * prod: exact first derivatives with zeros in the input; second derivatives are exact only
   away from zeros.
 * norm: vector norms of any order ``p != 0`` and ``inf``/``-inf``; matrix norms ``None``,
-  ``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``. Spectral and nuclear norms (``2``, ``-2``,
-  ``'nuc'``) raise UnsupportedFeatureError. The gradient at the zero vector is NaN.
+  ``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``, and through the SVD ``2``, ``-2``, ``'nuc'``
+  (not differentiable where the largest, or smallest, singular value is repeated, nor
+  ``'nuc'`` where one is zero). The gradient at the zero vector is NaN.
 * average: ``weights`` are constants, ``returned=True`` is not supported.
 """
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from ._helpers import (expand_reduced, expand_to, extremum_weights, normalize_axes,
                        reduced_count)
 from .domains import draw
+from .numpy_linalg import spectral_norm_partials
 from .registry import defrule, nondifferentiable
 from ..errors import UnsupportedFeatureError
 
@@ -128,6 +130,8 @@ def _matrix_norm_partials(x, ans, ord, axis, keepdims):
         summed = axis[0]
     elif ord in (np.inf, -np.inf):  # largest/smallest row sum of |x|
         summed = axis[1]
+    elif ord in (2, -2, "nuc"):  # through the singular values
+        return spectral_norm_partials(x, ord, axis)
     else:
         raise UnsupportedFeatureError(f"the derivative of np.linalg.norm with ord={ord!r} is "
                                       f"not implemented; use ord='fro' or compute it from an "
@@ -228,7 +232,10 @@ def _norm_points(rng):
               ((v((3, 4)),), {"axis": 0, "keepdims": True}), ((v((2, 3, 4)),), {}),
               ((v((2, 3, 4)), 1), {"axis": (2, 0)}), ((v((2, 3, 4)), np.inf), {"axis": (1, 2)}),
               ((v((2, 3, 4)), None), {"axis": (0, 1), "keepdims": True}),
-              ((v((2, 3, 4)), 3), {"axis": -1}), ((v((2, 3, 4)), np.inf), {"axis": 1})]
+              ((v((2, 3, 4)), 3), {"axis": -1}), ((v((2, 3, 4)), np.inf), {"axis": 1}),
+              ((v((3, 4)), 2), {}), ((v((4, 3)), -2), {}), ((v((3, 4)), "nuc"), {}),
+              ((v((2, 3, 4)), "nuc"), {"axis": (2, 0)}),
+              ((v((2, 3, 4)), 2), {"axis": (1, 2), "keepdims": True})]
     return points
 
 
