@@ -461,8 +461,10 @@ class ForwardGenerator:
         structural = _is_runtime_rule(rule)
         total = parts[0]
         for p in parts[1:]:
-            total = A.call(self.rt("add"), total, p) if structural else gast.BinOp(
-                left=total, op=gast.Add(), right=p)
+            # arithmetic adds with '+'; other rules may return tuples (lstsq, slogdet), whose
+            # contributions '+' would concatenate: runtime.add adds them item by item
+            total = gast.BinOp(left=total, op=gast.Add(), right=p) if zero_safe \
+                and not structural else A.call(self.rt("add"), total, p)
         out.append(A.assign(self.tan(v), total, at=s))
         return MAYBE if structural or (zero_safe and maybe_in) else DENSE
 
