@@ -275,6 +275,8 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
             # accumulate into a copy. Otherwise adding in place keeps a loop over the rows
             # of x linear instead of quadratic.
             acc = np.array(acc, copy=True)
+        if x.dtype.kind != "c" and np.iscomplexobj(g):
+            g = np.real(g)  # a real input's gradient is the real part of its cotangent
         if _is_simple_index(index):
             acc[index] += g
         else:

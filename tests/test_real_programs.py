@@ -182,3 +182,15 @@ def test_odeint_gradient_and_tangent():
     v = np.array([0.3, -0.2])
     _, tangent = srcgrad.jvp(_ode_loss, (y0, k), (v, 0.5))
     assert np.isclose(tangent, fd_y @ v + 0.5 * fd_k, rtol=1e-6)
+
+
+# -- a complex cotangent reaching a slice of a real input --------------------------------------
+def spectrum_of_a_slice(x):
+    return np.sum(np.abs(np.fft.rfft(x[1:])) ** 2) + np.sum(np.real((1 + 2j) * np.exp(x[:1])))
+
+
+def test_complex_cotangent_into_a_slice_of_a_real_input():
+    x = np.array([0.3, 0.5, -0.2, 0.9])
+    g = srcgrad.grad(spectrum_of_a_slice)(x)
+    assert g.dtype == np.float64
+    check_grad(spectrum_of_a_slice, (x,))
