@@ -1,4 +1,7 @@
-"""Command line: ``python -m srcgrad show path/to/file.py:function [--wrt x,y]``."""
+"""Command line: ``srcgrad show path/to/file.py:function [--wrt x,y]``.
+
+The ``srcgrad`` console script and ``python -m srcgrad`` both run ``main``.
+"""
 from __future__ import annotations
 
 import argparse
@@ -44,8 +47,16 @@ def _highlight(text: str) -> str:
     return highlight(text, PythonLexer(), TerminalFormatter())
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m srcgrad",
+def _program_name() -> str:
+    """How the user invoked us, for usage lines: the console script or the module."""
+    if os.path.basename(sys.argv[0]) == "__main__.py":
+        return "python -m srcgrad"
+    return "srcgrad"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); returns the exit code."""
+    parser = argparse.ArgumentParser(prog=_program_name(),
                                      description="Show the adjoint srcgrad generates.")
     sub = parser.add_subparsers(dest="command", required=True)
     show = sub.add_parser("show", help="print the generated gradient source of a function")

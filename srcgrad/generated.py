@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from . import codegen, runtime
 from .errors import InternalError, SrcgradError
+from .rules import registry
 from .transforms import normalize, prepare
 from .transforms.context import _UNBOUND
 
@@ -49,6 +50,7 @@ class Generated(abc.ABC):
         """The generated module for the normalized ``tree``: the subclass's generator."""
 
     def build(self, debug: bool = False) -> None:
+        self._rules_version = registry.version()
         ctx = prepare(self.fn, self.wrt, debug)
         ctx.scalar_mode = self.scalar_mode
         try:
@@ -116,13 +118,16 @@ class Generated(abc.ABC):
 
     def stale(self) -> bool:
         """Whether a global the transformation resolved (a function it called, a module)
-        has been rebound since: Python would call the new one."""
+        has been rebound since, so Python would call the new one, or a user's derivative
+        rule was registered or replaced since (the build may have inlined the old one)."""
+        if self._rules_version != registry.version():
+            return True
         g = self._globals
         return any(g.get(name, _UNBOUND) is not obj for name, obj in self._assumptions)
 
     def functions_for(self, fn: Callable | None = None) -> tuple:
         """The generated functions for ``fn``, a function sharing this build's code."""
-        if self._assumptions and self.stale():
+        if self.stale():
             with _LOCK:
                 if self.stale():
                     self.build()
@@ -157,16 +162,20 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
     (by identity: equal text in two modules is two builds), and the closure values the
     transformation resolved (see ``serves``). Closures, local defs and decorators' wrappers
     made by one ``def`` otherwise share a build and read their own cells per call. It is
-    stored before building, so recursion finds it.
+    stored before building, so recursion finds it. The version of the users' rules is part
+    of the key: a rule registered or replaced since a build makes a new one.
     """
     code = fn.__code__
-    slot = (id(code), id(getattr(fn, "__globals__", None)), wrt)
+    rules_version = registry.version()
+    slot = (id(code), id(getattr(fn, "__globals__", None)), wrt, rules_version)
     with _LOCK:
         # the outer key compares code objects by equality; builds hold their function, so
         # the identities in ``slot`` stay valid while a build is stored
         per_code = cache.get(code)
         if per_code is None:
             per_code = cache[code] = {}
+        for old in [s for s in per_code if s[-1] != rules_version]:
+            del per_code[old]
         builds = per_code.setdefault(slot, [])
         for built in builds:
             if built.serves(fn):

@@ -70,15 +70,26 @@ def relocated_traceback(e: BaseException):
         generated = tb.tb_frame.f_code.co_filename
         text, generated_text = (_source_line(filename, line),
                                 _source_line(generated, tb.tb_lineno))
-        e.add_note(f"srcgrad: raised at {filename}:{line} in {function}()"
-                   + (f": {text}" if text else "")
-                   + f"\n  (generated code: {generated}, line {tb.tb_lineno}"
-                   + (f": {generated_text})" if generated_text else ")"))
+        _add_note(e, f"srcgrad: raised at {filename}:{line} in {function}()"
+                  + (f": {text}" if text else "")
+                  + f"\n  (generated code: {generated}, line {tb.tb_lineno}"
+                  + (f": {generated_text})" if generated_text else ")"))
     try:
         e._srcgrad_relocated = True
     except AttributeError:
         pass
     return new
+
+
+def _add_note(e: BaseException, note: str) -> None:
+    if hasattr(e, "add_note"):
+        e.add_note(note)
+    else:  # Python 3.10: keep the note where 3.11 keeps it; the backport prints it
+        import exceptiongroup  # noqa: F401  (makes traceback show __notes__)
+        try:
+            e.__notes__ = [*getattr(e, "__notes__", []), note]
+        except AttributeError:
+            pass
 
 
 _STAND_INS: dict = {}
@@ -100,7 +111,10 @@ def _frame_at(filename: str, function: str, line: int):
         namespace: dict = {}
         exec(compile(head, filename, "exec"), namespace)
         make = namespace["_stand_in"]
-        make.__code__ = make.__code__.replace(co_name=function, co_qualname=function)
+        names = {"co_name": function}
+        if sys.version_info >= (3, 11):  # code objects have a qualname since 3.11
+            names["co_qualname"] = function
+        make.__code__ = make.__code__.replace(**names)
         stand_in = make()
         next(stand_in)
         _STAND_INS[key] = stand_in

@@ -78,14 +78,16 @@ defrule(math.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=_pow_points)
 
 for _fn, _derivative, _domain in [
         (math.tan, tan_derivative, scalars(-1.2, 1.2)), (math.tanh, tanh_derivative, scalars()),
-        (math.exp, exp_derivative, scalars()), (math.exp2, exp2_derivative, scalars()),
+        (math.exp, exp_derivative, scalars()),
+        (getattr(math, "exp2", None), exp2_derivative, scalars()),  # Python 3.11+
         (math.expm1, expm1_derivative, scalars()),
         (math.log1p, log1p_derivative, scalars(-0.8, 2.0)),
         (math.log2, log2_derivative, scalars(0.2, 3.0)),
         (math.log10, log10_derivative, scalars(0.2, 3.0)),
         (math.sqrt, sqrt_derivative, scalars(0.2, 3.0)),
-        (math.cbrt, cbrt_derivative, scalars(avoid=(0.0,)))]:
-    elementwise(_fn, _domain)(_derivative)
+        (getattr(math, "cbrt", None), cbrt_derivative, scalars(avoid=(0.0,)))]:  # 3.11+
+    if _fn is not None:
+        elementwise(_fn, _domain)(_derivative)
 del _fn, _derivative, _domain
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "rule_name",
     "defer",
     "load_deferred",
+    "version",
 ]
 
 import ast
@@ -37,6 +38,7 @@ import importlib.util
 import inspect
 import sys
 import textwrap
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -87,6 +89,9 @@ def rule_name(fn: Any) -> str:
     name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
     if isinstance(fn, type(abs)) and module == "builtins":
         return name
+    if not module and type(fn).__name__ == "ufunc" and getattr(
+            sys.modules.get("numpy"), name, None) is fn:
+        module = "numpy"  # numpy's ufuncs have a __module__ from numpy 2.2 on
     if module.startswith("numpy"):
         # public submodules keep their name (numpy.fft, numpy.linalg); private
         # implementation modules (numpy._core.fromnumeric) read as plain numpy
@@ -101,14 +106,31 @@ def defrule(fn: Callable, vjp: Callable, *, diff_args: tuple[int, ...] = (0,),
             jvp: Callable | None = None, domain: Callable | None = None,
             linear: bool = False, second_order: bool = True, name: str | None = None,
             shape_args: tuple[int, ...] = ()) -> Rule:
-    """Register the derivative rule of ``fn``. Registering the same function twice raises."""
+    """Register the derivative rule of ``fn``.
+
+    A user's rule replaces the user's earlier rule of the same function (re-running a
+    notebook cell), with a ``UserWarning`` when the vjp or jvp differs. A built-in rule is
+    never replaced, and srcgrad's own rule modules registering one function twice raise.
+    """
     key = _key(fn)
-    if key in _RULES:
-        raise SrcgradError(f"a derivative rule for '{rule_name(fn)}' is already registered")
+    if _sealed:
+        _load_imported_libraries()  # a built-in rule of scipy's is protected before it loads
+    old = _RULES.get(key)
+    if old is not None and (old.builtin or not _sealed):
+        raise SrcgradError(
+            f"a derivative rule for '{rule_name(fn)}' is already registered"
+            + (" as one of srcgrad's built-in rules, and built-in rules cannot be replaced; "
+               "wrap the function in one of your own and register a rule for that"
+               if old.builtin and _sealed else ""))
     r = Rule(fn=fn, name=name or rule_name(fn), vjp=vjp, diff_args=tuple(diff_args), jvp=jvp,
              domain=domain, linear=linear, second_order=second_order, builtin=not _sealed,
              shape_args=tuple(shape_args))
+    if old is not None:
+        _warn_if_changed(r.name, "vjp", old.vjp, vjp)
+        if jvp is not None:
+            _warn_if_changed(r.name, "jvp", old.jvp, jvp)
     _RULES[key] = r
+    _changed()
     return r
 
 
@@ -118,6 +140,38 @@ def defjvp(fn: Callable, jvp: Callable) -> None:
     if r is None:
         raise SrcgradError(f"no rule registered for '{rule_name(fn)}'; register its vjp first")
     r.jvp = jvp
+    _changed()
+
+
+_version = 0
+
+
+def version() -> int:
+    """A counter that changes whenever users' rules change after srcgrad loaded: code
+    generated earlier may have inlined the old rule (generated.py rebuilds it)."""
+    return _version
+
+
+def _changed() -> None:
+    global _version
+    if _sealed:
+        _version += 1
+
+
+def _warn_if_changed(name: str, which: str, old: Callable | None, new: Callable,
+                     stacklevel: int = 4) -> None:
+    """Warn when a re-registered rule differs (stacklevel 4: the user's ``@rule`` line)."""
+    if old is not None and _source_of(old) != _source_of(new):
+        warnings.warn(f"the derivative rule for '{name}' is replaced by a different {which}",
+                      UserWarning, stacklevel=stacklevel)
+
+
+def _source_of(fn: Callable) -> Any:
+    """What a rule's function says: its source text, or its code when there is none."""
+    try:
+        return textwrap.dedent(inspect.getsource(fn))
+    except (OSError, TypeError):
+        return getattr(inspect.unwrap(fn), "__code__", fn)
 
 
 def lookup(fn: Any) -> Rule | None:
@@ -191,6 +245,7 @@ def seal_builtins() -> None:
 def nondifferentiable(fn: Callable) -> Callable:
     """Mark ``fn`` as having no derivative: values it returns never carry a gradient."""
     _NONDIFF.add(_key(fn))
+    _changed()
     return fn
 
 
@@ -222,10 +277,14 @@ def rule(fn: Callable, *, diff_args: tuple[int, ...] | None = None,
         if len(diff) == 1 and not _returns_tuple(vjp):
             # one differentiable argument: returning the cotangent itself is accepted
             impl = _as_tuple(vjp)
+        replaced = _RULES.get(_key(fn))
         r = defrule(fn, impl, diff_args=diff, domain=domain)
 
         def attach_jvp(jvp: Callable) -> Callable:
+            if replaced is not None:  # the cell that registered the rule ran again
+                _warn_if_changed(r.name, "jvp", replaced.jvp, jvp, stacklevel=3)
             r.jvp = jvp
+            _changed()
             return jvp
 
         vjp.defjvp = attach_jvp

@@ -15,6 +15,7 @@ matrix a triangular or Cholesky solve reads), and with ``expm``/``solve_sylveste
 names that tracers intercept, so that every rule has a second order.
 """
 import numpy as np
+import scipy
 import scipy.linalg as sla
 
 from ..errors import UnsupportedFeatureError
@@ -147,18 +148,22 @@ def cholesky_jvp(da, ans, a, lower=False, overwrite_a=False, check_finite=True):
     return npl.cholesky_jvp(da, ans, a, upper=not lower)
 
 
+# c holds the factor in one triangle; in the other, scipy up to 1.17 leaves a's own entries
+# (1.0: they carry a's derivative) and scipy 1.18 zeros (0.0)
+_OTHER_TRIANGLE_IS_A = float(sla.cho_factor(np.array([[4.0, 2.0], [2.0, 5.0]]))[0][1, 0] != 0.0)
+
+
 def cho_factor_vjp(g, ans, a, lower=False, overwrite_a=False, check_finite=True):
-    # c holds the factor in one triangle and a's own entries in the other
     gc = g[0]
     factor = triangle(ans[0], lower)
     (from_factor,) = npl.cholesky_vjp(triangle(gc, lower), factor, a, upper=not lower)
-    return (from_factor + gc - triangle(gc, lower),)
+    return (from_factor + _OTHER_TRIANGLE_IS_A * (gc - triangle(gc, lower)),)
 
 
 def cho_factor_jvp(da, ans, a, lower=False, overwrite_a=False, check_finite=True):
     factor = triangle(ans[0], lower)
     (d_factor,) = npl.cholesky_jvp(da, factor, a, upper=not lower)
-    return ((d_factor + da - triangle(da, lower), 0.0 * ans[1]),)
+    return ((d_factor + _OTHER_TRIANGLE_IS_A * (da - triangle(da, lower)), 0.0 * ans[1]),)
 
 
 def cho_matrix(c, lower):
@@ -326,8 +331,10 @@ def sqrtm_jvp(dA, ans, A):
 
 def _solve_points(rng):
     a, s = npl._invertible(rng, (3, 3)), npl._spd(rng, (3, 3)) + np.triu(draw(rng, (3, 3)), 1)
-    return [((a, draw(rng, (3,))), {}), ((a, draw(rng, (3, 2))), {}),
-            ((npl._invertible(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {}),
+    batched = [((npl._invertible(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {})]
+    if np.lib.NumpyVersion(scipy.__version__) < "1.16.0":  # solve batches from scipy 1.16
+        batched = []
+    return [((a, draw(rng, (3,))), {}), ((a, draw(rng, (3, 2))), {}), *batched,
             ((a, draw(rng, (3, 2))), {"transposed": True}),
             ((s, draw(rng, (3,))), {"assume_a": "pos"}),
             ((s, draw(rng, (3, 2))), {"assume_a": "sym", "lower": True}),
