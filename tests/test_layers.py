@@ -1,0 +1,110 @@
+"""The package reads bottom-up (issue 14): no module imports one of a higher layer, at module
+level or inside a function, except the known crossings listed here, which issue 14 removes.
+A new upward import fails this test; removing a listed one fails it too, so the list shrinks.
+"""
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcgrad"
+
+# lower number = lower layer; a module may import its own layer and those below
+LAYERS = [
+    (0, ("srcgrad.errors", "srcgrad.naming", "srcgrad.codegen", "srcgrad.source")),
+    (1, ("srcgrad.runtime",)),  # values: tape, zeros, accumulation, unbroadcast
+    (2, ("srcgrad.rules", "srcgrad.batching")),  # derivative rules, batch rules
+    (2, ("srcgrad.adapters",)),  # fixed-arity twins of *args functions, compiled source
+    (3, ("srcgrad.transforms",)),
+    (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree")),
+    (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap")),
+    (6, ("srcgrad._tensor", "srcgrad.autograd", "srcgrad.torch_api", "srcgrad.nn",
+         "srcgrad.function")),
+    (7, ("srcgrad.__init__", "srcgrad.__main__")),
+    (7, ("srcgrad",)),  # the package itself, imported whole
+]
+
+# (importer, imported): the crossings that exist today, each inside a function
+KNOWN = {
+    # run-time dispatch lives in runtime.py but calls back into the API layer
+    ("srcgrad.runtime", "srcgrad.api"), ("srcgrad.runtime", "srcgrad.api_forward"),
+    ("srcgrad.runtime", "srcgrad.adapters"), ("srcgrad.runtime", "srcgrad.rules"),
+    ("srcgrad.runtime", "srcgrad.transforms.binding"),
+    # the validator recognizes the facade's `with no_grad():`
+    ("srcgrad.transforms.validate", "srcgrad.autograd.grad_mode"),
+}
+
+
+def layer_of(module: str) -> int:
+    best = None
+    for level, prefixes in LAYERS:
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                if best is None or len(prefix) > best[1]:
+                    best = (level, len(prefix))
+    if best is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS")
+    return best[0]
+
+
+def module_name(path: pathlib.Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts)
+
+
+def imported_modules(path: pathlib.Path):
+    """Every srcgrad module ``path`` imports (``from . import x`` names submodules)."""
+    package = module_name(path).rpartition(".")[0]  # (srcgrad.x.__init__ -> srcgrad.x)
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            if not target.startswith("srcgrad"):
+                continue
+            if node.module is None:  # from . import x: x is a submodule
+                for alias in node.names:
+                    yield f"{target}.{alias.name}"
+            else:
+                yield target
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("srcgrad"):
+                    yield alias.name
+
+
+def crossings():
+    found = set()
+    for path in sorted(ROOT.rglob("*.py")):
+        importer = module_name(path)
+        for imported in imported_modules(path):
+            if layer_of(imported) > layer_of(importer):
+                found.add((importer, imported))
+    return found
+
+
+def test_no_module_imports_a_higher_layer():
+    new = crossings() - KNOWN
+    assert not new, "upward imports (a lower layer must not import a higher one):\n" + \
+        "\n".join(f"  {a} imports {b}" for a, b in sorted(new))
+
+
+def test_the_known_crossings_still_exist():
+    gone = KNOWN - crossings()
+    assert not gone, "remove these from KNOWN, they are fixed:\n" + \
+        "\n".join(f"  {a} -> {b}" for a, b in sorted(gone))
+
+
+@pytest.mark.parametrize("module", ["srcgrad.runtime", "srcgrad.rules.registry"])
+def test_low_layers_import_only_numpy_and_lower_layers_at_module_level(module):
+    path = ROOT.parent / (module.replace(".", "/") + ".py")
+    tree = ast.parse(path.read_text())
+    top = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    for node in top:
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module]
+        for name in names:
+            if node.__class__ is ast.ImportFrom and node.level:
+                continue  # relative: checked by the layer test
+            assert not (name or "").startswith("srcgrad.api"), (module, name)
