@@ -30,8 +30,6 @@ KNOWN = {
     ("srcgrad.runtime", "srcgrad.api"), ("srcgrad.runtime", "srcgrad.api_forward"),
     ("srcgrad.runtime", "srcgrad.adapters"), ("srcgrad.runtime", "srcgrad.rules"),
     ("srcgrad.runtime", "srcgrad.transforms.binding"),
-    # the validator recognizes the facade's `with no_grad():`
-    ("srcgrad.transforms.validate", "srcgrad.autograd.grad_mode"),
 }
 
 

@@ -76,6 +76,9 @@ class no_grad(_ModeContext):
     """
 
     _mode = False
+    # what the source transformer looks for in `with no_grad():` (transforms/validate.py),
+    # so that the transforms need not import the facade
+    __srcgrad_stops_gradient__ = True
 
     def __init__(self, orig_func: Callable | None = None):
         pass

@@ -46,7 +46,6 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
 def is_no_grad_block(node, ctx: Context) -> bool:
     """``with srcgrad.no_grad():`` (or ``torch.no_grad()`` of the facade): values computed
     inside carry no gradient."""
-    from ..autograd.grad_mode import no_grad
     if len(node.items) != 1 or node.items[0].optional_vars is not None:
         return False
     expr = node.items[0].context_expr
@@ -54,7 +53,9 @@ def is_no_grad_block(node, ctx: Context) -> bool:
         return False
     try:
         from .resolve import static_value
-        return static_value(expr.func, ctx) is no_grad
+        manager = static_value(expr.func, ctx)
+        return isinstance(manager, type) and getattr(manager, "__srcgrad_stops_gradient__",
+                                                     False)
     except KeyError:
         return False
 
