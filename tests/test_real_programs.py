@@ -194,3 +194,25 @@ def test_complex_cotangent_into_a_slice_of_a_real_input():
     g = srcgrad.grad(spectrum_of_a_slice)(x)
     assert g.dtype == np.float64
     check_grad(spectrum_of_a_slice, (x,))
+
+
+def _tiny_net(y, t, params):
+    (w1, b1), (w2, b2) = params
+    return np.tanh(y @ w1 + b1) @ w2 + b2
+
+
+def _ode_net_loss(params, y0):
+    times = np.linspace(0.0, 0.5, 3)
+    pred = odeint(_tiny_net, y0, times, tuple((params,)), rtol=1e-11, atol=1e-11)
+    return np.sum(pred[-1] ** 2)
+
+
+def test_odeint_of_a_network_with_nested_parameters():
+    pytest.importorskip("scipy.integrate")
+    r = np.random.default_rng(4)
+    params = [(0.5 * r.standard_normal((2, 3)), 0.1 * r.standard_normal(3)),
+              (0.5 * r.standard_normal((3, 2)), 0.1 * r.standard_normal(2))]
+    y0 = np.array([0.4, -0.3])
+    grads = srcgrad.grad(_ode_net_loss)(params, y0)
+    assert isinstance(grads, list) and grads[0][0].shape == (2, 3)
+    check_grad(_ode_net_loss, (params, y0))

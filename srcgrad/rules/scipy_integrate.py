@@ -36,12 +36,41 @@ def _vjp_of_dynamics(func, y, t, args, tfirst, a):
     positional, _ = rt.call_bwd(record, a)
     gy, gt = (positional[1], positional[0]) if tfirst else (positional[0], positional[1])
     gargs = positional[2:]
+    flat = [v for ga, arg in zip(gargs, args) for v in _flat(arg, ga)]
     return (np.asarray(value, dtype=float), _dense(gy, y), _dense(gt, t),
-            [_dense(ga, arg) for ga, arg in zip(gargs, args)])
+            np.concatenate(flat) if flat else np.zeros(0))
 
 
 def _dense(g, like):
     return np.zeros(np.shape(like)) if rt.is_zero(g) else np.asarray(g, dtype=float)
+
+
+def _flat(x, g) -> list:
+    """The leaves of cotangent ``g`` of argument ``x`` (nested lists, tuples and dicts of
+    arrays, as network parameters are), raveled, zeros where ``g`` is the lazy zero."""
+    if isinstance(x, dict):
+        return [v for k in sorted(x) for v in _flat(x[k], rt.part(g, k))]
+    if isinstance(x, (list, tuple)):
+        return [v for i, xi in enumerate(x) for v in _flat(xi, rt.part(g, i))]
+    return [np.ravel(_dense(g, x))]
+
+
+def _unflat(x, flat: np.ndarray, start: int = 0):
+    """``(cotangent shaped like x, next start)`` from a flat vector of leaves."""
+    if isinstance(x, dict):
+        out = {}
+        for k in sorted(x):
+            out[k], start = _unflat(x[k], flat, start)
+        return {k: out[k] for k in x}, start
+    if isinstance(x, (list, tuple)):
+        items = []
+        for xi in x:
+            item, start = _unflat(xi, flat, start)
+            items.append(item)
+        return (type(x)(*items) if hasattr(x, "_fields") else type(x)(items)), start
+    size = int(np.size(x))
+    piece = flat[start:start + size]
+    return (float(piece[0]) if np.ndim(x) == 0 else piece.reshape(np.shape(x))), start + size
 
 
 def _check_options(options):
@@ -60,18 +89,17 @@ def odeint_vjp(g, ans, func, y0, t, args=(), Dfun=None, col_deriv=0, full_output
     y0 = np.asarray(y0, dtype=float)
     n = y0.size
     g = np.asarray(g, dtype=float).reshape(len(t), n)
-    sizes = [np.size(a) for a in args]
+    n_params = sum(v.size for arg in args for v in _flat(arg, rt.ZERO))
     tol = {"rtol": rtol, "atol": atol}
 
     def augmented(state, time):
         y, a = state[:n], state[n:2 * n]
         dy, ay, _, aargs = _vjp_of_dynamics(func, y.reshape(y0.shape), time, args, tfirst,
                                             a.reshape(y0.shape))
-        flat = [np.ravel(x) for x in aargs]
-        return np.concatenate([np.ravel(dy), -np.ravel(ay)] + [-x for x in flat])
+        return np.concatenate([np.ravel(dy), -np.ravel(ay), -aargs])
 
     adj_y = g[-1].copy()
-    adj_args = np.zeros(sum(sizes))
+    adj_args = np.zeros(n_params)
     adj_t = np.zeros(len(t))
     for i in range(len(t) - 1, 0, -1):
         f_i, _, _, _ = _vjp_of_dynamics(func, ans[i].reshape(y0.shape), t[i], args, tfirst,
@@ -85,10 +113,9 @@ def odeint_vjp(g, ans, func, y0, t, args=(), Dfun=None, col_deriv=0, full_output
     # moving t[0] moves every later state by -f(y0, t0) (the solution at t[0] is y0 itself)
     adj_t[0] = -np.dot(adj_y - g[0], np.ravel(f_0))
     parts, start = [], 0
-    for arg, size in zip(args, sizes):
-        piece = adj_args[start:start + size]
-        parts.append(float(piece[0]) if np.ndim(arg) == 0 else piece.reshape(np.shape(arg)))
-        start += size
+    for arg in args:
+        part, start = _unflat(arg, adj_args, start)
+        parts.append(part)
     return adj_y.reshape(y0.shape), adj_t, tuple(parts)
 
 
