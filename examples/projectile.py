@@ -71,7 +71,7 @@ def main(target=60.0):
     shots = []
     for step in range(20):
         shots.append((angle, speed))
-        (g_angle, g_speed), dist = d_dist(angle, speed)
+        dist, (g_angle, g_speed) = d_dist(angle, speed)
         print(f"step {step:2d}: angle {math.degrees(angle):6.2f} deg, speed {speed:6.2f} m/s"
               f" -> lands at {dist:8.3f} m  (d/d angle {g_angle:8.3f}, d/d speed {g_speed:6.3f})")
         if abs(dist - target) < 1e-6:
@@ -81,7 +81,7 @@ def main(target=60.0):
     eps = 1e-6
     fd = (landing_distance(angle, speed + eps) - landing_distance(angle, speed - eps)) / (2 * eps)
     print(f"check: d/d speed by finite differences {fd:.6f}, by srcgrad "
-          f"{d_dist(angle, speed)[0][1]:.6f}")
+          f"{d_dist(angle, speed)[1][1]:.6f}")
     assert abs(landing_distance(angle, speed) - target) < 1e-3
     plot(shots, target)
 

@@ -1,20 +1,24 @@
 """srcgrad: automatic differentiation by source transformation.
 
 Function transformations (JAX names): ``grad``, ``value_and_grad``, ``vjp``, ``jvp``,
-``jacfwd``, ``jacrev``, ``hessian``, ``hvp``, ``source``; derivative rules: ``rule``,
-``nondifferentiable``; errors under ``SrcgradError``.
+``jacfwd``, ``jacrev``, ``hessian``, ``hvp``, ``vmap``, ``elementwise_grad``, ``source``;
+pytrees: ``tree_map``, ``tree_flatten``, ``tree_unflatten``, ``tree_leaves``; derivative
+rules: ``rule``, ``nondifferentiable``, ``custom_vjp``, ``custom_jvp``; errors under
+``SrcgradError``.
 
 The PyTorch-style Tensor facade shares the namespace, so ``import srcgrad as torch`` runs
 define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.grad``,
 ``nn.functional``...
 """
 from . import rules as _rules  # registers the built-in derivative rules
-from .api import grad, source, stop_gradient, value_and_grad, vjp
+from .api import (custom_jvp, custom_vjp, elementwise_grad, grad, source, stop_gradient,
+                  value_and_grad, vjp)
 from .errors import (InternalError, MissingRuleError, NonDifferentiableError, SrcgradError,
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 from .vmap import VmapFallbackWarning, vmap
+from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 __version__ = "0.1.0"
 
@@ -27,5 +31,7 @@ __all__ = [
     "SrcgradError", "UnsupportedSyntaxError", "MissingRuleError", "NonDifferentiableError",
     "InternalError",
     "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "vmap", "VmapFallbackWarning",
+    "elementwise_grad", "custom_vjp", "custom_jvp",
+    "tree_map", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
 ]
 __all__ += [name for name in _torch_api.__all__ if name not in __all__]

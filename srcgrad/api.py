@@ -1,13 +1,14 @@
-"""Public entry points: grad, value_and_grad, vjp, source; the cache of generated adjoints."""
+"""Public entry points: grad, value_and_grad, elementwise_grad, vjp, source, custom_vjp and
+custom_jvp; the cache of generated adjoints."""
 from __future__ import annotations
 
-__all__ = ["grad", "value_and_grad", "vjp", "source", "stop_gradient", "Adjoint",
-           "get_adjoint"]
+__all__ = ["grad", "value_and_grad", "elementwise_grad", "vjp", "source", "stop_gradient",
+           "custom_vjp", "custom_jvp", "Wrt", "Adjoint", "get_adjoint"]
 
 import functools
 import inspect
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple, Sequence, Union
 
 import gast
 import numpy as np
@@ -21,7 +22,7 @@ from .adapters import has_starred_parameters, route
 from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
-from .rules import Rule, is_nondifferentiable, nondifferentiable, rule_name
+from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name
 from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
@@ -259,30 +260,98 @@ _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
 
 
 # -- public API ----------------------------------------------------------------------------
-def grad(f: Callable | None = None, wrt=0, *, preserve_result: bool = False,
-         verbose: bool = False, holomorphic: bool = False):
+Wrt = Union[int, str, Sequence[Union[int, str]]]
+"""Which arguments to differentiate: an index, a parameter name, or a sequence of those."""
+
+
+class _FirstArgument(int):
+    """The default of ``wrt``: 0, told apart from an explicit ``wrt=0`` (which, with
+    ``argnums=``, is an error)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "0"
+
+
+FIRST: Wrt = _FirstArgument(0)
+
+
+def pick_wrt(api: str, wrt: Wrt, argnums: Wrt | None) -> Wrt:
+    """``argnums`` (JAX's name) or ``wrt``, which mean the same; 0 when neither is given."""
+    if argnums is None:
+        return tuple(wrt) if isinstance(wrt, list) else wrt
+    if wrt is not FIRST:
+        raise SrcgradError(f"{api}() takes wrt= or argnums= (the same thing under JAX's "
+                           f"name), not both; got wrt={wrt!r} and argnums={argnums!r}")
+    # (a list as a tuple: the cache of gradients keys on it)
+    return tuple(argnums) if isinstance(argnums, list) else argnums
+
+
+class GradMode(NamedTuple):
+    """What a gradient function returns, besides the gradient."""
+
+    value_first: bool = False  # (value, gradient), like value_and_grad
+    has_aux: bool = False  # f returns (value, aux); aux is passed through undifferentiated
+    holomorphic: bool = False
+    elementwise: bool = False  # the gradient of sum(f(x)): seeded with ones
+
+
+class GradSpec(NamedTuple):
+    """How a gradient function was made (read by api_forward.source_function to
+    differentiate it again)."""
+
+    f: Callable
+    indices: tuple[int, ...]
+    single: bool
+    mode: GradMode
+
+
+def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
+         has_aux: bool = False, preserve_result: bool = False, verbose: bool = False,
+         holomorphic: bool = False) -> Callable:
     """The gradient of scalar-valued ``f`` with respect to argument(s) ``wrt``.
 
-    ``wrt`` is an index, a parameter name, or a tuple of those (then a tuple of gradients is
-    returned). With ``preserve_result=True`` the result is ``(gradient, value)``. Usable as
-    ``@srcgrad.grad`` or ``srcgrad.grad(f, wrt=1)``.
+    ``wrt`` (or JAX's ``argnums``) is an index, a parameter name, or a tuple of those (then a
+    tuple of gradients is returned). With ``has_aux=True``, ``f`` returns ``(value, aux)``
+    and the result is ``(gradient, aux)``; aux is not differentiated. With
+    ``preserve_result=True`` the result is ``(value, gradient)``, as from ``value_and_grad``.
+    Usable as ``@srcgrad.grad`` or ``srcgrad.grad(f, wrt=1)``.
 
     Complex numbers follow JAX: for real ``f`` of complex ``z`` the gradient is
     ``df/dx - i df/dy``; a complex-valued ``f`` needs ``holomorphic=True`` and then gets its
     complex derivative ``f'(z)``. A real input's gradient is always real.
     """
     if f is None:
-        return functools.partial(grad, wrt=wrt, preserve_result=preserve_result,
-                                 verbose=verbose, holomorphic=holomorphic)
-    return _make_grad(as_function(f, "grad"), wrt, preserve_result, verbose,
-                      value_first=False, holomorphic=holomorphic)
+        return functools.partial(grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
+                                 preserve_result=preserve_result, verbose=verbose,
+                                 holomorphic=holomorphic)
+    mode = GradMode(value_first=preserve_result, has_aux=has_aux, holomorphic=holomorphic)
+    return _make_grad(as_function(f, "grad"), pick_wrt("grad", wrt, argnums), mode, verbose)
 
 
-def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
-    """Like ``grad`` but returns ``(value, gradient)``."""
+def value_and_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
+                   argnums: Wrt | None = None, has_aux: bool = False, verbose: bool = False,
+                   holomorphic: bool = False) -> Callable:
+    """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux=True``,
+    ``((value, aux), gradient)``."""
     if f is None:
-        return functools.partial(value_and_grad, wrt=wrt, verbose=verbose)
-    return _make_grad(as_function(f, "value_and_grad"), wrt, True, verbose, value_first=True)
+        return functools.partial(value_and_grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
+                                 verbose=verbose, holomorphic=holomorphic)
+    mode = GradMode(value_first=True, has_aux=has_aux, holomorphic=holomorphic)
+    return _make_grad(as_function(f, "value_and_grad"),
+                      pick_wrt("value_and_grad", wrt, argnums), mode, verbose)
+
+
+def elementwise_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
+                     argnums: Wrt | None = None) -> Callable:
+    """autograd's ``elementwise_grad``: the gradient of ``sum(f(x))``, i.e. the vjp of ``f``
+    with a cotangent of ones. For ``f`` acting elementwise this is ``f'`` at every element."""
+    if f is None:
+        return functools.partial(elementwise_grad, wrt=wrt, argnums=argnums)
+    return _make_grad(as_function(f, "elementwise_grad"),
+                      pick_wrt("elementwise_grad", wrt, argnums),
+                      GradMode(elementwise=True), False)
 
 
 # gradients already made, by function and options: code that calls grad(f) on every call
@@ -291,24 +360,58 @@ def value_and_grad(f: Callable | None = None, wrt=0, *, verbose: bool = False):
 _GRADIENTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
 
-def _make_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
-    options = (wrt, preserve_result, value_first, holomorphic)
+def _make_grad(f, wrt, mode: GradMode, verbose: bool):
+    options = (wrt, mode)
     try:
         made = None if verbose else _GRADIENTS.get(f, {}).get(options)
-    except TypeError:  # an unhashable wrt (a list), or f not weakly referable
-        return _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
+    except TypeError:  # an unhashable wrt, or f not weakly referable
+        return _new_grad(f, wrt, mode, verbose)
     if made is None:
-        made = _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
+        made = _new_grad(f, wrt, mode, verbose)
         if not verbose:
             _GRADIENTS.setdefault(f, {})[options] = made
     return made
 
 
-def _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
+def split_aux(f, value, api: str = "has_aux=True"):
+    """``(value, aux)`` of what ``f`` returned under ``has_aux=True``."""
+    if not isinstance(value, (tuple, list)) or len(value) != 2:
+        raise SrcgradError(
+            f"{api} requires {_label(f)}() to return a pair (value, aux); it returned "
+            f"{type(value).__name__}" + (f" of length {len(value)}"
+                                         if isinstance(value, (tuple, list)) else ""))
+    return value[0], value[1]
+
+
+def _label(f) -> str:
+    return getattr(f, "__qualname__", getattr(f, "__name__", type(f).__name__))
+
+
+def _elementwise_seed(value):
+    """Ones shaped like ``value``: the cotangent whose vjp is the gradient of its sum."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.ones_like(value, dtype=value.dtype if value.dtype.kind in "fc" else float)
+    if isinstance(value, (int, float)):
+        return 1.0
+    raise SrcgradError(f"elementwise_grad requires f to return a float or an array; it "
+                       f"returned {type(value).__name__}")
+
+
+def _run_grad(f, mode: GradMode, fwd, bwd, args, kwargs):
+    """``(value, gradients, aux)``: the forward sweep, then the backward one seeded for
+    ``mode``; under has_aux the aux output gets the lazy zero cotangent, so none of the
+    adjoint code of aux runs."""
+    value, saved = fwd(*args, **kwargs)
+    out, aux = split_aux(f, value) if mode.has_aux else (value, None)
+    seed = _elementwise_seed(out) if mode.elementwise else _seed(f, out, mode.holomorphic)
+    grads = bwd(saved, (seed, runtime.ZERO) if mode.has_aux else seed)
+    return value, grads, aux
+
+
+def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     if has_starred_parameters(f):
-        return _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic)
+        return _starred_grad(f, wrt, mode, verbose)
     indices, single = _normalize_wrt(f, wrt)
-    names = _param_names(f)
     state: dict = {}
     # a bound method: its function, with the instance passed first (never differentiated)
     bound = (f.__self__,) if inspect.ismethod(f) else ()
@@ -328,23 +431,23 @@ def _new_grad(f, wrt, preserve_result, verbose, value_first, holomorphic=False):
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
         adj = adjoint()
-        if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args):
+        if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args) \
+                and not mode.has_aux:
             adj = adj.scalar_variant()
         fwd, bwd = adj.sweeps_for(func)
-        value, saved = fwd(*bound, *args, **kwargs)
-        grads = bwd(saved, _seed(f, value, holomorphic))
+        value, grads, aux = _run_grad(f, mode, fwd, bwd, bound + args, kwargs)
         g = grads[0] if single else tuple(grads)
-        if value_first:
-            return value, g
-        return (g, value) if preserve_result else g
+        if mode.value_first:
+            return value, g  # (under has_aux, value is the pair (value, aux))
+        return (g, aux) if mode.has_aux else g
 
     gradient.__srcgrad_adjoint__ = adjoint
     # what srcgrad.api_forward.source_function needs to differentiate this gradient again
-    gradient.__srcgrad_grad__ = (f, indices, single, preserve_result, value_first)
+    gradient.__srcgrad_grad__ = GradSpec(f, indices, single, mode)
     return gradient
 
 
-def _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic):
+def _starred_grad(f, wrt, mode: GradMode, verbose: bool):
     """``grad`` of a function with ``*args``/``**kwargs``: ``wrt`` indexes the positional
     arguments of each call, whose shape picks a fixed-arity adapter (adapters.py) to
     differentiate."""
@@ -354,8 +457,7 @@ def _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic):
         target = route(f, args, kwargs)
         made = by_shape.get(target)
         if made is None:
-            made = by_shape[target] = _make_grad(target, wrt, preserve_result, verbose,
-                                                 value_first, holomorphic)
+            made = by_shape[target] = _make_grad(target, wrt, mode, verbose)
         return made
 
     @functools.wraps(f)
@@ -368,10 +470,12 @@ def _starred_grad(f, wrt, preserve_result, verbose, value_first, holomorphic):
 
 
 @user_tracebacks
-def vjp(f: Callable, *args, **kwargs):
+def vjp(f: Callable, *args, has_aux: bool = False, **kwargs) -> tuple:
     """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
 
     Arguments that cannot carry a gradient (integers, bools, strings, None) get ``None``.
+    With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
+    ``(value, pullback, aux)``; aux is not differentiated.
     """
     f = as_function(f, "vjp")
     wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
@@ -383,22 +487,188 @@ def vjp(f: Callable, *args, **kwargs):
     adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
     fwd, bwd = adj.sweeps_for(func)
     value, saved = fwd(*lead, *args, **kwargs)
-    used = []
+    out, aux = split_aux(f, value, "vjp(has_aux=True)") if has_aux else (value, None)
 
     @user_tracebacks
     def pullback(g):
         # the backward sweep pops its tape: each call pops its own copy (the values are
         # shared), so a pullback can be called any number of times
-        check_cotangent(g, value)
-        grads = bwd(runtime.copy_saved(saved), g)
-        used.append(True)
-        out: list = [None] * len(args)
+        check_cotangent(g, out)
+        grads = bwd(runtime.copy_saved(saved), (g, runtime.ZERO) if has_aux else g)
+        result: list = [None] * len(args)
         for i, gi in zip(wrt, grads):
-            out[i] = gi
-        return tuple(out)
+            result[i] = gi
+        return tuple(result)
 
     pullback.__srcgrad_adjoint__ = lambda: adj
-    return value, pullback
+    return (out, pullback, aux) if has_aux else (value, pullback)
+
+
+# -- per-function derivative rules (JAX's custom_vjp / custom_jvp) ---------------------------
+def _custom_parameters(fun, api: str) -> list[str]:
+    """The positional parameters of a ``custom_vjp``/``custom_jvp`` function; every one is
+    differentiable, like JAX's without ``nondiff_argnums``."""
+    try:
+        params = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        raise SrcgradError(f"@srcgrad.{api} needs a function with a signature; got "
+                           f"{fun!r}") from None
+    odd = [p.name for p in params
+           if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if odd:
+        raise SrcgradError(f"@srcgrad.{api}: {_label(fun)}() has parameter(s) "
+                           f"{', '.join(odd)} that are not plain positional ones; a custom "
+                           f"rule takes a fixed list of arguments, each differentiable")
+    names = [p.name for p in params]
+    clash = [n for n in names if n.startswith("_")]
+    if clash:
+        raise SrcgradError(f"@srcgrad.{api}: rename parameter(s) {', '.join(clash)} of "
+                           f"{_label(fun)}(): names starting with '_' are the generated "
+                           f"rule's own")
+    return names
+
+
+def _facade_tensor(args):
+    """The first argument that is a Tensor of the facade (known by its attributes), or
+    None."""
+    for a in args:
+        if hasattr(type(a), "requires_grad_") and hasattr(type(a), "__array_function__") \
+                and hasattr(a, "grad_fn"):
+            return a
+    return None
+
+
+def _compile_rule(source: str, label: str, namespace: dict) -> Callable:
+    """A generated rule function (real source in linecache: it can be inlined, shown in
+    tracebacks and differentiated again)."""
+    from . import codegen
+    name = source.split("(", 1)[0][len("def "):]
+    return codegen.compile_source(source, label, namespace)[name]
+
+
+class _CustomRule:
+    """What ``custom_vjp`` and ``custom_jvp`` share: a callable running ``fun``, whose
+    derivative is the rule registered for this object in the one registry (rules.defrule),
+    so generated code and the Tensor facade both use it."""
+
+    api = "custom rule"
+
+    def __init__(self, fun: Callable):
+        if not callable(fun):
+            raise SrcgradError(f"@srcgrad.{self.api} decorates a function; got {fun!r:.60}")
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.params = _custom_parameters(fun, self.api)
+        self.name = getattr(fun, "__name__", "f").replace("<lambda>", "lambda")
+
+    def __call__(self, *args, **kwargs):
+        tensor = _facade_tensor(args)
+        if tensor is not None and lookup(self) is not None:
+            # the Tensor facade records the call with this object's registry rule, as it does
+            # a numpy function's: asked through numpy's protocol, so this layer does not
+            # import the facade's
+            types_ = tuple({type(a) for a in args if hasattr(type(a), "__array_function__")})
+            result = tensor.__array_function__(self, types_, args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return self.fun(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<srcgrad.{self.api} {_label(self.fun)}>"
+
+    def _signature(self) -> tuple[str, str, dict]:
+        from .boundary import signature_text
+        return signature_text(self.fun)
+
+
+class custom_vjp(_CustomRule):
+    """A function with its own reverse-mode derivative, in JAX's style::
+
+        @srcgrad.custom_vjp
+        def clip_gradient(x):
+            return x
+
+        def clip_fwd(x):
+            return x, None  # (output, residuals for the backward pass)
+
+        def clip_bwd(residuals, g):
+            return (np.clip(g, -1.0, 1.0),)  # one cotangent per argument
+
+        clip_gradient.defvjp(clip_fwd, clip_bwd)
+
+    The rule goes into srcgrad's one registry (like ``@srcgrad.rule``). ``fwd`` runs when the
+    backward sweep reaches the call, to recompute the residuals: a registry rule receives
+    the arguments and the output, not a separate forward pass. Forward mode (``jvp``,
+    ``hessian``) transposes the vjp, so ``fwd`` and ``bwd`` should be differentiable Python.
+    """
+
+    api = "custom_vjp"
+
+    def defvjp(self, fwd: Callable, bwd: Callable) -> "custom_vjp":
+        """Register ``fwd(*args) -> (out, residuals)`` and ``bwd(residuals, g) -> tuple of
+        cotangents`` (one per argument) as this function's derivative."""
+        params, call, namespace = self._signature()
+        source = (f"def {self.name}_vjp(_g, _ans, {params}):\n"
+                  f"    _residuals = _fwd({call})[1]\n"
+                  f"    return _bwd(_residuals, _g)\n")
+        namespace.update({"_fwd": fwd, "_bwd": bwd})
+        vjp_fn = _compile_rule(source, f"{self.name} custom_vjp", namespace)
+        self.fwd, self.bwd = fwd, bwd
+        defrule(self, vjp_fn, diff_args=tuple(range(len(self.params))),
+                name=rule_name(self.fun))
+        return self
+
+
+class custom_jvp(_CustomRule):
+    """A function with its own forward-mode derivative, in JAX's style::
+
+        @srcgrad.custom_jvp
+        def softplus(x):
+            return np.log1p(np.exp(x))
+
+        @softplus.defjvp
+        def softplus_jvp(primals, tangents):
+            (x,), (dx,) = primals, tangents
+            return softplus(x), dx / (1.0 + np.exp(-x))
+
+    Reverse mode (``grad``, ``vjp``) transposes the jvp, which is linear in the tangents:
+    the gradient of ``<g, jvp(primals, tangents)[1]>`` with respect to the tangents. The
+    output must be a float or an array. The rule goes into srcgrad's one registry.
+    """
+
+    api = "custom_jvp"
+
+    def defjvp(self, jvp: Callable) -> Callable:
+        """Register ``jvp(primals, tangents) -> (out, tangent_out)``; returns ``jvp``, so it
+        can be used as a decorator."""
+        params, call, namespace = self._signature()
+        primals = f"({call},)"
+        n = len(self.params)
+        namespace.update({"_jvp": jvp, "_zeros": runtime.zeros_like, "_np": np})
+        # the registry's jvp: one contribution per argument, each with only its tangent
+        parts = []
+        for k in range(n):
+            tangents = ", ".join(f"_d{k}" if j == k else f"_zeros({name})"
+                                 for j, name in enumerate(self.params))
+            parts.append(f"_jvp({primals}, ({tangents},))[1]")
+        ds = "".join(f"_d{k}, " for k in range(n))
+        jvp_fn = _compile_rule(f"def {self.name}_jvp({ds}_ans, {params}):\n"
+                               f"    return ({', '.join(parts)},)\n",
+                               f"{self.name} custom_jvp", dict(namespace))
+        # the transposed jvp: <g, tangent_out> differentiated in the tangents
+        all_ds = ", ".join(f"_d{k}" for k in range(n))
+        inner = _compile_rule(f"def {self.name}_tangent_dot({ds}_g, {params}):\n"
+                              f"    return _np.sum(_g * _jvp({primals}, ({all_ds},))[1])\n",
+                              f"{self.name} custom_jvp transpose", dict(namespace))
+        namespace["_transpose"] = grad(inner, wrt=tuple(range(n)))
+        zeros = "".join(f"_zeros({name}), " for name in self.params)
+        vjp_fn = _compile_rule(f"def {self.name}_vjp(_g, _ans, {params}):\n"
+                               f"    return _transpose({zeros}_g, {call})\n",
+                               f"{self.name} custom_jvp vjp", namespace)
+        self.jvp = jvp
+        defrule(self, vjp_fn, diff_args=tuple(range(n)), jvp=jvp_fn,
+                name=rule_name(self.fun))
+        return jvp
 
 
 def source(obj) -> str:
@@ -419,7 +689,6 @@ def source(obj) -> str:
 # -- calls resolved only at run time (functions passed in, local defs, lambdas, methods) -----
 def dynamic_forward(fn, args, kwargs):
     """Run ``fn(*args, **kwargs)`` recording how to differentiate it; see runtime.call_fwd."""
-    from .rules import lookup
     if fn is runtime.apply and not isinstance(args[0], runtime.Bound):
         # a plain function value: called as such (no adapter layer at first order)
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])

@@ -26,8 +26,9 @@ from .adapters import route
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (_SCALARS, _func_key, _integer_leaf, _normalize_wrt, _param_names,
-                  dynamic_wrt, get_adjoint, nondifferentiable_rule)
+from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _param_names,
+                  dynamic_wrt, FIRST, get_adjoint, nondifferentiable_rule, pick_wrt,
+                  split_aux)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
 from .generated import Generated, cached_build
@@ -360,12 +361,13 @@ def _bound_sweep(owner, which: str):
     return cache[which]
 
 
-def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False):
+def _grad_wrapper(f, indices, single, mode, scalar=False):
     """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
-    with ``scalar``, around the sweeps specialized to scalar arguments."""
+    with ``scalar``, around the sweeps specialized to scalar arguments. ``mode`` is the
+    gradient's api.GradMode (what it returns besides the gradient, how it is seeded)."""
     func, lead = unbind(f)  # a bound method: its self is passed first, not differentiated
     adj = get_adjoint(func, tuple(i + len(lead) for i in indices))
-    if scalar:
+    if scalar and not mode.has_aux:
         adj = adj.scalar_variant()
     fwd, bwd = adj.sweeps_for(func)
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
@@ -375,17 +377,22 @@ def _grad_wrapper(f, indices, single, preserve_result, value_first, scalar=False
         call = f"_self, {call}" if call else "_self"
     grads = ", ".join(f"_grads[{i}]" for i in range(len(indices)))
     result = "_grads[0]" if single else f"({grads},)"
-    if value_first:
+    out = "_value[0]" if mode.has_aux else "_value"
+    seed = f"_ones_like({out})" if mode.elementwise else f"_rt.grad_seed({out})"
+    if mode.has_aux:
+        seed = f"({seed}, 0.0)"  # the lazy zero cotangent of aux: its adjoint code is skipped
+    if mode.value_first:
         result = f"(_value, {result})"
-    elif preserve_result:
-        result = f"({result}, _value)"
+    elif mode.has_aux:
+        result = f"({result}, _value[1])"
     fwd_name, bwd_name = f"{name}_fwd", f"{name}_bwd"
     source = (f"def {name}_grad({params}):\n"
               f"    {_docstring('gradient', f)}\n"
               f"    _value, _saved = {fwd_name}({call})\n"
-              f"    _grads = {bwd_name}(_saved, _rt.grad_seed(_value))\n"
+              f"    _grads = {bwd_name}(_saved, {seed})\n"
               f"    return {result}\n")
-    namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime})
+    namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime,
+                      "_ones_like": np.ones_like})
     namespace = codegen.compile_source(source, f"{name} gradient", namespace)
     return namespace[f"{name}_grad"]
 
@@ -400,7 +407,7 @@ def _differentiable(x) -> bool:
 
 
 @user_tracebacks
-def jvp(f: Callable, primals: Sequence, tangents: Sequence):
+def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     """``(value, tangent)``: ``f(*primals)`` and its directional derivative along
     ``tangents`` (one per primal, structured like it), by forward mode.
 
@@ -450,32 +457,54 @@ def _check_wrt_argument(f, index, args) -> None:
     check_argument(args[index], f, index)
 
 
-def _wrt_index(f, wrt) -> int:
-    indices, single = _normalize_wrt(f, wrt)
-    if not single:
-        raise SrcgradError("jacfwd/jacrev/hessian take one argument index (wrt=0); for "
-                           "several, call them once per argument")
-    return indices[0]
+def _wrt_indices(api: str, f, wrt, argnums) -> tuple[tuple[int, ...], bool]:
+    """The argument indices ``wrt``/``argnums`` name, and whether a single one was given."""
+    return _normalize_wrt(f, pick_wrt(api, wrt, argnums))
 
 
-def jacfwd(f: Callable, wrt=0):
-    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by forward mode:
-    shape ``out.shape + in.shape``.
+def _one_or_tuple(parts: list, single: bool):
+    return parts[0] if single else tuple(parts)
+
+
+def jacfwd(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
+           has_aux: bool = False) -> Callable:
+    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` (or JAX's
+    ``argnums``) by forward mode: shape ``out.shape + in.shape``; a tuple of
+    Jacobians for a tuple of arguments. With ``has_aux=True``, ``f`` returns
+    ``(out, aux)`` and the result is ``(jacobian, aux)``.
 
     The jvp function is batched over the basis tangents by ``vmap`` (one run for all
     columns); a jvp whose body cannot be batched runs once per column.
     """
     f = as_function(f, "jacfwd")
-    index = _wrt_index(source_function(f), wrt)
+    indices, single = _wrt_indices("jacfwd", source_function(f), wrt, argnums)
+    target = _value_part(f) if has_aux else f
 
     @functools.wraps(f)
     @user_tracebacks
     def jacobian_fwd(*args):
-        _check_wrt_argument(f, index, args)
-        func, lead = unbind(f)
-        return _jacfwd(func, index + len(lead), lead + args)
+        for index in indices:
+            _check_wrt_argument(f, index, args)
+        func, lead = unbind(target)
+        jacobians = [_jacfwd(func, index + len(lead), lead + args) for index in indices]
+        jac = _one_or_tuple(jacobians, single)
+        if has_aux:
+            # (the jvp runs on the value alone: aux is computed by one plain call)
+            return jac, split_aux(f, f(*args), "jacfwd(has_aux=True)")[1]
+        return jac
 
     return jacobian_fwd
+
+
+def _value_part(f):
+    """``def f_value(<f's parameters>): return _f(...)[0]``: the value of a has_aux
+    function, without its aux."""
+    name = getattr(getattr(f, "__func__", f), "__name__", "f").replace("<lambda>", "lambda")
+    name = name if name.isidentifier() else "f"
+    params, call, namespace = _signature(f)
+    namespace["_f"] = f
+    source = f"def {name}_value({params}):\n    return _f({call})[0]\n"
+    return codegen.compile_source(source, f"{name} value", namespace)[f"{name}_value"]
 
 
 def _batched(fn, positions: tuple[int, ...]):
@@ -498,10 +527,22 @@ def _batched(fn, positions: tuple[int, ...]):
     return quietly
 
 
+def _float_dtype(x) -> np.dtype:
+    """The real floating dtype derivatives of ``x`` keep (float32 stays float32)."""
+    dtype = getattr(x, "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _dense(t) -> np.ndarray:
+    """A derivative as a float array, keeping float32."""
+    t = np.asarray(t)
+    return t if t.dtype.kind == "f" else t.astype(float)
+
+
 def _as_batch(t, n: int, out_shape) -> np.ndarray:
     """Batched tangents or cotangents ``t`` (``n`` of them) as a dense float array; a lazy
     zero was lifted to ``n`` zeros."""
-    t = np.asarray(t, dtype=float)
+    t = _dense(t)
     if t.shape != (n,) + tuple(out_shape):
         t = np.broadcast_to(t.reshape(t.shape + (1,) * (len(out_shape) + 1 - t.ndim)),
                             (n,) + tuple(out_shape))
@@ -510,13 +551,13 @@ def _as_batch(t, n: int, out_shape) -> np.ndarray:
 
 def _jacfwd(f, index, args):
     fn = source_function(route(f, args, {}))
-    x = np.asarray(args[index], dtype=float)
+    x = np.asarray(args[index], dtype=_float_dtype(args[index]))
     wrt = tuple(i for i, a in enumerate(args) if i == index)
     jf = get_forward(fn, wrt).function_for(_func_key(fn))
     primals = list(args)
     primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
     n = x.size
-    basis = np.eye(n).reshape((n,) + x.shape)
+    basis = np.eye(n, dtype=x.dtype).reshape((n,) + x.shape)
     batched = _batched(jf, (0,)) if n > 1 else None
     result = batched(basis, *primals) if batched is not None else None
     if result is not None:
@@ -534,73 +575,112 @@ def _jacfwd_loop(jf, x, primals):
     columns = []
     value = None
     for k in range(x.size):
-        e = np.zeros(x.size)
+        e = np.zeros(x.size, dtype=x.dtype)
         e[k] = 1.0
-        e = e.reshape(x.shape) if x.shape else 1.0
+        e = e.reshape(x.shape) if x.shape else x.dtype.type(1.0)
         value, col = jf(e, *primals)
-        columns.append(np.asarray(runtime.densify(col, value), dtype=float))
+        columns.append(_dense(runtime.densify(col, value)))
     out_shape = np.shape(value)
     return np.stack(columns, axis=-1).reshape(out_shape + x.shape)
 
 
-def jacrev(f: Callable, wrt=0):
-    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` by reverse mode:
-    shape ``out.shape + in.shape``.
+def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
+           has_aux: bool = False) -> Callable:
+    """The Jacobian of array-valued ``f`` with respect to argument ``wrt`` (or JAX's
+    ``argnums``) by reverse mode: shape ``out.shape + in.shape``; a tuple of
+    Jacobians for a tuple of arguments. With ``has_aux=True``, ``f`` returns
+    ``(out, aux)`` and the result is ``(jacobian, aux)``; aux is not differentiated.
 
     The forward sweep runs once; the backward sweep is batched over the rows of the identity
     by ``vmap`` (or, when its body cannot be batched, runs once per output element, each
     time on a copy of the saved tapes).
     """
     f = as_function(f, "jacrev")
-    index = _wrt_index(source_function(f), wrt)
+    indices, single = _wrt_indices("jacrev", source_function(f), wrt, argnums)
 
     @functools.wraps(f)
     @user_tracebacks
     def jacobian_rev(*args):
-        _check_wrt_argument(f, index, args)
+        for index in indices:
+            _check_wrt_argument(f, index, args)
         fn, lead = unbind(source_function(f))
-        adj = get_adjoint(fn, (index + len(lead),))
+        adj = get_adjoint(fn, tuple(index + len(lead) for index in indices))
         fwd, bwd = adj.sweeps_for(_func_key(fn))
         value, saved = fwd(*lead, *args)
-        out_shape = np.shape(value)
-        in_shape = np.shape(args[index])
-        m = int(np.prod(out_shape))
-        batched = _batched(bwd, (1,)) if m > 1 else None
-        seeds = np.eye(m).reshape((m,) + out_shape)
-        result = batched(runtime.copy_saved(saved), seeds) if batched is not None else None
-        if result is not None:
-            return _as_batch(result[0], m, in_shape).reshape(out_shape + in_shape)
-        return _jacrev_loop(bwd, saved, args[index], out_shape)
+        out, aux = split_aux(f, value, "jacrev(has_aux=True)") if has_aux else (value, None)
+        xs = [args[index] for index in indices]
+        rows = _jacrev_rows(bwd if not has_aux else _with_zero_aux(bwd), saved, xs, out)
+        jac = _one_or_tuple(rows, single)
+        return (jac, aux) if has_aux else jac
 
     return jacobian_rev
 
 
-def _jacrev_loop(bwd, saved, x, out_shape):
-    """The Jacobian one backward sweep (row) at a time."""
+def _with_zero_aux(bwd):
+    """``bwd`` with the cotangent of ``(out, aux)`` made of one for ``out`` and the lazy zero
+    for aux (whose adjoint code then does not run)."""
+    def bwd_of_value(saved, g):
+        return bwd(saved, (g, runtime.ZERO))
+    return bwd_of_value
+
+
+def _jacrev_rows(bwd, saved, xs: list, out) -> list:
+    """One Jacobian per ``xs``: the backward sweep batched over the rows of the identity
+    (``vmap``), or one row at a time when it cannot be batched."""
+    out_shape = np.shape(out)
     m = int(np.prod(out_shape))
-    rows = []
+    batched = _batched(bwd, (1,)) if m > 1 else None
+    seeds = np.eye(m, dtype=_float_dtype(out)).reshape((m,) + out_shape)
+    result = batched(runtime.copy_saved(saved), seeds) if batched is not None else None
+    if result is not None:
+        return [_as_batch(r, m, np.shape(x)).reshape(out_shape + np.shape(x))
+                for r, x in zip(result, xs)]
+    return _jacrev_loop(bwd, saved, xs, out_shape, seeds.dtype, several=True)
+
+
+def _jacrev_loop(bwd, saved, x, out_shape, dtype=np.float64, *, several: bool = False):
+    """The Jacobian with respect to ``x`` one backward sweep (row) at a time; with
+    ``several``, ``x`` is the list of wrt arguments and one Jacobian per argument is
+    returned."""
+    xs = x if several else [x]
+    dtype = np.dtype(dtype)
+    m = int(np.prod(out_shape))
+    rows: list = [[] for _ in xs]
     for k in range(m):
-        seed = np.zeros(m)
+        seed = np.zeros(m, dtype=dtype)
         seed[k] = 1.0
-        seed = seed.reshape(out_shape) if out_shape else 1.0
-        (row,) = bwd(runtime.copy_saved(saved), seed)
-        rows.append(np.asarray(runtime.densify(row, x), dtype=float))
-    return np.stack(rows).reshape(out_shape + np.shape(x))
+        seed = seed.reshape(out_shape) if out_shape else dtype.type(1.0)
+        grads = bwd(runtime.copy_saved(saved), seed)
+        for acc, row, arg in zip(rows, grads, xs):
+            acc.append(_dense(runtime.densify(row, arg)))
+    jacobians = [np.stack(acc).reshape(out_shape + np.shape(arg))
+                 for acc, arg in zip(rows, xs)]
+    return jacobians if several else jacobians[0]
 
 
 jacobian = jacrev
 
 
-def hessian(f: Callable, wrt=0):
-    """The Hessian of scalar ``f`` with respect to argument ``wrt``: forward mode over the
-    generated gradient (``jacfwd(grad(f, wrt))``), shape ``in.shape + in.shape``."""
+def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Callable:
+    """The Hessian of scalar ``f`` with respect to argument ``wrt`` (or JAX's ``argnums``):
+    forward mode over the generated gradient (``jacfwd(grad(f, wrt))``), shape
+    ``in.shape + in.shape``. For a tuple of arguments, a nested tuple of blocks:
+    ``result[i][j]`` differentiates with respect to argument i, then argument j."""
     from .api import grad
     f = as_function(f, "hessian")
-    index = _wrt_index(f, wrt)
-    return jacfwd(grad(f, wrt=index), wrt=index)
+    indices, single = _wrt_indices("hessian", f, wrt, argnums)
+    if single:
+        return jacfwd(grad(f, wrt=indices[0]), wrt=indices[0])
+    blocks = [jacfwd(grad(f, wrt=i), wrt=indices) for i in indices]
+
+    @functools.wraps(f)
+    def hessian_blocks(*args):
+        return tuple(block(*args) for block in blocks)
+
+    return hessian_blocks
 
 
-def hvp(f: Callable, primals: Sequence, tangents: Sequence):
+def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
     one product per primal (a single value when there is one primal)."""

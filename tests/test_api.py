@@ -101,7 +101,8 @@ def test_value_and_grad_decorator():
 
 # -- results ----------------------------------------------------------------------------------
 def test_preserve_result():
-    g, value = srcgrad.grad(f3, wrt=(0, 1), preserve_result=True)(X, Y, Z)
+    # (value, gradient), the order of value_and_grad (issue 13)
+    value, g = srcgrad.grad(f3, wrt=(0, 1), preserve_result=True)(X, Y, Z)
     assert value == pytest.approx(f3(X, Y, Z))
     assert g[0] == pytest.approx(DX) and g[1] == pytest.approx(DY)
 

@@ -601,6 +601,7 @@ ENTRIES = {
     "hvp": lambda x: srcgrad.hvp(scalar_loss, (x,), (np.ones(np.shape(x)),)),
     "jacrev(grad)": lambda x: srcgrad.jacrev(srcgrad.grad(scalar_loss))(x),
     "grad of a partial": lambda x: srcgrad.grad(functools.partial(scalar_loss))(x),
+    "elementwise_grad": lambda x: srcgrad.elementwise_grad(vector_map)(x),
 }
 # refused by every entry point, with the same reason
 REFUSED = {
@@ -844,7 +845,7 @@ def test_error_in_generated_code_shows_the_users_line_above_the_generated_frame(
 def test_every_public_transformation_is_in_the_parity_check():
     """A new entry point must go through the boundary helpers: add it to ENTRIES."""
     helpers = {"source", "stop_gradient", "Adjoint", "get_adjoint", "get_forward",
-               "source_function"}
+               "source_function", "custom_vjp", "custom_jvp", "Wrt"}
     transformations = set(srcgrad.api.__all__) | set(srcgrad.api_forward.__all__)
     assert transformations - helpers <= set(ENTRIES)
 
