@@ -122,7 +122,36 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
     adj = get_adjoint(func, wrt)
     if inspect.ismethod(fn):
         return _BoundAdjoint(adj, fn.__self__)
+    if adj.fn is not func and getattr(func, "__closure__", None):
+        return _InstanceAdjoint(adj, func)
     return adj
+
+
+class _InstanceAdjoint:
+    """The adjoint of one of the closures a ``def`` made, whose build another made first:
+    generated code calls its ``fwd``/``bwd``, which must read this closure's cells."""
+
+    def __init__(self, adj: Adjoint, fn):
+        self.adj, self.instance = adj, fn
+        self.helper_name, self.wrt, self.params = adj.helper_name, adj.wrt, adj.params
+        self._made = (None, None)
+
+    def _sweeps(self) -> tuple:
+        if self._made[0] is not self.adj._make or self.adj.stale():
+            sweeps = self.adj.sweeps_for(self.instance)  # (rebuilds a stale build first)
+            self._made = (self.adj._make, sweeps)
+        return self._made[1]
+
+    @property
+    def fwd(self):
+        return self._sweeps()[0]
+
+    @property
+    def bwd(self):
+        return self._sweeps()[1]
+
+    def bind_positions(self, call) -> list:
+        return self.adj.bind_positions(call)
 
 
 _CHANGED: "weakref.WeakKeyDictionary[Any, frozenset]" = weakref.WeakKeyDictionary()

@@ -460,3 +460,39 @@ def test_reverse_over_reverse_through_a_list_built_by_appends():
     got = srcgrad.grad(lambda y: np.sum(g(y) * v))(x)
     assert np.allclose(got, srcgrad.hessian(_sum_of_built_list)(x) @ v)
     assert np.allclose(got, v)  # d2/dx2 of sum(x + x^2/2) is the identity
+
+
+# -- closures made by one def, called from differentiated code: each reads its own cells ------
+def _make_scaled_sine(c):
+    def scaled_sine(x):
+        return np.sin(c * x)
+    return scaled_sine
+
+
+_SINE1, _SINE2 = _make_scaled_sine(1.0), _make_scaled_sine(2.0)
+
+
+def _calls_sine1(x):
+    return _SINE1(x)
+
+
+def _calls_sine2(x):
+    return _SINE2(x)
+
+
+def test_closures_of_one_def_called_from_differentiated_code():
+    # the second caller's adjoint called the first closure's sweeps (c = 1): a wrong number
+    assert srcgrad.grad(_calls_sine1)(0.5) == pytest.approx(np.cos(0.5))
+    assert srcgrad.grad(_calls_sine2)(0.5) == pytest.approx(2 * np.cos(1.0))
+
+
+@pytest.mark.parametrize("c", [1.0, 2.0, 3.0])
+def test_second_derivatives_of_closures_of_one_def(c):
+    f = _make_scaled_sine(c)
+    want = -c * c * np.sin(c * 0.5)
+    assert srcgrad.grad(srcgrad.grad(f))(0.5) == pytest.approx(want)
+    x = np.array([0.5, -0.25])
+    assert np.allclose(srcgrad.jacrev(srcgrad.grad(lambda y: np.sum(f(y))))(x),
+                       np.diag(-c * c * np.sin(c * x)))
+    _, pullback = srcgrad.vjp(srcgrad.grad(f), 0.5)
+    assert pullback(1.0)[0] == pytest.approx(want)
