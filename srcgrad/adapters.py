@@ -33,6 +33,7 @@ import gast
 from . import runtime
 from .codegen import compile_source
 from .errors import UnsupportedFeatureError
+from .rules import lookup
 from .source import FunctionSource, get_source, register_source
 
 _STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
@@ -62,7 +63,8 @@ def has_starred_parameters(fn) -> bool:
     # (rule vjps such as atleast_vjp(g, ans, *arys) are plain Python like a user's)
     return code is not None and bool(code.co_flags & _STARRED) \
         and (not module.startswith("srcgrad") or module.startswith("srcgrad.rules")) \
-        and not hasattr(fn, "__srcgrad_grad__")
+        and not hasattr(fn, "__srcgrad_grad__") and lookup(fn) is None  # (a ruled wrapper:
+    # scipy's functions behind a *args batching decorator are called through their rule)
 
 
 # -- apply(f, args, kwargs) ---------------------------------------------------------------

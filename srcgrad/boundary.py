@@ -27,6 +27,7 @@ import numpy as np
 
 from . import codegen
 from .errors import NonDifferentiableError, SrcgradError
+from .rules import is_nondifferentiable, lookup
 from .runtime import is_foreign_array
 
 _WRAPPERS: dict = {}
@@ -42,12 +43,12 @@ _FUNCTIONS = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, t
 def as_function(f: Any, api: str) -> Callable:
     """A function whose source srcgrad can transform, computing what ``f`` computes."""
     if isinstance(f, types.FunctionType):
-        return entry_function(f)
+        # (a Python function with a rule, scipy's behind a decorator: the rule, not its source)
+        return _rule_wrapper(f, api) if lookup(f) is not None else entry_function(f)
     if isinstance(f, types.MethodType):  # (the entry points pass self, undifferentiated)
         return f if isinstance(f.__func__, types.FunctionType) else _rule_wrapper(f, api)
     if isinstance(f, functools.partial):
         return _partial_wrapper(f, api)
-    from .rules import is_nondifferentiable, lookup
     if callable(f) and (lookup(f) is not None or is_nondifferentiable(f)):
         return _rule_wrapper(f, api)
     call = getattr(type(f), "__call__", None)

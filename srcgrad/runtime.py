@@ -1038,6 +1038,14 @@ def tangent_like(d, x):
     return np.broadcast_to(d, x.shape)
 
 
+def refuse_item_update(container, item, message: str) -> None:
+    """Raise when ``container[k] += v`` would update an array held in a list, tuple or dict
+    in place (other names may hold that array); an array's own elements or a number pass."""
+    if isinstance(container, (list, tuple, dict)) and isinstance(item, np.ndarray):
+        from .errors import UnsupportedSyntaxError
+        raise UnsupportedSyntaxError.from_message(message)
+
+
 def refuse_viewed(value, views, message: str) -> None:
     """Raise when ``value`` is an array one of ``views`` still shares data with: updating it
     in place would change that view too, which srcgrad's functional rewriting would not."""

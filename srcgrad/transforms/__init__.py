@@ -146,14 +146,16 @@ _NO_DERIVATIVE = (gast.Compare, gast.BoolOp, gast.JoinedStr, gast.FormattedValue
 def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     """A user function whose result carries no gradient runs as plain Python: record a
     problem when it changes a differentiable argument in place (the tape would not see it)."""
-    for node in gast.walk(tree):
-        if not isinstance(node, (gast.Assign, gast.Expr)) or not isinstance(node.value,
-                                                                          gast.Call):
-            continue
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name) \
-                and node.targets[0].id in ctx.active:
+    differentiated = {id(node.value) for node in gast.walk(tree)
+                      if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call)
+                      and isinstance(node.targets[0], gast.Name)
+                      and node.targets[0].id in ctx.active}
+    statements = {id(c): stmt for stmt in gast.walk(tree) if isinstance(stmt, gast.stmt)
+                  for c in gast.walk(stmt) if isinstance(c, gast.Call)}
+    for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
+        if not isinstance(call, gast.Call) or id(call) in differentiated:
             continue  # differentiated: the callee's own transformation checks it
-        call, r = node.value, ctx.resolved.get(id(node.value))
+        node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
         if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
             continue
         bound = A.bind_arguments(_param_names(r.obj), 0, call)

@@ -27,6 +27,22 @@ def own_nodes(node):
             yield from own_nodes(child)
 
 
+def _rebound_names(stmts) -> set[str]:
+    """Names the statements bind anew (``x = ...``, a loop target), not those they update
+    with ``x += ...``, which on an array changes the object a loop is iterating."""
+    out = set()
+    for stmt in stmts:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Assign):
+                out |= {n.id for t in node.targets for n in gast.walk(t)
+                        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
+            elif isinstance(node, (gast.For, gast.comprehension)):
+                out |= {n.id for n in gast.walk(node.target) if isinstance(n, gast.Name)}
+            elif isinstance(node, gast.NamedExpr):
+                out.add(node.target.id)
+    return out
+
+
 def _root(target) -> str | None:
     """The variable an element store ``x[i][j] = v`` changes."""
     while isinstance(target, (gast.Subscript, gast.Attribute)):
@@ -226,8 +242,9 @@ class _Desugar:
                 for t, v in zip(node.targets[0].elts, node.value.elts):  # a, b = y, e
                     if isinstance(t, gast.Name) and isinstance(v, gast.Name):
                         self.aliased |= {t.id, v.id}
-        # parameters the function never rebinds hold the caller's objects: changing one in
-        # place would change the caller's too, which the functional rewrite would not
+        # parameters the function never rebinds hold the caller's objects: updating one in
+        # place (an array: '+=', an element store) changes the caller's too, which the
+        # functional rewrite would not; refused at run time for arrays (a dict passes)
         rebound = {t.id for node in gast.walk(tree) if isinstance(node, gast.Assign)
                    for t in node.targets if isinstance(t, gast.Name)} if tree is not None \
             else set()
@@ -274,6 +291,17 @@ class _Desugar:
         view = s.targets[0].id
         for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
             self.view_of.setdefault(root, set()).add(view)
+
+    def parameter_guard(self, name: str, s) -> list:
+        """Before an element store into parameter ``name``: refused at run time when it is
+        an array (the caller's, which Python would change too); a dict or list passes."""
+        loc = self.ctx.location(s)
+        message = (f"{loc}: assignment into an element of the parameter '{name}', the "
+                   f"caller's array (Python would change the caller's too), is not supported "
+                   f"(in {self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
+                   f"return the new value.")
+        return [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_shared_array"), A.load(name),
+                                   A.const(message)), at=s)]
 
     def view_guard(self, name: str, s) -> list:
         """Before ``name`` changes in place: raise at run time if a view of it made earlier
@@ -519,6 +547,16 @@ class _Desugar:
                                         A.load(target.id), A.const(message)), at=s)]
         if isinstance(target, gast.Name):
             guard = self.view_guard(target.id, s) + guard
+        elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
+            loc = self.ctx.location(s)
+            message = (f"{loc}: an in-place update of an array held in a container "
+                       f"('{_root(target)}[...] {_op_text(s.op)}= ...') is not supported (in "
+                       f"{self.ctx.fn.__name__}()): numpy would change the array itself, which "
+                       f"other names may hold. Write {_root(target)}[...] = "
+                       f"{_root(target)}[...] {_op_text(s.op)} ... to store a new array.")
+            container, item = _as_load(A.deepcopy(target.value)), _as_load(A.deepcopy(target))
+            guard = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_item_update"), container,
+                                        item, A.const(message)), at=s)] + guard
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
         return guard + self.visit_Assign(A.assign(s.target, value, at=s))
@@ -574,12 +612,8 @@ class _Desugar:
                 base = base.value
             if isinstance(base, gast.Name) and base.id in self.callers \
                     and base.id not in self.aliased | self.views:
-                self.ctx.problem(s, f"assignment into an element of the parameter "
-                                    f"'{base.id}', which is the caller's array or list "
-                                    f"(Python would change the caller's too)",
-                                 f"Copy it first ({base.id} = {base.id}.copy()), or return "
-                                 f"the new value.")
-                return [s]
+                return self.parameter_guard(base.id, s) + self.functional_setitem(
+                    target, s.value, s)
             if isinstance(base, gast.Name) and self.shares_data(base.id):
                 self.ctx.problem(s, f"assignment into an element of '{base.id}', which "
                                     f"may share its data with another array (an alias, a "
@@ -588,6 +622,15 @@ class _Desugar:
                                  f"update cannot silently apply to one name only.")
                 return [s]
             guard = self.view_guard(base.id, s) if isinstance(base, gast.Name) else []
+            if isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
+                inner = target.value
+                message = (f"{self.ctx.location(s)}: assignment into an element of an array "
+                           f"held in a container ('{_root(target)}[...][...] = ...') is not "
+                           f"supported (in {self.ctx.fn.__name__}()): numpy would change the "
+                           f"array itself, which other names may hold. Copy the item first.")
+                guard.append(A.expr_stmt(A.call(
+                    A.attr(self.ctx.rt, "refuse_item_update"), _as_load(A.deepcopy(inner.value)),
+                    _as_load(A.deepcopy(inner)), A.const(message)), at=s))
             return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
@@ -685,6 +728,9 @@ class _Desugar:
 
     # -- loops -----------------------------------------------------------------------------
     def visit_For(self, s):
+        # read before the body is desugared: there 'y *= 2' is an update (which, on an
+        # array, the loop's iterator sees), not yet a rebinding 'y = y * 2'
+        rebinds = _rebound_names(s.body + s.orelse)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
         if not (A.names_read(s.iter) & self.ctx.varied) or _is_range(s.iter, self.ctx):
@@ -695,10 +741,11 @@ class _Desugar:
                 s.body = self.visit_Assign(A.assign(s.target, A.load(tmp), at=s)) + s.body
                 s.target = A.store(tmp)
             return [s]
-        return self.index_loop(s)
+        return self.index_loop(s, rebinds)
 
-    def index_loop(self, s) -> list:
-        """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``."""
+    def index_loop(self, s, rebinds: set[str]) -> list:
+        """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``;
+        ``rebinds``: the names the loop body binds anew."""
         namer = self.ctx.namer
         it, target = s.iter, s.target
         fn = _builtin_call(it, self.ctx)
@@ -719,8 +766,7 @@ class _Desugar:
         seq_names = []
         # the loop iterates the sequence of its start: a name the target or the body
         # rebinds is read once, into a temporary
-        targets_written = A.names_written(target) | {
-            n for stmt in s.body + s.orelse for n in A.names_written(stmt)}
+        targets_written = A.names_written(target) | rebinds
         seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
                 for q in seqs]
         for seq in seqs:
