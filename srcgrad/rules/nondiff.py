@@ -37,6 +37,9 @@ _NUMPY = [
     # bitwise and integer arithmetic
     "bitwise_and", "bitwise_or", "bitwise_xor", "invert", "left_shift", "right_shift", "gcd",
     "lcm",
+    # casts to integer and boolean scalar types (np.int64(x)): piecewise constant
+    "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "intp",
+    "uintp", "bool_", "int_", "uint",
 ]
 
 # Draws that take no distribution parameters. Those that do (normal(loc, scale), uniform,

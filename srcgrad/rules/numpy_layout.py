@@ -171,16 +171,22 @@ def diff_jvp(da, ans, a, n=1, axis=-1, prepend=None, append=None):
 
 # --------------------------------------------------------------------------- products
 
-def kron_factors(g, a, b):
-    """``g`` (shaped like ``kron(a, b)``) viewed with the axes of a and b interleaved, and
-    a and b broadcastable against that view."""
+@nondifferentiable
+def kron_shapes(a, b) -> tuple:
+    """The shapes of ``kron_factors``' three views, and the common number of axes (shapes
+    only: nothing here carries a gradient, so it is computed outside differentiated code)."""
     ndim = max(np.ndim(a), np.ndim(b))
     sa = (1,) * (ndim - np.ndim(a)) + np.shape(a)
     sb = (1,) * (ndim - np.ndim(b)) + np.shape(b)
-    view = np.reshape(g, tuple(n for pair in zip(sa, sb) for n in pair))
-    a_view = np.reshape(a, tuple(n for m in sa for n in (m, 1)))
-    b_view = np.reshape(b, tuple(n for m in sb for n in (1, m)))
-    return view, a_view, b_view, ndim
+    return (tuple(n for pair in zip(sa, sb) for n in pair),
+            tuple(n for m in sa for n in (m, 1)), tuple(n for m in sb for n in (1, m)), ndim)
+
+
+def kron_factors(g, a, b):
+    """``g`` (shaped like ``kron(a, b)``) viewed with the axes of a and b interleaved, and
+    a and b broadcastable against that view."""
+    view_shape, a_shape, b_shape, ndim = kron_shapes(a, b)
+    return np.reshape(g, view_shape), np.reshape(a, a_shape), np.reshape(b, b_shape), ndim
 
 
 def kron_vjp(g, ans, a, b):

@@ -264,7 +264,8 @@ def einsum_jvp_parts(args):
     """``(tangents, call_args)`` of einsum_jvp's arguments: generated code passes a tangent
     for every reserved position, a direct call one per argument of the einsum call."""
     rest = args[EINSUM_ARGS + 1:]
-    if rest and (isinstance(rest[0], str) or (len(rest) > 1 and isinstance(rest[1], list))):
+    if rest and (isinstance(rest[0], str)
+                 or (len(rest) > 1 and isinstance(rest[1], (list, tuple)))):  # sublists
         return args[:EINSUM_ARGS], rest
     n = (len(args) - 1) // 2
     return args[:n], args[n + 1:]

@@ -428,8 +428,15 @@ def astype_method(a, dtype, *args, **kwargs):
 
 
 def astype_method_vjp(g, ans, a, dtype, *args, **kwargs):
-    # Casting to an integer or bool dtype cuts the gradient.
-    return (g * float_dtype_weight(dtype),)
+    # Casting to an integer or bool dtype cuts the gradient; the gradient has the input's
+    # float dtype, not the one cast to (float32 -> astype(float64) -> a float32 gradient)
+    return (astype_method(g * float_dtype_weight(dtype), gradient_dtype(a)),)
+
+
+def gradient_dtype(a):
+    """The dtype of ``a``'s gradient: its own when float or complex, else float64."""
+    kind = getattr(getattr(a, "dtype", None), "kind", "f")
+    return a.dtype if kind in "fc" and hasattr(a, "dtype") else np.dtype(np.float64)
 
 
 def astype_method_jvp(da, ans, a, dtype, *args, **kwargs):
@@ -727,3 +734,4 @@ del _fn, _vjp, _jvp, _domain, _diff
 
 nondifferentiable(inverse_axes)
 nondifferentiable(method_axes)
+nondifferentiable(gradient_dtype)
