@@ -1,0 +1,1185 @@
+"""Seeded random-program fuzzer for srcgrad (issue 8).
+
+Each program is the source text of a small numpy module: a few helper functions and a
+function ``f`` mixing elementwise math on safe domains, broadcasting, reductions, indexing,
+element stores, branches and loops on data, early exits, keyword calls, closures and
+containers. Program ``i`` of seed ``s`` depends on ``(s, i)`` only.
+
+Every program is run plainly first; programs that raise, produce non-finite or huge values,
+or whose data-dependent comparisons (``if``/``while`` conditions, ``np.where``, ``abs``,
+``np.maximum``...) come within ``MARGIN`` of flipping at the test point are regenerated,
+so that finite differences never cross a branch or a kink. Then ``grad``, ``vjp``, ``jvp``
+and ``hvp`` are compared with central finite differences along random directions (the
+dot-product test), and the program is classified:
+
+- correct: every check agrees;
+- refused: srcgrad raised a ``SrcgradError`` other than ``InternalError``;
+- wrong: a number (or a shape) differs;
+- internal: ``InternalError``, any other exception out of srcgrad, or a time-out.
+
+Run as a command for a long campaign (docs/fuzzing.md)::
+
+    python tests/fuzzer.py --programs 10000 --seed 0 --jobs 2 --out fuzz-failures --log run.jsonl
+    python tests/fuzzer.py --seed 0 --show 17       # print program 17 and its outcome
+    python tests/fuzzer.py --summarize run.jsonl    # the summary of a logged (partial) run
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import collections
+import contextlib
+import importlib.util
+import json
+import os
+import random
+import re
+import signal
+import sys
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+# -- tolerances ------------------------------------------------------------------------------
+EPS = 1e-6          # central-difference step, float64
+RTOL = 1e-5         # |ad - fd| <= RTOL * max(1, |ad|, |fd|)
+MARGIN = 1e-2       # every data comparison stays this far from its threshold at the test point
+MAX_VALUE = 1e3     # larger outputs are regenerated: their differences lose too many digits
+TIMEOUT = 30.0      # seconds for srcgrad on one check (a hang is an internal error)
+PLAIN_TIMEOUT = 5.0  # seconds for the plain runs of a program (a generator bug if it hangs)
+MAX_ATTEMPTS = 50   # regenerations of one program before giving up on it
+
+# -- shapes ----------------------------------------------------------------------------------
+SCALAR, VEC, MAT, ROW, COL, VEC2 = (), (3,), (2, 3), (1, 3), (2, 1), (2,)
+SHAPES = (SCALAR, VEC, MAT, ROW, COL, VEC2)
+PARAM_SHAPES = (SCALAR, VEC, MAT)
+
+
+def broadcast(a, b):
+    try:
+        return tuple(np.broadcast_shapes(a, b))
+    except ValueError:
+        return None
+
+
+def fits(small, big) -> bool:
+    """Whether ``small`` broadcasts to exactly ``big``."""
+    return broadcast(small, big) == big
+
+
+# shape conversions: target -> [(source, template)]; {e} is the (parenthesized) source,
+# {i2}/{i3} an index below 2/3 (a constant or an enclosing loop's counter)
+CONVERSIONS = {
+    SCALAR: [(VEC, "np.sum({e})"), (VEC, "np.mean({e})"), (VEC, "np.max({e})"),
+             (VEC, "{e}[{i3}]"), (VEC, "{e}.sum()"), (VEC, "{e}[-1]"),
+             (VEC, "np.linalg.norm({e})"), (MAT, "np.sum({e})"), (MAT, "{e}.mean()"),
+             (MAT, "np.min({e})"), (MAT, "{e}[{i2}, {i3}]"), (MAT, "{e}[{i2}][{i3}]"),
+             (MAT, "np.sum({e} ** 2)"), (VEC2, "np.sum({e})"), (VEC2, "{e}[{i2}]"),
+             (ROW, "np.sum({e})"), (ROW, "{e}[0, {i3}]"), (COL, "np.mean({e})"),
+             (COL, "{e}[{i2}, 0]")],
+    VEC: [(MAT, "np.sum({e}, axis=0)"), (MAT, "{e}.mean(axis=0)"), (MAT, "np.max({e}, axis=0)"),
+          (MAT, "{e}[{i2}]"), (MAT, "{e}[{i2}, :]"), (MAT, "{e}[-1]"), (ROW, "{e}[0]"),
+          (ROW, "{e}.reshape(3)"), (ROW, "{e}.ravel()"), (VEC, "{e}[::-1]"),
+          (VEC, "{e}[[2, 0, 1]]"), (VEC, "{e}[np.array([1, 1, 0])]"),
+          (SCALAR, "{e} * np.ones(3)"), (SCALAR, "np.full(3, {e})")],
+    MAT: [(VEC, "{e} * np.ones((2, 1))"), (VEC, "np.stack([{e}, {e} ** 2])"),
+          (VEC, "np.vstack([{e}, -{e}])"), (SCALAR, "{e} * np.ones((2, 3))"),
+          (MAT, "{e}[::-1]"), (MAT, "{e}[[1, 0]]"), (MAT, "{e}[:, [2, 1, 0]]"), (MAT, "{e}.T.T"),
+          (COL, "{e} * np.ones(3)"), (ROW, "{e} + np.zeros((2, 1))"),
+          (VEC2, "{e}[:, None] * np.ones(3)"), (VEC2, "np.outer({e}, np.ones(3))")],
+    ROW: [(MAT, "np.sum({e}, axis=0, keepdims=True)"), (MAT, "{e}.max(axis=0, keepdims=True)"),
+          (MAT, "{e}[:1]"), (MAT, "{e}[[{i2}]]"), (VEC, "{e}[None, :]"),
+          (VEC, "{e}.reshape(1, 3)"), (VEC, "{e}[np.newaxis]")],
+    COL: [(MAT, "np.mean({e}, axis=1, keepdims=True)"),
+          (MAT, "np.sum({e}, axis=-1, keepdims=True)"), (MAT, "{e}[:, [{i3}]]"),
+          (MAT, "{e}[:, :1]"), (VEC2, "{e}[:, None]"), (VEC2, "{e}.reshape(2, 1)"),
+          (VEC2, "{e}.reshape(-1, 1)")],
+    VEC2: [(MAT, "np.sum({e}, axis=1)"), (MAT, "{e}[:, {i3}]"), (MAT, "np.max({e}, axis=1)"),
+           (MAT, "{e}.mean(axis=-1)"), (VEC, "{e}[1:]"), (VEC, "{e}[:2]"),
+           (VEC, "{e}[[0, 2]]"), (VEC, "{e}[np.array([2, 0])]"),
+           (VEC, "{e}[np.array([True, False, True])]"), (COL, "{e}[:, 0]"),
+           (COL, "{e}.ravel()")],
+}
+
+# products: target -> [(template, shape of a, shape of b)]
+PRODUCTS = {
+    SCALAR: [("{a} @ {b}", VEC, VEC), ("np.dot({a}, {b})", VEC, VEC),
+             ("{a} @ {b}", VEC2, VEC2)],
+    VEC2: [("{a} @ {b}", MAT, VEC), ("np.dot({a}, {b})", MAT, VEC)],
+    VEC: [("{a} @ {b}", VEC2, MAT), ("{a}.T @ {b}", MAT, VEC2)],
+    MAT: [("np.outer({a}, {b})", VEC2, VEC)],
+}
+
+# smooth elementwise functions, total on the reals and bounded where it matters
+UNARY = ["np.sin({e})", "np.cos({e})", "np.tanh({e})", "np.exp(np.sin({e}))",
+         "np.exp(-{e} ** 2)", "np.log(1.0 + {e} ** 2)", "np.sqrt(1.0 + {e} ** 2)",
+         "1.0 / (2.0 + np.cos({e}))", "np.arctan({e})", "np.square({e})", "{e} ** 2",
+         "-{e}", "np.log1p({e} ** 2)", "0.5 * {e}", "np.negative({e})"]
+UNARY_SCALAR = ["math.sin({e})", "math.exp(math.tanh({e}))", "math.sqrt(1.0 + {e} ** 2)",
+                "float({e})"]
+# kinks: kept a MARGIN away from them by the probes
+KINKS = ["np.abs({a})", "np.maximum({a}, {b})", "np.minimum({a}, {b})",
+         "np.clip({a}, -0.5, 0.8)"]
+KINKS_SCALAR = ["abs({a})", "max({a}, {b})", "min({a}, {b})"]
+BINARY = ["{a} + {b}", "{a} - {b}", "{a} * {b}", "{a} / (1.5 + np.cos({b}))",
+          "np.add({a}, {b})", "np.multiply({a}, {b})", "{a} * {b} ** 2"]
+
+
+def literal(shape, rng) -> str:
+    """A constant of ``shape``."""
+    if shape == SCALAR:
+        return repr(round(rng.uniform(-1.5, 1.5), 2))
+    values = np.round(np.array([rng.uniform(-1.5, 1.5) for _ in range(int(np.prod(shape)))]), 2)
+    return f"np.array({values.reshape(shape).tolist()!r})"
+
+
+def paren(e: str) -> str:
+    """``e`` safe to use as an operand."""
+    if re.fullmatch(r"[\w.]+(\[[^\[\]]*\])?", e) or (e.startswith("(") and _balanced(e[1:-1])
+                                                     and e.endswith(")")):
+        return e
+    return f"({e})"
+
+
+def _balanced(s: str) -> bool:
+    depth = 0
+    for ch in s:
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+# -- what the generator knows about each name --------------------------------------------------
+@dataclass
+class Var:
+    name: str
+    kind: str                 # 'array' | 'list' | 'tuple' | 'dict' | 'func' | 'index'
+    shape: tuple = ()         # arrays; a list's element shape; a function's result shape
+    parts: tuple = ()         # tuple element shapes; dict (key, shape) pairs; function params
+    assigned: int = 1         # how many assignments the generator made to it
+    frozen: bool = False      # read by a closure: never assigned again
+    bound: int = 0            # index: values range over [0, bound)
+
+
+@dataclass
+class Helper:
+    name: str
+    params: list              # [(name, shape)] required positional
+    defaults: list            # [(name, literal)] positional with default (scalars)
+    kwonly: list              # [(name, literal)] keyword-only (scalars)
+    shape: tuple              # result
+
+
+@dataclass
+class Program:
+    source: str
+    params: list              # [(name, shape)] of f
+    out_shape: tuple
+    loss: str                 # name of a scalar function of the same parameters
+
+
+# -- the generator --------------------------------------------------------------------------
+class _Expressions:
+    """Expressions of a given shape (mixed into Generator, which holds the scope)."""
+
+    def index(self, bound: int) -> str:
+        loops = [v for v in self.of_kind("index") if 0 < v.bound <= bound]
+        if loops and self.chance(0.6):
+            return self.pick(loops).name
+        return str(self.rng.randrange(-1, bound))
+
+    def expr(self, shape, depth=2) -> str:
+        options = [("var", 4)] if self.arrays(shape) else []
+        options.append(("convert", 2))
+        if depth > 0:
+            options += [("unary", 3), ("binary", 4), ("product", 1 if shape in PRODUCTS else 0),
+                        ("kink", 0.6), ("call", 1.5 if self.callable_for(shape) else 0),
+                        ("container", 1 if self.containers_for(shape) else 0),
+                        ("ifexp", 0.3), ("where", 0.3 if shape != SCALAR else 0),
+                        ("stack", 0.3 if shape == VEC else 0)]
+        kinds, weights = zip(*options)
+        kind = self.rng.choices(kinds, weights)[0]
+        return getattr(self, "expr_" + kind)(shape, depth)
+
+    def expr_var(self, shape, depth):
+        return self.pick(self.arrays(shape)).name
+
+    def expr_convert(self, shape, depth):
+        have = {v.shape for v in self.arrays()}
+        choices = [(s, t) for s, t in CONVERSIONS[shape] if s in have or depth > 0]
+        if not choices or self.chance(0.05):
+            return literal(shape, self.rng)
+        source, template = self.pick(choices)
+        inner = self.expr(source, depth - 1) if depth > 0 and self.chance(0.4) else \
+            self.leaf(source)
+        return template.format(e=paren(inner), i2=self.index(2), i3=self.index(3))
+
+    def leaf(self, shape) -> str:
+        if self.arrays(shape):
+            return self.pick(self.arrays(shape)).name
+        return self.expr_convert(shape, 0)
+
+    def expr_unary(self, shape, depth):
+        templates = UNARY + (UNARY_SCALAR if shape == SCALAR else [])
+        return self.pick(templates).format(e=paren(self.expr(shape, depth - 1)))
+
+    def expr_binary(self, shape, depth):
+        small = self.pick([s for s in SHAPES if fits(s, shape)])
+        a, b = self.expr(shape, depth - 1), self.expr(small, depth - 1)
+        if self.chance(0.5):
+            a, b = b, a
+        if self.chance(0.15):  # both smaller, broadcasting to shape
+            pairs = [(p, q) for p in SHAPES for q in SHAPES if broadcast(p, q) == shape]
+            p, q = self.pick(pairs)
+            a, b = self.expr(p, depth - 1), self.expr(q, depth - 1)
+        return self.pick(BINARY).format(a=paren(a), b=paren(b))
+
+    def expr_product(self, shape, depth):
+        template, sa, sb = self.pick(PRODUCTS[shape])
+        return template.format(a=paren(self.expr(sa, depth - 1)), b=paren(self.expr(sb, depth - 1)))
+
+    def expr_kink(self, shape, depth):
+        templates = KINKS + (KINKS_SCALAR if shape == SCALAR else [])
+        return self.pick(templates).format(a=self.expr(shape, depth - 1),
+                                           b=self.expr(shape, depth - 1))
+
+    def expr_ifexp(self, shape, depth):
+        return (f"({self.expr(shape, depth - 1)} if {self.condition()} "
+                f"else {self.expr(shape, depth - 1)})")
+
+    def expr_where(self, shape, depth):
+        return (f"np.where({paren(self.expr(shape, depth - 1))} > {literal(SCALAR, self.rng)}, "
+                f"{self.expr(shape, depth - 1)}, {self.expr(shape, depth - 1)})")
+
+    def expr_stack(self, shape, depth):
+        items = [self.expr(SCALAR, depth - 1) for _ in range(3)]
+        return f"np.array([{', '.join(items)}])"
+
+    def callable_for(self, shape):
+        helpers = [h for h in self.helpers if h.shape == shape]
+        funcs = [v for v in self.of_kind("func") if v.shape == shape]
+        return helpers + funcs
+
+    def expr_call(self, shape, depth):
+        target = self.pick(self.callable_for(shape))
+        if isinstance(target, Var):  # a closure or lambda: one parameter, maybe a default
+            args = [self.expr(target.parts[0], depth - 1)]
+            if len(target.parts) > 1 and self.chance(0.5):
+                args.append(f"k={literal(SCALAR, self.rng)}")
+            return f"{target.name}({', '.join(args)})"
+        return self.helper_call(target, depth)
+
+    def helper_call(self, h: Helper, depth) -> str:
+        required = [(n, self.expr(s, depth - 1)) for n, s in h.params]
+        optional = [(n, self.expr(SCALAR, depth - 1)) for n, _ in h.defaults if self.chance(0.5)]
+        kwonly = [(n, self.expr(SCALAR, depth - 1)) for n, _ in h.kwonly if self.chance(0.5)]
+        if self.chance(0.2):  # everything by keyword, in any order
+            named = required + optional + kwonly
+            self.rng.shuffle(named)
+            return f"{h.name}({', '.join(f'{n}={e}' for n, e in named)})"
+        positional = [e for _, e in required]
+        keywords = kwonly[:]
+        names = [n for n, _ in h.defaults]
+        for n, e in optional:  # a default after a skipped one must go by keyword
+            if self.chance(0.5) and names.index(n) == len(positional) - len(required):
+                positional.append(e)
+            else:
+                keywords.append((n, e))
+        return f"{h.name}({', '.join(positional + [f'{n}={e}' for n, e in keywords])})"
+
+    def containers_for(self, shape):
+        out = []
+        for v in self.vars.values():
+            if v.kind == "list" and v.shape == shape:
+                out += [f"{v.name}[0]", f"{v.name}[-1]"]
+            elif v.kind == "tuple":
+                out += [f"{v.name}[{k}]" for k, s in enumerate(v.parts) if s == shape]
+            elif v.kind == "dict":
+                out += [f"{v.name}[{k!r}]" for k, s in v.parts if s == shape]
+        return out
+
+    def expr_container(self, shape, depth):
+        return self.pick(self.containers_for(shape))
+
+    def condition(self) -> str:
+        """A scalar comparison with a constant threshold (the probes check its margin)."""
+        op = self.pick([">", "<", ">=", "<="])
+        cond = f"{self.expr(SCALAR, 1)} {op} {literal(SCALAR, self.rng)}"
+        if self.chance(0.1):
+            cond = f"not {cond}" if self.chance(0.5) else \
+                f"{cond} and {self.expr(SCALAR, 1)} > {literal(SCALAR, self.rng)}"
+        return cond
+
+
+class _Statements:
+    """Statements, each a list of source lines (mixed into Generator)."""
+
+    def statements(self, count: int) -> list[str]:
+        lines = []
+        for _ in range(count):
+            lines += self.statement()
+        return lines
+
+    def statement(self) -> list[str]:
+        options = [("assign", 5), ("reassign", 3), ("augassign", 2), ("store", 1.5),
+                   ("if", 2), ("for", 1.5), ("while", 0.8), ("list", 1.2), ("tuple", 0.5),
+                   ("dict", 0.6), ("closure", 0.8), ("alias", 0.1), ("try", 0.2)]
+        if self.in_loop:
+            options += [("exit", 1)]
+        if self.in_main:
+            options += [("early_return", 0.4)]
+        if self.depth >= 2:  # no deeper nesting
+            options = [o for o in options if o[0] not in ("if", "for", "while", "try",
+                                                          "closure")]
+        kinds, weights = zip(*options)
+        return getattr(self, "stmt_" + self.rng.choices(kinds, weights)[0])()
+
+    def new_array(self, name, shape):
+        old = self.vars.get(name)
+        self.vars[name] = Var(name, "array", shape, assigned=old.assigned + 1 if old else 1)
+
+    def stmt_assign(self):
+        shape = self.pick(SHAPES)
+        name, text = self.fresh(), self.expr(shape)
+        self.new_array(name, shape)
+        return [f"{name} = {text}"]
+
+    def stmt_reassign(self):
+        targets = self.arrays(writable=True)
+        if not targets:
+            return self.stmt_assign()
+        v = self.pick(targets)
+        text = self.expr(v.shape)
+        while text == v.name and not self.chance(0.05):  # `x = x` is rare in real code
+            text = self.expr(v.shape)
+        v.assigned += 1
+        return [f"{v.name} = {text}"]
+
+    def stmt_augassign(self):
+        targets = [v for v in self.arrays(writable=True) if not v.name.startswith("row")]
+        if not targets:
+            return self.stmt_assign()
+        v = self.pick(targets)
+        small = self.pick([s for s in SHAPES if fits(s, v.shape)])
+        v.assigned += 1
+        return [f"{v.name} {self.pick(['+=', '-=', '*='])} {self.expr(small)}"]
+
+    def stmt_store(self):
+        """A fresh array filled by element stores, often in a loop over its indices."""
+        shape = self.pick([VEC, MAT])
+        name = self.fresh()
+        lines = [f"{name} = np.zeros({shape[0] if len(shape) == 1 else shape})"]
+        self.new_array(name, shape)
+        self.vars[name].frozen = True  # not an operand of assignments while being filled
+        if self.chance(0.5):
+            i = self.fresh("i")
+            body_shape = SCALAR if shape == VEC else VEC
+            lines.append(f"for {i} in range({shape[0]}):")
+
+            def body():
+                self.vars[i] = Var(i, "index", bound=shape[0])
+                op = self.pick(["=", "+=", "="])
+                return self.statements(self.rng.randrange(0, 2)) + \
+                    [f"{name}[{i}] {op} {self.expr(body_shape)}"]
+            lines += self.block(body)
+        else:
+            for _ in range(self.rng.randrange(1, 3)):
+                if shape == VEC:
+                    target, s = self.pick([(f"[{self.index(3)}]", SCALAR), ("[1:]", VEC2),
+                                           ("[[0, 2]]", VEC2)])
+                else:
+                    target, s = self.pick([(f"[{self.index(2)}, {self.index(3)}]", SCALAR),
+                                           (f"[{self.index(2)}]", VEC), ("[:, 1]", VEC2)])
+                lines.append(f"{name}{target} {self.pick(['=', '+='])} {self.expr(s)}")
+        self.vars[name].frozen = False
+        return lines
+
+    def stmt_if(self):
+        lines = [f"if {self.condition()}:"]
+        lines += self.block(lambda: self.statements(self.rng.randrange(1, 3)))
+        if self.chance(0.3):
+            lines.append(f"elif {self.condition()}:")
+            lines += self.block(lambda: self.statements(self.rng.randrange(1, 3)))
+        if self.chance(0.6):
+            lines.append("else:")
+            lines += self.block(lambda: self.statements(self.rng.randrange(1, 3)))
+        return lines
+
+    def loop_body(self, extra=None):
+        def make():
+            was, self.in_loop = self.in_loop, True
+            try:
+                if extra:
+                    extra()
+                return self.statements(self.rng.randrange(1, 4))
+            finally:
+                self.in_loop = was
+        return self.block(make)
+
+    def stmt_for(self):
+        kind = self.pick(["range", "range", "list", "enumerate", "rows", "zip"])
+        if kind == "range" or (kind in ("list", "enumerate") and not self.of_kind("list")):
+            i, n = self.fresh("i"), self.rng.randrange(1, 5)
+            head = f"for {i} in range({n}):"
+            return [head] + self.loop_body(lambda: self.vars.__setitem__(
+                i, Var(i, "index", bound=n)))
+        if kind in ("list", "enumerate"):
+            lst, t, i = self.pick(self.of_kind("list")), self.fresh("t"), self.fresh("i")
+            head = f"for {t} in {lst.name}:" if kind == "list" else \
+                f"for {i}, {t} in enumerate({lst.name}):"
+            return [head] + self.loop_body(lambda: self.vars.__setitem__(
+                t, Var(t, "array", lst.shape, frozen=True)))
+        if kind == "rows":
+            row, m = self.fresh("row"), self.leaf(MAT)
+            return [f"for {row} in {m}:"] + self.loop_body(lambda: self.vars.__setitem__(
+                row, Var(row, "array", VEC, frozen=True)))
+        a, b = self.fresh("a"), self.fresh("b")
+        head = f"for {a}, {b} in zip({self.leaf(VEC)}, {self.leaf(VEC)}):"
+
+        def names():
+            self.vars[a] = Var(a, "array", SCALAR, frozen=True)
+            self.vars[b] = Var(b, "array", SCALAR, frozen=True)
+        return [head] + self.loop_body(names)
+
+    def stmt_while(self):
+        k, bound = self.fresh("k"), self.rng.randrange(1, 5)
+        lines = [f"{k} = 0"]
+        if self.chance(0.5):
+            lines.append(f"while {k} < {bound} and {self.condition()}:")
+            lines += self.loop_body(lambda: None)
+            lines.insert(2, f"    {k} += 1")
+        else:  # the exit test first: a `continue` in the body must not skip it
+            lines += ["while True:", f"    {k} += 1",
+                      f"    if {k} > {bound} or {self.condition()}:", "        break"]
+            lines += self.loop_body(lambda: None)
+        return lines
+
+    def stmt_exit(self):
+        word = self.pick(["break", "continue"])
+        return [f"if {self.condition()}:", f"    {word}"]
+
+    def stmt_early_return(self):
+        return [f"if {self.condition()}:", f"    return {self.expr(self.out_shape)}"]
+
+    def stmt_list(self):
+        targets = self.of_kind("list")
+        if targets and self.chance(0.5):
+            lst = self.pick(targets)
+            if self.chance(0.7):
+                return [f"{lst.name}.append({self.expr(lst.shape)})"]
+            name = self.fresh()
+            self.new_array(name, lst.shape)
+            return [f"{name} = sum({lst.name})" if self.chance(0.5) else
+                    f"{name} = np.sum(np.stack({lst.name}), axis=0)"]
+        if targets and self.chance(0.6):  # a comprehension over a list
+            lst, name = self.pick(targets), self.fresh("lst")
+            saved = self.vars
+            self.vars = dict(saved, t=Var("t", "array", lst.shape, frozen=True))
+            try:
+                item = self.expr(lst.shape, 1)
+            finally:
+                self.vars = saved
+            self.vars[name] = Var(name, "list", lst.shape)
+            return [f"{name} = [{item} for t in {lst.name}]"]
+        shape, name = self.pick(SHAPES), self.fresh("lst")
+        items = [self.expr(shape, 1) for _ in range(self.rng.randrange(1, 4))]
+        self.vars[name] = Var(name, "list", shape)
+        return [f"{name} = [{', '.join(items)}]"]
+
+    def stmt_tuple(self):
+        shapes = [self.pick(SHAPES) for _ in range(2)]
+        items = [self.expr(s, 1) for s in shapes]
+        if self.chance(0.5):
+            name = self.fresh("t")
+            self.vars[name] = Var(name, "tuple", parts=tuple(shapes))
+            return [f"{name} = ({', '.join(items)})"]
+        names = [self.fresh(), self.fresh()]
+        for n, s in zip(names, shapes):
+            self.new_array(n, s)
+        if self.chance(0.3) and shapes[0] == shapes[1]:
+            return [f"{names[0]}, {names[1]} = {', '.join(items)}",
+                    f"{names[0]}, {names[1]} = {names[1]}, {names[0]}"]
+        return [f"{', '.join(names)} = {', '.join(items)}"]
+
+    def stmt_dict(self):
+        dicts = self.of_kind("dict")
+        if dicts and self.chance(0.6):
+            d = self.pick(dicts)
+            key, shape = self.pick(d.parts)
+            return [f"{d.name}[{key!r}] {self.pick(['=', '+='])} {self.expr(shape)}"]
+        name = self.fresh("d")
+        parts = tuple((k, self.pick(SHAPES)) for k in ("a", "b", "c")[:self.rng.randrange(1, 4)])
+        items = ", ".join(f"{k!r}: {self.expr(s, 1)}" for k, s in parts)
+        self.vars[name] = Var(name, "dict", parts=parts)
+        return [f"{name} = {{{items}}}"]
+
+    def stmt_closure(self):
+        """A nested def or lambda reading variables assigned once so far."""
+        name, shape = self.fresh("g"), self.pick(SHAPES)
+        outer = {n: v for n, v in self.vars.items()
+                 if v.kind == "array" and v.assigned == 1 and fits(v.shape, shape)}
+        saved = self.vars
+        self.vars = dict(outer)
+        for v in outer.values():
+            v.frozen = True
+        self.vars["t"] = Var("t", "array", shape, frozen=True)
+        has_default = self.chance(0.3)
+        if has_default:
+            self.vars["k"] = Var("k", "array", SCALAR, frozen=True)
+        params = "t, k=0.5" if has_default else "t"
+        try:
+            if self.chance(0.4):
+                lines = [f"{name} = lambda {params}: {self.expr(shape)}"]
+            else:
+                lines = [f"def {name}({params}):", f"    return {self.expr(shape)}"]
+        finally:
+            self.vars = saved
+        parts = (shape, SCALAR) if has_default else (shape,)
+        self.vars[name] = Var(name, "func", shape, parts=parts)
+        return lines
+
+    def stmt_alias(self):
+        sources = self.arrays()
+        if not sources:
+            return self.stmt_assign()
+        v, name = self.pick(sources), self.fresh()
+        self.new_array(name, v.shape)
+        return [f"{name} = {v.name}"]
+
+    def stmt_try(self):
+        name, shape = self.fresh(), self.pick(SHAPES)
+        body, fallback = self.expr(shape), self.expr(shape)
+        self.new_array(name, shape)
+        return ["try:", f"    {name} = {body}", "except (ValueError, IndexError):",
+                f"    {name} = {fallback}"]
+
+
+class Generator(_Expressions, _Statements):
+    """Writes one random program; ``rng`` decides everything."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        self.counter = 0
+        self.vars: dict[str, Var] = {}
+        self.helpers: list[Helper] = []
+        self.out_shape = SCALAR
+        self.in_loop = False
+        self.in_main = False
+        self.depth = 0
+
+    # names and scope
+    def fresh(self, prefix="v") -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter}"
+
+    def arrays(self, shape=None, writable=False):
+        return [v for v in self.vars.values() if v.kind == "array"
+                and (shape is None or v.shape == shape)
+                and not (writable and v.frozen)]
+
+    def of_kind(self, kind):
+        return [v for v in self.vars.values() if v.kind == kind]
+
+    def block(self, make):
+        """Lines of a nested block; names it creates are not used after it."""
+        saved, self.depth = dict(self.vars), self.depth + 1
+        try:
+            return ["    " + line for line in make()]
+        finally:
+            self.vars, self.depth = saved, self.depth - 1
+
+    def chance(self, p) -> bool:
+        return self.rng.random() < p
+
+    def pick(self, options):
+        return self.rng.choice(options)
+
+    # functions
+    def helper(self, index: int) -> list[str]:
+        """A module-level helper with positional, defaulted and keyword-only parameters."""
+        name = f"h{index}"
+        params = [(p, self.pick(SHAPES)) for p in ("a", "b")[:self.rng.randrange(1, 3)]]
+        defaults = [("c", literal(SCALAR, self.rng))] if self.chance(0.6) else []
+        kwonly = [("scale", literal(SCALAR, self.rng))] if self.chance(0.4) else []
+        shape = self.pick(SHAPES)
+        self.vars = {p: Var(p, "array", s) for p, s in params + [(n, SCALAR) for n, _ in
+                                                                   defaults + kwonly]}
+        self.out_shape, self.in_main, self.in_loop = shape, False, False
+        signature = [p for p, _ in params] + [f"{n}={v}" for n, v in defaults]
+        if kwonly:
+            signature += ["*"] + [f"{n}={v}" for n, v in kwonly]
+        lines = [f"def {name}({', '.join(signature)}):"]
+        body = self.statements(self.rng.randrange(0, 3))
+        body.append(f"return {self.result(shape)}")
+        self.helpers.append(Helper(name, params, defaults, kwonly, shape))
+        return lines + ["    " + line for line in body]
+
+    def recursive_helper(self, index: int) -> list[str]:
+        name, shape = f"h{index}", self.pick([SCALAR, VEC])
+        self.vars = {"a": Var("a", "array", shape), "c": Var("c", "array", SCALAR)}
+        step = self.expr(shape, 1)
+        self.helpers.append(Helper(name, [("a", shape)], [("c", "0.5")], [], shape))
+        return [f"def {name}(a, c=0.5, depth=2):", "    if depth == 0:", "        return a",
+                f"    return {name}({step}, c=c, depth=depth - 1)"]
+
+    def result(self, shape) -> str:
+        """An expression of ``shape`` that reads the latest few variables."""
+        recent = self.arrays()[-3:]
+        terms = [self.convert_name(v, shape) for v in recent if self.chance(0.8)]
+        return " + ".join(terms) if terms else self.expr(shape)
+
+    def convert_name(self, v: Var, shape) -> str:
+        if v.shape == shape:
+            return v.name
+        choices = [t for s, t in CONVERSIONS[shape] if s == v.shape]
+        if not choices:
+            return self.expr(shape, 1)
+        return self.pick(choices).format(e=v.name, i2=self.index(2), i3=self.index(3))
+
+    def program(self) -> Program:
+        lines = ["import math", "", "import numpy as np", "", ""]
+        for k in range(self.rng.choice([0, 1, 1, 2, 2, 3])):
+            lines += (self.recursive_helper(k) if self.chance(0.1) else self.helper(k))
+            lines += ["", ""]
+        names = ["x", "y", "z"][:self.rng.choice([1, 2, 2, 3])]
+        params = [(n, self.rng.choice(PARAM_SHAPES)) for n in names]
+        self.vars = {n: Var(n, "array", s) for n, s in params}
+        self.out_shape = self.pick([SCALAR] * 5 + [VEC, MAT, VEC2])
+        self.in_main, self.in_loop, self.depth = True, False, 0
+        body = self.statements(self.rng.randrange(2, 8))
+        body.append(f"return {self.result(self.out_shape)}")
+        lines += [f"def f({', '.join(names)}):"] + ["    " + line for line in body]
+        loss = "f"
+        if self.out_shape != SCALAR:
+            loss = "f_loss"
+            args = ", ".join(names)
+            lines += ["", "", f"def f_loss({args}):", f"    return np.sum(np.sin(f({args})))"]
+        return Program("\n".join(lines) + "\n", params, self.out_shape, loss)
+
+
+# -- margins: the plain program instrumented to record how close each decision came ----------
+class _Instrument(ast.NodeTransformer):
+    """Wraps comparisons and kinked calls so that running the module records margins."""
+
+    KINKED = {"abs", "max", "min", "maximum", "minimum", "clip", "norm"}
+
+    def visit_Compare(self, node):
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            node.left = _call("_probe", [node.left, node.comparators[0]])
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        name = getattr(node.func, "attr", getattr(node.func, "id", None))
+        if name in self.KINKED and not node.keywords and len(node.args) in (1, 2, 3):
+            return _call("_kink", [ast.Constant(name), node.func] + node.args)
+        return node
+
+
+def _call(name, args):
+    return ast.Call(func=ast.Name(name, ast.Load()), args=args, keywords=[])
+
+
+class Margins:
+    """The smallest distance of any data decision from flipping, over one plain run."""
+
+    def __init__(self):
+        self.smallest = np.inf
+
+    def note(self, distance):
+        distance = np.asarray(distance, dtype=float)
+        if distance.size:
+            self.smallest = min(self.smallest, float(np.min(np.abs(distance))))
+
+    def probe(self, value, threshold):
+        if _is_float(value) and not isinstance(threshold, str):
+            self.note(np.asarray(value, float) - np.asarray(threshold, float))
+        return value
+
+    def kink(self, name, fn, *args):
+        if any(_is_float(a) for a in args):
+            if name == "abs":
+                self.note(args[0])
+            elif name == "norm" and len(args) == 1:  # not differentiable at 0
+                self.note(np.linalg.norm(args[0]))
+            elif name in ("max", "min", "maximum", "minimum") and len(args) == 2:
+                self.note(np.asarray(args[0], float) - np.asarray(args[1], float))
+            elif name == "clip":
+                self.note(np.asarray(args[0], float) - args[1])
+                self.note(np.asarray(args[0], float) - args[2])
+        return fn(*args)
+
+
+def _is_float(x) -> bool:
+    return isinstance(x, (float, np.floating)) or (isinstance(x, np.ndarray)
+                                                   and x.dtype.kind == "f")
+
+
+def smallest_margin(source: str, args) -> float:
+    tree = _Instrument().visit(ast.parse(source))
+    ast.fix_missing_locations(tree)
+    margins = Margins()
+    namespace = {"_probe": margins.probe, "_kink": margins.kink, "__name__": "fuzz_probe"}
+    exec(compile(tree, "<fuzz probe>", "exec"), namespace)
+    with np.errstate(all="ignore"):
+        namespace["f"](*copies(args))
+    return margins.smallest
+
+
+# -- running programs ---------------------------------------------------------------------------
+def copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def load(source: str, directory: str, name: str):
+    """Import ``source`` as a module backed by a real file, so srcgrad can read it."""
+    path = os.path.join(directory, name + ".py")
+    with open(path, "w") as handle:
+        handle.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_plain(fn, args):
+    """``fn(*args)`` without srcgrad, on copies (programs may update arrays in place)."""
+    with np.errstate(all="ignore"):
+        out = fn(*copies(args))
+    if not np.all(np.isfinite(out)):
+        raise Unusable("non-finite value near the test point")
+    return out
+
+
+def random_like(shape, rng):
+    return float(rng.standard_normal()) if shape == SCALAR else rng.standard_normal(shape)
+
+
+def combine(xs, vs, eps):
+    return [x + eps * v for x, v in zip(xs, vs)]
+
+
+def vdot(a, b) -> float:
+    return float(np.sum(np.asarray(a, float) * np.asarray(b, float)))
+
+
+def as_tuple(g, n):
+    """srcgrad's per-argument results as a tuple (hvp of one argument returns it bare)."""
+    return (g,) if n == 1 and not isinstance(g, tuple) else tuple(g)
+
+
+class Mismatch(Exception):
+    """srcgrad's number differs from finite differences."""
+
+
+class Unusable(Exception):
+    """The plain program is not a fair test case (raises, non-finite, not smooth)."""
+
+
+class Timeout(BaseException):
+    """srcgrad took longer than TIMEOUT (BaseException: no handler in srcgrad catches it)."""
+
+
+def close(ad, fd, what):
+    ad_arr, fd_arr = np.asarray(ad, dtype=float), np.asarray(fd, dtype=float)
+    if ad_arr.shape != fd_arr.shape:
+        raise Mismatch(f"{what}: shape {ad_arr.shape}, expected {fd_arr.shape}")
+    scale = max(1.0, float(np.max(np.abs(fd_arr), initial=0)),
+                float(np.max(np.abs(ad_arr), initial=0)))
+    if not np.all(np.isfinite(ad_arr)) or np.max(np.abs(ad_arr - fd_arr), initial=0) > \
+            RTOL * scale:
+        raise Mismatch(f"{what}: srcgrad {_short(ad_arr)}, finite differences {_short(fd_arr)}")
+
+
+def _short(a) -> str:
+    return np.array2string(np.asarray(a), precision=8, separator=", ").replace("\n", "")
+
+
+@dataclass
+class Case:
+    """A program ready to check: module, inputs, directions."""
+
+    program: Program
+    f: object
+    loss: object
+    args: list
+    direction: list
+    cotangent: object
+    value: object
+
+
+class Checks:
+    """Finite-difference checks of one case; each raises Mismatch or lets srcgrad's error out."""
+
+    def __init__(self, case: Case):
+        self.case = case
+
+    def directional(self, fn):
+        """Central difference of ``fn`` along the case's direction."""
+        c = self.case
+        plus = run_plain(fn, combine(c.args, c.direction, EPS))
+        minus = run_plain(fn, combine(c.args, c.direction, -EPS))
+        return (np.asarray(plus, float) - np.asarray(minus, float)) / (2 * EPS)
+
+    def grad(self, srcgrad):
+        c = self.case
+        n = len(c.args)
+        g = as_tuple(srcgrad.grad(c.loss, wrt=tuple(range(n)))(*copies(c.args)), n)
+        predicted = sum(vdot(gi, vi) for gi, vi in zip(g, c.direction))
+        self.shapes(g, "grad")
+        close(predicted, self.directional(c.loss), "grad <g, v>")
+
+    def vjp(self, srcgrad):
+        c = self.case
+        value, pullback = srcgrad.vjp(c.f, *copies(c.args))
+        close(value, c.value, "vjp value")
+        g = pullback(c.cotangent)
+        self.shapes(g, "vjp")
+        predicted = sum(vdot(gi, vi) for gi, vi in zip(g, c.direction))
+        close(predicted, vdot(c.cotangent, self.directional(c.f)), "vjp <J^T u, v>")
+
+    def jvp(self, srcgrad):
+        c = self.case
+        value, tangent = srcgrad.jvp(c.f, tuple(copies(c.args)), tuple(c.direction))
+        close(value, c.value, "jvp value")
+        close(tangent, self.directional(c.f), "jvp J v")
+
+    def hvp(self, srcgrad):
+        c = self.case
+        n = len(c.args)
+        product = as_tuple(srcgrad.hvp(c.loss, tuple(copies(c.args)), tuple(c.direction)), n)
+        grad = srcgrad.grad(c.loss, wrt=tuple(range(n)))
+        plus = as_tuple(grad(*combine(c.args, c.direction, EPS)), n)
+        minus = as_tuple(grad(*combine(c.args, c.direction, -EPS)), n)
+        for k, (h, p, m) in enumerate(zip(product, plus, minus)):
+            fd = (np.asarray(p, float) - np.asarray(m, float)) / (2 * EPS)
+            close(h, fd, f"hvp H v [{c.program.params[k][0]}]")
+
+    def shapes(self, grads, what):
+        for (name, shape), g in zip(self.case.program.params, grads):
+            if np.shape(g) != shape:
+                raise Mismatch(f"{what}: gradient of {name} has shape {np.shape(g)}, "
+                               f"expected {shape}")
+
+    def smooth(self):
+        """Refuse a test point where one-sided differences disagree: a kink or a jump."""
+        c = self.case
+        at = np.asarray(run_plain(c.loss, c.args), float)
+        ahead = (np.asarray(run_plain(c.loss, combine(c.args, c.direction, EPS)), float) - at)
+        behind = at - np.asarray(run_plain(c.loss, combine(c.args, c.direction, -EPS)), float)
+        if abs(ahead - behind) / EPS > 1e-3 * max(1.0, abs(ahead) / EPS):
+            raise Unusable("one-sided differences disagree: not smooth at the test point")
+
+
+CHECKS = ("grad", "vjp", "jvp", "hvp")
+
+
+# -- one program --------------------------------------------------------------------------------
+@dataclass
+class Result:
+    index: int
+    kind: str                        # correct | refused | wrong | internal | skipped
+    source: str = ""
+    outcomes: dict = field(default_factory=dict)   # check -> (kind, detail)
+    attempts: int = 1
+    args: list = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)   # check -> CPU seconds
+
+    def failures(self):
+        return {k: v for k, v in self.outcomes.items() if v[0] in ("wrong", "internal")}
+
+
+def make_case(seed: int, index: int, directory: str):
+    """Generate program ``index`` of ``seed``, regenerating until it is a fair test case."""
+    for attempt in range(MAX_ATTEMPTS):
+        rng = random.Random(f"{seed}:{index}:{attempt}")
+        program = Generator(rng).program()
+        data = np.random.default_rng([seed, index, attempt])
+        args = [random_like(s, data) for _, s in program.params]
+        try:
+            case = prepare(program, args, data, directory, f"fz_s{seed}_{index}_{attempt}")
+        except Unusable:
+            continue
+        return case, attempt + 1
+    return None, MAX_ATTEMPTS
+
+
+def prepare(program, args, data, directory, name) -> Case:
+    """The case of ``program`` at ``args``; Unusable when it is not a fair test."""
+    try:
+        with time_limit(PLAIN_TIMEOUT), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return _prepare(program, args, data, directory, name)
+    except Unusable:
+        raise
+    except (Exception, Timeout) as e:  # the plain program raises or hangs: not a test case
+        raise Unusable(f"{type(e).__name__}: {e}") from None
+
+
+def _prepare(program, args, data, directory, name) -> Case:
+    compile(program.source, name, "exec")
+    if smallest_margin(program.source, args) < MARGIN:
+        raise Unusable("a data decision is within MARGIN of flipping")
+    module = load(program.source, directory, name)
+    value = run_plain(module.f, args)
+    if np.max(np.abs(value)) > MAX_VALUE:
+        raise Unusable("value too large for finite differences")
+    direction = [random_like(s, data) for _, s in program.params]
+    cotangent = random_like(np.shape(value), data)
+    case = Case(program, module.f, getattr(module, program.loss), args, direction, cotangent,
+                value)
+    Checks(case).smooth()
+    return case
+
+
+def classify(exc: BaseException):
+    import srcgrad
+    if isinstance(exc, Mismatch):
+        return "wrong", str(exc)
+    if isinstance(exc, Timeout):
+        return "internal", f"timed out after {TIMEOUT:.0f} s"
+    if isinstance(exc, srcgrad.InternalError) or not isinstance(exc, srcgrad.SrcgradError):
+        return "internal", f"{type(exc).__name__}: {exc}"
+    return "refused", f"{type(exc).__name__}: {exc}"
+
+
+def _alarm(signum, frame):
+    raise Timeout()
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float):
+    """Raise Timeout in the block after ``seconds`` (SIGALRM: main thread, Unix)."""
+    previous = signal.signal(signal.SIGALRM, _alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def run_check(checks: Checks, name: str):
+    import srcgrad
+    try:
+        with time_limit(TIMEOUT), warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            getattr(checks, name)(srcgrad)
+        return "correct", ""
+    except Unusable as e:
+        return "skipped", str(e)
+    except (Exception, Timeout) as e:
+        return classify(e)
+
+
+def run_program(seed: int, index: int, directory: str, checks=CHECKS) -> Result:
+    case, attempts = make_case(seed, index, directory)
+    if case is None:
+        return Result(index, "skipped", attempts=attempts)
+    result = Result(index, "correct", case.program.source, attempts=attempts, args=case.args)
+    for name in checks:
+        began = time.process_time()
+        result.outcomes[name] = run_check(Checks(case), name)
+        result.seconds[name] = time.process_time() - began
+    kinds = {kind for kind, _ in result.outcomes.values()}
+    for kind in ("internal", "wrong", "refused", "skipped"):
+        if kind in kinds:
+            result.kind = kind
+            break
+    return result
+
+
+# -- a campaign --------------------------------------------------------------------------------
+def refusal_reason(detail: str) -> str:
+    """A refusal message without its location and generated names: the construct refused."""
+    text = detail.split(": ", 1)[-1]
+    text = re.sub(r"^\d+ unsupported constructs:\s*", "", text)
+    text = re.sub(r"(^|\s)(at )?\S*\.py:\d+(: )?", " ", text).strip()
+    text = re.sub(r" ?\(in \w+\(\)\)", "", text)
+    text = re.sub(r"(?<!pass )'[A-Za-z_]\w*'", "'<name>'", text)
+    text = re.sub(r"\d+(\.\d+)?", "N", text)
+    return text.split(". ")[0].split("\n")[0][:160]
+
+
+@dataclass
+class Summary:
+    seed: int
+    results: list = field(default_factory=list)
+    seconds: float = 0.0
+
+    def count(self, kind):
+        return sum(r.kind == kind for r in self.results)
+
+    def failures(self):
+        return [r for r in self.results if r.kind in ("wrong", "internal")]
+
+    def refusals(self):
+        reasons = collections.Counter()
+        for r in self.results:
+            if r.kind == "refused":
+                details = {refusal_reason(d) for k, d in r.outcomes.values() if k == "refused"}
+                reasons.update(details)
+        return reasons
+
+    def failure_messages(self):
+        """Failing programs grouped by their first failure, locations and names left out."""
+        messages = collections.Counter()
+        for r in self.failures():
+            check, (kind, detail) = next(iter(r.failures().items()))
+            if kind == "wrong":
+                detail = detail.split(":")[0]  # what differed, not the numbers
+            else:
+                detail = detail.split(":")[0] + ": " + refusal_reason(detail)
+            messages[f"{kind} in {check}: {detail}"] += 1
+        return messages
+
+    def report(self, top=12) -> str:
+        tested = len(self.results) - self.count("skipped")
+        lines = [f"seed {self.seed}: {len(self.results)} programs in {self.seconds:.0f} s"]
+        for kind in ("correct", "refused", "wrong", "internal", "skipped"):
+            lines.append(f"  {kind:9s} {self.count(kind)}")
+        rate = self.count("refused") / tested if tested else 0.0
+        lines.append(f"  refusal rate {rate:.1%} of {tested} tested programs")
+        for name in CHECKS:
+            kinds = collections.Counter(r.outcomes[name][0] for r in self.results
+                                        if name in r.outcomes)
+            cpu = sum(r.seconds.get(name, 0.0) for r in self.results)
+            lines.append(f"  {name:5s} " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+                         + f" ({cpu:.0f} s CPU)")
+        regenerated = sum(r.attempts - 1 for r in self.results)
+        lines.append(f"  regenerated {regenerated} times (plain failure, margin, size, kink)")
+        lines.append("most common refusals (programs):")
+        for reason, n in self.refusals().most_common(top):
+            lines.append(f"  {n:5d}  {reason}")
+        lines.append("wrong/internal programs by message:")
+        for message, n in self.failure_messages().most_common():
+            lines.append(f"  {n:5d}  {message}")
+        for r in self.failures():
+            lines.append(f"{r.kind}: program {r.index}")
+            for check, (kind, detail) in r.failures().items():
+                lines.append(f"  {check}: {detail[:300]}")
+        return "\n".join(lines)
+
+
+def describe(result: Result, seed: int) -> str:
+    """A failing program as a reproducible Python file."""
+    header = [f"# fuzzer seed {seed} program {result.index}: {result.kind}",
+              f"# reproduce: python tests/fuzzer.py --seed {seed} --show {result.index}"]
+    for check, (kind, detail) in result.outcomes.items():
+        header.append(f"# {check}: {kind} {detail[:400]}".replace("\n", " "))
+    header.append("# args: " + repr(result.args).replace("\n", " "))
+    return "\n".join(header) + "\n\n" + result.source
+
+
+_WORKER: dict = {}
+
+
+def _start_worker(seed: int, directory: str) -> None:
+    _WORKER.update(seed=seed, directory=directory)
+
+
+def _run_in_worker(index: int) -> Result:
+    return run_program(_WORKER["seed"], index, _WORKER["directory"])
+
+
+def results(programs: int, seed: int, start: int, directory: str, jobs: int):
+    """Results of programs ``start ...``, in order, computed by ``jobs`` processes."""
+    indices = range(start, start + programs)
+    if jobs <= 1:
+        for index in indices:
+            yield run_program(seed, index, directory)
+        return
+    import multiprocessing
+    context = multiprocessing.get_context("fork")
+    with context.Pool(jobs, _start_worker, (seed, directory)) as pool:
+        yield from pool.imap(_run_in_worker, indices, chunksize=4)
+
+
+def fuzz(programs: int, seed: int = 0, start: int = 0, out: str | None = None,
+         progress=None, jobs: int = 1, log: str | None = None) -> Summary:
+    """Generate and check ``programs`` programs (indices ``start`` ...) of ``seed``."""
+    summary, began = Summary(seed), time.time()
+    with tempfile.TemporaryDirectory(prefix="srcgrad_fuzz_") as directory:
+        for result in results(programs, seed, start, directory, jobs):
+            summary.results.append(result)
+            if out and result.kind in ("wrong", "internal"):
+                os.makedirs(out, exist_ok=True)
+                name = f"{result.kind}_s{seed}_{result.index}.py"
+                with open(os.path.join(out, name), "w") as handle:
+                    handle.write(describe(result, seed))
+            if log:
+                with open(log, "a") as handle:
+                    handle.write(json.dumps(as_record(result)) + "\n")
+            if progress:
+                progress(summary, result)
+    summary.seconds = time.time() - began
+    return summary
+
+
+def as_record(result: Result) -> dict:
+    """A result as JSON (failing programs keep their source)."""
+    record = {"index": result.index, "kind": result.kind, "attempts": result.attempts,
+              "outcomes": result.outcomes, "seconds": result.seconds}
+    if result.kind in ("wrong", "internal"):
+        record["source"] = result.source
+    return record
+
+
+def from_logs(paths, seed: int) -> Summary:
+    """The summary of results logged by --log (several runs' logs may be merged)."""
+    summary = Summary(seed)
+    for path in paths:
+        with open(path) as handle:
+            for line in handle:
+                record = json.loads(line)
+                summary.results.append(Result(
+                    record["index"], record["kind"], record.get("source", ""),
+                    {k: tuple(v) for k, v in record["outcomes"].items()},
+                    record["attempts"], seconds=record["seconds"]))
+    summary.results.sort(key=lambda r: r.index)
+    return summary
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--programs", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--start", type=int, default=0, help="index of the first program")
+    parser.add_argument("--jobs", type=int, default=1, help="worker processes")
+    parser.add_argument("--out", help="directory for wrong/internal programs")
+    parser.add_argument("--log", help="append one JSON line per program to this file")
+    parser.add_argument("--summarize", nargs="+", metavar="LOG",
+                        help="print the summary of logged runs instead of running")
+    parser.add_argument("--show", type=int, help="print one program and its outcome")
+    parser.add_argument("--every", type=int, default=500, help="progress line interval")
+    opts = parser.parse_args(argv)
+    if opts.summarize:
+        print(from_logs(opts.summarize, opts.seed).report())
+        return 0
+    if opts.show is not None:
+        with tempfile.TemporaryDirectory(prefix="srcgrad_fuzz_") as directory:
+            result = run_program(opts.seed, opts.show, directory)
+        print(describe(result, opts.seed))
+        return 0
+
+    def progress(summary, result):
+        n = len(summary.results)
+        if result.kind in ("wrong", "internal"):
+            print(f"[{n}] program {result.index}: {result.kind}", flush=True)
+        if n % opts.every == 0:
+            counts = collections.Counter(r.kind for r in summary.results)
+            print(f"[{n}] {dict(sorted(counts.items()))}", flush=True)
+
+    summary = fuzz(opts.programs, opts.seed, opts.start, opts.out, progress, opts.jobs,
+                   opts.log)
+    print(summary.report())
+    return 1 if summary.failures() else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,453 @@
+"""Wrong gradients and internal errors found by the random-program fuzzer (tests/fuzzer.py),
+each minimized by hand to a few lines.
+
+Each test says which fuzzer program (seed, index) first showed it and, in a comment, the
+cause found in srcgrad at commit 5ab7597. A case that fails when added is marked
+``pytest.mark.xfail(strict=True, reason=<the cause>)`` until its fix lands. Cases where
+numpy would change an array through another name accept a refusal (SrcgradError) as well
+as the right value and gradient, never the value of a copy.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad
+from fdcheck import check_grad
+
+X3 = np.array([0.3, -0.5, 0.8])
+
+
+# == self-assignment `x = x` ==================================================================
+
+def self_assign_param(x):
+    x = x
+    return np.sum(x)
+
+
+def self_assign_local(x):
+    y = x * 2.0
+    y = y
+    return np.sum(y * y)
+
+
+def self_assign_in_loop(x, s):
+    z = s
+    for i in range(3):
+        z = z
+    return z * np.sum(x)
+
+
+# Cause (at 5ab7597): reverse.py contributions(): the adjoint of `v = v` accumulates bv into
+# itself (doubling it) and then marks bv zero, so nothing reaches earlier definitions
+@pytest.mark.parametrize("fn, args, wrt", [
+    (self_assign_param, (X3,), (0,)), (self_assign_local, (X3,), (0,)),
+    (self_assign_in_loop, (X3, 0.7), (0, 1))],
+    ids=["param", "local", "loop"])
+def test_self_assignment_keeps_the_gradient(fn, args, wrt):
+    """fuzzer seed 0 programs 5, 8, 27, 49, 50, 59: grad was 0 (or doubled) after `x = x`."""
+    check_grad(fn, args, wrt=wrt)
+
+
+# == an inactive assignment to a name later assigned a differentiable value ====================
+
+def inactive_then_active(y):
+    v = np.sin(np.cos(1.0))      # not differentiable, but not a single operation either
+    v = y * 2.0
+    return v
+
+
+def early_return_of_a_constant_expression(x):
+    if x > 0.5:
+        return np.sin(np.cos(1.0))   # lowered to `_retval1 = ...`, another assignment
+    return x * 2.0
+
+
+# Cause (at 5ab7597): anf normalizes only active statements, while reverse.backward_assign
+# treats every assignment to an active name as active: _check_normalized raises InternalError
+@pytest.mark.parametrize("fn, x, expected", [
+    (inactive_then_active, 1.5, 2.0), (early_return_of_a_constant_expression, 0.2, 2.0),
+    (early_return_of_a_constant_expression, 0.7, 0.0)],
+    ids=["reassigned", "early-return-not-taken", "early-return-taken"])
+def test_inactive_nested_assignment_to_an_active_name(fn, x, expected):
+    """fuzzer seed 0 programs 43, 51, 57, 65, 67, 84, 115 (the most frequent failure, about 4%
+    of programs): InternalError 'an operand is not a name or a constant'."""
+    assert srcgrad.grad(fn)(x) == pytest.approx(expected)
+
+
+# == an in-place update of an array after a view of it was taken ==============================
+
+def base_updated_after_slice(x):
+    y = x * 1.0
+    v = y[:1]                    # a view of y
+    y -= 0.5 * y                 # numpy: v changes too
+    return np.sum(v)
+
+
+def base_element_store_after_slice(x):
+    y = x * 1.0
+    v = y[:2]
+    y[0] = x[1] * 3.0
+    return np.sum(v)
+
+
+def base_updated_after_reshape(x):
+    y = x * 1.0
+    v = y.reshape(3, 1)
+    y += x
+    return np.sum(v * v)
+
+
+def base_updated_after_row(m):
+    y = m * 1.0
+    r = y[0]
+    y *= 2.0
+    return np.sum(r)
+
+
+M23 = np.array([[0.3, -0.5, 0.8], [0.1, 0.7, -0.2]])
+
+
+# Cause (at 5ab7597): desugar.py tracks names that may *be* views (self.views: targets of `v =
+# y[:1]`) but not the arrays they view: an update of `y` in place is taken as a copy, so the
+# value and gradient of `v` are the old ones
+@pytest.mark.parametrize("fn, args", [
+    (base_updated_after_slice, (X3,)), (base_element_store_after_slice, (X3,)),
+    (base_updated_after_reshape, (X3,)), (base_updated_after_row, (M23,))],
+    ids=["augassign-slice", "setitem-slice", "augassign-reshape", "augassign-row"])
+def test_update_of_an_array_seen_through_a_view(fn, args):
+    """fuzzer seed 1 program 56: vjp's value differed from the plain call (2.94 vs 0.30).
+    Either the right value and gradient, or a refusal; never the value of a copy."""
+    try:
+        value, _ = srcgrad.vjp(fn, args[0].copy())
+    except srcgrad.SrcgradError:
+        return
+    assert value == pytest.approx(fn(args[0].copy()))
+    check_grad(fn, args)
+
+
+# == names that share data, not seen as such ===================================================
+
+def alias_by_unpacking(x):
+    y = x * 1.0
+    a, b = y, 2.0                # a is y
+    y -= 0.5 * y                 # numpy: a changes too
+    return np.sum(a) * b
+
+
+# Cause (at 5ab7597): desugar.py _Desugar.__init__ records aliases made by `a = b` and `a = b =
+# e` only; `a, b = y, e` makes `a` another name of `y` too
+def test_alias_made_by_tuple_unpacking():
+    """fuzzer seed 1 program 105: vjp's value -0.53 against -2.83 for the plain call."""
+    try:
+        value, _ = srcgrad.vjp(alias_by_unpacking, X3.copy())
+    except srcgrad.SrcgradError:
+        return
+    assert value == pytest.approx(alias_by_unpacking(X3.copy()))
+    check_grad(alias_by_unpacking, (X3,))
+
+
+def _add_in_place(a):
+    a += 1.0                     # updates the caller's array
+    return 0.0
+
+
+def _double_in_place(a):
+    a *= 2.0
+    return np.sum(a)
+
+
+def _store_in_place(a):
+    a[0] = 5.0
+
+
+def callee_augassign(x):
+    y = np.sin(x)
+    z = _add_in_place(y)
+    return np.sum(y * y) + z
+
+
+def callee_augassign_used(x):
+    y = x * 1.0
+    z = _double_in_place(y)
+    return z + np.sum(y)
+
+
+def callee_element_store(x):
+    y = x * 1.0
+    _store_in_place(y)
+    return np.sum(y * x)
+
+
+# Cause (at 5ab7597): an in-place update of a parameter inside a called function changes the
+# caller's array, but each function is transformed as if its parameters were its own:
+# desugar.py's aliased/views sets do not include parameters
+@pytest.mark.parametrize("fn", [callee_augassign, callee_augassign_used, callee_element_store],
+                         ids=["augassign", "augassign-used", "element-store"])
+def test_callee_updating_its_argument_in_place(fn):
+    """fuzzer seed 1 program 170 (h1 did `a += ...` on the caller's array): grad 0.111 against
+    finite differences -0.0007. Either the right value and gradient, or a refusal."""
+    try:
+        value, _ = srcgrad.vjp(fn, X3.copy())
+    except srcgrad.SrcgradError:
+        return
+    assert value == pytest.approx(fn(X3.copy()))
+    check_grad(fn, (X3,))
+
+
+# == a for loop over an array that its body rebinds ============================================
+
+def loop_over_rebound_array(x):
+    s = 0.0
+    for a in x:                  # iterates the x of the loop's start
+        s = s + a
+        x = x * 2.0
+    return s
+
+
+def zip_over_rebound_array(x):
+    s = 0.0
+    for a, b in zip(x, x):
+        s = s + a * b
+        x = x * 2.0
+    return s
+
+
+# Cause (at 5ab7597): desugar.py index_loop() turns `for a in x` into `for _i in range(len(x)):
+# a = x[_i]` reading x itself unless the loop *target* rebinds it; a rebinding in the *body*
+# makes later iterations read the new x
+@pytest.mark.parametrize("fn", [loop_over_rebound_array, zip_over_rebound_array],
+                         ids=["for", "zip"])
+def test_loop_over_an_array_the_body_rebinds(fn):
+    """fuzzer seed 1 program 289: vjp's value -0.82 against -0.077 for the plain call."""
+    value, _ = srcgrad.vjp(fn, X3.copy())
+    assert value == pytest.approx(fn(X3.copy()))
+    check_grad(fn, (X3,))
+
+
+def loop_over_array_updated_in_place(x):
+    y = x * 1.0
+    s = 0.0
+    for a in y:                  # numpy: later iterations read the doubled elements
+        s = s + a
+        y *= 2.0
+    return s
+
+
+def zip_over_array_updated_in_place(x):
+    y = x * 1.0
+    s = 0.0
+    for a, b in zip(y, y):
+        s = s + a * b
+        y *= a
+    return s
+
+
+def rows_of_array_updated_in_place(m):
+    y = m * 1.0
+    for row in y:                # the second row is read after the first update
+        y *= -row
+    return np.sum(y)
+
+
+# Cause (fixed since): regression in the working tree (after 5ab7597, which got it right): desugar.py
+# index_loop() now reads a sequence the body writes once, into a temporary `_t = y` that is
+# the same array; the functional rewrite of `y *= 2.0` (y = y * 2.0) then leaves _t with the
+# old values, where numpy's loop sees the updated ones
+@pytest.mark.parametrize("fn, x", [(loop_over_array_updated_in_place, X3),
+                                   (zip_over_array_updated_in_place, X3),
+                                   (rows_of_array_updated_in_place, M23)],
+                         ids=["for", "zip", "rows"])
+def test_loop_over_an_array_the_body_updates_in_place(fn, x):
+    """fuzzer seed 0 programs 117, 556, 1286 and 1349, run on the working tree with the fixes
+    above: vjp's value 0.077 against 0.380 for the plain call (117), gradients off by 2e-4
+    (1286, 1349). The right value and gradient, or a refusal."""
+    try:
+        value, _ = srcgrad.vjp(fn, x.copy())
+    except srcgrad.SrcgradError:
+        return
+    assert value == pytest.approx(fn(x.copy()))
+    check_grad(fn, (x,))
+
+
+# == runtime-zero adjoints reaching rules that need arrays =====================================
+
+def unused_stack_in_tuple(x):
+    s = np.stack([x, x])
+    t = (x * 2.0, s)             # t[1] is never read: its adjoint is the lazy zero
+    return np.sum(t[0])
+
+
+def unused_broadcast_in_tuple(y):
+    c = y[None, :]
+    t = (y * np.ones((2, 1)), c)  # t[0] is never read
+    return np.sum(t[1])
+
+
+def unused_ravel_in_list(x):
+    v = x[0] * np.ones((2, 1))
+    items = [v.ravel(), v[:, 0] * 2.0]   # items[0] is never read
+    return np.sum(items[-1])
+
+
+def unused_array_of_scalars_in_list(x):
+    items = [x * 2.0]
+    items.append(np.array([x[0], x[1] ** 2]))   # never read
+    return np.sum(items[0])
+
+
+def unused_matmul_in_dict(x):
+    d = {"a": x[:2] @ np.stack([x, x]), "b": x * 2.0}   # d["a"] is never read
+    return np.sum(d["b"])
+
+
+def overwritten_vstack_from_unpacking(x):
+    v2, v3 = np.vstack([x, -x]), x * 2.0
+    v2 = x * 3.0                 # the first v2 is never read
+    return np.sum(v2) + np.sum(v3)
+
+
+# Cause (at 5ab7597): the adjoint of a container element nobody reads is the run-time zero 0.0
+# (_rt.part), and reverse.py runs the element's rules on it unguarded (they expect a cotangent
+# of the element's shape): stack's vjp (rules/numpy_shape.py unstack) does axis % np.ndim(0.0)
+# -> ZeroDivisionError; vstack's and np.array's vjps subscript it -> TypeError; ravel's
+# reshapes it -> ValueError; matmul's -> AxisError; `0.0 * ones((2, 1))` unbroadcast to shape
+# (3,) gives shape (1,) and runtime.add_at fails on it -> ValueError
+@pytest.mark.parametrize("fn", [unused_stack_in_tuple, unused_broadcast_in_tuple,
+                                unused_ravel_in_list, unused_array_of_scalars_in_list,
+                                unused_matmul_in_dict, overwritten_vstack_from_unpacking],
+                         ids=["stack", "broadcast", "ravel", "np.array", "matmul", "vstack"])
+def test_container_element_nobody_reads(fn):
+    """fuzzer seed 1 program 258 (ZeroDivisionError out of grad), seed 0 programs 123
+    (ValueError: non-broadcastable output operand), 399 and 846 (TypeError: 'float' object
+    is not subscriptable), 1050 (ValueError: cannot reshape array of size 1), 1342, 1984 and
+    2778 (AxisError and IndexError out of matmul's and dot's vjps)."""
+    check_grad(fn, (X3,))
+
+
+# == forward mode: a run-time zero tangent passed to a user function ===========================
+
+def _first(b):
+    return b[0]
+
+
+def maybe_zero_tangent_into_call(x):
+    v = np.zeros(3)
+    if x[0] > 0.0:               # not taken at the test point: v's tangent is the scalar 0.0
+        v = x * 2.0
+    return _first(x[1] + v)      # the tangent of x[1] + v is then a scalar, not shape (3,)
+
+
+# Cause (at 5ab7597): transforms/forward.py: the tangent of `x[1] + v` is `dx[1] + dv` with dv
+# = 0.0 from the branch not taken, a scalar; within a function subscripts of tangents go
+# through _rt.tangent_item, but a call passes it as is and the callee's jvp does `db[0]` ->
+# IndexError: invalid index to scalar variable
+def test_scalar_zero_tangent_passed_to_a_user_function():
+    """fuzzer seed 0 program 510: IndexError out of jvp and hvp (grad and vjp correct)."""
+    x = -np.ones(3)
+    value, tangent = srcgrad.jvp(maybe_zero_tangent_into_call, (x,), (np.array([0.1, 1.0, 0.2]),))
+    assert value == pytest.approx(-1.0)
+    assert tangent == pytest.approx(1.0)
+
+
+# == an array updated in place through a container item ========================================
+
+def dict_item_augassign(x):
+    v = x * 1.0
+    d = {"a": v}
+    d["a"] += x                  # numpy: d["a"] is v, so v changes too
+    return np.sum(v * v)
+
+
+def list_item_augassign(x):
+    v = x * 1.0
+    items = [v]
+    items[0] *= x
+    return np.sum(v)
+
+
+def list_item_element_store(x):
+    v = x * 1.0
+    items = [v, x]
+    items[0][1] = 5.0 * x[0]     # changes v[1]
+    return np.sum(v * x)
+
+
+# Cause (fixed since): desugar.py lowers `d['a'] += e` and `items[0][1] = e` to functional updates of the
+# container (d['a'] = d['a'] + e), but the item is the array another variable names (v),
+# which numpy changes in place: v keeps its old value (at 5ab7597 and faaa8c5 alike).
+# Refuse, or alias-track values put into containers
+@pytest.mark.parametrize("fn", [dict_item_augassign, list_item_augassign,
+                                list_item_element_store],
+                         ids=["dict-augassign", "list-augassign", "list-element-store"])
+def test_update_through_a_container_item(fn):
+    """fuzzer seed 0 program 4777 (run at faaa8c5): vjp's value 0.144 against 10.8 for the
+    plain call. The right value and gradient, or a refusal."""
+    try:
+        value, _ = srcgrad.vjp(fn, X3.copy())
+    except srcgrad.SrcgradError:
+        return
+    assert value == pytest.approx(fn(X3.copy()))
+    check_grad(fn, (X3,))
+
+
+# == a callee in an `if` test changing a differentiable array in place =======================
+
+def _shift_in_place(a):
+    a -= 1.0                     # a is a view of the caller's x: x changes
+    return np.sum(a)
+
+
+def condition_calls_an_updating_callee(x):
+    s = np.sum(x ** 2)           # the backward sweep reads x ...
+    if _shift_in_place(x.reshape(1, 3)) > 100.0:   # ... which this call changes in place
+        return 0.0
+    return s
+
+
+def condition_calls_an_updating_callee_on_a_slice(x):
+    s = np.sum(x ** 2)
+    if _shift_in_place(x[:2]) > 100.0:
+        return 0.0
+    return s
+
+
+# Cause (fixed since): a call in an `if` test runs as plain Python; transforms.check_plain_calls (faaa8c5)
+# refuses a plain call whose callee changes a differentiable argument in place only when the
+# call is a statement or an assignment's value, not in a test, so x changes under the saved
+# reference the backward sweep reads: the gradient is 2 * (x - 1), not 2 * x (wrong at
+# 5ab7597 too)
+@pytest.mark.parametrize("fn", [condition_calls_an_updating_callee,
+                                condition_calls_an_updating_callee_on_a_slice],
+                         ids=["reshape", "slice"])
+def test_callee_in_a_condition_updating_an_argument_in_place(fn):
+    """fuzzer seed 0 program 5302 (run at faaa8c5): grad -2102.5 against finite differences
+    -2843.0, and jvp -2154.7 disagreeing with both. The right gradient, or a refusal."""
+    try:
+        g = srcgrad.grad(fn)(X3.copy())
+    except srcgrad.SrcgradError:
+        return
+    assert g == pytest.approx(2 * X3)
+
+
+# == refusals that are not needed =============================================================
+
+def _rebind_number(a, c=0.5):
+    c *= 2.0                     # c is a number: this rebinds c, the caller sees nothing
+    return a
+
+
+def plain_call_rebinding_a_number_argument(x):
+    _rebind_number(1.0, np.min(x))   # result unused: the callee runs as plain Python
+    return np.sum(x)
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "since faaa8c5, transforms.check_plain_calls refuses a call whose callee updates a "
+    "parameter with an augmented assignment (`c *= 2.0`) when a differentiable value is "
+    "passed for it, also when that value is a number, which `*=` rebinds and cannot change "
+    "in place (5ab7597 returned the right gradient)"))
+def test_callee_rebinding_a_number_argument_is_not_refused():
+    """fuzzer seed 0 programs 136, 166, 271 and 11 more of 2,750 (run at faaa8c5): refused
+    with "h0() changing its differentiable argument 'c' in place is not supported"."""
+    check_grad(plain_call_rebinding_a_number_argument, (X3,))
