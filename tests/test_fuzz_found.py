@@ -451,3 +451,36 @@ def test_callee_rebinding_a_number_argument_is_not_refused():
     """fuzzer seed 0 programs 136, 166, 271 and 11 more of 2,750 (run at faaa8c5): refused
     with "h0() changing its differentiable argument 'c' in place is not supported"."""
     check_grad(plain_call_rebinding_a_number_argument, (X3,))
+
+
+# == a parameter overwritten with a value that carries no gradient, in a branch or a loop =====
+
+def overwritten_in_a_branch(x, c):
+    if c > 0:
+        x = np.sum(np.zeros(2))
+    return x * 2.0
+
+
+def overwritten_in_a_loop(x, n):
+    for i in range(n):
+        x = 3.0
+    return x * 2.0
+
+
+def overwritten_in_a_loop_with_stores(x):
+    v = np.zeros(3)
+    for i in range(2):
+        x = np.sum(v)
+        v[i] = 1.0
+    return x
+
+
+@pytest.mark.parametrize("fn, args, expected", [
+    (overwritten_in_a_branch, (1.5, 1.0), 0.0), (overwritten_in_a_branch, (1.5, -1.0), 2.0),
+    (overwritten_in_a_loop, (1.5, 2), 0.0), (overwritten_in_a_loop, (1.5, 0), 2.0),
+    (overwritten_in_a_loop_with_stores, (1.3,), 0.0)],
+    ids=["branch-taken", "branch-not-taken", "loop-runs", "loop-runs-not", "loop-stores"])
+def test_overwrite_without_gradient_in_a_branch_or_loop(fn, args, expected):
+    """fuzzer seed 3 program 1493 (grad 0.35 against 0): a branch or loop whose backward body
+    emits nothing was dropped, though it zeroes the overwritten variable's adjoint."""
+    assert srcgrad.grad(fn)(*args) == pytest.approx(expected)

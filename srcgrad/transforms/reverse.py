@@ -596,8 +596,10 @@ class ReverseGenerator:
         body_state, else_state = state.copy(), state.copy()
         body = self.backward_block(s.body, body_state)
         orelse = self.backward_block(s.orelse, else_state)
-        if not body and not orelse:
-            return []
+        if not body and not orelse and body_state.zero == else_state.zero \
+                and body_state.maybe == else_state.maybe:
+            state.zero, state.maybe = body_state.zero, body_state.maybe
+            return []  # (a branch that zeroes an adjoint, x = <no gradient>, needs the if)
         self.recorded.add(id(s))
         join = body_state.zero & else_state.zero
         body += _reset(body_state.zero - join, s)
@@ -631,8 +633,8 @@ class ReverseGenerator:
             entry = _State(zero, maybe)
         body_state = entry.copy()
         body = self.backward_block(s.body, body_state)
-        if not body and not target_pop:
-            return []
+        if not body and not target_pop and not body_state.zero - entry.zero:
+            return []  # (an adjoint the body zeroes, x = <no gradient>, needs the loop still)
         self.recorded.add(id(s))
         body = target_pop + body + _reset(body_state.zero - entry.zero, s)
         materialize = _reset(state.zero - entry.zero, s)
