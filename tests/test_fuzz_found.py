@@ -484,3 +484,34 @@ def test_overwrite_without_gradient_in_a_branch_or_loop(fn, args, expected):
     """fuzzer seed 3 program 1493 (grad 0.35 against 0): a branch or loop whose backward body
     emits nothing was dropped, though it zeroes the overwritten variable's adjoint."""
     assert srcgrad.grad(fn)(*args) == pytest.approx(expected)
+
+
+# == a loop over an array (or a view of it) that the body updates in place and rebinds ==========
+
+def loop_over_a_view_updated_in_place(x):
+    v = x * 1.0
+    s = 0.0
+    for a, b in zip(np.array([0.5, -0.5, 2.0]), v.reshape(3)):
+        s = s + a * b
+        v *= 0.5                 # numpy's iterator reads the view lazily: it sees this
+    return s
+
+
+def loop_updating_in_place_then_rebinding(x):
+    y = x * 1.0
+    s = 0.0
+    for a in y:
+        y *= 2.0                 # changes the array being iterated...
+        y = np.sin(y)            # ...until y names another one
+        s = s + a
+    return s
+
+
+@pytest.mark.parametrize("fn", [loop_over_a_view_updated_in_place,
+                                loop_updating_in_place_then_rebinding],
+                         ids=["view", "update-then-rebind"])
+def test_loop_over_an_array_updated_in_place_is_refused(fn):
+    """fuzzer seed 4 programs 705, 278 and 1147: the value differed from the plain call (a
+    copy of the iterated array, or of its view, missed the in-place update); refused now."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="in place"):
+        srcgrad.grad(fn)(X3.copy())

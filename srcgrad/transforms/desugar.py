@@ -731,6 +731,7 @@ class _Desugar:
         # read before the body is desugared: there 'y *= 2' is an update (which, on an
         # array, the loop's iterator sees), not yet a rebinding 'y = y * 2'
         rebinds = _rebound_names(s.body + s.orelse)
+        self.refuse_updates_of_iterated_views(s)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
         if not (A.names_read(s.iter) & self.ctx.varied) or _is_range(s.iter, self.ctx):
@@ -742,6 +743,33 @@ class _Desugar:
                 s.target = A.store(tmp)
             return [s]
         return self.index_loop(s, rebinds)
+
+    def refuse_updates_of_iterated_views(self, s) -> None:
+        """``for b in zip(u, y.reshape(3)): ... y *= 2``: numpy's iterator reads the view
+        lazily and sees the update, a copy would not; refused."""
+        it = s.iter
+        seqs = list(it.args) if isinstance(it, gast.Call) and _builtin_call(it, self.ctx) in (
+            "zip", "enumerate", "reversed") else [it]
+        updated = {n for stmt in s.body for node in gast.walk(stmt)
+                   for n in ([_root(node.target)] if isinstance(node, gast.AugAssign) else
+                             [_root(t) for t in node.targets if isinstance(t, gast.Subscript)]
+                             if isinstance(node, gast.Assign) else [])}
+        rebound = _rebound_names(s.body)
+        for seq in {A.names_read(q).pop() if isinstance(q, gast.Name) else id(q): q
+                    for q in seqs}.values():  # (zip(x, x): once)
+            if isinstance(seq, gast.Name) and seq.id in updated & rebound \
+                    and A.names_read(s) & self.ctx.varied:
+                # 'x *= ...' changes the array being iterated until 'x = ...' rebinds x
+                self.ctx.problem(s, f"a loop over '{seq.id}' whose body both updates "
+                                    f"'{seq.id}' in place and rebinds it",
+                                 f"Write {seq.id} = {seq.id} * ... instead of the in-place "
+                                 f"update, or loop over a copy.")
+            base = _viewed_name(seq) if _may_be_view(seq) else None
+            if base is not None and base in updated and A.names_read(s) & self.ctx.varied:
+                self.ctx.problem(s, f"a loop over a view of '{base}' whose body updates "
+                                    f"'{base}' in place",
+                                 f"Loop over a copy ({base}.reshape(...).copy()), or write "
+                                 f"{base} = ... in the body.")
 
     def index_loop(self, s, rebinds: set[str]) -> list:
         """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``;
