@@ -292,6 +292,12 @@ class _Desugar:
         for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
             self.view_of.setdefault(root, set()).add(view)
 
+    def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
+        """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
+        the values tell (an array or a number, a view still sharing data...)."""
+        return A.expr_stmt(A.call(A.attr(self.ctx.rt, helper), *operands, A.const(message)),
+                           at=at)
+
     def parameter_guard(self, name: str, s) -> list:
         """Before an element store into parameter ``name``: refused at run time when it is
         an array (the caller's, which Python would change too); a dict or list passes."""
@@ -300,8 +306,7 @@ class _Desugar:
                    f"caller's array (Python would change the caller's too), is not supported "
                    f"(in {self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
                    f"return the new value.")
-        return [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_shared_array"), A.load(name),
-                                   A.const(message)), at=s)]
+        return [self.check("refuse_shared_array", A.load(name), message=message, at=s)]
 
     def view_guard(self, name: str, s) -> list:
         """Before ``name`` changes in place: raise at run time if a view of it made earlier
@@ -314,10 +319,8 @@ class _Desugar:
                    f"view of it (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy the view ({views[0]} = "
                    f"{name}[...].copy()) or write {name} = ... to make a new array.")
-        check = A.call(A.attr(self.ctx.rt, "refuse_viewed"), A.load(name),
-                       gast.Tuple(elts=[A.load(v) for v in views], ctx=gast.Load()),
-                       A.const(message))
-        return [A.expr_stmt(check, at=s)]
+        views_tuple = gast.Tuple(elts=[A.load(v) for v in views], ctx=gast.Load())
+        return [self.check("refuse_viewed", A.load(name), views_tuple, message=message, at=s)]
 
     def visit_FunctionDef(self, s):
         """A nested def's body, knowing its own local names: an update of a variable of the
@@ -347,8 +350,8 @@ class _Desugar:
             values = [A.load(tmp)]
         else:  # xs.append(v) and the other list methods
             stored, values = [], [A.deepcopy(a) for a in s.value.args]
-        guards = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_float_operand"), v,
-                                     A.const(message)), at=s) for v in values]
+        guards = [self.check("refuse_float_operand", v, message=message, at=s)
+                  for v in values]
         return stored + guards + [s]
 
     def stmt(self, s) -> list:
@@ -543,8 +546,8 @@ class _Desugar:
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
                        f"{target.id} {_op_text(s.op)} ... to make a new array, or copy it "
                        f"first ({target.id} = {target.id}.copy()).")
-            guard = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_shared_array"),
-                                        A.load(target.id), A.const(message)), at=s)]
+            guard = [self.check("refuse_shared_array", A.load(target.id), message=message,
+                                at=s)]
         if isinstance(target, gast.Name):
             guard = self.view_guard(target.id, s) + guard
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
@@ -555,8 +558,8 @@ class _Desugar:
                        f"other names may hold. Write {_root(target)}[...] = "
                        f"{_root(target)}[...] {_op_text(s.op)} ... to store a new array.")
             container, item = _as_load(A.deepcopy(target.value)), _as_load(A.deepcopy(target))
-            guard = [A.expr_stmt(A.call(A.attr(self.ctx.rt, "refuse_item_update"), container,
-                                        item, A.const(message)), at=s)] + guard
+            guard = [self.check("refuse_item_update", container, item, message=message,
+                                at=s)] + guard
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
         return guard + self.visit_Assign(A.assign(s.target, value, at=s))
@@ -628,9 +631,8 @@ class _Desugar:
                            f"held in a container ('{_root(target)}[...][...] = ...') is not "
                            f"supported (in {self.ctx.fn.__name__}()): numpy would change the "
                            f"array itself, which other names may hold. Copy the item first.")
-                guard.append(A.expr_stmt(A.call(
-                    A.attr(self.ctx.rt, "refuse_item_update"), _as_load(A.deepcopy(inner.value)),
-                    _as_load(A.deepcopy(inner)), A.const(message)), at=s))
+                guard.append(self.check("refuse_item_update", _as_load(A.deepcopy(inner.value)),
+                                        _as_load(A.deepcopy(inner)), message=message, at=s))
             return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
