@@ -5,6 +5,7 @@ __all__ = ["FunctionSource", "get_source"]
 
 import copy
 import inspect
+import linecache
 import textwrap
 from dataclasses import dataclass
 
@@ -57,6 +58,15 @@ def get_source(fn) -> FunctionSource:
         # __wrapped__ to the undecorated function, whose behaviour differs
         lines, first_line = inspect.getsourcelines(code)
     except (OSError, TypeError) as e:
+        where = {"<string>": "in 'python -c' code", "<stdin>": "in code piped to python"}.get(
+            code.co_filename)
+        if where is not None:  # Python keeps no source there (before 3.13's REPL)
+            raise SourceUnavailableError(
+                f"cannot read the source of {fn.__qualname__}(): it was defined {where}, "
+                f"whose text Python does not keep. srcgrad reads source from a .py file "
+                f"(python file.py), from IPython or Jupyter (they keep every cell), or from "
+                f"the interactive REPL of Python 3.13+; or register a rule with "
+                f"@srcgrad.rule.") from None
         raise SourceUnavailableError(
             f"cannot read the source of {fn.__qualname__}() ({e}). Define it in a file, or in a "
             f"REPL that keeps source (IPython), or register a rule with @srcgrad.rule.") from None
@@ -105,20 +115,41 @@ def _lambda_def(fn, text: str) -> gast.FunctionDef:
                 candidate = candidate[:-1]
                 continue
             if [a.id for a in node.args.args + node.args.kwonlyargs] == want:
+                line_start = text.rfind("\n", 0, start) + 1
+                body_col = None if node.body.lineno != 1 else \
+                    start - line_start + node.body.col_offset - 1  # (the "(" added above)
                 _shift_lines(node, text[:start].count("\n"))
-                found.append(node)
+                found.append((node, body_col))
             break
+    if len(found) > 1:  # two lambdas with the same parameters on one line: the code's columns
+        found = [f for f in found if f[1] is not None and f[1] == _body_column(code, text)]
     if len(found) != 1:
         raise SourceUnavailableError(
             f"{code.co_filename}:{code.co_firstlineno}: cannot tell which lambda on this line "
             f"is being differentiated ({len(found)} candidates); give it a def.")
-    lam = found[0]
+    lam = found[0][0]
     ret = gast.Return(value=lam.body)
     gast.copy_location(ret, lam.body)
     fdef = gast.FunctionDef(name="_lambda", args=lam.args, body=[ret], decorator_list=[],
                             returns=None, type_comment=None, type_params=[])
     gast.copy_location(fdef, lam)
     return fdef
+
+
+def _body_column(code, text: str) -> int | None:
+    """The column, in the dedented ``text``, where the lambda's body starts: the first
+    column its instructions come from on its first line (Python 3.11+ records columns)."""
+    positions = getattr(code, "co_positions", None)
+    if positions is None:
+        return None
+    cols = [col for line, _, col, end in positions()  # ((0, 0): RESUME and the like)
+            if line == code.co_firstlineno and col is not None and (col, end) != (0, 0)]
+    original = linecache.getline(code.co_filename, code.co_firstlineno)
+    first = text.splitlines()[0] if text else ""
+    if not cols or not original:
+        return None
+    dedented_by = (len(original) - len(original.lstrip())) - (len(first) - len(first.lstrip()))
+    return min(cols) - dedented_by
 
 
 def _shift_lines(node, offset: int) -> None:

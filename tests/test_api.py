@@ -530,3 +530,18 @@ def test_nondifferentiable_marks_a_function_as_constant():
         return x * _jumpy(x)
 
     assert srcgrad.grad(f)(2.5) == 2.0
+
+
+# -- two lambdas with the same parameters on one line (issue 13) -----------------------------
+_TWICE, _THRICE = (lambda x: np.sin(x) * 2.0), (lambda x: np.sin(x) * 3.0)
+_SQUARE_AND_CUBE = [lambda x: x ** 2, lambda x: x ** 3]
+
+
+def test_lambdas_on_one_line_are_told_apart_by_their_columns():
+    import sys
+    if sys.version_info < (3, 11):
+        pytest.skip("code objects record columns from Python 3.11")
+    assert srcgrad.grad(_TWICE)(0.5) == pytest.approx(2 * np.cos(0.5))
+    assert srcgrad.grad(_THRICE)(0.5) == pytest.approx(3 * np.cos(0.5))
+    assert srcgrad.grad(_SQUARE_AND_CUBE[0])(2.0) == pytest.approx(4.0)
+    assert srcgrad.grad(_SQUARE_AND_CUBE[1])(2.0) == pytest.approx(12.0)
