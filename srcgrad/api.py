@@ -19,7 +19,7 @@ from .boundary import (as_function, callee_function, check_argument, check_cotan
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
-from .errors import NonDifferentiableError, SrcgradError, SourceUnavailableError
+from .errors import SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build
 from .transforms import check_calls
 from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name

@@ -5,7 +5,6 @@ batch) is a constant inside the helper it is passed to: it is never differentiat
 cotangent is never computed.
 """
 import numpy as np
-import pytest
 
 import srcgrad
 from fdcheck import check_grad

@@ -12,7 +12,7 @@ from ..runtime import broadcast_like, densify, unbroadcast
 from ._helpers import like_sequence, unindex
 from .derive import deflinear
 from .domains import draw
-from .numpy_shape import _at_least, inverse_axes, split_like
+from .numpy_shape import inverse_axes, split_like
 from .registry import defrule, nondifferentiable
 
 # --------------------------------------------------------------------------- turning, rolling

@@ -1152,7 +1152,7 @@ def regroup_contexts(stmts: list, rt: str) -> list:
             i += 1
             continue
         manager = enter.args[0].id
-        depth, j = 0, i + 1
+        j = i + 1
         while j < len(stmts):
             other = is_context_marker(stmts[j], rt, "exit")
             if other is not None and other.args[0].id == manager:

@@ -22,7 +22,7 @@ import os
 import gast
 
 from .. import codegen, runtime
-from ..errors import InternalError, MissingRuleError, NonDifferentiableError, SrcgradError
+from ..errors import InternalError, MissingRuleError, SrcgradError
 from ..rules import lookup
 from . import astutil as A
 from . import inline

@@ -20,8 +20,7 @@ import gast
 import numpy as np
 
 from .. import codegen, runtime
-from ..errors import (InternalError, MissingRuleError, NonDifferentiableError,
-                      UnsupportedFeatureError)
+from ..errors import (InternalError, MissingRuleError, UnsupportedFeatureError)
 from ..rules import lookup
 from . import astutil as A
 from . import inline
