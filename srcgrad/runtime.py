@@ -248,12 +248,25 @@ def add(a, b):
         for k, v in b.items():
             out[k] = add(out.get(k, ZERO), v)
         return out
+    if isinstance(a, Tape) or isinstance(b, Tape):
+        return _add_tapes(a, b)
     if isinstance(a, (list, tuple)):
         items = [add(x, y) for x, y in zip(a, b)]
         if isinstance(a, tuple) and hasattr(a, "_fields"):
             return type(a)(*items)
         return type(a)(items)
     return a + b
+
+
+def _add_tapes(a, b):
+    """The sum of two adjoints of one tape that two sweeps popped (a saved tape shared at
+    higher order). Each holds the adjoints of the entries its sweep popped, the top of the
+    tape last, and a sweep may stop before the bottom: they line up from the top."""
+    if len(a) < len(b):
+        a, b = b, a
+    out = Tape(a[:len(a) - len(b)])
+    out.extend(add(x, y) for x, y in zip(a[len(a) - len(b):], b))
+    return out
 
 
 def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
@@ -655,7 +668,8 @@ def adjoint_push(adjoint_tape, g):
     adjoint on the tape's adjoint (a tape, made on first use)."""
     if is_zero(adjoint_tape):
         adjoint_tape = Tape()
-    adjoint_tape.push(g)
+    # (None: the cotangent of a saved None, a name bound before its first value)
+    adjoint_tape.push(ZERO if g is None else g)
     return adjoint_tape
 
 

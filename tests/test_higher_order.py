@@ -368,3 +368,78 @@ def test_grad_of_grad_through_a_dynamic_call():
     # f = 9 x^3, f'' = 54 x
     assert srcgrad.grad(srcgrad.grad(through_a_lambda))(0.7) == pytest.approx(54 * 0.7,
                                                                                rel=1e-12)
+
+
+# -- third order and up: the tapes of adjoints are tapes too ----------------------------------
+# A backward sweep keeps the adjoints of its tape's pops on a tape of adjoints
+# (runtime.adjoint_push/adjoint_pop). Differentiated again, those are stack operations: they
+# used to be transformed as ordinary calls, whose functional list.pop left the stack unpopped
+# (IndexError at fourth order), and two sweeps' adjoints of one shared tape were added with a
+# zip that dropped entries.
+
+def _tanh(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+def _tanh_derivatives(x):
+    """tanh' ... tanh^(5), written out with t = tanh(x) and s = 1 - t**2."""
+    t = np.tanh(x)
+    s = 1.0 - t * t
+    return [s, -2 * t * s, s * (6 * t * t - 2), 8 * t * s * (2 - 3 * t * t),
+            8 * (s * s * (2 - 3 * t * t) - 2 * t * t * s * (2 - 3 * t * t) - 6 * t * t * s * s)]
+
+
+def test_fourth_derivative_of_tanh_through_elementwise_grad():
+    x = np.linspace(-2.0, 2.0, 5)
+    f = _tanh
+    expected = _tanh_derivatives(x)
+    for k in range(4):
+        f = srcgrad.elementwise_grad(f)
+        np.testing.assert_allclose(f(x), expected[k], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.slow  # the generated code grows about 5x per order: ~40 s of transformation
+def test_fifth_derivative_of_tanh():
+    x = np.linspace(-2.0, 2.0, 5)
+    f = _tanh
+    for _ in range(5):
+        f = srcgrad.elementwise_grad(f)
+    np.testing.assert_allclose(f(x), _tanh_derivatives(x)[4], rtol=1e-9, atol=1e-12)
+
+
+def _product(x, y):
+    return x * y * x * x
+
+
+@pytest.mark.slow  # ~6 s of transformation
+def test_fourth_order_nested_grad_of_scalar_polynomials():
+    g4 = srcgrad.grad(srcgrad.grad(srcgrad.grad(srcgrad.grad(lambda x: x * x * x * x))))
+    assert g4(1.5) == pytest.approx(24.0, abs=1e-12)
+    cubic = srcgrad.grad(srcgrad.grad(srcgrad.grad(lambda x: _product(x, 2.0))))
+    assert cubic(1.5) == pytest.approx(12.0, abs=1e-12)
+
+
+@pytest.mark.slow  # ~15 s of transformation: four levels through a helper call
+def test_fourth_order_nested_grad_through_a_helper():
+    quartic = srcgrad.grad(srcgrad.grad(srcgrad.grad(srcgrad.grad(lambda x: _product(x, x)))))
+    assert quartic(0.7) == pytest.approx(24.0, abs=1e-12)
+
+
+def test_third_order_forward_over_reverse_over_reverse():
+    """jvp of a second derivative (forward mode over two reverse sweeps, whose tape of
+    adjoints then carries a tape of tangents)."""
+    d2 = srcgrad.elementwise_grad(srcgrad.elementwise_grad(_tanh))
+    x = np.linspace(-1.5, 1.5, 4)
+    v = np.array([0.3, -1.0, 0.5, 2.0])
+    value, tangent = srcgrad.jvp(d2, (x,), (v,))
+    np.testing.assert_allclose(value, _tanh_derivatives(x)[1], rtol=1e-10)
+    np.testing.assert_allclose(tangent, _tanh_derivatives(x)[2] * v, rtol=1e-10, atol=1e-12)
+
+
+def test_adjoints_of_one_tape_from_two_sweeps_line_up_from_the_top():
+    from srcgrad import runtime
+    full, partial = runtime.Tape([1.0, 2.0, 3.0]), runtime.Tape([10.0, 20.0])
+    total = runtime.add(full, partial)
+    assert isinstance(total, runtime.Tape) and list(total) == [1.0, 12.0, 23.0]
+    assert list(runtime.add(partial, full)) == [1.0, 12.0, 23.0]

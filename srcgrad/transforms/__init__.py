@@ -118,6 +118,23 @@ def is_tape_op(call, name: str, ctx: Context) -> bool:
             and ctx.is_tape(call.func.value.id))
 
 
+def adjoint_tape_op(call, ctx: Context) -> str | None:
+    """``"push"`` for ``bt = _rt.adjoint_push(bt, g)``, ``"pop"`` for ``_rt.adjoint_pop(bt)``:
+    the tapes of adjoints that a backward sweep keeps for its tape's pops, met when that
+    sweep is differentiated again (third order and up). They are stacks like the sweeps' own
+    tapes, so their derivatives are tape operations too, never a transformed call (whose
+    functional ``list.pop`` would leave the stack unpopped)."""
+    if not isinstance(call, gast.Call):
+        return None
+    obj = getattr(ctx.resolved.get(id(call)), "obj", None)
+    if obj is runtime.adjoint_push and len(call.args) == 2 and not call.keywords:
+        return "push"
+    if obj is runtime.adjoint_pop and len(call.args) == 1 and not call.keywords \
+            and isinstance(call.args[0], gast.Name):
+        return "pop"
+    return None
+
+
 def _local_callee(func, ctx: Context) -> bool:
     base = func
     while isinstance(base, gast.Attribute):
@@ -153,7 +170,8 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     statements = {id(c): stmt for stmt in gast.walk(tree) if isinstance(stmt, gast.stmt)
                   for c in gast.walk(stmt) if isinstance(c, gast.Call)}
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
-        if not isinstance(call, gast.Call) or id(call) in differentiated:
+        if not isinstance(call, gast.Call) or id(call) in differentiated \
+                or adjoint_tape_op(call, ctx):
             continue  # differentiated: the callee's own transformation checks it
         node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
         if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
@@ -274,8 +292,8 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     for stmt, call, r in active_calls(tree, ctx):
         if r.kind in ("rule", "method", "nondiff"):
             continue
-        if is_tape_op(call, "pop", ctx):  # generated code's tape: the generators handle it
-            continue
+        if is_tape_op(call, "pop", ctx) or adjoint_tape_op(call, ctx):
+            continue  # generated code's tapes: the generators handle them
         if r.kind == "user" and _redispatched(r.obj):
             user_calls[id(call)] = DynamicCall("call")
             continue

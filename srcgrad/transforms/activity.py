@@ -6,11 +6,23 @@ names get adjoints; everything else is plain forward code.
 """
 from __future__ import annotations
 
+import re
+
 import gast
 
 from .context import Context
 
 _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
+
+# A generated sweep names its branch decisions _c<N> and its trip counts _n<N>: booleans and
+# integers, never differentiable, though they travel on tapes whose other entries are.
+_DISCRETE = re.compile(r"_[cn]\d+(_\d+)*")
+
+
+def _discrete_names(defs, ctx: Context) -> set[str]:
+    if not ctx.src.filename.startswith("<srcgrad"):
+        return set()
+    return {n for targets, _ in defs for n in targets if _DISCRETE.fullmatch(n)}
 
 
 def _definitions(tree, local_names=None):
@@ -82,12 +94,13 @@ def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
     defs = [(targets, _reads(value, ctx, precise))
             for targets, value in _definitions(tree, ctx.local_names)]
     varied = set(ctx.wrt_names)
+    discrete = _discrete_names(defs, ctx)
     changed = True
     while changed:
         changed = False
         for targets, reads in defs:
-            if reads & varied and not targets <= varied:
-                varied |= targets
+            if reads & varied and not targets <= varied | discrete:
+                varied |= targets - discrete
                 changed = True
     return varied
 

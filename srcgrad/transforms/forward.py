@@ -25,7 +25,7 @@ from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, SrcgradError
 from ..rules import lookup
 from . import astutil as A
-from . import inline
+from . import adjoint_tape_op, inline
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import simplify
 from .desugar import regroup_contexts
@@ -261,7 +261,21 @@ class ForwardGenerator:
             d = self.tangent_tape(call.func.value, st, out, s)
             out.append(A.expr_stmt(A.call(A.attr(d, "pop")), at=s))
             return out
+        if adjoint_tape_op(call, self.ctx) == "pop" and call.args[0].id in self.ctx.active:
+            return [s, A.expr_stmt(self.adjoint_pop_tangent(call, st), at=s)]
         return [s]
+
+    # A tape of adjoints (``_rt.adjoint_push``/``adjoint_pop``, in a backward sweep being
+    # differentiated again) carries a parallel tape of tangents, made by its first push.
+    def adjoint_pop_tangent(self, call, st: _State):
+        return A.call(self.rt("adjoint_pop"), self.tangent_or_zero(call.args[0], st))
+
+    def adjoint_push_tangent(self, s, st: _State) -> list:
+        target, (tape, item) = s.targets[0].id, s.value.args
+        push = A.call(self.rt("adjoint_push"), self.tangent_or_zero(tape, st),
+                      self.tangent_or_zero(item, st))
+        st.set(target, DENSE)
+        return [s, A.assign(self.tan(target), push, at=s)]
 
     def tangent_tape(self, tape, st: _State, out: list, at):
         """The tangent tape of an active tape; one that may be the lazy zero is replaced
@@ -290,6 +304,15 @@ class ForwardGenerator:
                 return out + [A.expr_stmt(pop, at=s)]
             st.set(v, MAYBE)
             return out + [A.assign(self.tan(v), pop, at=s)]
+        op = adjoint_tape_op(value, self.ctx)
+        if op == "pop" and value.args[0].id in self.ctx.active:
+            pop = self.adjoint_pop_tangent(value, st)
+            if v not in self.ctx.active:
+                return [s, A.expr_stmt(pop, at=s)]
+            st.set(v, MAYBE)
+            return [s, A.assign(self.tan(v), pop, at=s)]
+        if op == "push" and v in self.ctx.active:
+            return self.adjoint_push_tangent(s, st)
         if v not in self.ctx.active:
             return [s]
         if isinstance(value, gast.Call):

@@ -28,7 +28,7 @@ from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
 from .desugar import regroup_contexts
 from .context import Context, DynamicCall
-from . import is_tape_op
+from . import adjoint_tape_op, is_tape_op
 from .resolve import BINOPS, UNARYOPS
 
 ZERO = A.const(0.0)
@@ -282,6 +282,8 @@ class ReverseGenerator:
             return self.backward_loop(s, state)
         if isinstance(s, gast.Expr) and is_tape_op(s.value, "push", self.ctx):
             return self.backward_tape_push(s, state)
+        if isinstance(s, gast.Expr) and adjoint_tape_op(s.value, self.ctx) == "pop":
+            return self.backward_tape_pop(s, state, s.value.args[0])
         return []
 
     # Tapes of generated sweeps transformed again (higher derivatives): the adjoint of a tape
@@ -297,9 +299,12 @@ class ReverseGenerator:
             return [self.accumulate(item.id, popped, state, s)]
         return [A.expr_stmt(popped, at=s)]
 
-    def backward_tape_pop(self, s, state: _State) -> list:
-        tape, v = s.value.func.value, s.targets[0].id
-        bt, b = self.adj(tape.id), self.adj(v)
+    def backward_tape_pop(self, s, state: _State, tape=None) -> list:
+        """``v = t.pop()`` (or ``v = _rt.adjoint_pop(t)``, or that pop as a statement): push
+        ``v``'s adjoint (zero included, so the stacks stay aligned) on ``t``'s adjoint."""
+        tape = s.value.func.value if tape is None else tape
+        v = s.targets[0].id if isinstance(s, gast.Assign) else None
+        bt, b = self.adj(tape.id), self.adj(v) if v else None
         g = A.load(b) if v in self.ctx.active and b not in state.zero else A.const(0.0)
         acc = A.const(0.0) if bt in state.zero else A.load(bt)
         state.written(bt)
@@ -307,7 +312,25 @@ class ReverseGenerator:
             state.zero.add(b)
             state.maybe.discard(b)
         push = A.call(A.attr(self.ctx.rt, "adjoint_push"), acc, g)
-        return [A.assign(bt, push, at=s)] + self.pop_restore(s)
+        return [A.assign(bt, push, at=s)] + (self.pop_restore(s) if v else [])
+
+    def backward_adjoint_push(self, s, state: _State) -> list:
+        """``t = _rt.adjoint_push(t, g)`` (a backward sweep differentiated again): like a
+        push, ``g``'s adjoint pops from ``t``'s adjoint, which stays the same stack."""
+        target, (tape, item) = s.targets[0].id, s.value.args
+        bt = self.adj(target)
+        out = []
+        if target in self.ctx.active and bt not in state.zero:
+            popped = A.call(A.attr(self.ctx.rt, "adjoint_pop"), A.load(bt))
+            out.append(self.accumulate(item.id, popped, state, s) if self.is_active(item)
+                       else A.expr_stmt(popped, at=s))
+        if not (isinstance(tape, gast.Name) and tape.id == target):
+            if self.is_active(tape) and bt not in state.zero:
+                # the same stack under another name (normalization's temporary)
+                out.append(self.accumulate(tape.id, A.load(bt), state, s))
+            state.zero.add(bt)  # a new stack: its adjoint starts here
+            state.maybe.discard(bt)
+        return out + self.pop_restore(s)
 
     def pop_restore(self, s) -> list:
         out = []
@@ -328,6 +351,11 @@ class ReverseGenerator:
         v = target.id
         if is_tape_op(s.value, "pop", self.ctx) and s.value.func.value.id in self.ctx.active:
             return self.backward_tape_pop(s, state)
+        op = adjoint_tape_op(s.value, self.ctx)
+        if op == "pop" and s.value.args[0].id in self.ctx.active:
+            return self.backward_tape_pop(s, state, s.value.args[0])
+        if op == "push":
+            return self.backward_adjoint_push(s, state)
         out = []
         if v in self.ctx.active and not A.names_read(s.value) & self.ctx.active:
             # a value that carries no gradient (v = np.sin(np.cos(1.0)), left nested by the
