@@ -117,6 +117,26 @@ def rnn_grad_by_hand(Wh, Wx, b, xs, h0):
     return gWh, gWx, gb
 
 
+# -- (e) the PyTorch tutorial's loop (examples/norm_doubling.py) under a scalar loss ----------
+_WEIGHTS = np.array([0.1, 1.0, 0.0001])
+
+
+def doubling(x):
+    y = x * 2
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return np.sum(y * _WEIGHTS)
+
+
+def doubling_by_hand(x):
+    y = x * 2
+    k = 1
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+        k += 1
+    return _WEIGHTS * 2.0 ** k
+
+
 def linear_loop(x):
     for i in range(10000):
         x = x * 0.9999 + 0.001
@@ -148,6 +168,14 @@ def main(quick: bool = False):
                          lambda: mlp_grad_by_hand(W1, b1, W2, b2, x, y), 20, 3 * n)
     rows.append(("MLP 784-128-10, batch 64", t_src, t_hand))
     peer = _torch_mlp(W1, b1, W2, b2, x, y, n)
+    W1L = rng.standard_normal((784, 1024)) * 0.05
+    b1L = np.zeros(1024)
+    W2L = rng.standard_normal((1024, 10)) * 0.1
+    for a, b in zip(g(W1L, b1L, W2L, b2, x, y), mlp_grad_by_hand(W1L, b1L, W2L, b2, x, y)):
+        assert np.allclose(a, b)
+    rows.append(("MLP 784-1024-10, batch 64",
+                 *pair(lambda: g(W1L, b1L, W2L, b2, x, y),
+                       lambda: mlp_grad_by_hand(W1L, b1L, W2L, b2, x, y), 4, 2 * n)))
     gh = srcgrad.grad(mlp_loss_with_helpers, wrt=(0, 1, 2, 3))
     for a, b in zip(gh(W1, b1, W2, b2, x, y), ref):
         assert np.allclose(a, b)
@@ -176,6 +204,12 @@ def main(quick: bool = False):
     rows.append(("RNN 50 steps, hidden 64, batch 16",
                  *pair(lambda: gr(Wh, Wx, bb, xs, h0),
                        lambda: rnn_grad_by_hand(Wh, Wx, bb, xs, h0), 5, 2 * n)))
+
+    gd = srcgrad.grad(doubling)
+    x3 = np.array([0.3, -1.2, 0.5])
+    assert np.allclose(gd(x3), doubling_by_hand(x3))
+    rows.append(("while norm(y) < 1000: y = y * 2",
+                 *pair(lambda: gd(x3), lambda: doubling_by_hand(x3), 500, 2 * n)))
 
     print(f"{'benchmark':<36}{'srcgrad':>12}{'by hand':>12}{'ratio':>8}")
     for name, a, b in rows:

@@ -11,13 +11,14 @@ define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.gr
 ``nn.functional``...
 """
 from . import rules as _rules  # registers the built-in derivative rules
-from .api import (custom_jvp, custom_vjp, elementwise_grad, grad, source, stop_gradient,
+from .api import (custom_jvp, custom_vjp, elementwise_grad, grad, stop_gradient,
                   value_and_grad, vjp)
 from .errors import (InternalError, MissingRuleError, NonDifferentiableError, SrcgradError,
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
 from .vmap import VmapFallbackWarning, vmap
+from .show import source
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
 __version__ = "0.1.0"

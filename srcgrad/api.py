@@ -1,8 +1,8 @@
-"""Public entry points: grad, value_and_grad, elementwise_grad, vjp, source, custom_vjp and
-custom_jvp; the cache of generated adjoints."""
+"""Public entry points: grad, value_and_grad, elementwise_grad, vjp, custom_vjp and
+custom_jvp; the cache of generated adjoints. (``source`` lives in show.py.)"""
 from __future__ import annotations
 
-__all__ = ["grad", "value_and_grad", "elementwise_grad", "vjp", "source", "stop_gradient",
+__all__ = ["grad", "value_and_grad", "elementwise_grad", "vjp", "stop_gradient",
            "custom_vjp", "custom_jvp", "Wrt", "Adjoint", "get_adjoint"]
 
 import functools
@@ -20,7 +20,7 @@ from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
 from .errors import SrcgradError, SourceUnavailableError
-from .generated import Generated, cached_build
+from .generated import Generated, cached_build, remember
 from .transforms import check_calls
 from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name
 from .source import get_source
@@ -530,6 +530,7 @@ def vjp(f: Callable, *args, has_aux: bool = False, **kwargs) -> tuple:
         return tuple(result)
 
     pullback.__srcgrad_adjoint__ = lambda: adj
+    remember(f, "vjp", [adj])  # srcgrad.source(f, "vjp")
     return (out, pullback, aux) if has_aux else (value, pullback)
 
 
@@ -698,21 +699,6 @@ class custom_jvp(_CustomRule):
         defrule(self, vjp_fn, diff_args=tuple(range(n)), jvp=jvp_fn,
                 name=rule_name(self.fun))
         return jvp
-
-
-def source(obj) -> str:
-    """The generated source of anything srcgrad produced: a gradient function, a pullback,
-    or a Tensor (the backward pass ``.backward()`` would run)."""
-    backward_source = getattr(obj, "_backward_source", None)
-    if callable(backward_source):
-        return backward_source()
-    get = getattr(obj, "__srcgrad_adjoint__", None)
-    if get is not None:
-        return get().source
-    if callable(obj) and hasattr(_func_key(obj), "__code__"):
-        return get_adjoint(obj, (0,)).source
-    raise SrcgradError(f"srcgrad.source() takes a function made by srcgrad.grad/vjp/jvp or a "
-                       f"Tensor; got {type(obj).__name__}")
 
 
 # -- calls resolved only at run time (functions passed in, local defs, lambdas, methods) -----

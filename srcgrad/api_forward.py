@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import codegen, runtime
-from .adapters import route
+from .adapters import has_starred_parameters, route
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
@@ -31,7 +31,7 @@ from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _para
                   split_aux)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
-from .generated import Generated, cached_build
+from .generated import Generated, cached_build, own_attributes, remember, remembered
 from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
@@ -417,6 +417,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     """
     primals = check_sequence("jvp", "primals", primals)
     tangents = check_sequence("jvp", "tangents", tangents)
+    given = f
     f = as_function(f, "jvp")
     if len(primals) != len(tangents):
         raise SrcgradError(f"jvp got {len(primals)} primals but {len(tangents)} tangents")
@@ -435,6 +436,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     if scalar and built.scalar_closed:
         built = built.scalar_variant()
     jf = built.function_for(_func_key(fn))
+    remember(given, "jvp", [built])  # srcgrad.source(f, "jvp")
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)
     return value, runtime.densify(tangent, value)
 
@@ -493,7 +495,23 @@ def jacfwd(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
             return jac, split_aux(f, f(*args), "jacfwd(has_aux=True)")[1]
         return jac
 
-    return jacobian_fwd
+    def shown():  # srcgrad.source(jacfwd(f)): the jvp function each column runs
+        fn = _fixed_arity(target, "jacfwd")
+        func, lead = unbind(fn)
+        return [get_forward(func, (index + len(lead),)) for index in indices]
+
+    return own_attributes(jacobian_fwd, shown)
+
+
+def _fixed_arity(f, api: str):
+    """``source_function(f)``, refused for a function with ``*args``, whose generated code
+    depends on each call's arguments."""
+    if has_starred_parameters(f):
+        raise SrcgradError(f"srcgrad.source({api}({_name(f)})): {_name(f)}() takes *args or "
+                           f"**kwargs, so its code is generated per call shape; show "
+                           f"srcgrad.source({_name(f)}, 'jvp') after srcgrad.jvp, or name "
+                           f"each parameter")
+    return source_function(f)
 
 
 def _value_part(f):
@@ -613,7 +631,11 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
         jac = _one_or_tuple(rows, single)
         return (jac, aux) if has_aux else jac
 
-    return jacobian_rev
+    def shown():  # srcgrad.source(jacrev(f)): the sweeps each row runs
+        fn, lead = unbind(_fixed_arity(f, "jacrev"))
+        return [get_adjoint(fn, tuple(index + len(lead) for index in indices))]
+
+    return own_attributes(jacobian_rev, shown)
 
 
 def _with_zero_aux(bwd):
@@ -677,7 +699,8 @@ def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Cal
     def hessian_blocks(*args):
         return tuple(block(*args) for block in blocks)
 
-    return hessian_blocks
+    return own_attributes(hessian_blocks,
+                          lambda: [b for block in blocks for b in block.__srcgrad_source__()])
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
@@ -691,4 +714,5 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
     wrt = tuple(range(len(primals)))
     g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
     _, product = jvp(g, primals, tangents)
+    remember(f, "hvp", remembered(g, "jvp"))  # srcgrad.source(f, "hvp")
     return product

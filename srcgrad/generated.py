@@ -5,12 +5,19 @@ in the generator they run on the normalized tree; everything around it lives her
 """
 from __future__ import annotations
 
-__all__ = ["Generated", "cached_build"]
+__all__ = ["Generated", "cached_build", "runtime_alias", "describe", "remember",
+           "remembered", "own_attributes"]
 
 import abc
+import ast
+import os
 import sys
+import types
 import threading
+import weakref
 from typing import Any, Callable
+
+import numpy as np
 
 from . import codegen, runtime
 from .errors import InternalError, SrcgradError
@@ -52,10 +59,12 @@ class Generated(abc.ABC):
     def build(self, debug: bool = False) -> None:
         self._rules_version = registry.version()
         ctx = prepare(self.fn, self.wrt, debug)
+        ctx.rt = runtime_alias(ctx)
         ctx.scalar_mode = self.scalar_mode
         try:
             tree = normalize(ctx)
             module = self.generate(tree, ctx)
+            factory = codegen.take_apart(module)
         except InternalError as e:
             raise e.at(ctx.location(ctx.src.tree)) from e
         except SrcgradError:
@@ -64,21 +73,25 @@ class Generated(abc.ABC):
             raise InternalError("build", f"{type(e).__name__}: {e}",
                                 ctx.location(ctx.src.tree)) from e
         self.scalar_closed = ctx.scalar_closed
-        self.source = codegen.to_source(module)
+        closure = [n for n in sorted(ctx.closure) if n != ctx.rt]
+        bound = {ctx.rt: runtime, **ctx.helpers}
+        if factory.params != list(bound) + closure:
+            raise InternalError("build", f"the factory takes {factory.params}, but srcgrad "
+                                         f"passes {list(bound) + closure}",
+                                ctx.location(ctx.src.tree))
+        self.source = codegen.show(factory.functions, self._header(ctx, bound, closure))
         if debug:
             print(self.source, file=sys.stderr)
         label = f"{self.fn.__name__} {'scalar ' if self.scalar_mode else ''}{self.kind}"
         src = ctx.src
-        lines = codegen.line_map(module, self.source,
-                                 lambda node: src.first_line + node.lineno - 1)
-        namespace = codegen.compile_source(
-            self.source, label, {},
+        lines = codegen.line_map(ast.Module(body=factory.functions, type_ignores=[]),
+                                 self.source, lambda node: src.first_line + node.lineno - 1)
+        make, self.filename = codegen.compile_factory(
+            self.source, factory.params, factory.returned, label,
             codegen.UserLines(src.filename, getattr(self.fn, "__name__", "f"), lines))
-        self.filename = namespace["__srcgrad_file__"]
-        make = namespace["_make"]
         self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
         self._helpers = [runtime] + list(ctx.helpers.values())
-        self._closure_names = sorted(ctx.closure)
+        self._closure_names = closure
         self._assumptions = list(ctx.assumptions.items())
         self._closure_assumptions = dict(ctx.closure_assumptions)
         self._globals = getattr(self.fn, "__globals__", {})
@@ -89,6 +102,24 @@ class Generated(abc.ABC):
             self.fn.__defaults__ or self.fn.__kwdefaults__)
         if not self._per_instance:
             self._functions = self._make(*self._helpers)
+
+    def _header(self, ctx, bound: dict, closure: list[str]) -> list[str]:
+        """The comment above the shown functions: what they are, and what each name the
+        factory binds stands for (srcgrad.runtime, rules' helpers, closure variables)."""
+        where = f"{_qualname(self.fn)} " \
+                f"({os.path.basename(ctx.src.filename)}:{ctx.src.first_line})"
+        title = _TITLES.get(self.kind, "{kind} of {f}, in {wrt}").format(
+            kind=self.kind, f=where, wrt=", ".join(ctx.wrt_names) or "nothing")
+        if self.scalar_mode:
+            title += ", for scalar arguments"
+        lines = [f"srcgrad: {title}"]
+        names = [f"  {name} = {describe(obj)}" for name, obj in bound.items()]
+        for name in closure:  # (an object the build resolved, or data read per call)
+            what = describe(ctx.closure_assumptions[name]) + ", from" \
+                if name in ctx.closure_assumptions else ": a variable of"
+            names.append(f"  {name}{' = ' if what[0] != ':' else ''}{what} the closure of "
+                         f"{_qualname(self.fn)}")
+        return lines + ["names srcgrad binds:"] + names
 
     @staticmethod
     def _with_defaults(functions: tuple, fn) -> tuple:
@@ -154,6 +185,71 @@ class Generated(abc.ABC):
         return variant
 
 
+_TITLES = {
+    "adjoint": "forward and backward sweeps of {f}, with respect to {wrt}",
+    "jvp": "forward mode (jvp) of {f}, with respect to {wrt}",
+    "vmap": "{f} batched over {wrt}",
+}
+
+
+def runtime_alias(ctx) -> str:
+    """The name generated code uses for srcgrad.runtime: ``_rt``, also when the function
+    being transformed reads srcgrad.runtime under that name itself (a generated sweep or
+    wrapper differentiated again), so that one alias serves both; else the fresh name the
+    context chose."""
+    if ctx.rt == "_rt" or "_rt" in ctx.local_names:
+        return ctx.rt
+    value = ctx.closure["_rt"] if "_rt" in ctx.closure else ctx.globals.get("_rt", _UNBOUND)
+    return "_rt" if value is runtime else ctx.rt
+
+
+def describe(obj) -> str:
+    """What a name bound in generated code stands for, in a few words."""
+    if isinstance(obj, types.ModuleType):
+        return obj.__name__
+    inner = getattr(obj, "adj", obj)  # (a method's sweeps with self bound, a closure's)
+    if isinstance(inner, Generated):
+        return f"the {_KINDS.get(inner.kind, inner.kind)} of {_where(inner.fn)}" \
+               f"{_wrt_text(inner.fn, inner.wrt)}"
+    fn = getattr(obj, "fn", None)
+    if fn is not None and hasattr(obj, "wrt") and callable(obj):  # a generated call site
+        return f"the forward mode (jvp) of {_where(fn)}{_wrt_text(fn, obj.wrt)}"
+    name = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None)
+    if isinstance(name, str):
+        module = getattr(obj, "__module__", None)
+        if module is None and isinstance(obj, np.ufunc):
+            module = "numpy"
+        return f"{module}.{name}" if module and module != "builtins" else name
+    return f"a {type(obj).__name__} object"
+
+
+_KINDS = {"adjoint": "sweeps", "jvp": "forward mode (jvp)", "vmap": "batched code"}
+
+
+def _where(fn) -> str:
+    """``name() (file.py:line)`` of a function."""
+    fn = getattr(fn, "__func__", fn)
+    code = getattr(fn, "__code__", None)
+    where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
+    return f"{_qualname(fn)}(){where}"
+
+
+def _wrt_text(fn, wrt: tuple) -> str:
+    """``, with respect to x, y`` naming ``fn``'s parameters at ``wrt``."""
+    code = getattr(getattr(fn, "__func__", fn), "__code__", None)
+    if code is None:
+        return ""
+    names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    return ", with respect to " + ", ".join(names[i] if i < len(names) else f"#{i}"
+                                             for i in wrt) if wrt else ""
+
+
+def _qualname(fn) -> str:
+    """``fn``'s qualified name, without the factory's ``_make.<locals>.`` that generated
+    functions have."""
+    return getattr(fn, "__qualname__", "f").replace("_make.<locals>.", "")
+
+
 def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
                  debug: bool = False) -> Any:
     """The cached ``cls`` build of ``fn`` for ``wrt``, built on first use.
@@ -191,3 +287,40 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
             builds.remove(built)
             raise
         return built
+
+
+# what the last srcgrad.jvp(f, ...), hvp or vjp call ran, by function and kind: these return
+# values, so srcgrad.source(f, "jvp") is the one way to show their code
+_RAN: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+
+
+def remember(fn, kind: str, builds: list) -> None:
+    """Record that ``srcgrad.<kind>(fn, ...)`` ran ``builds`` (Generated objects), weakly:
+    the caches keep builds alive, and a build holds its function, the key here."""
+    try:
+        _RAN.setdefault(getattr(fn, "__func__", fn), {})[kind] = [weakref.ref(b)
+                                                                   for b in builds]
+    except TypeError:  # (an object that cannot be weakly referenced: nothing to show later)
+        pass
+
+
+def remembered(fn, kind: str) -> list:
+    """The builds the last ``srcgrad.<kind>(fn, ...)`` ran (and still alive), or []."""
+    try:
+        refs = _RAN.get(getattr(fn, "__func__", fn), {}).get(kind, [])
+    except TypeError:
+        return []
+    builds = [ref() for ref in refs]
+    return builds if all(b is not None for b in builds) else []
+
+
+def own_attributes(wrapper: Callable, shown: Callable[[], list]) -> Callable:
+    """``wrapper`` (made with ``functools.wraps``, which copies the wrapped function's
+    ``__dict__``) without the ``__srcgrad_*`` attributes it copied from a function srcgrad
+    made: they describe that function (a gradient), not this one, which would otherwise be
+    shown, and differentiated again, as that gradient. ``shown`` becomes its
+    ``__srcgrad_source__``: the builds ``srcgrad.source(wrapper)`` shows."""
+    for name in [n for n in vars(wrapper) if n.startswith("__srcgrad_")]:
+        delattr(wrapper, name)
+    wrapper.__srcgrad_source__ = shown
+    return wrapper

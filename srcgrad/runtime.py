@@ -53,6 +53,7 @@ import numpy as np
 
 _ndarray = np.ndarray
 _generic = np.generic
+_add_reduce = np.add.reduce
 _getrefcount = sys.getrefcount
 # References to an adjoint array owned by one generated frame while add_at runs: the
 # frame's variable, add_at's parameter, and getrefcount's own argument.
@@ -92,12 +93,16 @@ def unbroadcast(g, x):
         gshape = np.shape(g)
     if gshape == shape:
         return g
+    # np.add.reduce, not np.sum, on ndarrays: np.sum's Python wrapper costs about as much as
+    # the reduction of a small array (foreign arrays keep np.sum's dispatch)
+    reduce = _add_reduce if type(g) is _ndarray else np.sum
     extra = len(gshape) - len(shape)
     if extra:
-        g = np.sum(g, axis=tuple(range(extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and np.shape(g)[i] != 1)
+        g = reduce(g, axis=tuple(range(extra)))
+        gshape = gshape[extra:]
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[i] != 1)
     if axes:
-        g = np.sum(g, axis=axes, keepdims=True)
+        g = reduce(g, axis=axes, keepdims=True)
     if not shape and isinstance(g, np.ndarray):
         # A Python scalar argument gets a 0-d array back: keep numpy scalars as such.
         return g[()]
@@ -1208,3 +1213,27 @@ def index_concat(maker, items):
             "the 'r'/'c' directives of np.r_ make an np.matrix, which srcgrad does not "
             "differentiate (its '*' is a matrix product); use np.atleast_2d or reshape")
     return value
+
+
+# -- lean generated code (issue 11) ------------------------------------------------------------
+_STAND_INS: dict = {}  # (shape, dtype) -> stand-in (read-only, so one can be shared)
+_STAND_IN_BYTES = 1024  # smaller arrays are kept as they are: a stand-in would save nothing
+_STAND_IN_LIMIT = 1024  # distinct shapes kept; beyond that, stand-ins are made each time
+
+
+def shape_like(x):
+    """What a backward sweep that reads ``x`` only for its shape and dtype saves instead of
+    ``x``: a read-only array of that shape and dtype whose elements all share one buffer
+    element (a few bytes, whatever the shape). Other values are returned unchanged."""
+    if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
+        return x
+    key = (x.shape, x.dtype)
+    stand_in = _STAND_INS.get(key)
+    if stand_in is None:
+        one = np.zeros(1, x.dtype)
+        one.flags.writeable = False
+        stand_in = _ndarray(x.shape, x.dtype, one, 0, (0,) * x.ndim)
+        if len(_STAND_INS) < _STAND_IN_LIMIT:
+            _STAND_INS[key] = stand_in
+    return stand_in
+

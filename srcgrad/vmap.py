@@ -27,7 +27,7 @@ from . import runtime
 from .api_forward import _CallSite, _SparseCallSite, get_forward, source_function
 from .adapters import has_starred_parameters
 from .errors import SrcgradError
-from .generated import Generated, cached_build
+from .generated import Generated, cached_build, own_attributes
 from .transforms.batch import batch
 
 def _register_helper_rules() -> None:
@@ -271,8 +271,7 @@ def vmap(f: Callable, in_axes=0, out_axes: int = 0) -> Callable:
         out = batched_call(f, tuple(moved), kwargs, positions, size)
         return batching._map(lambda leaf: _move_out(leaf, out_axes, size), out)
 
-    batched.__srcgrad_adjoint__ = lambda: _SourceView(f, state, in_axes)
-    return batched
+    return own_attributes(batched, lambda: [_SourceView(f, state, in_axes)])
 
 
 class _SourceView:

@@ -6,6 +6,7 @@ Regenerate after an intended change of the generated code with::
     SRCGRAD_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py
 """
 import importlib.util
+import linecache
 import os
 import re
 
@@ -73,6 +74,21 @@ def test_golden_adjoints_still_compute_correct_gradients(name, fn, wrt):
     args = {"straight_line": (0.7, 1.3), "if_else": (-0.4,), "for_accumulate": (0.5, 4),
             "while_loop": (0.9,), "user_call": (0.6,)}[name]
     check_grad(fn, args, wrt=wrt if isinstance(wrt, tuple) else (wrt,))
+
+
+@pytest.mark.parametrize("name, fn, wrt", inputs.GOLDEN, ids=_IDS)
+def test_golden_text_is_the_code_that_runs(name, fn, wrt):
+    """What is shown (and kept in the golden file) is the two sweeps themselves, no factory
+    around them: valid Python, and the very text the running sweeps were compiled from."""
+    text = _generated(fn, wrt)
+    compile(text, f"{name}.py", "exec")
+    assert "_make" not in text and re.match(r"# srcgrad: forward and backward sweeps of ", text)
+    adj = srcgrad.grad(fn, wrt=wrt).__srcgrad_adjoint__()
+    assert "".join(linecache.getlines(adj.filename)) == text
+    for sweep in adj.sweeps_for(fn):
+        assert sweep.__code__.co_filename == adj.filename
+        line = text.splitlines()[sweep.__code__.co_firstlineno - 1]
+        assert line.startswith(f"def {sweep.__name__}(")
 
 
 def _split_sweeps(text):

@@ -4,7 +4,10 @@ A rule whose body is a single ``return (e0, e1, ...)`` is inlined element by ele
 parameters replaced by the call's operands (a ``*args`` parameter by a tuple display of the
 extra positional operands, ``**kwargs`` by a dict display of the extra keywords); any other
 rule is called. Names the rule's module uses (``np``, runtime helpers) are bound through
-``Context.helper`` so generated code never depends on a merged namespace.
+``Context.helper`` so generated code never depends on a merged namespace. An argument of a
+call in the inlined expression that equals the callee's default is left out, and other
+arguments of parameters with defaults are passed by keyword: ``expand_to(g, x)`` and
+``expand_to(g, x, axis=1, keepdims=True)``, not ``expand_to(g, x, None, False)``.
 """
 from __future__ import annotations
 
@@ -99,8 +102,80 @@ def instantiate(fn, element, mapping: dict, ctx: Context):
     """One element of ``fn``'s template with parameters substituted and globals bound."""
     free = _names_in(element) - set(mapping)
     renames = {name: global_ref(fn, name, ctx) for name in sorted(free)}
+    if _passes_defaults(fn, element):
+        element = A.deepcopy(element)  # (templates are cached and shared: tidy a copy)
+        scope = getattr(fn, "__globals__", {})
+        for call in [n for n in gast.walk(element) if isinstance(n, gast.Call)]:
+            _leave_out_defaults(call, scope, mapping)
     # one simultaneous substitution: the user's operands are never renamed themselves
     return A.substitute(element, {**mapping, **renames})
+
+
+_PASSES_DEFAULTS: dict[int, bool] = {}
+
+
+def _passes_defaults(fn, element) -> bool:
+    """Whether a call in (immutable, cached) ``element`` of rule function ``fn`` gives an
+    argument to a parameter that has a default."""
+    known = _PASSES_DEFAULTS.get(id(element))
+    if known is None:
+        scope = getattr(fn, "__globals__", {})
+        known = _PASSES_DEFAULTS[id(element)] = any(
+            any(p.default is not p.empty for p in _parameters(n.func, scope)[:len(n.args)])
+            or bool(n.keywords) for n in gast.walk(element) if isinstance(n, gast.Call))
+    return known
+
+
+def _parameters(func, scope: dict) -> list:
+    """The parameters of the callee ``func`` names in ``scope``; [] when unknown."""
+    try:
+        return list(inspect.signature(_resolve(func, scope)).parameters.values())
+    except (TypeError, ValueError):
+        return []
+
+
+def _leave_out_defaults(call: gast.Call, scope: dict, mapping: dict) -> None:
+    """Drop the arguments of ``call`` (a template's, in the rule's module ``scope``) that
+    are bound to constants equal to the callee's defaults, and pass the other arguments of
+    parameters with defaults by keyword. Calls of callees without a readable signature,
+    with ``*args``, or with positional-only parameters are left alone."""
+    params = _parameters(call.func, scope)
+    if not params or any(isinstance(a, gast.Starred) for a in call.args) \
+            or len(call.args) > len(params) \
+            or any(p.kind is p.POSITIONAL_ONLY for p in params[:len(call.args)]):
+        return
+    by_name = {p.name: p for p in params}
+
+    def is_default(node, param) -> bool:
+        if isinstance(node, gast.Name):
+            node = mapping.get(node.id, node)
+        return isinstance(node, gast.Constant) and param is not None \
+            and param.default is not param.empty and type(node.value) is type(param.default) \
+            and node.value == param.default
+
+    positional, keywords = [], []
+    for node, param in zip(call.args, params):
+        if param.kind is param.VAR_POSITIONAL:
+            return
+        if param.default is param.empty:
+            positional.append(node)
+        elif not is_default(node, param):
+            keywords.append(gast.keyword(arg=param.name, value=node))
+    keywords += [k for k in call.keywords if k.arg is None
+                 or not is_default(k.value, by_name.get(k.arg))]
+    call.args, call.keywords = positional, keywords
+
+
+def _resolve(func, scope: dict):
+    """The object a callee expression names in ``scope``: a name, or an attribute of a
+    module; None for anything else."""
+    if isinstance(func, gast.Name):
+        return scope[func.id] if func.id in scope else getattr(builtins, func.id, None)
+    if isinstance(func, gast.Attribute):
+        owner = _resolve(func.value, scope)
+        if isinstance(owner, types.ModuleType):
+            return getattr(owner, func.attr, None)
+    return None
 
 
 def global_ref(fn, name: str, ctx: Context):

@@ -10,6 +10,11 @@ decisions and loop trip counts are pushed after the statement and popped before 
 
 Adjoints: ``bx`` for ``x``. An adjoint known to be zero is never materialized: its first
 contribution is assigned, later ones added; ``0.0`` stands for zero where control flow merges.
+
+Lean code (issue 11), each step a pass of its own run on the generated sweeps: copies
+propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
+dropped with their pushes (prune_tape.py), values read only for their shape saved as
+stand-ins (shape_reads.py), temporaries deleted after their last use (release.py).
 """
 from __future__ import annotations
 
@@ -30,6 +35,11 @@ from .desugar import regroup_contexts
 from .context import Context, DynamicCall
 from . import adjoint_tape_op, is_tape_op
 from .resolve import BINOPS, UNARYOPS
+from .combine import combine_contributions
+from .copies import propagate_copies
+from .prune_tape import dead_restores, remove_statements
+from .release import release_dead
+from .shape_reads import shape_only_names
 
 ZERO = A.const(0.0)
 
@@ -78,6 +88,12 @@ class ReverseGenerator:
         self.shape_root = _shape_roots(tree, ctx)
         self.sequences = self._sequence_names()
         self.numeric = self._numeric_names() - self.sequences
+        # primal names the backward sweep reads only for their shape: saved as stand-ins
+        self.shape_only: frozenset[str] = frozenset()
+        # pops restoring an overwritten value: id(pop) -> (pop, key); keys of the dead ones,
+        # whose pushes the forward sweep omits
+        self.restore_pops: dict[int, tuple] = {}
+        self.pruned: set = set()
         for node in gast.walk(tree):  # names for decisions, fixed before any dry run
             if isinstance(node, gast.If):
                 self.cond_names[id(node)] = ctx.namer.fresh("_c")
@@ -282,7 +298,8 @@ class ReverseGenerator:
             return self.backward_loop(s, state)
         if isinstance(s, gast.Expr) and is_tape_op(s.value, "push", self.ctx):
             return self.backward_tape_push(s, state)
-        if isinstance(s, gast.Expr) and adjoint_tape_op(s.value, self.ctx) == "pop":
+        if isinstance(s, gast.Expr) and adjoint_tape_op(s.value, self.ctx) == "pop" \
+                and s.value.args[0].id in self.ctx.active:
             return self.backward_tape_pop(s, state, s.value.args[0])
         return []
 
@@ -338,7 +355,9 @@ class ReverseGenerator:
             out.append(A.assign(self.call_saves[id(s)], A.call(A.attr(self.tape, "pop")),
                                 at=s))
         if id(s) in self.pushes and self.is_needed(s.targets[0].id):
-            out.append(A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s))
+            pop = A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s)
+            self.restore_pops[id(pop)] = (pop, ("assign", id(s)))
+            out.append(pop)
         return out
 
     def backward_assign(self, s, state: _State) -> list:
@@ -644,6 +663,7 @@ class ReverseGenerator:
         target_pop = []
         if isinstance(s, gast.For) and self.is_needed(s.target.id):
             target_pop = [A.assign(s.target.id, A.call(A.attr(self.tape, "pop")), at=s)]
+            self.restore_pops[id(target_pop[0])] = (target_pop[0], ("target", id(s)))
         # fixed point of what is known at the top of the backward body: zero there only if
         # zero on entering and after every iteration; maybe zero if reset on some path
         entry = state.copy()
@@ -691,12 +711,20 @@ class ReverseGenerator:
         return out
 
     def push(self, name: str, at) -> gast.stmt:
-        return A.expr_stmt(A.call(A.attr(self.tape, "push"), A.load(name)), at=at)
+        return A.expr_stmt(A.call(A.attr(self.tape, "push"), self.saved_value(name)), at=at)
+
+    def saved_value(self, name: str):
+        """What the forward sweep saves of ``name``: the value, or a stand-in of its shape
+        when the backward sweep reads nothing else of it."""
+        if name in self.shape_only:
+            return A.call(A.attr(self.ctx.rt, "shape_like"), A.load(name))
+        return A.load(name)
 
     def forward_stmt(self, s) -> list:
         if isinstance(s, gast.Assign):
             out = []
-            if id(s) in self.pushes and s.targets[0].id in self.needed:
+            if id(s) in self.pushes and s.targets[0].id in self.needed \
+                    and ("assign", id(s)) not in self.pruned:
                 out.append(self.push(s.targets[0].id, s))
             if id(s) in self.call_saves and id(s) in self.in_loop:
                 out.append(self.push(self.call_saves[id(s)], s))
@@ -724,7 +752,8 @@ class ReverseGenerator:
                 s.orelse = self.forward_block(s.orelse)
                 return [s]
             count = self.count_names[id(s)]
-            if isinstance(s, gast.For) and s.target.id in self.needed:
+            if isinstance(s, gast.For) and s.target.id in self.needed \
+                    and ("target", id(s)) not in self.pruned:
                 # pushed last in the iteration, so it is popped first in the backward one
                 # (before the final 'if flag: break' that exits lowering may have added)
                 at = len(body) - 1 if body and _is_exit_if(body[-1]) else len(body)
@@ -733,7 +762,7 @@ class ReverseGenerator:
             if self.counted_by_range(s, body):
                 # a range loop that cannot exit early runs len(range(...)) times: no counter
                 s.body = body
-                trips = A.call("len", A.deepcopy(s.iter))
+                trips = _trip_count(s.iter)
                 return [A.assign(count, trips, at=s), s, self.push(count, s)]
             start = [A.assign(count, gast.BinOp(left=A.load(count), op=gast.Add(),
                                                 right=A.const(1)), at=s)]
@@ -746,6 +775,15 @@ class ReverseGenerator:
             s.targets = kept
             return [s]
         return [s]
+
+
+def _trip_count(iter_call):
+    """``len(range(...))``, or the number itself when the bounds are integer literals."""
+    bounds = [_number(a) for a in iter_call.args]
+    if all(type(b) is int for b in bounds) and 1 <= len(bounds) <= 3 and (
+            len(bounds) < 3 or bounds[2] != 0):
+        return A.const(len(range(*bounds)))
+    return A.call("len", A.deepcopy(iter_call))
 
 
 def _is_exit_if(s) -> bool:
@@ -809,6 +847,10 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     gen.needed, gen.final, gen.recorded = needed, True, set()
     state = _State(all_adjoints - {seed})
     backward = simplify(gen.backward_block(body, state))
+    backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
+    backward = combine_contributions(backward)
+    backward = _prune_restores(gen, backward, body)
+    gen.shape_only = shape_only_names(backward, ctx.rt, ctx.helpers) - set(ctx.params)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
@@ -839,7 +881,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
-    saved_tuple = gast.Tuple(elts=[A.load(n) for n in saved], ctx=gast.Load())
+    saved_tuple = gast.Tuple(elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
     fwd_body.append(A.located(gast.Return(value=gast.Tuple(elts=[result_expr, saved_tuple],
                                                              ctx=gast.Load())), ret))
 
@@ -862,6 +904,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
 
     name = tree.name if tree.name != "_lambda" else "lambda"
+    if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
+        counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
+        fwd_body, bwd_body = release_dead(fwd_body, counters), release_dead(bwd_body, counters)
     fwd = _function(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd_args = gast.arguments(args=[A.store(gen.saved_name), A.store(seed)], posonlyargs=[],
                               vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
@@ -870,6 +915,20 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         a.ctx = gast.Param()
     bwd = _function(f"{name}_bwd", bwd_args, bwd_body)
     return _factory(ctx, [fwd, bwd], [fwd.name, bwd.name])
+
+
+def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
+    """Drop the backward sweep's pops whose value nothing reads (and, through
+    ``gen.pruned``, the forward sweep's matching pushes)."""
+    ctx = gen.ctx
+    rebound = {n for s in body for n in A.names_written(s)}
+    # read after the backward sweep: the wrt parameters its gradients are densified against
+    live_out = set(ctx.wrt_names) - rebound
+    gen.pruned = dead_restores(backward, live_out, gen.restore_pops)
+    if not gen.pruned:
+        return backward
+    doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
+    return remove_statements(backward, doomed)
 
 
 def _function(name, args, body) -> gast.FunctionDef:
