@@ -17,7 +17,7 @@ import types
 import os
 import warnings
 import weakref
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -314,7 +314,9 @@ def source_function(fn, scalar: bool = False):
         return fn
     attribute = "__srcgrad_scalar_source_fn__" if scalar else "__srcgrad_source_fn__"
     made = getattr(fn, attribute, None)
-    if made is None:
+    if made is None and isinstance(spec, JacobianSpec):
+        made = _jacobian_wrapper(*spec)
+    elif made is None:
         made = _grad_wrapper(*spec, scalar=scalar)
         try:
             setattr(fn, attribute, made)
@@ -395,6 +397,56 @@ def _grad_wrapper(f, indices, single, mode, scalar=False):
                       "_ones_like": np.ones_like})
     namespace = codegen.compile_source(source, f"{name} gradient", namespace)
     return namespace[f"{name}_grad"]
+
+
+class JacobianSpec(NamedTuple):
+    """What ``source_function`` needs to differentiate a Jacobian (``jacfwd``, ``jacrev``,
+    ``hessian``) again: the function, its wrt indices, whether one Jacobian is returned. Set
+    as the result's ``__srcgrad_grad__``, like a gradient's ``api.GradSpec``."""
+    f: Callable
+    indices: tuple
+    single: bool
+    api: str  # the function that made it, for messages
+    has_aux: bool = False
+
+
+def _jacobian_wrapper(f, indices, single, api, has_aux=False):
+    """Generate ``def f_jacobian(x, ...)``: one forward and one backward sweep per element of
+    ``f``'s value, seeded with the unit cotangents, the rows stacked and reshaped to
+    ``out.shape + x.shape``. Plain code calling the sweeps, so it can be transformed again
+    (``jacfwd(hessian(f))``, ``jacrev(jacrev(f))``, ``grad`` of a Jacobian's sum). It is
+    what a Jacobian differentiated again runs; the Jacobian itself is computed by the
+    batched code of jacfwd/jacrev."""
+    if has_aux:
+        raise SrcgradError(f"differentiating {api}({_name(f)}, has_aux=True) again is not "
+                           f"supported: differentiate {api} of a function returning the "
+                           f"value alone, and compute the aux output separately")
+    fn, lead = unbind(source_function(f))
+    adj = get_adjoint(fn, tuple(i + len(lead) for i in indices))
+    fwd, bwd = adj.sweeps_for(_func_key(fn))
+    name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
+    name = name if name.isidentifier() else "f"
+    params, call, namespace = _signature(f)
+    names = [p.name for p in inspect.signature(f).parameters.values()]
+    if lead:
+        namespace["_self"] = lead[0]
+        call = f"_self, {call}" if call else "_self"
+    rows = [f"_rows{j}" for j in range(len(indices))]
+    jacobians = [f"_np.reshape(_np.stack({r}), _rt.jacobian_shape(_value, {names[i]}))"
+                 for r, i in zip(rows, indices)]
+    result = jacobians[0] if single else f"({', '.join(jacobians)},)"
+    lines = [f"def {name}_jacobian({params}):",
+             f"    {_docstring('Jacobian', f)}",
+             f"    _value, _saved = {name}_fwd({call})",
+             *[f"    {r} = []" for r in rows],
+             "    for _k in range(_rt.size_of(_value)):",
+             f"        _value_k, _saved_k = {name}_fwd({call})",
+             f"        _grads = {name}_bwd(_saved_k, _rt.unit_cotangent(_value_k, _k))",
+             *[f"        {r}.append(_grads[{j}])" for j, r in enumerate(rows)],
+             f"    return {result}"]
+    namespace.update({f"{name}_fwd": fwd, f"{name}_bwd": bwd, "_rt": runtime, "_np": np})
+    namespace = codegen.compile_source("\n".join(lines) + "\n", f"{name} Jacobian", namespace)
+    return namespace[f"{name}_jacobian"]
 
 
 # -- public API ----------------------------------------------------------------------------
@@ -500,7 +552,16 @@ def jacfwd(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
         func, lead = unbind(fn)
         return [get_forward(func, (index + len(lead),)) for index in indices]
 
-    return own_attributes(jacobian_fwd, shown)
+    return _differentiable_jacobian(own_attributes(jacobian_fwd, shown),
+                                    f if has_aux else target, indices, single, "jacfwd",
+                                    has_aux)
+
+
+def _differentiable_jacobian(jacobian, f, indices, single, api, has_aux):
+    """``jacobian`` marked so that differentiating it again (jacfwd of a hessian...) runs
+    its generated equivalent (``_jacobian_wrapper``), or under has_aux says it cannot."""
+    jacobian.__srcgrad_grad__ = JacobianSpec(f, tuple(indices), single, api, has_aux)
+    return jacobian
 
 
 def _fixed_arity(f, api: str):
@@ -635,7 +696,8 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
         fn, lead = unbind(_fixed_arity(f, "jacrev"))
         return [get_adjoint(fn, tuple(index + len(lead) for index in indices))]
 
-    return own_attributes(jacobian_rev, shown)
+    return _differentiable_jacobian(own_attributes(jacobian_rev, shown), f, indices, single,
+                                    "jacrev", has_aux)
 
 
 def _with_zero_aux(bwd):

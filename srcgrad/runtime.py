@@ -388,6 +388,20 @@ def size_of(x) -> int:
     return size if isinstance(size, (int, np.integer)) else np.size(x)
 
 
+def unit_cotangent(value, k: int):
+    """The ``k``-th unit cotangent of ``value`` (flat index): its Jacobian's row ``k``."""
+    if not isinstance(value, np.ndarray):
+        return 1.0
+    seed = np.zeros(value.size, dtype=value.dtype if value.dtype.kind in "fc" else float)
+    seed[k] = 1.0
+    return seed.reshape(value.shape)
+
+
+def jacobian_shape(value, x) -> tuple:
+    """``value.shape + x.shape``: the shape of the Jacobian of ``value`` with respect to x."""
+    return np.shape(value) + np.shape(x)
+
+
 # libraries whose arrays implement numpy's protocols for numpy's own functions only (lazy
 # or on a device): srcgrad never converts their arrays, nor dispatches its helpers to them
 ARRAY_LIBRARIES = frozenset({"dask", "cupy", "xarray", "sparse"})

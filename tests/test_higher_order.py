@@ -443,3 +443,67 @@ def test_adjoints_of_one_tape_from_two_sweeps_line_up_from_the_top():
     total = runtime.add(full, partial)
     assert isinstance(total, runtime.Tape) and list(total) == [1.0, 12.0, 23.0]
     assert list(runtime.add(partial, full)) == [1.0, 12.0, 23.0]
+
+
+# -- Jacobians differentiated again (jacfwd(jacrev(f)) is JAX's hessian) ----------------------
+def _separable(x):
+    return np.sum(np.sin(x) * x ** 2)
+
+
+def _separable_derivatives(x):
+    """g', g'', g''' of g(t) = t**2 sin t, the term of _separable at each element."""
+    s, c = np.sin(x), np.cos(x)
+    return (2 * x * s + x * x * c, 2 * s + 4 * x * c - x * x * s,
+            6 * c - 6 * x * s - x * x * c)
+
+
+def _diagonal3(d):
+    t = np.zeros((d.size,) * 3)
+    t[np.arange(d.size), np.arange(d.size), np.arange(d.size)] = d
+    return t
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: srcgrad.jacfwd(srcgrad.jacrev(f)),
+    lambda f: srcgrad.jacrev(srcgrad.jacrev(f)),
+    lambda f: srcgrad.jacrev(srcgrad.jacfwd(f)),
+    lambda f: srcgrad.jacfwd(srcgrad.jacfwd(f)),
+], ids=["jacfwd-jacrev", "jacrev-jacrev", "jacrev-jacfwd", "jacfwd-jacfwd"])
+def test_jacobian_of_a_jacobian_is_the_hessian(make):
+    x = np.array([0.3, -0.5, 1.2])
+    np.testing.assert_allclose(make(_separable)(x), np.diag(_separable_derivatives(x)[1]),
+                               rtol=1e-12, atol=1e-12)
+
+
+def test_third_derivative_tensors_through_jacobians():
+    x = np.array([0.3, -0.5, 1.2])
+    third = _diagonal3(_separable_derivatives(x)[2])
+    np.testing.assert_allclose(srcgrad.jacfwd(srcgrad.hessian(_separable))(x), third,
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(srcgrad.jacrev(srcgrad.jacfwd(srcgrad.grad(_separable)))(x),
+                               third, rtol=1e-12, atol=1e-12)
+    summed = srcgrad.grad(lambda x: np.sum(srcgrad.jacfwd(srcgrad.grad(_separable))(x)))
+    np.testing.assert_allclose(summed(x), _separable_derivatives(x)[2], rtol=1e-12)
+
+
+def _coupled(x, y):
+    return np.tanh(x @ y) * np.sum(y ** 2) + np.sum(np.sin(x) * y)
+
+
+def test_jacobian_of_a_jacobian_with_two_arguments_matches_finite_differences():
+    rng = np.random.RandomState(3)
+    x, y = rng.normal(size=3), rng.normal(size=3)
+    mixed = srcgrad.jacrev(srcgrad.jacfwd(_coupled, wrt=0), wrt=1)(x, y)  # d/dy d/dx
+    gx = srcgrad.grad(_coupled, wrt=0)
+    h = 1e-6
+    numeric = np.stack([(gx(x, y + h * e) - gx(x, y - h * e)) / (2 * h) for e in np.eye(3)],
+                       axis=-1)
+    np.testing.assert_allclose(mixed, numeric, rtol=1e-6, atol=1e-8)
+    both = srcgrad.jacrev(srcgrad.jacrev(_coupled, wrt=(0, 1)))(x, y)  # d/dx of (gx, gy)
+    np.testing.assert_allclose(both[0], srcgrad.hessian(_coupled)(x, y), rtol=1e-10)
+
+
+def test_differentiating_a_jacobian_with_aux_is_refused():
+    jac = srcgrad.jacfwd(lambda x: (np.sin(x), 1.0), has_aux=True)
+    with pytest.raises(srcgrad.SrcgradError, match="has_aux=True.*again is not supported"):
+        srcgrad.jacfwd(lambda x: jac(x)[0])(np.array([0.1, 0.2]))

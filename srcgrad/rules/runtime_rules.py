@@ -403,6 +403,8 @@ nondifferentiable(rt.refuse_shared_array)
 nondifferentiable(rt.refuse_viewed)
 nondifferentiable(rt.refuse_item_update)
 nondifferentiable(rt.last_write_mask)
+nondifferentiable(rt.unit_cotangent)  # (the seeds and shape of a Jacobian differentiated
+nondifferentiable(rt.jacobian_shape)  # again: api_forward._jacobian_wrapper)
 
 
 # --------------------------------------------------------------------------- bound callables
