@@ -11,12 +11,15 @@ define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.gr
 ``nn.functional``...
 """
 from . import rules as _rules  # registers the built-in derivative rules
+from .checkpoint import checkpointed, checkpointed_while
 from .api import (custom_jvp, custom_vjp, elementwise_grad, grad, stop_gradient,
                   value_and_grad, vjp)
 from .errors import (InternalError, MissingRuleError, NonDifferentiableError, SrcgradError,
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from . import api as _api, checkpoint as _checkpoint
+_checkpoint.connect(_api.get_adjoint, _api.dynamic_wrt, jvp)  # (checkpointed loops' steps)
 from .vmap import VmapFallbackWarning, vmap
 from .show import source
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
@@ -32,7 +35,7 @@ __all__ = [
     "SrcgradError", "UnsupportedSyntaxError", "MissingRuleError", "NonDifferentiableError",
     "InternalError",
     "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "vmap", "VmapFallbackWarning",
-    "elementwise_grad", "custom_vjp", "custom_jvp",
+    "elementwise_grad", "custom_vjp", "custom_jvp", "checkpointed", "checkpointed_while",
     "tree_map", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
 ]
 __all__ += [name for name in _torch_api.__all__ if name not in __all__]

@@ -19,6 +19,7 @@ from .boundary import (as_function, callee_function, check_argument, check_cotan
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
+from .checkpoint import checkpoint_options, default_checkpoints
 from .errors import SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build, remember
 from .transforms import check_calls
@@ -338,7 +339,7 @@ class GradSpec(NamedTuple):
 
 def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
          has_aux: bool = False, preserve_result: bool = False, verbose: bool = False,
-         holomorphic: bool = False) -> Callable:
+         holomorphic: bool = False, checkpoint: int | None = None) -> Callable:
     """The gradient of scalar-valued ``f`` with respect to argument(s) ``wrt``.
 
     ``wrt`` (or JAX's ``argnums``) is an index, a parameter name, or a tuple of those (then a
@@ -350,26 +351,32 @@ def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = N
     Complex numbers follow JAX: for real ``f`` of complex ``z`` the gradient is
     ``df/dx - i df/dy``; a complex-valued ``f`` needs ``holomorphic=True`` and then gets its
     complex derivative ``f'(z)``. A real input's gradient is always real.
+
+    ``checkpoint=K``: loops marked ``srcgrad.checkpointed(...)`` that give no K keep at most
+    K states (docs/checkpointing.md).
     """
     if f is None:
         return functools.partial(grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
                                  preserve_result=preserve_result, verbose=verbose,
-                                 holomorphic=holomorphic)
+                                 holomorphic=holomorphic, checkpoint=checkpoint)
     mode = GradMode(value_first=preserve_result, has_aux=has_aux, holomorphic=holomorphic)
-    return _make_grad(as_function(f, "grad"), pick_wrt("grad", wrt, argnums), mode, verbose)
+    made = _make_grad(as_function(f, "grad"), pick_wrt("grad", wrt, argnums), mode, verbose)
+    return checkpoint_options(made, checkpoint)
 
 
 def value_and_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
                    argnums: Wrt | None = None, has_aux: bool = False, verbose: bool = False,
-                   holomorphic: bool = False) -> Callable:
+                   holomorphic: bool = False, checkpoint: int | None = None) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux=True``,
     ``((value, aux), gradient)``."""
     if f is None:
         return functools.partial(value_and_grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
-                                 verbose=verbose, holomorphic=holomorphic)
+                                 verbose=verbose, holomorphic=holomorphic,
+                                 checkpoint=checkpoint)
     mode = GradMode(value_first=True, has_aux=has_aux, holomorphic=holomorphic)
-    return _make_grad(as_function(f, "value_and_grad"),
+    made = _make_grad(as_function(f, "value_and_grad"),
                       pick_wrt("value_and_grad", wrt, argnums), mode, verbose)
+    return checkpoint_options(made, checkpoint)
 
 
 def elementwise_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
@@ -499,7 +506,8 @@ def _starred_grad(f, wrt, mode: GradMode, verbose: bool):
 
 
 @user_tracebacks
-def vjp(f: Callable, *args, has_aux: bool = False, **kwargs) -> tuple:
+def vjp(f: Callable, *args, has_aux: bool = False, checkpoint: int | None = None,
+        **kwargs) -> tuple:
     """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
 
     Arguments that cannot carry a gradient (integers, bools, strings, None) get ``None``.
@@ -515,7 +523,8 @@ def vjp(f: Callable, *args, has_aux: bool = False, **kwargs) -> tuple:
     func, lead = unbind(f)  # a bound method: self first, not differentiated
     adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
     fwd, bwd = adj.sweeps_for(func)
-    value, saved = fwd(*lead, *args, **kwargs)
+    with default_checkpoints(checkpoint):  # K of marked loops that give none
+        value, saved = fwd(*lead, *args, **kwargs)
     out, aux = split_aux(f, value, "vjp(has_aux=True)") if has_aux else (value, None)
 
     @user_tracebacks

@@ -15,6 +15,7 @@ LAYERS = [
     (1, ("srcgrad.runtime",)),  # values: tape, zeros, accumulation, unbroadcast
     (2, ("srcgrad.rules", "srcgrad.batching")),  # derivative rules, batch rules
     (2, ("srcgrad.adapters",)),  # fixed-arity twins of *args functions, compiled source
+    (2, ("srcgrad.checkpoint",)),  # checkpointed loops: markers, schedules, loop primitive
     (3, ("srcgrad.transforms",)),
     (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree")),
     (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap")),

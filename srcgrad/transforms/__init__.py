@@ -27,6 +27,7 @@ from . import astutil as A
 from .activity import mark_active, mark_varied, mutated_parameters
 from .anf import to_anf
 from .calls import route_calls
+from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
@@ -40,6 +41,7 @@ from .validate import validate
 # The passes that normalize user code, in order; the mode-specific generator comes after.
 PIPELINE: list[tuple[str, Callable]] = [
     ("validate", validate),
+    ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
     ("lower_try", lower_try),
     ("mark_varied", mark_varied),
