@@ -29,6 +29,7 @@ from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
 from .transforms.binding import scatter_rule_grads
 from .transforms.reverse import reverse
+from .jit import jit_gradient, unwrap_numba
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -339,7 +340,8 @@ class GradSpec(NamedTuple):
 
 def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
          has_aux: bool = False, preserve_result: bool = False, verbose: bool = False,
-         holomorphic: bool = False, checkpoint: int | None = None) -> Callable:
+         holomorphic: bool = False, checkpoint: int | None = None,
+         jit: bool | str = False) -> Callable:
     """The gradient of scalar-valued ``f`` with respect to argument(s) ``wrt``.
 
     ``wrt`` (or JAX's ``argnums``) is an index, a parameter name, or a tuple of those (then a
@@ -354,40 +356,50 @@ def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = N
 
     ``checkpoint=K``: loops marked ``srcgrad.checkpointed(...)`` that give no K keep at most
     K states (docs/checkpointing.md).
+
+    ``jit=True`` compiles the gradient with numba, ``jit="auto"`` falls back to the
+    interpreted one with a warning where numba cannot (docs/jit.md).
     """
     if f is None:
         return functools.partial(grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
                                  preserve_result=preserve_result, verbose=verbose,
-                                 holomorphic=holomorphic, checkpoint=checkpoint)
+                                 holomorphic=holomorphic, checkpoint=checkpoint, jit=jit)
     mode = GradMode(value_first=preserve_result, has_aux=has_aux, holomorphic=holomorphic)
-    made = _make_grad(as_function(f, "grad"), pick_wrt("grad", wrt, argnums), mode, verbose)
-    return checkpoint_options(made, checkpoint)
+    made = _make_grad(as_function(unwrap_numba(f), "grad"), pick_wrt("grad", wrt, argnums),
+                      mode, verbose)
+    return _with_jit(checkpoint_options(made, checkpoint), jit)
 
 
 def value_and_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
                    argnums: Wrt | None = None, has_aux: bool = False, verbose: bool = False,
-                   holomorphic: bool = False, checkpoint: int | None = None) -> Callable:
+                   holomorphic: bool = False, checkpoint: int | None = None,
+                   jit: bool | str = False) -> Callable:
     """Like ``grad`` but returns ``(value, gradient)``; with ``has_aux=True``,
     ``((value, aux), gradient)``."""
     if f is None:
         return functools.partial(value_and_grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
                                  verbose=verbose, holomorphic=holomorphic,
-                                 checkpoint=checkpoint)
+                                 checkpoint=checkpoint, jit=jit)
     mode = GradMode(value_first=True, has_aux=has_aux, holomorphic=holomorphic)
-    made = _make_grad(as_function(f, "value_and_grad"),
+    made = _make_grad(as_function(unwrap_numba(f), "value_and_grad"),
                       pick_wrt("value_and_grad", wrt, argnums), mode, verbose)
-    return checkpoint_options(made, checkpoint)
+    return _with_jit(checkpoint_options(made, checkpoint), jit)
 
 
 def elementwise_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
-                     argnums: Wrt | None = None) -> Callable:
+                     argnums: Wrt | None = None, jit: bool | str = False) -> Callable:
     """autograd's ``elementwise_grad``: the gradient of ``sum(f(x))``, i.e. the vjp of ``f``
     with a cotangent of ones. For ``f`` acting elementwise this is ``f'`` at every element."""
     if f is None:
-        return functools.partial(elementwise_grad, wrt=wrt, argnums=argnums)
-    return _make_grad(as_function(f, "elementwise_grad"),
-                      pick_wrt("elementwise_grad", wrt, argnums),
-                      GradMode(elementwise=True), False)
+        return functools.partial(elementwise_grad, wrt=wrt, argnums=argnums, jit=jit)
+    return _with_jit(_make_grad(as_function(unwrap_numba(f), "elementwise_grad"),
+                                pick_wrt("elementwise_grad", wrt, argnums),
+                                GradMode(elementwise=True), False), jit)
+
+
+def _with_jit(gradient, jit):
+    """``jit=True``/``"auto"``: ``gradient`` compiled by numba (srcgrad/jit, docs/jit.md)."""
+    return gradient if jit is False else jit_gradient(gradient, jit)
 
 
 # gradients already made, by function and options: code that calls grad(f) on every call

@@ -18,6 +18,7 @@ LAYERS = [
     (2, ("srcgrad.checkpoint",)),  # checkpointed loops: markers, schedules, loop primitive
     (3, ("srcgrad.transforms",)),
     (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree")),
+    (4, ("srcgrad.jit",)),  # compiled gradients: rewrites generated sweeps, api delegates
     (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap")),
     (6, ("srcgrad._tensor", "srcgrad.autograd", "srcgrad.torch_api", "srcgrad.nn",
          "srcgrad.function")),

@@ -1,0 +1,126 @@
+"""Errors of compiled gradients: located at the user's line, numba's typing errors translated.
+
+numba reports failures against the generated text (registered with linecache); each of its
+``File "<srcgrad: ...>", line N`` references is mapped back to the user's file and line
+through codegen's line table, and the common messages are restated with a hint.
+"""
+from __future__ import annotations
+
+__all__ = ["JitUnsupportedError", "located_error", "translate"]
+
+import re
+
+from .. import codegen
+from ..errors import UnsupportedFeatureError
+
+_HINT = "use jit=False (the interpreted gradient), or jit='auto' to fall back to it with a warning"
+
+
+class JitUnsupportedError(UnsupportedFeatureError):
+    """What numba cannot compile in a gradient, located at the user's line."""
+
+
+def located_error(what: str, ctx, node=None) -> JitUnsupportedError:
+    """``file:line: <what> ...`` for a node of the generated tree (its line is the user's)."""
+    src = ctx.src
+    lineno = getattr(node, "lineno", None)
+    line = src.first_line + lineno - 1 if lineno else src.first_line
+    return JitUnsupportedError(f"{src.filename}:{line}: {what}, in a compiled gradient of "
+                               f"{ctx.fn.__qualname__}(); {_HINT}.")
+
+
+_LOCATION = re.compile(r'File "([^"]+)", line (\d+)|Raised from (<srcgrad:[^>]*>) \((\d+)\)')
+
+# numba's message (first line) -> what it means for the user's code
+_TRANSLATIONS = [
+    # srcgrad's own refusals from inside numba's typing (srcgrad/jit/runtime.py); those that
+    # carry the interpreted sweeps' located message say where already
+    (re.compile(r"(?:Error: |^)srcgrad: (?:\S+:\d+: )?([^\n]+)", re.M),
+     lambda m: m.group(1).rstrip(".")),
+    (re.compile(r"Cannot unify (.+?) and (.+?) for '([^']+)'"),
+     lambda m: f"variable '{_variable(m.group(3))}' is {_type(m.group(1))} on one path and "
+               f"{_type(m.group(2))} on another; numba needs one type per variable (make "
+               f"both branches produce the same kind of value, e.g. float(...) or np.asarray"
+               f"(...), and arrays of the same rank)"),
+    (re.compile(r"Untyped global name '([^']+)'(?::.*?type (\S+))?"),
+     lambda m: f"'{m.group(1)}' is not something numba can call or read in nopython mode "
+               f"(decorate a helper with @numba.njit, or pass the value as an argument)"),
+    (re.compile(r"No implementation of function (?:Function\()?(?:<[^>]*?(?:function|method)"
+                r" )?'?([\w.]+)'?.*?found for signature:\s*\n?\s*>>> (.*)"),
+     lambda m: f"numba has no compiled '{m.group(1)}' for arguments {m.group(2).strip()} "
+               f"(an unsupported numpy function, keyword or argument type)"),
+    (re.compile(r"Unknown attribute '([^']+)' of type ([^\n]+)"),
+     lambda m: f"numba does not support '.{m.group(1)}' on {_type(m.group(2))}"),
+    (re.compile(r"non-precise type (\w+)"),
+     lambda m: "a value numba cannot type (a Python object, an empty or mixed list, a dict, "
+               "or a class instance); compiled gradients take floats, ints and numpy arrays"),
+    (re.compile(r"format spec in f-strings not supported"),
+     lambda m: "numba does not compile f-strings with a format spec ({x:.3f}); format "
+               "outside the differentiated function"),
+    (re.compile(r"Use of unsupported opcode \((\w+)\)"),
+     lambda m: f"a construct numba does not compile (opcode {m.group(1)})"),
+    (re.compile(r"Use of unknown opcode '?(\w+)'?"),
+     lambda m: f"a construct numba does not compile (opcode {m.group(1)})"),
+]
+
+
+def _variable(name: str) -> str:
+    name = name.split(".")[0]
+    if name.startswith("$") or name.startswith("_t"):
+        return "(an intermediate value)"
+    return name
+
+
+def _type(numba_type: str) -> str:
+    t = numba_type.strip()
+    if t.startswith("array("):
+        m = re.match(r"array\((\w+), (\d+)d", t)
+        return f"a {m.group(2)}-d {m.group(1)} array" if m else "an array"
+    if t in ("float64", "float32", "int64", "int32", "bool", "complex128"):
+        return f"a {t}"
+    if t == "none":
+        return "None"
+    if t.startswith("OptionalType(") or t.startswith("Optional("):
+        return f"{_type(t[t.index('(') + 1:-1])} or None"
+    if t.startswith("reflected list") or t.startswith("list("):
+        return "a list"
+    if t.startswith("UniTuple") or t.startswith("Tuple"):
+        return "a tuple"
+    return t
+
+
+def _user_location(message: str) -> str | None:
+    """``file:line`` of the first reference in ``message`` to a line of srcgrad's generated
+    text that maps back to the user's code."""
+    for groups in _LOCATION.findall(message):
+        filename, lineno = (groups[0], groups[1]) if groups[0] else (groups[2], groups[3])
+        found = codegen.user_line(filename, int(lineno))
+        if found is None:
+            for name in list(codegen._USER_LINES):
+                if name.endswith(filename) or filename.endswith(name.strip("<>")):
+                    found = codegen.user_line(name, int(lineno))
+                    break
+        if found is not None:
+            return f"{found[0]}:{found[2]}"
+    return None
+
+
+def translate(exc: Exception, fn) -> JitUnsupportedError:
+    """A located, readable error for numba's compile error ``exc`` on ``fn``'s gradient."""
+    message = str(exc)
+    where = _user_location(message)
+    what = None
+    for pattern, explain in _TRANSLATIONS:
+        m = pattern.search(message)
+        if m:
+            what = explain(m)
+            break
+    if what is None:
+        lines = [ln.strip() for ln in message.splitlines() if ln.strip()]
+        first = next((ln for ln in lines if not ln.startswith("Failed in")), "")
+        what = f"numba cannot compile this: {first[:300]}"
+    prefix = f"{where}: " if where else ""
+    error = JitUnsupportedError(f"{prefix}{what}, in the compiled gradient of "
+                                f"{getattr(fn, '__qualname__', fn)}(); {_HINT}.")
+    error.numba_message = message
+    return error

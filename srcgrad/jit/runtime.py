@@ -1,0 +1,507 @@
+"""What compiled sweeps call through ``_rt``: numba-compiled versions of srcgrad.runtime's
+tape-free helpers and of the rule helpers generated code names (``expand_to``, ...).
+
+Each helper is a plain function with a numba ``overload``: numba picks the implementation
+from the argument types when it compiles a sweep, so the scalar/array distinction the
+interpreted runtime checks on every call costs nothing here (a float's ``unbroadcast`` is
+the identity, compiled away). Called from Python (never the case in compiled sweeps) they
+raise.
+"""
+from __future__ import annotations
+
+__all__ = ["SUPPORTED", "RULE_HELPERS"]
+
+import numpy as np
+from numba import types
+from numba.core.errors import TypingError
+from numba.extending import overload, register_jitable
+
+
+def _stub(name: str):
+    def stub(*args):
+        raise RuntimeError(f"srcgrad.jit.runtime.{name} runs only inside compiled sweeps")
+    stub.__name__ = stub.__qualname__ = name
+    return stub
+
+
+zeros_like = _stub("zeros_like")
+seed = _stub("seed")
+is_zero = _stub("is_zero")
+unbroadcast = _stub("unbroadcast")
+densify = _stub("densify")
+add = _stub("add")
+expand_to = _stub("expand_to")
+reduced_count = _stub("reduced_count")
+matmul_left = _stub("matmul_left")
+matmul_right = _stub("matmul_right")
+add_at = _stub("add_at")
+
+SUPPORTED = frozenset({"zeros_like", "seed", "is_zero", "unbroadcast", "densify", "add",
+                       "add_at"})
+"""``_rt.<name>`` calls a compiled sweep may make."""
+
+RULE_HELPERS = {"expand_to": expand_to, "reduced_count": reduced_count,
+                "matmul_left": matmul_left, "matmul_right": matmul_right}
+"""Rule helpers (by the name of the original in srcgrad.rules) with a compiled version."""
+
+
+def _is_scalar(t) -> bool:
+    return isinstance(t, (types.Number, types.Boolean))
+
+
+def _unwrap(t):
+    return t.type if isinstance(t, types.Optional) else t
+
+
+def _float_dtype(t):
+    """The dtype of an adjoint of a value of numba type ``t``."""
+    dtype = t.dtype if isinstance(t, types.Array) else t
+    if isinstance(dtype, (types.Float, types.Complex)):
+        return dtype
+    return types.float64
+
+
+# -- zeros, seeds, lazy zeros ------------------------------------------------------------
+
+@overload(zeros_like)
+def _zeros_like(x):
+    x = _unwrap(x)
+    if isinstance(x, types.Array):
+        dtype = _float_dtype(x)
+        return lambda x: np.zeros(x.shape, dtype)
+    if isinstance(x, types.Complex):
+        return lambda x: 0j
+    if _is_scalar(x):
+        return lambda x: 0.0
+    raise TypingError(f"srcgrad: no compiled zero adjoint for a value of type {x}")
+
+
+@overload(seed)
+def _seed(value):
+    if isinstance(value, types.Optional) and _is_scalar(value.type):
+        return lambda value: 1.0  # (None there is refused when the value is returned)
+    if isinstance(value, types.Array):
+        dtype = _float_dtype(value)
+        return lambda value: np.ones(value.shape, dtype)
+    if _is_scalar(value):
+        return lambda value: 1.0
+    raise TypingError(f"srcgrad: grad needs a scalar result; the function returns {value}")
+
+
+@overload(is_zero)
+def _is_zero(g):
+    if _is_scalar(g):
+        return lambda g: g == 0
+    return lambda g: False
+
+
+@overload(add)
+def _add(a, b):
+    return lambda a, b: a + b
+
+
+# -- shapes ------------------------------------------------------------------------------
+
+@register_jitable
+def _sum_to_shape(g, shape):
+    """``g`` (C-contiguous) summed down to ``shape`` under numpy's broadcasting rules."""
+    out = np.zeros(shape, g.dtype)
+    flat_out = out.reshape(out.size)
+    flat_g = g.reshape(g.size)
+    gshape = g.shape
+    lead = len(gshape) - len(shape)
+    n = out.size
+    trailing = n > 0
+    for j in range(len(shape)):
+        if shape[j] != gshape[j + lead]:
+            trailing = False
+    if trailing:  # (a bias: only leading axes are summed, rows of n elements added up)
+        for row in range(g.size // n):
+            base = row * n
+            for j in range(n):
+                flat_out[j] += flat_g[base + j]
+        return out
+    strides = np.zeros(len(gshape), np.int64)
+    step = 1
+    for j in range(len(shape) - 1, -1, -1):
+        if shape[j] != 1:
+            strides[j + lead] = step
+        step *= shape[j]
+    for k in range(g.size):
+        rest = k
+        offset = 0
+        for d in range(len(gshape) - 1, -1, -1):
+            offset += (rest % gshape[d]) * strides[d]
+            rest //= gshape[d]
+        flat_out[offset] += flat_g[k]
+    return out
+
+
+@overload(unbroadcast)
+def _unbroadcast(g, x):
+    x = _unwrap(x)
+    if _is_scalar(g):
+        if isinstance(x, types.Array):
+            # (a scalar adjoint meets an array operand only when the result was a scalar
+            # computed from a 0-d array)
+            return lambda g, x: g
+        return lambda g, x: g
+    if isinstance(g, types.Array):
+        if _is_scalar(x):
+            return lambda g, x: g.sum()
+        if isinstance(x, types.Array):
+            if g.ndim < x.ndim:
+                raise TypingError("srcgrad: an adjoint of lower rank than its operand")
+
+            def impl(g, x):
+                if g.shape == x.shape:
+                    return np.ascontiguousarray(g)
+                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
+            if g.ndim == x.ndim:
+                return impl
+
+            def impl_lead(g, x):
+                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
+            return impl_lead
+    raise TypingError(f"srcgrad: cannot unbroadcast an adjoint of type {g} to {x}")
+
+
+@overload(densify)
+def _densify(g, x):
+    x = _unwrap(x)
+    if isinstance(x, types.Array):
+        if _is_scalar(g):
+            dtype = _float_dtype(x)
+
+            def full(g, x):
+                out = np.empty(x.shape, dtype)
+                out[...] = g
+                return out
+            return full
+        if isinstance(g, types.Array) and g.ndim == x.ndim:
+            def same(g, x):
+                if g.shape != x.shape:
+                    raise ValueError("srcgrad: a gradient's shape differs from its input's")
+                return g
+            return same
+    if _is_scalar(x):
+        if _is_scalar(g):
+            return lambda g, x: g
+        if isinstance(g, types.Array):
+            def one(g, x):
+                if g.size != 1:
+                    raise ValueError("srcgrad: a scalar input got an array gradient")
+                return g.reshape(1)[0]
+            return one
+    raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type {x}")
+
+
+# -- rule helpers ------------------------------------------------------------------------
+
+@overload(expand_to)
+def _expand_to(g, x, axis=None, keepdims=False):
+    x = _unwrap(x)
+    if _is_scalar(x):
+        return lambda g, x, axis=None, keepdims=False: g
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srcgrad: expand_to of {x}")
+    dtype = _float_dtype(g)
+    if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+        if _is_scalar(g):
+            def spread(g, x, axis=None, keepdims=False):
+                out = np.empty(x.shape, dtype)
+                out[...] = g
+                return out
+            return spread
+
+        def spread0(g, x, axis=None, keepdims=False):
+            out = np.empty(x.shape, dtype)
+            out[...] = g.reshape(g.size)[0]
+            return out
+        return spread0
+    if isinstance(axis, types.Integer) and x.ndim == 2 and isinstance(g, types.Array):
+        def along(g, x, axis=None, keepdims=False):
+            out = np.empty(x.shape, dtype)
+            flat = np.ascontiguousarray(g).reshape(g.size)
+            a = axis + 2 if axis < 0 else axis
+            if a == 0:
+                for i in range(x.shape[0]):
+                    out[i, :] = flat
+            else:
+                for j in range(x.shape[1]):
+                    out[:, j] = flat
+            return out
+        return along
+    if isinstance(axis, types.Integer) and x.ndim == 1:
+        def along1(g, x, axis=None, keepdims=False):
+            out = np.empty(x.shape, dtype)
+            out[:] = np.asarray(g).reshape(1)[0] if np.asarray(g).size == 1 else g
+            return out
+        return along1
+    raise TypingError(f"srcgrad: compiled gradients of reductions along axis {axis} of "
+                      f"{x.ndim}-d arrays are not supported")
+
+
+@overload(reduced_count)
+def _reduced_count(x, ans):
+    xs = "x.size" if isinstance(_unwrap(x), types.Array) else "1"
+    ans_s = "ans.size" if isinstance(_unwrap(ans), types.Array) else "1"
+    if xs == "x.size" and ans_s == "ans.size":
+        return lambda x, ans: x.size // max(ans.size, 1)
+    if xs == "x.size":
+        return lambda x, ans: x.size
+    return lambda x, ans: 1
+
+
+def _ndim(t) -> int:
+    t = _unwrap(t)
+    return t.ndim if isinstance(t, types.Array) else 0
+
+
+@overload(matmul_left)
+def _matmul_left(g, x, y):
+    nx, ny = _ndim(x), _ndim(y)
+    if nx == 2 and ny == 2:
+        return lambda g, x, y: np.dot(g, np.ascontiguousarray(y.T))
+    if nx == 1 and ny == 2:
+        return lambda g, x, y: np.dot(y, np.ascontiguousarray(g))
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.outer(g, y)
+    if nx == 1 and ny == 1:
+        return lambda g, x, y: g * y
+    raise TypingError(f"srcgrad: compiled gradients of '@' on {nx}-d and {ny}-d arrays are "
+                      f"not supported")
+
+
+@overload(matmul_right)
+def _matmul_right(g, x, y):
+    nx, ny = _ndim(x), _ndim(y)
+    if nx == 2 and ny == 2:
+        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), g)
+    if nx == 1 and ny == 2:
+        return lambda g, x, y: np.outer(x, g)
+    if nx == 2 and ny == 1:
+        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), np.ascontiguousarray(g))
+    if nx == 1 and ny == 1:
+        return lambda g, x, y: g * x
+    raise TypingError(f"srcgrad: compiled gradients of '@' on {nx}-d and {ny}-d arrays are "
+                      f"not supported")
+
+
+def _index_kind(index) -> str | None:
+    """How ``out[index] += g`` must be compiled for an index of numba type ``index``:
+    ``"plain"`` (ints, slices, masks: no element is selected twice), ``"gather"`` (an integer
+    array: repeated indices must accumulate, as np.add.at does), or None (refused)."""
+    if isinstance(index, (types.Integer, types.SliceType)):
+        return "plain"
+    if isinstance(index, types.BaseTuple) and all(
+            isinstance(t, (types.Integer, types.SliceType, types.NoneType, types.EllipsisType))
+            for t in index.types):
+        return "plain"
+    if isinstance(index, types.Array) and index.ndim == 1:
+        if isinstance(index.dtype, types.Boolean):
+            return "plain"
+        if isinstance(index.dtype, types.Integer):
+            return "gather"
+    return None
+
+
+@register_jitable
+def _gather_add(out, index, g):
+    for k in range(index.shape[0]):
+        out[index[k]] += g[k]
+
+
+@overload(add_at)
+def _add_at(acc, x, index, g):
+    acc_t, x_t = _unwrap(acc), _unwrap(x)
+    kind = _index_kind(index)
+    if kind is None or not isinstance(x_t, types.Array):
+        raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
+                          f"not supported")
+    if isinstance(acc_t, types.Array):
+        if kind == "gather":
+            def gather_into(acc, x, index, g):
+                out = acc.copy()  # (adjoints may alias: never update one in place)
+                _gather_add(out, index, g)
+                return out
+            return gather_into
+
+        def into(acc, x, index, g):
+            out = acc.copy()
+            out[index] += g
+            return out
+        return into
+    if _is_scalar(acc_t):
+        dtype = _float_dtype(x_t)
+        if kind == "gather":
+            def gather_fresh(acc, x, index, g):
+                out = np.zeros(x.shape, dtype)
+                _gather_add(out, index, g)
+                return out
+            return gather_fresh
+
+        def fresh(acc, x, index, g):
+            out = np.zeros(x.shape, dtype)
+            out[index] += g
+            return out
+        return fresh
+    raise TypingError(f"srcgrad: compiled gradients of indexing into {x_t} are not supported")
+
+
+# -- more rule helpers and loop-over-array helpers ---------------------------------------
+
+pow_base_grad = _stub("pow_base_grad")
+conj_sign = _stub("conj_sign")
+spread_sum = _stub("spread_sum")
+dot_vjp = _stub("dot_vjp")
+element = _stub("element")
+add_element = _stub("add_element")
+
+SUPPORTED = SUPPORTED | {"element", "add_element"}
+RULE_HELPERS.update(pow_base_grad=pow_base_grad, conj_sign=conj_sign, spread_sum=spread_sum,
+                    dot_vjp=dot_vjp)
+
+
+@overload(pow_base_grad)
+def _pow_base_grad(x, y):
+    """d(x**y)/dx, exactly 0 where y == 0 (as the interpreted rule)."""
+    if _is_scalar(y):
+        if _is_scalar(x):
+            return lambda x, y: 0.0 * x if y == 0 else y * x ** (y - 1)
+
+        def array_base(x, y):
+            if y == 0:
+                return np.zeros(x.shape)
+            return y * x ** (y - 1)
+        return array_base
+    if isinstance(y, types.Array):
+        return lambda x, y: y * x ** np.where(y == 0, 1, y - 1)
+    raise TypingError(f"srcgrad: no compiled derivative of a power with exponent {y}")
+
+
+@overload(conj_sign)
+def _conj_sign(x):
+    t = x.dtype if isinstance(x, types.Array) else x
+    if isinstance(t, types.Complex):
+        raise TypingError("srcgrad: compiled gradients of abs() of complex values are not "
+                          "supported")
+    return lambda x: np.sign(x)
+
+
+@overload(spread_sum)
+def _spread_sum(g, iterable):
+    if isinstance(iterable, types.Array):
+        dtype = _float_dtype(g)
+
+        def spread(g, iterable):
+            out = np.empty(iterable.shape, dtype)
+            out[...] = g
+            return out
+        return spread
+    raise TypingError("srcgrad: compiled gradients of sum() over a list are not supported")
+
+
+@overload(dot_vjp)
+def _dot_vjp(g, ans, a, b, out=None):
+    na, nb = _ndim(a), _ndim(b)
+    if na in (1, 2) and nb in (1, 2):
+        return lambda g, ans, a, b, out=None: (matmul_left(g, a, b), matmul_right(g, a, b))
+    if na == 0 or nb == 0:
+        return lambda g, ans, a, b, out=None: (g * b, g * a)
+    raise TypingError(f"srcgrad: compiled gradients of np.dot on {na}-d and {nb}-d arrays are "
+                      f"not supported")
+
+
+@overload(element)
+def _element(xs, i):
+    if isinstance(_unwrap(xs), types.Array):
+        return lambda xs, i: xs[i]
+    raise TypingError(f"srcgrad: compiled loops over {xs} are not supported (arrays only)")
+
+
+@overload(add_element)
+def _add_element(acc, xs, i, g):
+    return lambda acc, xs, i, g: add_at(acc, xs, i, g)
+
+
+# -- structured adjoints, element stores and their guards ----------------------------------
+
+part = _stub("part")
+setitem = _stub("setitem")
+refuse_shared_array = _stub("refuse_shared_array")
+refuse_item_update = _stub("refuse_item_update")
+
+SUPPORTED = SUPPORTED | {"part", "setitem", "refuse_shared_array", "refuse_item_update"}
+
+
+@overload(part)
+def _part(g, key):
+    """``g[key]`` of a tuple adjoint (a helper's tuple result); a scalar is the lazy zero."""
+    if _is_scalar(g):
+        return lambda g, key: 0.0
+    if isinstance(g, types.BaseTuple) and isinstance(key, types.IntegerLiteral):
+        index = key.literal_value
+        return lambda g, key: g[index]
+    if isinstance(g, types.UniTuple) and isinstance(key, types.Integer):
+        return lambda g, key: g[key]
+    raise TypingError(f"srcgrad: compiled gradients of a {g} in parts are not supported")
+
+
+@overload(setitem)
+def _setitem(x, index, value):
+    """A copy of array ``x`` with ``x[index] = value``."""
+    if not isinstance(x, types.Array):
+        raise TypingError(f"srcgrad: compiled element stores into {x} are not supported "
+                          f"(arrays only)")
+    value_kind = value.dtype if isinstance(value, types.Array) else value
+    if isinstance(x.dtype, types.Integer) and isinstance(value_kind, (types.Float,
+                                                                       types.Complex)):
+        raise TypingError("srcgrad: storing a float into an integer array (Python would make "
+                          "it a float array; numba would truncate) is not supported: create "
+                          "the array with a float dtype")
+
+    def store(x, index, value):
+        out = x.copy()
+        out[index] = value
+        return out
+    return store
+
+
+def _literal_text(message) -> str:
+    return message.literal_value if isinstance(message, types.StringLiteral) else \
+        "an in-place update of an array another name may share"
+
+
+@overload(refuse_shared_array)
+def _refuse_shared_array(value, message):
+    if isinstance(_unwrap(value), types.Array):
+        raise TypingError(f"srcgrad: {_literal_text(message)}")
+    return lambda value, message: None
+
+
+@overload(refuse_item_update)
+def _refuse_item_update(container, item, message):
+    if isinstance(container, (types.List, types.BaseTuple)) and isinstance(item, types.Array):
+        raise TypingError(f"srcgrad: {_literal_text(message)}")
+    return lambda container, item, message: None
+
+
+setitem_zeroed = _stub("setitem_zeroed")
+SUPPORTED = SUPPORTED | {"setitem_zeroed"}
+
+
+@overload(setitem_zeroed)
+def _setitem_zeroed(g, x, index):
+    """``g`` with the elements at ``index`` zeroed: the adjoint of an overwritten slot. A
+    scalar ``g`` is the lazy zero (its adjoint was never written): zero stays zero."""
+    if _is_scalar(g):
+        return lambda g, x, index: g
+    if isinstance(g, types.Array):
+        def zeroed(g, x, index):
+            out = g.copy()
+            out[index] = 0
+            return out
+        return zeroed
+    raise TypingError(f"srcgrad: compiled gradients of element stores into {g} are not "
+                      f"supported")

@@ -1,0 +1,450 @@
+"""Guarantees afterwards: the generated sweeps of an adjoint, rewritten so numba compiles them
+in nopython mode: no ``_rt.Tape`` object, one typed stack per taped variable, adjoint
+accumulators typed from their primal, and (for the entry function) the forward and backward
+sweeps fused into one function ``<name>_grad(*params) -> (value, gradients)``.
+
+The input is the ``_make(_rt, helpers...)`` factory that transforms/reverse.py emits, as an
+``ast`` tree. Why per-variable stacks are sound: the reverse pass pushes a variable right
+before the forward sweep overwrites it and pops it back into the same variable at the
+mirrored place of the backward sweep, so the pops of one name see that name's pushes in
+reverse order, exactly as on one shared tape. ``check_tape_pairs`` refuses any other use
+of the tape rather than assume it.
+"""
+from __future__ import annotations
+
+__all__ = ["Sweeps", "fuse", "split", "tape_to_stacks", "JitRewriteError"]
+
+import ast
+import copy
+from typing import NamedTuple
+
+from ..codegen import COMMENT_PREFIX
+
+TAPE = "_tape"
+
+
+class JitRewriteError(Exception):
+    """A generated construct with no compiled form: ``what`` names it, ``node`` locates it."""
+
+    def __init__(self, what: str, node: ast.AST | None = None):
+        super().__init__(what)
+        self.what = what
+        self.node = node
+
+
+class Sweeps(NamedTuple):
+    """The parts of one ``_make`` factory."""
+
+    make: ast.FunctionDef
+    fwd: ast.FunctionDef
+    bwd: ast.FunctionDef
+
+
+def split(module: ast.Module) -> Sweeps:
+    """The factory and its forward and backward functions."""
+    make = module.body[0]
+    defs = [s for s in make.body if isinstance(s, ast.FunctionDef)]
+    if not isinstance(make, ast.FunctionDef) or len(defs) != 2:
+        raise JitRewriteError("a generated module of unexpected shape (a srcgrad bug)")
+    return Sweeps(make, defs[0], defs[1])
+
+
+def _is_comment(stmt) -> bool:
+    return (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant)
+            and isinstance(stmt.value.value, str)
+            and stmt.value.value.startswith(COMMENT_PREFIX))
+
+
+def comment(text: str) -> ast.Expr:
+    return ast.Expr(value=ast.Constant(value=f"{COMMENT_PREFIX} {text}"))
+
+
+def _names(tree) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+
+
+def _fresh(base: str, taken: set[str]) -> str:
+    name, k = base, 0
+    while name in taken:
+        k += 1
+        name = f"{base}_{k}"
+    taken.add(name)
+    return name
+
+
+def _call_of(node, owner: str, attr: str) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == owner
+            and node.func.attr == attr)
+
+
+def _located(new, old):
+    return ast.copy_location(new, old)
+
+
+class _DropStandIns(ast.NodeTransformer):
+    """``_rt.shape_like(x)`` -> ``x``: the interpreted sweeps save a stand-in of an array read
+    only for its shape, to free its memory early; a compiled sweep keeps the array itself
+    (a reference, not a copy) and so needs no stand-in type."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if _call_of(node, "_rt", "shape_like") and len(node.args) == 1:
+            return node.args[0]
+        return node
+
+
+class _DropDeletes(ast.NodeTransformer):
+    """``del _t8``: the interpreted sweeps free values early; numba frees by liveness and
+    refuses ``del`` of a variable."""
+
+    def visit_Delete(self, node):
+        if all(isinstance(t, ast.Name) for t in node.targets):
+            return None
+        return node
+
+
+def drop_stand_ins(module: ast.Module) -> ast.Module:
+    """Without the interpreted sweeps' memory devices (stand-ins, ``del``)."""
+    module = _DropDeletes().visit(_DropStandIns().visit(module))
+    for node in ast.walk(module):  # (a block whose only statement was a del)
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)) \
+                and not node.body:
+            node.body = [ast.Pass()]
+    return module
+
+
+# -- the tape ----------------------------------------------------------------------------
+
+class _TapeRewriter(ast.NodeTransformer):
+    """``_tape.push(v)`` -> ``_stack_v.append(v)``; pops likewise, from ``_stack_v``."""
+
+    def __init__(self, taken: set[str]):
+        self.taken = taken
+        self.stacks: dict[str, str] = {}  # variable -> its stack
+        self.pushed: set[str] = set()
+        self.popped: set[str] = set()
+
+    def stack(self, var: str) -> str:
+        if var not in self.stacks:
+            self.stacks[var] = _fresh(f"_stack{var}" if var.startswith("_")
+                                      else f"_stack_{var}", self.taken)
+        return self.stacks[var]
+
+    def visit_Assign(self, node):
+        if _call_of(node.value, "_rt", "Tape"):
+            return None  # the stacks are created at the top of the function
+        if _call_of(node.value, TAPE, "pop"):
+            if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
+                raise JitRewriteError("a tape pop into something other than a variable", node)
+            var = node.targets[0].id
+            self.popped.add(var)
+            stack = ast.Name(id=self.stack(var), ctx=ast.Load())
+            call = ast.Call(func=ast.Attribute(value=stack, attr="pop", ctx=ast.Load()),
+                            args=[], keywords=[])
+            return _located(ast.Assign(targets=node.targets, value=call), node)
+        return self.generic_visit(node)
+
+    def visit_Expr(self, node):
+        if _call_of(node.value, TAPE, "push"):
+            args = node.value.args
+            if len(args) != 1 or not isinstance(args[0], ast.Name):
+                raise JitRewriteError("a tape push of something other than a variable", node)
+            var = args[0].id
+            self.pushed.add(var)
+            call = ast.Call(func=ast.Attribute(value=ast.Name(id=self.stack(var), ctx=ast.Load()),
+                                               attr="append", ctx=ast.Load()),
+                            args=[ast.Name(id=var, ctx=ast.Load())], keywords=[])
+            return _located(ast.Expr(value=call), node)
+        return self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id == TAPE:
+            raise JitRewriteError("a use of the tape other than push and pop", node)
+        return node
+
+
+def tape_to_stacks(body: list, taken: set[str]) -> tuple[list, dict[str, str]]:
+    """``body`` with the tape replaced by per-variable stacks (created first), and the stacks."""
+    rewriter = _TapeRewriter(taken)
+    out = [rewriter.visit(s) for s in body]
+    out = [s for s in out if s is not None]
+    check_tape_pairs(rewriter)
+    created = [ast.Assign(targets=[ast.Name(id=stack, ctx=ast.Store())],
+                          value=ast.List(elts=[], ctx=ast.Load()))
+               for stack in sorted(rewriter.stacks.values())]
+    return created + out, rewriter.stacks
+
+
+def check_tape_pairs(rewriter: _TapeRewriter) -> None:
+    """Every variable pushed is popped back into itself, and nothing else is popped."""
+    if rewriter.popped - rewriter.pushed:
+        raise JitRewriteError(f"tape pops into {sorted(rewriter.popped - rewriter.pushed)} "
+                              f"that were never pushed (a srcgrad bug)")
+
+
+def _tape_shape(stmts: list, op: str) -> tuple:
+    """The tape operations ``op`` ("push" or "pop") of ``stmts`` as a tree: a variable name
+    per operation, ``("loop", ...)`` and ``("if", then, else)`` for the blocks holding some."""
+    items = []
+    for stmt in stmts:
+        if op == "push" and isinstance(stmt, ast.Expr) and _call_of(stmt.value, TAPE, "push"):
+            arg = stmt.value.args[0] if stmt.value.args else None
+            items.append(arg.id if isinstance(arg, ast.Name) else "?")
+        elif op == "pop" and isinstance(stmt, ast.Assign) and _call_of(stmt.value, TAPE, "pop"):
+            target = stmt.targets[0]
+            items.append(target.id if isinstance(target, ast.Name) else "?")
+        elif isinstance(stmt, (ast.For, ast.While)):
+            body = _tape_shape(stmt.body, op)
+            if stmt.orelse and _tape_shape(stmt.orelse, op):
+                items.append(("else-of-loop",))  # (never mirrored: refused)
+            if body:
+                items.append(("loop", body))
+        elif isinstance(stmt, ast.If):
+            then, other = _tape_shape(stmt.body, op), _tape_shape(stmt.orelse, op)
+            if then or other:
+                items.append(("if", then, other))
+        elif isinstance(stmt, (ast.With, ast.Try)):
+            if any(_call_of(n, TAPE, op) for n in ast.walk(stmt)):
+                items.append(("block",))  # (never mirrored: refused)
+    return tuple(items)
+
+
+def _mirror(items: tuple) -> tuple:
+    out = []
+    for item in reversed(items):
+        if isinstance(item, tuple) and item[0] == "loop":
+            out.append(("loop", _mirror(item[1])))
+        elif isinstance(item, tuple) and item[0] == "if":
+            out.append(("if", _mirror(item[1]), _mirror(item[2])))
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+def check_mirrored(fwd_body: list, bwd_body: list) -> None:
+    """The backward sweep pops, block by block, exactly the variables the forward sweep
+    pushed, in reverse: the condition under which one stack per variable holds the same
+    values a shared tape would. Anything else is refused, never assumed."""
+    if _tape_shape(bwd_body, "pop") != _mirror(_tape_shape(fwd_body, "push")):
+        raise JitRewriteError("a tape whose pops do not mirror its pushes (a layout of the "
+                              "generated sweeps the compiled variant does not know)")
+
+
+# -- adjoint accumulators ----------------------------------------------------------------
+
+class _ZeroTyper(ast.NodeTransformer):
+    """``bx = 0.0`` (the lazy zero adjoint of ``x``) -> ``bx = _rt.zeros_like(x)``: numba needs
+    one type per variable, and an array's adjoint must not start as a float."""
+
+    def __init__(self, primals: set[str], adjoint_of: dict[str, str]):
+        self.primals = primals
+        self.adjoint_of = adjoint_of
+
+    def visit_Assign(self, node):
+        if (len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and isinstance(node.value, ast.Constant) and node.value.value == 0.0
+                and type(node.value.value) is float):
+            name = node.targets[0].id
+            primal = self.adjoint_of.get(name, name[1:])
+            if name.startswith("b") and primal in self.primals:
+                value = ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                                    attr="zeros_like", ctx=ast.Load()),
+                                 args=[ast.Name(id=primal, ctx=ast.Load())], keywords=[])
+                return _located(ast.Assign(targets=node.targets, value=value), node)
+        return node
+
+
+def type_zero_adjoints(body: list, primals: set[str], adjoint_of: dict[str, str]) -> list:
+    """``body`` with each lazy zero adjoint typed from its primal; ``adjoint_of`` maps an
+    adjoint's name to its primal's (the namer's table: ``bx_1`` may be the adjoint of ``x``)."""
+    typer = _ZeroTyper(primals, adjoint_of)
+    return [typer.visit(s) for s in body]
+
+
+def _assigned(tree) -> set[str]:
+    out = {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+    return out
+
+
+# -- helper calls ------------------------------------------------------------------------
+
+class _CalleeRewriter(ast.NodeTransformer):
+    """``helper_adj.fwd(...)`` -> ``helper_adj_fwd(...)``: the callee's compiled sweeps."""
+
+    def __init__(self, callees: set[str]):
+        self.callees = callees
+
+    def visit_Attribute(self, node):
+        self.generic_visit(node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.callees:
+            if node.attr not in ("fwd", "bwd"):
+                raise JitRewriteError(f"'{node.value.id}.{node.attr}'", node)
+            return _located(ast.Name(id=f"{node.value.id}_{node.attr}", ctx=node.ctx), node)
+        return node
+
+
+def rename_callees(body: list, callees: set[str]) -> list:
+    rewriter = _CalleeRewriter(callees)
+    return [rewriter.visit(s) for s in body]
+
+
+def runtime_calls(tree) -> list[tuple[str, ast.AST]]:
+    """Every ``_rt.<name>`` the tree uses, with its node."""
+    return [(n.attr, n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+            and isinstance(n.value, ast.Name) and n.value.id == "_rt"]
+
+
+# -- one function, or a compiled pair ----------------------------------------------------
+
+def _returns(func: ast.FunctionDef) -> list[ast.Return]:
+    return [n for n in ast.walk(func) if isinstance(n, ast.Return)]
+
+
+def _unpack_saved(bwd: ast.FunctionDef) -> tuple[int, ast.Assign]:
+    """Where the backward sweep unpacks the saved values, as ``a, b, ... = _saved`` (a single
+    value, ``a = _saved[0]``, is returned in that form; none at all as ``() = _saved``)."""
+    saved = bwd.args.args[0].arg
+    for k, stmt in enumerate(bwd.body):
+        if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
+            continue
+        value = stmt.value
+        if isinstance(value, ast.Name) and value.id == saved:
+            return k, stmt
+        if isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) \
+                and value.value.id == saved and isinstance(value.slice, ast.Constant) \
+                and value.slice.value == 0:
+            single = ast.Tuple(elts=[stmt.targets[0]], ctx=ast.Store())
+            return k, ast.Assign(targets=[single], value=ast.Name(id=saved, ctx=ast.Load()))
+    if not any(isinstance(n, ast.Name) and n.id == saved for n in ast.walk(bwd)):
+        empty = ast.Assign(targets=[ast.Tuple(elts=[], ctx=ast.Store())],
+                           value=ast.Name(id=saved, ctx=ast.Load()))
+        return -1, empty
+    raise JitRewriteError("a backward sweep that does not unpack what the forward one saved")
+
+
+def _check_shapes(sweeps: Sweeps) -> None:
+    for func in (sweeps.fwd, sweeps.bwd):
+        if any(isinstance(n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) and n is not func
+               for n in ast.walk(func)):
+            node = next(n for n in ast.walk(func) if isinstance(
+                n, (ast.FunctionDef, ast.Lambda, ast.ClassDef)) and n is not func)
+            raise JitRewriteError("a function or lambda defined inside the function", node)
+        if len(_returns(func)) != 1 or not isinstance(func.body[-1], ast.Return):
+            raise JitRewriteError("a return other than one at the end (a srcgrad bug)")
+    ret = sweeps.fwd.body[-1].value
+    if not (isinstance(ret, ast.Tuple) and len(ret.elts) == 2
+            and isinstance(ret.elts[1], ast.Tuple)):
+        raise JitRewriteError("a forward sweep returning something other than "
+                              "(value, saved) (a srcgrad bug)")
+    if len(sweeps.bwd.args.args) != 2:
+        raise JitRewriteError("a backward sweep taking other than (saved, g)")
+
+
+def fuse(module: ast.Module, callees: set[str],
+         adjoint_of: dict[str, str]) -> tuple[ast.Module, str]:
+    """The factory of one function ``<name>_grad(*params) -> (value, gradients)`` running
+    the forward sweep, seeding the output's adjoint, then the backward sweep; and its name."""
+    module = drop_stand_ins(copy.deepcopy(module))
+    sweeps = split(module)
+    _check_shapes(sweeps)
+    taken = _names(module)
+    fwd, bwd = sweeps.fwd, sweeps.bwd
+    value, saved = fwd.body[-1].value.elts
+    check_mirrored(fwd.body, bwd.body)
+    k, unpack = _unpack_saved(bwd)
+    value_name = _fresh("_value", taken)
+    seed_name = bwd.args.args[1].arg
+    body = list(fwd.body[:-1])
+    body.append(ast.Assign(targets=[ast.Name(id=value_name, ctx=ast.Store())], value=value))
+    body.append(ast.Assign(
+        targets=[ast.Name(id=seed_name, ctx=ast.Store())],
+        value=ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                          attr="seed", ctx=ast.Load()),
+                       args=[ast.Name(id=value_name, ctx=ast.Load())], keywords=[])))
+    back = [s for s in bwd.body[:max(k, 0)] if not _is_comment(s)]
+    targets = unpack.targets[0].elts if isinstance(unpack.targets[0], ast.Tuple) else []
+    if len(targets) != len(saved.elts):
+        raise JitRewriteError("saved values that do not match their unpacking (a srcgrad bug)")
+    for target, source in zip(targets, saved.elts):
+        same = isinstance(source, ast.Name) and isinstance(target, ast.Name) \
+            and source.id == target.id
+        if not same:
+            back.append(ast.Assign(targets=[target], value=source))
+    body.append(comment("backward sweep"))
+    # (only the backward sweep's: a user's own 'bx = 0.0' in the forward sweep stays)
+    body.extend(type_zero_adjoints(back + bwd.body[k + 1:-1], _assigned(fwd),
+                                   adjoint_of))
+    grads = bwd.body[-1].value
+    body.append(ast.Return(value=ast.Tuple(elts=[ast.Name(id=value_name, ctx=ast.Load()),
+                                                 grads], ctx=ast.Load())))
+    body, _ = tape_to_stacks(body, taken)
+    body = rename_callees(body, callees)
+    name = fwd.name[:-len("_fwd")] + "_grad" if fwd.name.endswith("_fwd") else fwd.name + "_grad"
+    fused = copy.copy(fwd)
+    fused.name, fused.body = name, body
+    make = sweeps.make
+    make.args = _callee_args(make.args, callees)
+    make.body = [fused, ast.Return(value=ast.Name(id=name, ctx=ast.Load()))]
+    return module, name
+
+
+def compiled_pair(module: ast.Module, callees: set[str],
+                  adjoint_of: dict[str, str]) -> ast.Module:
+    """The factory of a callee's forward and backward sweeps, each compilable: the tape in
+    the saved values becomes the tuple of its stacks."""
+    module = drop_stand_ins(copy.deepcopy(module))
+    sweeps = split(module)
+    _check_shapes(sweeps)
+    taken = _names(module)
+    fwd, bwd = sweeps.fwd, sweeps.bwd
+    check_mirrored(fwd.body, bwd.body)
+    # (the return carries the tape itself: rewritten below, after the pushes)
+    body, stacks = tape_to_stacks(fwd.body[:-1], taken)
+    fwd.body = body + fwd.body[-1:]
+    k, unpack = _unpack_saved(bwd)
+    if k >= 0:
+        bwd.body[k] = unpack  # (in the ``a, b, ... = _saved`` form)
+    for tup, ctx in ((fwd.body[-1].value.elts[1], ast.Load), (unpack.targets[0], ast.Store)):
+        if not isinstance(tup, ast.Tuple):
+            continue
+        elts = []
+        for e in tup.elts:
+            if isinstance(e, ast.Name) and e.id == TAPE:
+                elts.append(ast.Tuple(elts=[ast.Name(id=s, ctx=ctx())
+                                            for s in sorted(stacks.values())], ctx=ctx()))
+            else:
+                elts.append(e)
+        tup.elts = elts
+    bwd.body = bwd.body[:k + 1] + _pop_only(bwd.body[k + 1:], stacks, taken)
+    bwd.body = type_zero_adjoints(bwd.body, _assigned(fwd), adjoint_of)
+    fwd.body = rename_callees(fwd.body, callees)
+    bwd.body = rename_callees(bwd.body, callees)
+    make = sweeps.make
+    make.args = _callee_args(make.args, callees)
+    return module
+
+
+def _pop_only(body: list, stacks: dict[str, str], taken: set[str]) -> list:
+    """A backward sweep's pops, from the stacks the forward sweep made."""
+    rewriter = _TapeRewriter(taken)
+    rewriter.stacks = dict(stacks)
+    out = [rewriter.visit(s) for s in body]
+    if set(rewriter.stacks) != set(stacks):
+        raise JitRewriteError("a backward sweep popping what its forward sweep never pushed")
+    return out
+
+
+def _callee_args(args: ast.arguments, callees: set[str]) -> ast.arguments:
+    params = []
+    for a in args.args:
+        if a.arg in callees:
+            params += [ast.arg(arg=f"{a.arg}_fwd"), ast.arg(arg=f"{a.arg}_bwd")]
+        else:
+            params.append(a)
+    args.args = params
+    return args

@@ -1,0 +1,697 @@
+"""Compiled gradients (srcgrad.grad(f, jit=True)): every supported construct against the
+interpreted gradient and finite differences; refusals located at the user's line.
+
+Compiled gradients are made once per module (numba's compile time dominates these tests).
+"""
+import math
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+numba = pytest.importorskip("numba")
+
+import srcgrad  # noqa: E402
+from srcgrad.errors import SrcgradError, UnsupportedFeatureError  # noqa: E402
+from srcgrad.jit import JitUnsupportedError  # noqa: E402
+
+from fdcheck import check_grad  # noqa: E402
+
+
+# -- user-style functions ----------------------------------------------------------------
+
+def euler(x):
+    for i in range(200):
+        x = x + 0.01 * math.sin(x)
+    return x
+
+
+def damped(x, k):
+    v = 0.0
+    t = 0
+    while x > 0.1 and t < 500:  # data-dependent trip count
+        v = v - k * x * 0.01
+        x = x + v * 0.01
+        t = t + 1
+    return x * x + v
+
+
+def kink(a, b):
+    return a * math.exp(b) - b
+
+
+def branches(x, y):
+    z = 0.0
+    for i in range(8):
+        if x > 0.3:
+            z = z + kink(x, y)  # a user helper: compiled too
+        elif x > 0.1:
+            z = z - x * y
+        else:
+            z = z + math.cos(x)
+        x = x * 0.8
+    return z
+
+
+def elementwise(x):
+    return np.sum(np.sin(x) * x + np.exp(-x) / (1.0 + x * x))
+
+
+def broadcasting(x, y):
+    return np.sum(np.tanh(x[:, None] * y + y)) + np.mean(x ** 2)
+
+
+def doubling(y):
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return np.sum(y)
+
+
+def mlp(W1, b1, W2, b2, x):
+    h = np.tanh(x @ W1 + b1)
+    out = h @ W2 + b2
+    return np.mean(out ** 2)
+
+
+def rnn(W, U, xs, h):
+    for t in range(xs.shape[0]):
+        h = np.tanh(h @ W + xs[t] @ U)
+    return np.sum(h)
+
+
+def pick(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s = s + x[i] * x[i] * (i + 1)
+    return s
+
+
+def springs(pos, vel, k):
+    # particles on springs, stepped until the first one passes x = 2: a data-dependent stop
+    t = 0
+    while pos[0] < 2.0 and t < 10000:
+        acc = 0.5 - k * pos
+        vel = vel + 0.01 * acc
+        pos = pos + 0.01 * vel
+        t = t + 1
+    return np.sum(pos ** 2) + np.sum(vel)
+
+
+@numba.njit
+def njit_step(x):
+    for i in range(50):
+        x = x - 0.1 * math.tanh(x)
+    return x * x
+
+
+RNG = np.random.default_rng(0)
+ARRAYS = {
+    "x5": RNG.uniform(0.1, 1.0, 5),
+    "y3": RNG.uniform(-1.0, 1.0, 3),
+    "W1": RNG.standard_normal((3, 4)) * 0.5, "b1": RNG.standard_normal(4),
+    "W2": RNG.standard_normal((4, 2)) * 0.5, "b2": RNG.standard_normal(2),
+    "X": RNG.standard_normal((6, 3)),
+    "W": RNG.standard_normal((4, 4)) * 0.3, "U": RNG.standard_normal((2, 4)) * 0.3,
+    "xs": RNG.standard_normal((5, 2)), "h0": RNG.standard_normal(4) * 0.1,
+}
+A = ARRAYS
+
+CASES = {
+    "euler": (euler, (0.7,), (0,)),
+    "damped": (damped, (1.5, 2.0), (0, 1)),
+    "branches": (branches, (0.9, 0.4), (0, 1)),
+    "elementwise": (elementwise, (A["x5"],), (0,)),
+    "broadcasting": (broadcasting, (A["x5"], A["y3"]), (0, 1)),
+    "doubling": (doubling, (A["y3"],), (0,)),
+    "mlp": (mlp, (A["W1"], A["b1"], A["W2"], A["b2"], A["X"]), (0, 1, 2, 3)),
+    "rnn": (rnn, (A["W"], A["U"], A["xs"], A["h0"]), (0, 1, 3)),
+    "pick": (pick, (A["x5"],), (0,)),
+    "springs": (springs, (np.linspace(0.0, 1.0, 4), np.zeros(4), 1.5), (0, 1, 2)),
+}
+
+
+@pytest.fixture(scope="module")
+def compiled():
+    """One compiled gradient per case, shared by the tests of this module."""
+    return {name: srcgrad.grad(f, wrt=wrt, jit=True) for name, (f, args, wrt) in CASES.items()}
+
+
+def _as_tuple(g):
+    return g if isinstance(g, tuple) else (g,)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_interpreted_and_finite_differences(compiled, name):
+    f, args, wrt = CASES[name]
+    got = _as_tuple(compiled[name](*args))
+    want = _as_tuple(srcgrad.grad(f, wrt=wrt)(*args))
+    assert len(got) == len(want)
+    for g, w, i in zip(got, want, wrt):
+        assert np.shape(g) == np.shape(args[i])
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    check_grad(f, args, wrt=wrt, grads=got, rtol=1e-5)
+
+
+def test_data_dependent_trip_counts_recompute(compiled):
+    # other trip counts through the same compiled code: stacks are sized at run time
+    g = compiled["damped"]
+    for x0 in (0.5, 3.0):
+        want = srcgrad.grad(damped, wrt=(0, 1))(x0, 2.0)
+        np.testing.assert_allclose(g(x0, 2.0), want, rtol=1e-10)
+    y = A["y3"] * 1e-3
+    (got,) = compiled["doubling"](y)  # (wrt=(0,): a tuple of one gradient)
+    np.testing.assert_allclose(got, srcgrad.grad(doubling)(y))
+
+
+def test_uses_compiled_code(compiled):
+    compiled["euler"](0.3)
+    text = srcgrad.source(compiled["euler"])
+    assert "def euler_grad(x):" in text and "_stack_x.append(x)" in text
+    assert "_rt.Tape" not in text and "# backward sweep" in text
+
+
+def test_value_and_grad_and_elementwise():
+    vg = srcgrad.value_and_grad(euler, jit=True)
+    value, g = vg(0.7)
+    assert value == pytest.approx(euler(0.7), rel=1e-12)
+    assert g == pytest.approx(srcgrad.grad(euler)(0.7), rel=1e-12)
+
+    def square_sin(x):
+        return np.sin(x) * x
+
+    eg = srcgrad.elementwise_grad(square_sin, jit=True)
+    x = A["x5"]
+    np.testing.assert_allclose(eg(x), np.cos(x) * x + np.sin(x), rtol=1e-12)
+
+
+def test_njit_function_is_differentiable():
+    interpreted = srcgrad.grad(njit_step)(0.8)
+    compiled = srcgrad.grad(njit_step, jit=True)(0.8)
+    assert compiled == pytest.approx(interpreted, rel=1e-12)
+    check_grad(njit_step.py_func, (0.8,), grads=(compiled,))
+
+
+def test_array_gradient_of_scalar_closed_function_with_array_argument(compiled):
+    # the scalar specialization is chosen per call: an array argument takes the general code
+    def poly(x):
+        return np.sum(x * x * 3.0 + x)
+    g = srcgrad.grad(poly, jit=True)
+    np.testing.assert_allclose(g(A["x5"]), 6.0 * A["x5"] + 1.0)
+    assert g(2.0) == pytest.approx(13.0)
+
+
+# -- refusals ------------------------------------------------------------------------------
+
+def uses_dict(x):
+    d = {"a": x, "b": 2.0}
+    return d["a"] * d["b"]
+
+
+def mixed_types(x, flag):
+    if flag > 0:
+        y = x * 2.0
+    else:
+        y = np.ones(3) * x
+    return np.sum(y)
+
+
+def test_unsupported_construct_is_located():
+    g = srcgrad.grad(uses_dict, jit=True)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        g(1.5)
+    message = str(info.value)
+    assert "test_jit.py:" in message and "uses_dict" in message and "jit=False" in message
+
+
+def test_numba_typing_error_is_translated_and_located():
+    g = srcgrad.grad(mixed_types, jit=True)
+    with pytest.raises(JitUnsupportedError) as info:
+        g(1.5, 1)
+    message = str(info.value)
+    line = mixed_types.__code__.co_firstlineno
+    assert any(f"test_jit.py:{line + k}" in message for k in range(1, 6)), message
+    assert "'y'" in message and "one type per variable" in message
+    assert isinstance(info.value, SrcgradError)
+
+
+def test_auto_falls_back_with_a_warning():
+    g = srcgrad.grad(uses_dict, jit="auto")
+    with pytest.warns(RuntimeWarning, match="interpreted gradient"):
+        assert g(1.5) == pytest.approx(2.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the decision is remembered: no second warning
+        assert g(2.5) == pytest.approx(2.0)
+
+
+def test_closure_values_are_read_per_call():
+    # closures made by one def share a build: each reads its own cells, on every call
+    def make(scale, weights):
+        def scaled(x):
+            return np.sum(weights * x) * scale
+        return scaled
+    x = A["x5"]
+    w = np.ones(5)
+    g3 = srcgrad.grad(make(3.0, w), jit=True)
+    g4 = srcgrad.grad(make(4.0, w), jit=True)
+    np.testing.assert_allclose(g3(x), 3.0 * w)
+    np.testing.assert_allclose(g4(x), 4.0 * w)
+    w[1] = 10.0  # changed in place: seen by both
+    np.testing.assert_allclose(g3(x), 3.0 * w)
+    np.testing.assert_allclose(g4(x), 4.0 * w)
+
+
+def test_bad_option():
+    with pytest.raises(SrcgradError, match="jit= takes"):
+        srcgrad.grad(euler, jit="yes")
+
+
+def test_non_scalar_output_is_refused():
+    with pytest.raises(SrcgradError, match="scalar"):
+        srcgrad.grad(lambda x: x * 2.0, jit=True)(A["x5"])
+
+
+def test_integer_input_gets_the_interpreted_error():
+    with pytest.raises(SrcgradError):
+        srcgrad.grad(euler, jit=True)(3)
+
+
+def own_zero_named_like_an_adjoint(x):
+    bx = 0.0  # a user variable named like the adjoint of x: stays a float
+    for i in range(3):
+        bx = bx + x[i]
+    return bx * bx
+
+
+def test_user_variable_named_like_an_adjoint():
+    x = A["x5"]
+    g = srcgrad.grad(own_zero_named_like_an_adjoint, jit=True)
+    np.testing.assert_allclose(g(x), srcgrad.grad(own_zero_named_like_an_adjoint)(x),
+                               rtol=1e-12)
+
+
+def gather(x):
+    return np.sum(x[np.array([0, 0, 3])] * 2.0) + x[1] * x[2] + np.sum(x[2:5] ** 2)
+
+
+def test_repeated_fancy_indices_accumulate():
+    # numpy's out[idx] += g drops repeats; the adjoint of x[idx] must add each one
+    x = A["x5"]
+    got = srcgrad.grad(gather, jit=True)(x)
+    np.testing.assert_allclose(got, srcgrad.grad(gather)(x), rtol=1e-12)
+    assert got[0] == pytest.approx(4.0)
+    check_grad(gather, (x,), grads=(got,))
+
+
+def uses_unsupported_rule_helper(x):
+    return np.sum(np.transpose(x) @ x)
+
+
+def test_rule_helper_without_compiled_form_is_located():
+    x = A["X"]
+    try:
+        g = srcgrad.grad(uses_unsupported_rule_helper, jit=True)(x)
+    except JitUnsupportedError as e:
+        line = uses_unsupported_rule_helper.__code__.co_firstlineno + 1
+        assert f"test_jit.py:{line}" in str(e)
+    else:  # (compiled: then it must be right)
+        np.testing.assert_allclose(g, srcgrad.grad(uses_unsupported_rule_helper)(x))
+
+
+def _accumulate(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + math.sin(x * i)
+    return s
+
+
+def calls_helper_with_loop(x):
+    return _accumulate(x, 4) * x + abs(x - 0.5) + x ** 3
+
+
+def loop_over_rows(x):
+    total = 0.0
+    for row in x:
+        total = total + np.sum(row ** 2) * np.sum(np.abs(row))
+    return total
+
+
+def early_exit(x):
+    for i in range(10):
+        if x > 2.0:
+            return x * i
+        x = x * 1.3
+    return -x
+
+
+@pytest.mark.parametrize("f, args", [
+    (calls_helper_with_loop, (0.7,)),
+    (loop_over_rows, (A["X"],)),
+    (early_exit, (0.5,)),
+    (early_exit, (5.0,)),
+])
+def test_more_constructs(f, args):
+    got = srcgrad.grad(f, jit=True)(*args)
+    np.testing.assert_allclose(got, srcgrad.grad(f)(*args), rtol=1e-12)
+    check_grad(f, args, grads=(got,))
+
+
+RATE = 0.5
+
+
+def uses_global_rate(x):
+    return x * x * RATE
+
+
+def test_rebinding_a_global_recompiles():
+    # numba freezes a global's value at compile time; Python reads it on every call
+    global RATE
+    g = srcgrad.grad(uses_global_rate, jit=True)
+    assert g(2.0) == pytest.approx(2.0)
+    RATE = 3.0
+    try:
+        assert g(2.0) == pytest.approx(12.0)
+    finally:
+        RATE = 0.5
+
+
+# -- the whole corpus (opt-in: about 90 compiles) -----------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.skipif(not __import__("os").environ.get("SRCGRAD_JIT_CORPUS"),
+                    reason="set SRCGRAD_JIT_CORPUS=1 to compile the whole corpus (minutes)")
+def test_corpus_compiled_or_refused_never_wrong():
+    """Every corpus function: the compiled gradient equals the interpreted one, or the
+    compilation is refused with a located JitUnsupportedError; never another outcome."""
+    from corpus import CASES
+    compiled = 0
+    for case in CASES:
+        if case.kwargs:
+            continue
+        try:
+            want = srcgrad.grad(case.fn, wrt=case.wrt)(*case.args)
+        except Exception:
+            continue  # (the interpreted gradient's own errors are tested elsewhere)
+        try:
+            got = srcgrad.grad(case.fn, wrt=case.wrt, jit=True)(*case.args)
+        except JitUnsupportedError as e:
+            assert ".py:" in str(e) or "jit=False" in str(e), (case.id, str(e))
+            continue
+        for g, w in zip(got, want):
+            assert np.shape(g) == np.shape(w), case.id
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12, err_msg=case.id)
+        compiled += 1
+    assert compiled >= 80
+
+
+def _inner(x):
+    return x * x
+
+
+def calls_inner(x):
+    return _inner(x) + x
+
+
+def test_rebinding_a_called_helper_recompiles():
+    global _inner
+    g = srcgrad.grad(calls_inner, jit=True)
+    assert g(3.0) == pytest.approx(7.0)
+    original = _inner
+
+    def cube(x):
+        return x * x * x
+    _inner = cube
+    try:
+        assert g(3.0) == pytest.approx(28.0)
+    finally:
+        _inner = original
+    assert g(3.0) == pytest.approx(7.0)
+
+
+def test_stacks_per_variable_only_when_pops_mirror_pushes():
+    import ast
+    from srcgrad.jit.sweeps import JitRewriteError, check_mirrored
+    fwd = ast.parse("for i in r:\n    _tape.push(x)\n    x = f(x)\n    _tape.push(y)\n"
+                    "_tape.push(_n1)").body
+    good = ast.parse("_n1 = _tape.pop()\nfor k in range(_n1):\n    y = _tape.pop()\n"
+                     "    x = _tape.pop()").body
+    check_mirrored(fwd, good)
+    swapped = ast.parse("_n1 = _tape.pop()\nfor k in range(_n1):\n    x = _tape.pop()\n"
+                        "    y = _tape.pop()").body
+    with pytest.raises(JitRewriteError):
+        check_mirrored(fwd, swapped)
+    outside = ast.parse("_n1 = _tape.pop()\ny = _tape.pop()\nfor k in range(_n1):\n"
+                        "    x = _tape.pop()").body
+    with pytest.raises(JitRewriteError):
+        check_mirrored(fwd, outside)
+
+
+def _partial_sum(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + math.sin(x * i)
+    return s
+
+
+def helper_with_loop_in_a_loop(x):
+    t = 0.0
+    for j in range(5):
+        t = t + _partial_sum(x, j) * x
+    return t
+
+
+def test_callee_with_its_own_stacks_called_in_a_loop():
+    got = srcgrad.grad(helper_with_loop_in_a_loop, jit=True)(0.7)
+    assert got == pytest.approx(srcgrad.grad(helper_with_loop_in_a_loop)(0.7), rel=1e-12)
+    check_grad(helper_with_loop_in_a_loop, (0.7,), grads=(got,))
+
+
+# -- values read from outside the arguments: never frozen stale (numba bakes globals in) ------
+
+WEIGHTS = np.ones(3)
+PAIR = (np.ones(3), 2.0)
+COEFFS = [1.0, 2.0]
+params = types.ModuleType("jit_test_params")  # a module whose attributes the code reads
+params.W = np.ones(3)
+params.RATE = 0.5
+
+
+def reads_global_array(x):
+    return np.sum(WEIGHTS * x ** 2)
+
+
+def reads_module_attribute(x):
+    return np.sum(params.W * x ** 2) * params.RATE
+
+
+def reads_tuple_of_arrays(x):
+    return np.sum(PAIR[0] * x) * PAIR[1]
+
+
+def _weighted(x):
+    return np.sum(WEIGHTS * x * x)
+
+
+def calls_reader(x):
+    return _weighted(x) + np.sum(x)
+
+
+def reads_list(x):
+    return x * COEFFS[1]
+
+
+X3 = np.array([1.0, 2.0, 3.0])
+
+
+def _check_against_interpreted(g, f, *args):
+    want = srcgrad.grad(f)(*args)
+    np.testing.assert_allclose(g(*args), want, rtol=1e-12)
+    return want
+
+
+@pytest.mark.parametrize("f", [reads_global_array, calls_reader])
+def test_global_array_changed_in_place_is_seen(f):
+    g = srcgrad.grad(f, jit=True)
+    _check_against_interpreted(g, f, X3)
+    WEIGHTS[0] = 5.0
+    try:
+        assert _check_against_interpreted(g, f, X3)[0] > 9.0
+    finally:
+        WEIGHTS[0] = 1.0
+    _check_against_interpreted(g, f, X3)
+
+
+def test_global_array_rebound_to_another_shape_and_dtype():
+    global WEIGHTS
+    g = srcgrad.grad(reads_global_array, jit=True)
+    original = WEIGHTS
+    try:
+        WEIGHTS = np.arange(6.0).reshape(2, 3).astype(np.float32)  # (broadcasts)
+        _check_against_interpreted(g, reads_global_array, X3)
+    finally:
+        WEIGHTS = original
+
+
+def test_module_attribute_array_changed_in_place_or_rebound_is_seen():
+    g = srcgrad.grad(reads_module_attribute, jit=True)
+    _check_against_interpreted(g, reads_module_attribute, X3)
+    params.W[2] = 7.0
+    params.RATE = 3.0  # a frozen constant, rebound: recompiled
+    try:
+        got = _check_against_interpreted(g, reads_module_attribute, X3)
+        assert got[2] == pytest.approx(3.0 * 7.0 * 6.0)
+    finally:
+        params.W[2] = 1.0
+        params.RATE = 0.5
+    _check_against_interpreted(g, reads_module_attribute, X3)
+
+
+def test_tuple_of_arrays_changed_in_place_is_seen():
+    g = srcgrad.grad(reads_tuple_of_arrays, jit=True)
+    _check_against_interpreted(g, reads_tuple_of_arrays, X3)
+    PAIR[0][1] = 4.0
+    try:
+        assert _check_against_interpreted(g, reads_tuple_of_arrays, X3)[1] == 8.0
+    finally:
+        PAIR[0][1] = 1.0
+
+
+def test_global_list_is_refused_at_its_line():
+    with pytest.raises(JitUnsupportedError) as info:
+        srcgrad.grad(reads_list, jit=True)(1.5)
+    line = reads_list.__code__.co_firstlineno + 1
+    assert f"test_jit.py:{line}" in str(info.value) and "'COEFFS' is a list" in str(info.value)
+
+
+SCALE = 2.0
+
+
+def _scaled(x):
+    return x * SCALE
+
+
+def calls_scaled(x):
+    return _scaled(x) * x
+
+
+def test_rebinding_a_global_a_callee_reads_recompiles():
+    global SCALE
+    g = srcgrad.grad(calls_scaled, jit=True)
+    assert g(1.5) == pytest.approx(6.0)
+    SCALE = 5.0
+    try:
+        assert g(1.5) == pytest.approx(15.0)
+    finally:
+        SCALE = 2.0
+
+
+def test_closure_cell_rebound_is_seen():
+    def make():
+        w = np.ones(3)
+
+        def f(x):
+            return np.sum(w * x)
+
+        def rebind():
+            nonlocal w
+            w = np.full(3, 2.0)
+        return f, rebind
+    f, rebind = make()
+    g = srcgrad.grad(f, jit=True)
+    np.testing.assert_allclose(g(X3), np.ones(3))
+    rebind()
+    np.testing.assert_allclose(g(X3), np.full(3, 2.0))
+
+
+# -- argument kinds: compiled and interpreted gradients agree (or the compiled one refuses) ---
+
+def square_sines(x):
+    return np.sum(np.sin(x) * x + 0.5 * x * x)
+
+
+def scalar_sines(x):
+    return x * math.sin(x) + 0.5 * x * x
+
+
+def scaled_by(x, k):
+    return x * k / 3 + k ** 2 * x
+
+
+def _agree(g, f, args, rtol=1e-12):
+    want = srcgrad.grad(f)(*args)
+    got = g(*args)
+    assert type(got) is type(want), (type(got), type(want))
+    assert np.shape(got) == np.shape(want) and np.result_type(got) == np.result_type(want)
+    np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+def test_argument_kinds_and_dtypes_changing_between_calls():
+    g = srcgrad.grad(square_sines, jit=True)
+    x = np.linspace(0.1, 1.0, 12)
+    readonly = x.copy()
+    readonly.flags.writeable = False
+    # (float32: numba computes float32 mixed with Python floats in float64, numpy in float32;
+    # the compiled gradient is cast to the input's dtype, as the interpreted one has it)
+    for arg, rtol in [(x, 1e-12), (x.astype(np.float32), 1e-5), (x, 1e-12),
+                      (x.reshape(3, 4).T, 1e-12), (x[::3], 1e-12), (readonly, 1e-12),
+                      (np.array(0.7), 1e-12)]:
+        _agree(g, square_sines, (arg,), rtol)
+    s = srcgrad.grad(scalar_sines, jit=True)
+    for arg, rtol in [(0.3, 1e-12), (np.float64(0.3), 1e-12), (np.float32(0.3), 1e-5),
+                      (0.3, 1e-12)]:
+        _agree(s, scalar_sines, (arg,), rtol)
+
+
+def test_integer_arguments_not_differentiated():
+    g = srcgrad.grad(scaled_by, jit=True)
+    for k in (7, 7.0, 2 ** 40, -(2 ** 62), np.int64(7)):  # (big ints: numba's wrap around)
+        assert g(0.5, k) == pytest.approx(srcgrad.grad(scaled_by)(0.5, k), rel=1e-12)
+
+
+def test_external_reads_passes_arrays_freezes_constants_refuses_lists():
+    import ast
+
+    from srcgrad.jit.inputs import RefusedRead, external_reads
+    func = ast.parse("def g(x):\n    return WEIGHTS * x + RATE + params.W.sum() + np.sum(x) "
+                     "+ len(x)").body[0]
+    reads = external_reads([func], set(), set(), reads_global_array)  # (this module's globals)
+    assert [param for param, _ in reads.passed] == ["WEIGHTS", "_params_W"]
+    assert [s.path for s, _ in reads.frozen] == [("RATE",), ("params",), ("np",)]
+    assert "_params_W.sum()" in ast.unparse(func) and "np.sum(x)" in ast.unparse(func)
+    listed = ast.parse("def g(x):\n    return x * COEFFS[0]").body[0]
+    with pytest.raises(RefusedRead, match="'COEFFS' is a list"):
+        external_reads([listed], set(), set(), reads_global_array)
+
+
+def draws_noise(x):
+    return np.sum(x * np.random.normal(0.0, 1.0, x.shape))
+
+
+def test_random_numbers_are_refused():
+    # numba's generator is not numpy's: np.random.seed would not make them agree
+    with pytest.raises(JitUnsupportedError, match="draws random numbers") as info:
+        srcgrad.grad(draws_noise, jit=True)(X3)
+    assert f"test_jit.py:{draws_noise.__code__.co_firstlineno + 1}" in str(info.value)
+
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", PendingDeprecationWarning)
+    MATRIX = np.matrix(np.eye(2))
+
+
+def reads_matrix(x):
+    return np.sum(MATRIX * x)
+
+
+def test_array_subclasses_are_refused():
+    import ast
+
+    from srcgrad.jit.inputs import RefusedRead, external_reads
+    # numba types an np.matrix as a plain 2-d array: its '*' would become elementwise
+    with pytest.raises(SrcgradError, match="matrix"):  # (the transformer's own refusal)
+        srcgrad.grad(reads_matrix, jit=True)(np.ones((2, 2)))
+    with pytest.raises(RefusedRead, match="'MATRIX' is a matrix"):
+        external_reads([ast.parse("def g(x):\n    return MATRIX[0, 0] * x").body[0]],
+                       set(), set(), reads_matrix)
+    with pytest.raises(JitUnsupportedError, match="np.asarray"):
+        srcgrad.grad(square_sines, jit=True)(MATRIX * 0.5)
