@@ -133,6 +133,28 @@ def test_update_of_an_array_seen_through_a_view(fn, args):
     assert_right_or_refused(fn, args[0])
 
 
+def view_by_conditional_expression(m):
+    v = m * 3.0 if m[0, 1] < -5.0 else m[:, :1]   # a view of m on this input
+    v -= m[:, 2][:, None]                          # numpy: m changes too
+    return np.sum(v) + np.sum(m ** 2)
+
+
+def alias_by_conditional_expression(m):
+    y = m * 1.0
+    v = y if m[0, 0] > 0.0 else y * 2.0            # another name of y on this input
+    y -= 0.5 * m                                   # numpy: v changes too
+    return np.sum(v * m)
+
+
+# Cause (at 06f6378): desugar.py's _may_be_view/_viewed_name saw subscripts, view attributes
+# and view functions, not `a if c else b` whose branch is a view or another variable
+@pytest.mark.parametrize("fn", [view_by_conditional_expression, alias_by_conditional_expression])
+def test_view_or_alias_made_by_a_conditional_expression(fn):
+    """fuzzer seed 6 program 9045 (10,000-program run): grad <g, v> -18.40 against -21.73 by
+    finite differences, a silent wrong gradient."""
+    assert_right_or_refused(fn, np.array([[0.78, -0.62, -0.19], [2.15, -0.93, -0.55]]))
+
+
 # == names that share data, not seen as such ===================================================
 
 def alias_by_unpacking(x):

@@ -285,12 +285,10 @@ class _Desugar:
         if not (isinstance(s, gast.Assign) and len(s.targets) == 1
                 and isinstance(s.targets[0], gast.Name) and _may_be_view(s.value)):
             return
-        base = _viewed_name(s.value)
-        if base is None or base == s.targets[0].id:
-            return
         view = s.targets[0].id
-        for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
-            self.view_of.setdefault(root, set()).add(view)
+        for base in _viewed_names(s.value) - {view}:
+            for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
+                self.view_of.setdefault(root, set()).add(view)
 
     def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
         """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
@@ -1089,9 +1087,27 @@ _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squ
                    "asarray", "atleast_1d", "atleast_2d", "atleast_3d", "flat"}
 
 
+def _viewed_names(value) -> set[str]:
+    """The variables whose data a view expression may share: ``_viewed_name``'s, and for
+    ``a if c else b`` those of each branch that may be a view or is a name (an alias)."""
+    if isinstance(value, gast.IfExp):
+        out = set()
+        for branch in (value.body, value.orelse):
+            if isinstance(branch, gast.Name):
+                out.add(branch.id)
+            elif _may_be_view(branch):
+                out |= _viewed_names(branch)
+        return out
+    name = _viewed_name(value)
+    return set() if name is None else {name}
+
+
 def _viewed_name(value) -> str | None:
     """The variable whose data a view expression (``y[:1]``, ``y.T``, ``y.reshape(...)``,
     ``np.reshape(y, ...)``) may share."""
+    if isinstance(value, gast.IfExp):
+        names = sorted(_viewed_names(value))
+        return names[0] if names else None
     if isinstance(value, (gast.Subscript, gast.Attribute)):
         return _root(value.value)
     if isinstance(value, gast.Call):
@@ -1106,7 +1122,11 @@ def _viewed_name(value) -> str | None:
 
 def _may_be_view(value) -> bool:
     """A value that may share memory with another: indexing, or a function or method known
-    to return views (reshape, transpose, ...)."""
+    to return views (reshape, transpose, ...); a conditional expression one of whose branches
+    may be a view or is another variable."""
+    if isinstance(value, gast.IfExp):
+        return any(isinstance(b, gast.Name) or _may_be_view(b)
+                   for b in (value.body, value.orelse))
     if isinstance(value, gast.Subscript):
         return True
     if isinstance(value, gast.Attribute):
