@@ -1082,10 +1082,21 @@ def refuse_item_update(container, item, message: str) -> None:
 def refuse_viewed(value, views, message: str) -> None:
     """Raise when ``value`` is an array one of ``views`` still shares data with: updating it
     in place would change that view too, which srcgrad's functional rewriting would not."""
-    if isinstance(value, np.ndarray) and any(
-            isinstance(v, np.ndarray) and np.may_share_memory(v, value) for v in views):
+    if isinstance(value, np.ndarray) and any(_shares_data(v, value, 3) for v in views):
         from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def _shares_data(v, array, depth: int) -> bool:
+    """Whether ``v``, or an item of it (lists, tuples, dicts, a few levels down), may share
+    ``array``'s data."""
+    if isinstance(v, np.ndarray):
+        return np.may_share_memory(v, array)
+    if depth and isinstance(v, (list, tuple)):
+        return any(_shares_data(item, array, depth - 1) for item in v)
+    if depth and isinstance(v, dict):
+        return any(_shares_data(item, array, depth - 1) for item in v.values())
+    return False
 
 
 def last_writes(g, index):

@@ -281,14 +281,28 @@ class _Desugar:
         return out
 
     def record_view(self, s) -> None:
-        """After ``v = y[:1]`` (or ``y.T``, ``y.reshape(...)``): ``v`` may see ``y``'s data."""
-        if not (isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and _may_be_view(s.value)):
+        """After ``v = y[:1]`` (or ``y.T``, ``y.reshape(...)``): ``v`` may see ``y``'s data. So
+        may whatever else is made from ``y`` other than by an operator: what a function
+        returns (``v = first(y)``), a container holding it (``d = [y[:2], 1.0]``), a loop's
+        target (``for r in [y]``). Which of them really shares data is decided at run time
+        (``refuse_viewed``, np.may_share_memory), so taking in too many costs a check."""
+        if isinstance(s, gast.For):
+            views, bases = A.names_written(s.target), A.names_read(s.iter)
+        elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name):
+            views = {s.targets[0].id}
+            if _may_be_view(s.value):
+                bases = _viewed_names(s.value)
+            elif isinstance(s.value, _NO_SHARED_DATA):
+                return
+            else:
+                bases = A.names_read(s.value)
+        else:
             return
-        view = s.targets[0].id
-        for base in _viewed_names(s.value) - {view}:
-            for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
-                self.view_of.setdefault(root, set()).add(view)
+        for view in views:
+            for base in bases - {view}:
+                for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
+                    self.view_of.setdefault(root, set()).add(view)
 
     def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
         """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
@@ -1081,6 +1095,9 @@ def _builtin(name: str, ctx: Context) -> bool:
     except (KeyError, AttributeError):
         return False
 
+
+# values that never hold another variable's data (booleans, numbers, strings)
+_NO_SHARED_DATA = (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)
 
 _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
                    "expand_dims", "broadcast_to", "view", "T", "real", "imag", "diagonal",
