@@ -113,8 +113,10 @@ def mod_jvp(dx, dy, ans, x, y):
 
 def matmul_left(g, x, y):
     """Cotangent of ``x`` in ``x @ y`` (numpy's 1-D promotion and batch broadcasting)."""
-    if np.ndim(x) == 2 and np.ndim(y) == 2:  # the common case, without reshapes
-        return np.matmul(g, np.swapaxes(y, -1, -2))
+    # the common case, without reshapes (attribute reads: np.ndim and np.swapaxes cost ~2 us
+    # a call, about a fifth of a 16x64 @ 64x64 product)
+    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        return np.matmul(g, y.T)
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
@@ -124,8 +126,8 @@ def matmul_left(g, x, y):
 
 def matmul_right(g, x, y):
     """Cotangent of ``y`` in ``x @ y``."""
-    if np.ndim(x) == 2 and np.ndim(y) == 2:
-        return np.matmul(np.swapaxes(x, -1, -2), g)
+    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        return np.matmul(x.T, g)
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
