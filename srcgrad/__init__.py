@@ -18,6 +18,7 @@ from .errors import (InternalError, MissingRuleError, NonDifferentiableError, Sr
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
+from . import dispatch as _dispatch  # (installs the run-time call helpers: runtime.py)
 from . import api as _api, checkpoint as _checkpoint
 _checkpoint.connect(_api.get_adjoint, _api.dynamic_wrt, jvp)  # (checkpointed loops' steps)
 from .vmap import VmapFallbackWarning, vmap

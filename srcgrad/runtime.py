@@ -522,13 +522,22 @@ def list_slice(g, start: int, stop: int):
 
 
 # -- calls whose target is known only at run time ------------------------------------------
+# Generated code calls these through _rt like every helper; running them builds the callee's
+# adjoint, which is the API layer's work: srcgrad.dispatch does it and installs itself here
+# with connect_dispatch() when srcgrad is imported (the runtime imports nothing above it).
+_dispatch = None
+
+
+def connect_dispatch(module) -> None:
+    """Install ``module`` (srcgrad.dispatch) as what the run-time call helpers run."""
+    global _dispatch
+    _dispatch = module
+
+
 def call_fwd(fn, *args, **kwargs):
     """Forward sweep of a call to a function value (argument, local def, lambda): returns
     ``(value, record)``; ``call_bwd(record, g)`` gives ``(positional, keyword)`` gradients."""
-    if fn is call_fwd or fn is method_fwd or fn is call_bwd:
-        return _redispatch_fwd(fn, args, kwargs)
-    from .api import dynamic_forward
-    return dynamic_forward(fn, args, kwargs)
+    return _dispatch.call_fwd(fn, *args, **kwargs)
 
 
 def dict_get(d, key, default=None):
@@ -562,31 +571,13 @@ CONTAINER_METHODS = {
 
 def method_fwd(obj, name, *args, **kwargs):
     """Like ``call_fwd`` for ``obj.name(...)``: gradients include ``obj`` as argument 0."""
-    from .api import dynamic_forward
-    special = CONTAINER_METHODS.get((type(obj), name))
-    if special is not None:
-        return dynamic_forward(special, (obj,) + args, kwargs)
-    import inspect
-    raw = inspect.getattr_static(type(obj), name, None)
-    if isinstance(raw, (staticmethod, classmethod)):
-        # no instance argument: the receiver gets no gradient
-        value, record = dynamic_forward(getattr(obj, name), args, kwargs)
-        return value, ("receiverless", record)
-    method = getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        from .errors import MissingRuleError
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_forward(method, (obj,) + args, kwargs)
+    return _dispatch.method_fwd(obj, name, *args, **kwargs)
 
 
 def call_bwd(record, g):
-    if record[0] == "redispatch":
-        return record[1](record[2], g)
-    from .api import dynamic_backward
-    if record[0] == "receiverless":
-        positional, keyword = dynamic_backward(record[1], g)
-        return [None] + list(positional), keyword
-    return dynamic_backward(record, g)
+    """``(positional, keyword)`` gradients of a ``call_fwd``/``method_fwd`` call from the
+    cotangent ``g`` of its value."""
+    return _dispatch.call_bwd(record, g)
 
 
 def seq_concat(a, b):
@@ -641,45 +632,32 @@ def tangent_attr(d, name: str):
 
 
 def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
-    """``(value, tangent)`` of a call to a function value known only at run time (argument,
-    local def, lambda); ``tangents`` align with ``args`` (lazy zeros allowed), ``kw_tangents``
-    maps keyword names to tangents."""
-    from .api_forward import dynamic_jvp
-    return dynamic_jvp(fn, args, kwargs, tangents, kw_tangents)
+    """``(value, tangent)`` of a call to a function value known only at run time;
+    ``tangents`` align with ``args`` (lazy zeros allowed), ``kw_tangents`` maps keyword names
+    to tangents."""
+    return _dispatch.call_jvp(fn, tangents, kw_tangents, *args, **kwargs)
 
 
 def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
     """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
-    from .api_forward import dynamic_jvp
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        from .errors import MissingRuleError
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_jvp(method, (obj,) + args, kwargs, (d_obj,) + tuple(tangents), kw_tangents)
+    return _dispatch.method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs)
 
 
 def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
     """Forward mode of ``call_fwd``: ``((value, record), (d_value, d_record))``;
     ``tangents`` align with ``(fn,) + args``."""
-    from .api_forward import dynamic_forward_jvp
-    return dynamic_forward_jvp(fn, args, kwargs, tuple(tangents[1:]), kw_tangents)
+    return _dispatch.call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs)
 
 
 def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
     """Forward mode of ``method_fwd``; ``tangents`` align with ``(obj, name) + args``."""
-    from .api_forward import dynamic_forward_jvp
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        from .errors import MissingRuleError
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_forward_jvp(method, (obj,) + args, kwargs,
-                               (tangents[0],) + tuple(tangents[2:]), kw_tangents)
+    return _dispatch.method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs)
 
 
 def call_bwd_jvp(tangents, kw_tangents, record, g):
     """Forward mode of ``call_bwd``; ``tangents`` are those of ``(record, g)``."""
-    from .api_forward import dynamic_backward_jvp
-    return dynamic_backward_jvp(record, g, tangents[0], tangents[1])
+    return _dispatch.call_bwd_jvp(tangents, kw_tangents, record, g)
+
 
 
 def adjoint_push(adjoint_tape, g):
@@ -780,150 +758,6 @@ def add_element(acc, xs, i, g):
 def stop_gradient(x):
     """``x`` itself, as a value that carries no gradient (non-differentiable identity)."""
     return x
-
-
-# -- reverse over reverse of the dispatch helpers above ----------------------------------------
-# A generated sweep differentiated again in reverse mode calls ``call_fwd``, ``method_fwd``
-# and ``call_bwd`` through ``call_fwd`` itself (the transformer treats them as calls known
-# only at run time). Each runs the same computation through ``api.dynamic_forward`` of the
-# generated sweep or rule vjp it stands for, so that the (value, record) pairs they return
-# can be differentiated; the record is ``("redispatch", backward, data)``, which
-# ``call_bwd`` hands to ``backward``. Gradients align with the helper's own arguments.
-
-def _redispatch_fwd(helper, args, kwargs):
-    if helper is call_fwd:
-        return _call_fwd_fwd(args[0], args[1:], kwargs, 1)
-    if helper is method_fwd:
-        obj, name = args[0], args[1]
-        return _call_fwd_fwd(_method_target(obj, name), (obj,) + tuple(args[2:]), kwargs, 2,
-                             receiver=True)
-    return _call_bwd_fwd(args[0], args[1])
-
-
-def _method_target(obj, name):
-    """The function ``method_fwd`` calls for ``obj.name(...)`` (with ``obj`` first)."""
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        from .errors import MissingRuleError
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return method
-
-
-def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
-    """``call_fwd(fn, *args)`` (``lead`` = 1) or ``method_fwd(obj, name, *rest)`` (``lead`` =
-    2, ``args`` = ``(obj,) + rest``) whose ``(value, record)`` can be differentiated."""
-    import inspect
-    from .api import (_func_key, _param_names, dynamic_forward, dynamic_wrt, get_adjoint,
-                      nondifferentiable_rule)
-    from .rules import lookup
-    from .adapters import route
-    fn = route(fn, args, kwargs)
-    if lookup(fn) is not None or nondifferentiable_rule(fn) is not None:
-        value, record = dynamic_forward(fn, args, kwargs)
-        data = ("rule", record, len(args), lead, receiver)
-        return (value, record), ("redispatch", _call_fwd_bwd, data)
-    func = _func_key(fn)
-    if not hasattr(func, "__code__"):
-        from .errors import MissingRuleError
-        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
-    self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
-    wrt = dynamic_wrt(func, self_args, args, kwargs)
-    fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
-    (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
-    data = ("user", inner, len(args), lead, receiver, len(self_args))
-    return (value, record), ("redispatch", _call_fwd_bwd, data)
-
-
-def _call_fwd_bwd(data, g):
-    """Gradients of ``call_fwd``/``method_fwd``'s arguments from the cotangent ``g`` of
-    their ``(value, record)``."""
-    from .api import dynamic_backward
-    g_value, g_record = part(g, 0), part(g, 1)
-    kind, inner, n_args, lead, receiver = data[:5]
-    if kind == "rule":
-        # record = ("rule", rule, args, kwargs, value): args and value pass through as such
-        g_value = add(g_value, part(g_record, 4))
-        g_args, g_kwargs = [ZERO] * n_args, {}
-        if not is_zero(g_value):
-            g_args, g_kwargs = dynamic_backward(inner, g_value)
-        g_args = [add(_zero_if_none(a), part(part(g_record, 2), i)) for i, a in enumerate(g_args)]
-        g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
-    else:
-        # record = ("user", bwd, saved, ...): value and saved come from the callee's fwd
-        n_self = data[5]
-        grads, g_kwargs = dynamic_backward(inner, (g_value, part(g_record, 2)))
-        g_args = [_zero_if_none(a) for a in grads[n_self:]]
-        g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
-    if receiver:  # method_fwd(obj, name, *rest): obj's gradient first, none for the name
-        return [g_args[0], ZERO] + g_args[1:], g_kwargs
-    return [ZERO] + g_args, g_kwargs
-
-
-def _call_bwd_fwd(record, g):
-    """``call_bwd(record, g)`` whose ``(positional, keyword)`` result can be differentiated."""
-    from .api import dynamic_forward
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
-        (positional, keyword), inner = _call_bwd_fwd(record[1], g)
-        result = [None, tuple(ZERO if p is None else p for p in positional),
-                  {k: ZERO if v is None else v for k, v in keyword.items()}], {}
-        return result, ("redispatch", _apply_bwd_bwd, (inner, len(positional), tuple(keyword)))
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
-        from .transforms.binding import scatter_rule_grads
-        return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    wrt_grads, inner = dynamic_forward(bwd, (saved, g), {})
-    # one per parameter (bwd gives one per wrt parameter)
-    grads = [wrt_grads[wrt.index(i)] if i in wrt else None for i in range(len(names))]
-    positional = list(grads[n_self:n_self + n_args])
-    by_name = dict(zip(names, grads))
-    keyword = {k: by_name.get(k) for k in kwargs}
-    return (positional, keyword), ("redispatch", _call_bwd_bwd, ("user", inner, record))
-
-
-def _call_bwd_bwd(data, g):
-    """Gradients of ``call_bwd``'s ``(record, g)`` from the cotangent of its result."""
-    from .api import dynamic_backward
-    kind, inner, record = data
-    g_positional, g_keyword = part(g, 0), part(g, 1)
-    if kind == "rule":
-        _, rule, args, kwargs, value = record
-        g_grads = tuple(part(g_positional, i) if i < len(args) else ZERO
-                        for i in rule.diff_args)
-        grads, _ = dynamic_backward(inner, g_grads)
-        grads = [_zero_if_none(x) for x in grads]
-        g_record = (ZERO, ZERO, tuple(grads[2:]), ZERO, grads[1])
-        return [g_record, grads[0]], {}
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    g_grads = [ZERO] * len(names)
-    for i in range(n_args):
-        g_grads[n_self + i] = part(g_positional, i)
-    for k in kwargs:
-        if k in names:
-            j = names.index(k)
-            g_grads[j] = add(g_grads[j], part(g_keyword, k))
-    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads[i] for i in wrt))
-    g_record = (ZERO, ZERO, _zero_if_none(g_saved)) + (ZERO,) * 5
-    return [g_record, _zero_if_none(g_g)], {}
-
-
-def _apply_bwd_bwd(data, g):
-    """Gradients of ``call_bwd``'s ``(("apply", record), g)`` from the cotangent of its
-    ``([_, positional, keyword], {})`` result."""
-    inner, n, keys = data
-    grads = part(g, 0)
-    g_positional, g_keyword = part(grads, 1), part(grads, 2)
-    inner_cotangent = ([part(g_positional, i) for i in range(n)],
-                       {k: part(g_keyword, k) for k in keys})
-    (g_record, g_g), _ = inner[1](inner[2], inner_cotangent)
-    return [(ZERO, g_record), g_g], {}
-
-
-def _zero_if_none(g):
-    return ZERO if g is None else g
 
 
 # -- function values carrying differentiable data (see transforms/calls.py) -----------------

@@ -19,7 +19,8 @@ LAYERS = [
     (3, ("srcgrad.transforms",)),
     (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree")),
     (4, ("srcgrad.jit",)),  # compiled gradients: rewrites generated sweeps, api delegates
-    (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap")),
+    (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap", "srcgrad.show",
+         "srcgrad.dispatch")),  # dispatch: calls resolved at run time (runtime.call_fwd...)
     (6, ("srcgrad._tensor", "srcgrad.autograd", "srcgrad.torch_api", "srcgrad.nn",
          "srcgrad.function")),
     (7, ("srcgrad.__init__", "srcgrad.__main__")),
@@ -27,12 +28,7 @@ LAYERS = [
 ]
 
 # (importer, imported): the crossings that exist today, each inside a function
-KNOWN = {
-    # run-time dispatch lives in runtime.py but calls back into the API layer
-    ("srcgrad.runtime", "srcgrad.api"), ("srcgrad.runtime", "srcgrad.api_forward"),
-    ("srcgrad.runtime", "srcgrad.adapters"), ("srcgrad.runtime", "srcgrad.rules"),
-    ("srcgrad.runtime", "srcgrad.transforms.binding"),
-}
+KNOWN: set = set()  # (run-time dispatch moved out of runtime.py: srcgrad/dispatch.py)
 
 
 def layer_of(module: str) -> int:
