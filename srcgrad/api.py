@@ -734,17 +734,24 @@ def dynamic_forward(fn, args, kwargs):
     if rule is not None:
         value = fn(*args, **kwargs)
         return value, ("rule", rule, args, kwargs, value)
+    self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
+    value, saved = fwd(*self_args, *args, **kwargs)
+    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+
+
+def user_sweeps(fn, args, kwargs):
+    """For a call ``fn(*args, **kwargs)`` of user code known at run time: ``(self_args,
+    names, wrt, fwd, bwd)``, the bound instance (if any), the parameter names, the
+    parameters its arguments make differentiable, and the sweeps for them."""
     fn = callee_function(fn)  # a partial, an object with __call__: Python code to run
     func = _func_key(fn)
     if not hasattr(func, "__code__"):
         from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
     wrt = dynamic_wrt(func, self_args, args, kwargs)
     fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
-    value, saved = fwd(*self_args, *args, **kwargs)
-    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    return self_args, _param_names(func), wrt, fwd, bwd
 
 
 def _no_gradient(g, ans, *args, **kwargs):

@@ -20,8 +20,7 @@ import sys
 
 from . import runtime
 from .adapters import route
-from .api import (_func_key, _param_names, dynamic_backward, dynamic_forward, dynamic_wrt,
-                  get_adjoint, nondifferentiable_rule)
+from .api import dynamic_backward, dynamic_forward, nondifferentiable_rule, user_sweeps
 from .api_forward import dynamic_backward_jvp, dynamic_forward_jvp, dynamic_jvp
 from .errors import MissingRuleError
 from .rules import lookup
@@ -134,13 +133,7 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
         value, record = dynamic_forward(fn, args, kwargs)
         data = ("rule", record, len(args), lead, receiver)
         return (value, record), ("redispatch", _call_fwd_bwd, data)
-    func = _func_key(fn)
-    if not hasattr(func, "__code__"):
-        raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
-    self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
-    wrt = dynamic_wrt(func, self_args, args, kwargs)
-    fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
+    self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
     (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
     record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     data = ("user", inner, len(args), lead, receiver, len(self_args))
@@ -181,7 +174,8 @@ def _call_bwd_fwd(record, g):
     if record[0] == "rule":
         _, rule, args, kwargs, value = record
         grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
-        return scatter_rule_grads(rule, args, kwargs, grads), ("redispatch", _call_bwd_bwd, ("rule", inner, record))
+        return scatter_rule_grads(rule, args, kwargs, grads), (
+            "redispatch", _call_bwd_bwd, ("rule", inner, record))
     _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
     wrt_grads, inner = dynamic_forward(bwd, (saved, g), {})
     # one per parameter (bwd gives one per wrt parameter)

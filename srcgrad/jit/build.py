@@ -23,7 +23,7 @@ from ..transforms import normalize, prepare
 from . import runtime as jit_runtime
 from .errors import JitUnsupportedError, located_error
 from .inputs import RefusedRead, external_reads
-from .sweeps import JitRewriteError, fuse, runtime_calls
+from .sweeps import JitRewriteError, fresh_name, fuse, runtime_calls
 from .sweeps import compiled_pair as pair_tree
 
 _LOCK = threading.RLock()
@@ -190,7 +190,7 @@ def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, callees: dict) -> tupl
         frozen.extend(pair.frozen)
         for source in pair.inputs:
             if source.key not in params:
-                params[source.key] = _fresh_name("_" + "_".join(source.path), taken)
+                params[source.key] = fresh_name("_" + "_".join(source.path), taken)
                 sources.append(source)
     _pass_to_callees(funcs, callees, params)
     new = [ast.arg(arg=params[source.key]) for source in sources]
@@ -214,15 +214,6 @@ def _pass_to_callees(funcs: list, callees: dict, params: dict) -> None:
                 first = [ast.Name(id=params[s.key], ctx=ast.Load())
                          for s in sweeps[node.func.id].inputs]
                 node.args = first + node.args
-
-
-def _fresh_name(base: str, taken: set[str]) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def _build(adj, entry: bool) -> Compiled:

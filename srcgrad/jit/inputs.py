@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .sweeps import fresh_name
+
 _CONSTANTS = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype,
               enum.Enum)
 _UNBOUND = object()
@@ -168,7 +170,8 @@ class _Finder(ast.NodeTransformer):
             isinstance(value, types.ModuleType) or callable(value))
         if kind == "pass" or closure_data:
             if source.key not in self.passed:
-                param = chain[0] if k == 1 else _fresh("_" + "_".join(chain[:k]), self.taken)
+                param = chain[0] if k == 1 else fresh_name("_" + "_".join(chain[:k]),
+                                                           self.taken)
                 self.passed[source.key] = (param, source)
             name = ast.Name(id=self.passed[source.key][0], ctx=ast.Load())
             replaced = ast.copy_location(name, node)
@@ -193,13 +196,6 @@ class _Finder(ast.NodeTransformer):
         return node
 
 
-def _fresh(base: str, taken: set[str]) -> str:
-    name, k = base, 0
-    while name in taken:
-        k += 1
-        name = f"{base}_{k}"
-    taken.add(name)
-    return name
 
 
 def external_reads(funcs: list[ast.FunctionDef], bound: set[str], closure: set[str],

@@ -64,7 +64,8 @@ def _names(tree) -> set[str]:
         a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
 
 
-def _fresh(base: str, taken: set[str]) -> str:
+def fresh_name(base: str, taken: set[str]) -> str:
+    """``base``, or ``base_1``, ``base_2``... the first not in ``taken`` (which gets it)."""
     name, k = base, 0
     while name in taken:
         k += 1
@@ -128,7 +129,7 @@ class _TapeRewriter(ast.NodeTransformer):
 
     def stack(self, var: str) -> str:
         if var not in self.stacks:
-            self.stacks[var] = _fresh(f"_stack{var}" if var.startswith("_")
+            self.stacks[var] = fresh_name(f"_stack{var}" if var.startswith("_")
                                       else f"_stack_{var}", self.taken)
         return self.stacks[var]
 
@@ -357,7 +358,7 @@ def fuse(module: ast.Module, callees: set[str],
     value, saved = fwd.body[-1].value.elts
     check_mirrored(fwd.body, bwd.body)
     k, unpack = _unpack_saved(bwd)
-    value_name = _fresh("_value", taken)
+    value_name = fresh_name("_value", taken)
     seed_name = bwd.args.args[1].arg
     body = list(fwd.body[:-1])
     body.append(ast.Assign(targets=[ast.Name(id=value_name, ctx=ast.Store())], value=value))
