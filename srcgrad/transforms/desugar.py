@@ -288,6 +288,22 @@ class _Desugar:
         (``refuse_viewed``, np.may_share_memory), so taking in too many costs a check."""
         if isinstance(s, gast.For):
             views, bases = A.names_written(s.target), A.names_read(s.iter)
+        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+                and isinstance(s.value.func, gast.Attribute) \
+                and s.value.func.attr in _STORING_METHODS:
+            # xs.append(v), d.update(...): the container now holds what its arguments hold
+            views = {_root(s.value.func.value)} - {None}
+            bases = set().union(*[A.names_read(a) for a in s.value.args],
+                                *[A.names_read(k.value) for k in s.value.keywords])
+        elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], (gast.Subscript, gast.Attribute)):
+            views, bases = {_root(s.targets[0])} - {None}, A.names_read(s.value)  # d[k] = v
+        elif isinstance(s, gast.AugAssign):  # xs += [v]: a list extended in place
+            views, bases = {_root(s.target)} - {None}, A.names_read(s.value)
+        elif isinstance(s, gast.Assign) and (len(s.targets) > 1 or not isinstance(
+                s.targets[0], gast.Name)):  # a, b = y, e; a = b = y
+            views = set().union(*[A.names_written(t) for t in s.targets])
+            bases = A.names_read(s.value)
         elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], gast.Name):
             views = {s.targets[0].id}
@@ -303,6 +319,16 @@ class _Desugar:
             for base in bases - {view}:
                 for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
                     self.view_of.setdefault(root, set()).add(view)
+
+    def sources_of(self, name: str) -> list[str]:
+        """The names ``name``'s value was made from by the statements dominating this one
+        (``y`` after ``v = y[:2]``), and the other names made from those: what an in-place
+        update of ``name`` may also change."""
+        bases = {b for b, vs in self.view_of.items() if name in vs} - {name}
+        related = set(bases)
+        for b in bases:
+            related |= self.view_of.get(b, set())
+        return sorted(related - {name})
 
     def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
         """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
@@ -558,8 +584,16 @@ class _Desugar:
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
                        f"{target.id} {_op_text(s.op)} ... to make a new array, or copy it "
                        f"first ({target.id} = {target.id}.copy()).")
-            guard = [self.check("refuse_shared_array", A.load(target.id), message=message,
-                                at=s)]
+            sources = self.sources_of(target.id)
+            if sources and target.id not in self.callers | self.aliased:
+                # where its value came from is known: refused only if it still shares data
+                # with one of those (a slice does, a fancy index or an operator's result not)
+                names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
+                guard = [self.check("refuse_viewed", A.load(target.id), names,
+                                    message=message, at=s)]
+            else:
+                guard = [self.check("refuse_shared_array", A.load(target.id),
+                                    message=message, at=s)]
         if isinstance(target, gast.Name):
             guard = self.view_guard(target.id, s) + guard
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
@@ -629,14 +663,25 @@ class _Desugar:
                     and base.id not in self.aliased | self.views:
                 return self.parameter_guard(base.id, s) + self.functional_setitem(
                     target, s.value, s)
+            shared = []
             if isinstance(base, gast.Name) and self.shares_data(base.id):
-                self.ctx.problem(s, f"assignment into an element of '{base.id}', which "
-                                    f"may share its data with another array (an alias, a "
-                                    f"slice, a row, a reshape)",
-                                 f"Copy it first ({base.id} = {base.id}.copy()), so the "
-                                 f"update cannot silently apply to one name only.")
-                return [s]
-            guard = self.view_guard(base.id, s) if isinstance(base, gast.Name) else []
+                sources = self.sources_of(base.id)
+                what = (f"assignment into an element of '{base.id}', which may share its "
+                        f"data with another array (an alias, a slice, a row, a reshape)")
+                hint = (f"Copy it first ({base.id} = {base.id}.copy()), so the update "
+                        f"cannot silently apply to one name only.")
+                if not sources or base.id in self.callers | self.aliased:
+                    self.ctx.problem(s, what, hint)
+                    return [s]
+                # where its value came from is known: refused at run time only if it still
+                # shares data with one of those
+                message = (f"{self.ctx.location(s)}: {what} is not supported (in "
+                           f"{self.ctx.fn.__name__}()). {hint}")
+                names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
+                shared = [self.check("refuse_viewed", A.load(base.id), names, message=message,
+                                     at=s)]
+            guard = shared + (self.view_guard(base.id, s) if isinstance(base, gast.Name)
+                              else [])
             if isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
                 inner = target.value
                 message = (f"{self.ctx.location(s)}: assignment into an element of an array "
@@ -1095,6 +1140,9 @@ def _builtin(name: str, ctx: Context) -> bool:
     except (KeyError, AttributeError):
         return False
 
+
+# methods after which their object holds what their arguments hold
+_STORING_METHODS = {"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"}
 
 # values that never hold another variable's data (booleans, numbers, strings)
 _NO_SHARED_DATA = (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)
