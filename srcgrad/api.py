@@ -85,6 +85,22 @@ def _func_key(fn):
     return getattr(fn, "__func__", fn)
 
 
+class EntryAdjoint(Adjoint):
+    """The sweeps of the function an API call (grad, value_and_grad, vjp...) differentiates
+    itself, not as a helper: it may update its own parameters in place (Context.entry)."""
+
+    kind = "adjoint"
+    entry = True
+
+
+def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
+    """``get_adjoint`` for the function an API call differentiates itself. A function made by
+    srcgrad (a gradient differentiated again) keeps its ordinary adjoint."""
+    if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
+        return get_adjoint(fn, wrt)
+    return cached_build(_CACHE, EntryAdjoint, _func_key(fn), wrt)
+
+
 def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
     """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
@@ -468,7 +484,7 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
 
     def adjoint():
         # looked up on every call (a dict hit): the cache decides when code is rebuilt
-        adj = get_adjoint(func, func_indices)
+        adj = get_entry_adjoint(func, func_indices)
         if verbose and state.get("shown") is not adj:
             state["shown"] = adj
             print(adj.source)
@@ -533,7 +549,7 @@ def vjp(f: Callable, *args, has_aux: bool = False, checkpoint: int | None = None
     if has_starred_parameters(f):
         f = route(f, args, kwargs)
     func, lead = unbind(f)  # a bound method: self first, not differentiated
-    adj = get_adjoint(func, tuple(i + len(lead) for i in wrt))
+    adj = get_entry_adjoint(func, tuple(i + len(lead) for i in wrt))
     fwd, bwd = adj.sweeps_for(func)
     with default_checkpoints(checkpoint):  # K of marked loops that give none
         value, saved = fwd(*lead, *args, **kwargs)

@@ -37,6 +37,7 @@ class Generated(abc.ABC):
     """
 
     kind = "generated"  # shown in the linecache pseudo-filename
+    entry = False  # built for the function an API call differentiates itself (Context.entry)
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         self.fn = fn
@@ -61,6 +62,7 @@ class Generated(abc.ABC):
         ctx = prepare(self.fn, self.wrt, debug)
         ctx.rt = runtime_alias(ctx)
         ctx.scalar_mode = self.scalar_mode
+        ctx.entry = self.entry
         try:
             tree = normalize(ctx)
             module = self.generate(tree, ctx)
@@ -263,7 +265,7 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
     """
     code = fn.__code__
     rules_version = registry.version()
-    slot = (id(code), id(getattr(fn, "__globals__", None)), wrt, rules_version)
+    slot = (id(code), id(getattr(fn, "__globals__", None)), wrt, cls, rules_version)
     with _LOCK:
         # the outer key compares code objects by equality; builds hold their function, so
         # the identities in ``slot`` stay valid while a build is stored

@@ -62,6 +62,9 @@ class Context:
     # reverse pass relies on it and emits no unbroadcasting
     scalar_closed: bool = False
     scalar_mode: bool = False
+    # the function differentiated by an API call itself (not a helper it calls): its
+    # parameters hold the caller's arguments, which it may then update in place (desugar.py)
+    entry: bool = False
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

@@ -5,8 +5,10 @@ functional updates through runtime helpers); loops over varied sequences iterate
 from __future__ import annotations
 
 import gast
+import numpy as np
 
 from . import astutil as A
+from .activity import mutated_parameters
 from .context import Context
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
@@ -15,7 +17,8 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     lower_generator(tree, ctx)
     lift_closures(tree, ctx)
-    tree.body = _Desugar(ctx, tree).block(tree.body)
+    desugaring = _Desugar(ctx, tree)
+    tree.body = desugaring.entry_guards(tree) + desugaring.block(tree.body)
     return tree
 
 
@@ -249,6 +252,14 @@ class _Desugar:
                    for t in node.targets if isinstance(t, gast.Name)} if tree is not None \
             else set()
         self.callers = set(ctx.params) - rebound if tree is not None else set()
+        # The function an API call differentiates (not a helper) may update its parameters
+        # in place: rewritten as new values, as autograd's boxes and JAX's immutable arrays
+        # do, the result and gradient are those of the plain call; only the caller's arrays
+        # keep their values. entry_guards refuses, at run time, an argument sharing data with
+        # another argument or a global array the function reads, which would see the change.
+        self.owned = self.callers if ctx.entry else set()
+        if ctx.entry:
+            self.callers = set()
         # views assigned earlier in the statements that dominate the current one, by the
         # array they view (y -> {v} after v = y[:1]): updating y in place changes v
         self.view_of: dict[str, set[str]] = {}
@@ -319,6 +330,36 @@ class _Desugar:
             for base in bases - {view}:
                 for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
                     self.view_of.setdefault(root, set()).add(view)
+
+    def entry_guards(self, tree) -> list:
+        """At the top of an entry function: for each parameter it updates in place, refuse
+        an argument that shares data with another argument or with an array (or a container)
+        the function reads from its globals or closure."""
+        if not self.owned:
+            return []
+        outside = []
+        for name in sorted(A.names_read(tree) - self.ctx.local_names):
+            try:
+                value = self.ctx.lookup_static(name)
+            except (KeyError, AttributeError):  # (a nested function's own name)
+                continue
+            if isinstance(value, (np.ndarray, list, tuple, dict)):
+                outside.append(name)
+        guards = []
+        for p in sorted(mutated_parameters(tree) & self.owned):
+            others = [n for n in self.ctx.params if n != p] + outside
+            if not others:
+                continue
+            which = others[0] if len(others) == 1 else f"one of {', '.join(others)}"
+            message = (f"{self.ctx.location(tree)}: {self.ctx.fn.__name__}() updates its "
+                       f"argument '{p}' in place, and '{p}' shares its data with {which} "
+                       f"(another argument, or an array the function reads), which numpy "
+                       f"would change too; srcgrad does not support that. Pass a copy "
+                       f"({p}.copy()) or write {p} = ... in the function.")
+            names = gast.Tuple(elts=[A.load(n) for n in others], ctx=gast.Load())
+            guards.append(self.check("refuse_viewed", A.load(p), names, message=message,
+                                     at=tree.body[0]))
+        return guards
 
     def sources_of(self, name: str) -> list[str]:
         """The names ``name``'s value was made from by the statements dominating this one
