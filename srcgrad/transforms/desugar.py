@@ -258,6 +258,14 @@ class _Desugar:
         # keep their values. entry_guards refuses, at run time, an argument sharing data with
         # another argument or a global array the function reads, which would see the change.
         self.owned = self.callers if ctx.entry else set()
+        # the names this function's own statements bind (comprehension variables and nested
+        # functions' parameters live in scopes of their own)
+        in_comprehensions = {id(n) for c in gast.walk(tree) if isinstance(c, gast.comprehension)
+                             for n in gast.walk(c.target)} if tree is not None else set()
+        self.scope_names = set(ctx.params) | {
+            n.id for n in (own_nodes(tree) if tree is not None else ())
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+            and id(n) not in in_comprehensions}
         if ctx.entry:
             self.callers = set()
         # views assigned earlier in the statements that dominate the current one, by the
@@ -369,7 +377,31 @@ class _Desugar:
         related = set(bases)
         for b in bases:
             related |= self.view_of.get(b, set())
-        return sorted(related - {name})
+        # only names of this function's scope (a dominating statement read them, so they are
+        # bound) or its globals: not a lambda's parameter or a comprehension's variable
+        return sorted(n for n in related - {name} if n in self.scope_names or self.is_global(n))
+
+    def sources_guard(self, name: str, sources: list[str], s) -> gast.stmt:
+        """Before ``name`` changes in place: raise at run time if it still shares data with
+        one of the names it was made from (it is a view of one of them)."""
+        which = sources[0] if len(sources) == 1 else f"one of {', '.join(sources)}"
+        message = (f"{self.ctx.location(s)}: an in-place update of '{name}', which shares its "
+                   f"data with {which} (a view of it), is not supported (in "
+                   f"{self.ctx.fn.__name__}()): numpy would change both. Copy it first "
+                   f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
+        names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
+        return self.check("refuse_viewed", A.load(name), names, message=message, at=s)
+
+    def is_global(self, name: str) -> bool:
+        """Whether ``name`` is a global or closure variable holding data (an array, a list,
+        a tuple, a dict: not a module or a function)."""
+        if name in self.ctx.local_names:
+            return False
+        try:
+            value = self.ctx.lookup_static(name)
+        except (KeyError, AttributeError):
+            return False
+        return isinstance(value, (np.ndarray, list, tuple, dict))
 
     def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
         """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
@@ -615,7 +647,12 @@ class _Desugar:
     def visit_AugAssign(self, s):
         target = s.target
         guard = []
-        if isinstance(target, gast.Name) and self.shares_data(target.id) \
+        sources = self.sources_of(target.id) if isinstance(target, gast.Name) else []
+        if isinstance(target, gast.Name) and not self.shares_data(target.id) and sources:
+            # made from other names by a call, a display...: numpy changes them too if it is
+            # a view of one of them (v = helper(y) returning y[:2])
+            guard = [self.sources_guard(target.id, sources, s)]
+        elif isinstance(target, gast.Name) and self.shares_data(target.id) \
                 and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
             # On an array, '+=' updates in place what another name may also see; on a number
             # it rebinds. Which one only the run time knows: it refuses the array case.
@@ -625,7 +662,6 @@ class _Desugar:
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
                        f"{target.id} {_op_text(s.op)} ... to make a new array, or copy it "
                        f"first ({target.id} = {target.id}.copy()).")
-            sources = self.sources_of(target.id)
             if sources and target.id not in self.callers | self.aliased:
                 # where its value came from is known: refused only if it still shares data
                 # with one of those (a slice does, a fancy index or an operator's result not)
@@ -721,6 +757,10 @@ class _Desugar:
                 names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
                 shared = [self.check("refuse_viewed", A.load(base.id), names, message=message,
                                      at=s)]
+            if isinstance(base, gast.Name) and not shared:
+                sources = self.sources_of(base.id)
+                if sources:
+                    shared = [self.sources_guard(base.id, sources, s)]
             guard = shared + (self.view_guard(base.id, s) if isinstance(base, gast.Name)
                               else [])
             if isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
