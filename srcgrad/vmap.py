@@ -38,6 +38,15 @@ def _register_helper_rules() -> None:
     batching.register(expand_to, batching.expand_to_rule)
     batching.register(matmul_left, batching.matmul_cotangent(0))
     batching.register(matmul_right, batching.matmul_cotangent(1))
+    # run-time refusals of in-place updates (desugar.py): on the whole batch, a slice of an
+    # array is a slice of the batch of it, and a copy is a copy
+    for check in (runtime.refuse_viewed, runtime.refuse_shared_array,
+                  runtime.refuse_item_update):
+        batching.register(check, _on_the_batch)
+
+
+def _on_the_batch(fn, args, kwargs, batched, size):
+    return fn(*args, **kwargs)
 
 
 _register_helper_rules()

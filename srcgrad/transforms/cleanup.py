@@ -35,8 +35,21 @@ class _Simplify(gast.NodeTransformer):
                                              op=gast.Mult(), right=power))
         return node
 
-    def visit_BinOp(self, node):
+    def visit_Assign(self, node):
+        # y = x * 1.0 stays: y = x would make y another name of x's array, which the run-time
+        # checks of in-place updates (desugar.py) would then take for shared data
+        value = node.value
+        if isinstance(value, gast.BinOp) and not isinstance(value.left, gast.BinOp):
+            value.left, value.right = self.visit(value.left), self.visit(value.right)
+            simplified = self.visit_BinOp(value, children_done=True)
+            node.value = value if isinstance(simplified, gast.Name) else simplified
+            return node
         self.generic_visit(node)
+        return node
+
+    def visit_BinOp(self, node, children_done: bool = False):
+        if not children_done:
+            self.generic_visit(node)
         left, right = _number(node.left), _number(node.right)
         fold = _FOLD.get(type(node.op))
         if fold is not None and left is not None and right is not None:
