@@ -167,3 +167,11 @@ def _literal(node) -> bool:
     if isinstance(node, gast.Tuple):
         return all(_literal(e) for e in node.elts)
     return False
+
+
+def own_nodes(node):
+    """Nodes of ``node`` outside nested functions and lambdas (their scopes are their own)."""
+    yield node
+    for child in gast.iter_child_nodes(node):
+        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
+            yield from own_nodes(child)

@@ -36,18 +36,11 @@ _MUTATING = {"append", "extend", "insert", "pop", "remove", "clear", "sort", "re
 
 def lower_checkpointed(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Replace each marked loop of ``tree`` (not of its nested functions) by the primitive."""
-    if not any(_marker(n, ctx) for n in _own_nodes(tree) if isinstance(n, (gast.For,
+    if not any(_marker(n, ctx) for n in A.own_nodes(tree) if isinstance(n, (gast.For,
                                                                           gast.While))):
         return tree
     _Lowering(tree, ctx).block_of(tree)
     return tree
-
-
-def _own_nodes(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            yield from _own_nodes(child)
 
 
 def _marker(loop, ctx: Context):

@@ -8,6 +8,7 @@ import gast
 import numpy as np
 
 from . import astutil as A
+from .astutil import own_nodes
 from .activity import mutated_parameters
 from .context import Context
 
@@ -21,13 +22,6 @@ def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     tree.body = desugaring.entry_guards(tree) + desugaring.block(tree.body)
     return tree
 
-
-def own_nodes(node):
-    """Nodes of ``node`` outside nested functions and lambdas."""
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            yield from own_nodes(child)
 
 
 def _rebound_names(stmts) -> set[str]:

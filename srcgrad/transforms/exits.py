@@ -13,17 +13,10 @@ from .context import Context
 from .desugar import is_context_marker
 
 
-def _own_nodes(node):
-    """Nodes of ``node`` outside nested functions and lambdas (their returns are their own)."""
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            continue
-        yield from _own_nodes(child)
 
 
 def lower_exits(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    returns = [n for n in _own_nodes(tree) if isinstance(n, gast.Return)]
+    returns = [n for n in A.own_nodes(tree) if isinstance(n, gast.Return)]
     simple_return = (len(returns) == 1 and tree.body and tree.body[-1] is returns[0])
     lowering = _Lowering(ctx, returns_needed=not simple_return)
     body = lowering.block(tree.body, loop=None)
@@ -71,7 +64,7 @@ class _Lowering:
             elif isinstance(n, gast.Continue) and loop is not None:
                 flags.append(loop.cont)
         # returns inside nested loops also escape
-        for n in _own_nodes(s):
+        for n in A.own_nodes(s):
             if isinstance(n, gast.Return) and self.ret_flag and self.ret_flag not in flags:
                 flags.append(self.ret_flag)
         return list(dict.fromkeys(flags))
@@ -130,7 +123,7 @@ class _Lowering:
 
     def loop(self, s) -> list:
         info = _Loop(self.ctx)
-        returns_inside = any(isinstance(n, gast.Return) for n in _own_nodes(s))
+        returns_inside = any(isinstance(n, gast.Return) for n in A.own_nodes(s))
         body = self.block(s.body, info)
         exits = []
         if info.brk_used:

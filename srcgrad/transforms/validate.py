@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gast
 
+from . import astutil as A
 from .context import Context
 
 _UNSUPPORTED = {
@@ -60,20 +61,13 @@ def is_no_grad_block(node, ctx: Context) -> bool:
         return False
 
 
-def _own_nodes(node):
-    yield node
-    for child in gast.iter_child_nodes(node):
-        if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
-            yield from _own_nodes(child)
-
-
 def _check_generator(tree, ctx: Context) -> None:
     """A generator function is differentiated as the list it yields: each yield must be a
     statement of its own (no values sent in), and the generator must end."""
-    yields = {id(n) for n in _own_nodes(tree) if isinstance(n, (gast.Yield, gast.YieldFrom))}
+    yields = {id(n) for n in A.own_nodes(tree) if isinstance(n, (gast.Yield, gast.YieldFrom))}
     if not yields:
         return
-    for node in _own_nodes(tree):
+    for node in A.own_nodes(tree):
         if isinstance(node, gast.Expr) and id(node.value) in yields:
             yields.discard(id(node.value))
         elif isinstance(node, gast.While) and isinstance(node.test, gast.Constant) \
@@ -81,7 +75,7 @@ def _check_generator(tree, ctx: Context) -> None:
             ctx.problem(node, "an infinite generator ('while True' that yields and never "
                               "stops)", "Yield a bounded number of values (a for loop over "
                                         "range(n)), or take them with a loop outside.")
-    for node in _own_nodes(tree):
+    for node in A.own_nodes(tree):
         if id(node) in yields:
             ctx.problem(node, "a 'yield' whose value is used (values sent into a generator)",
                         "Make each yield a statement of its own.")
@@ -97,4 +91,4 @@ def _loop_yields_forever(loop) -> bool:
         if not isinstance(node, (gast.FunctionDef, gast.Lambda, gast.For, gast.While)):
             stack.extend(gast.iter_child_nodes(node))
     return not exits and any(isinstance(n, (gast.Yield, gast.YieldFrom))
-                             for n in _own_nodes(loop))
+                             for n in A.own_nodes(loop))
