@@ -358,9 +358,7 @@ class _Desugar:
                        f"(another argument, or an array the function reads), which numpy "
                        f"would change too; srcgrad does not support that. Pass a copy "
                        f"({p}.copy()) or write {p} = ... in the function.")
-            names = gast.Tuple(elts=[A.load(n) for n in others], ctx=gast.Load())
-            guards.append(self.check("refuse_viewed", A.load(p), names, message=message,
-                                     at=tree.body[0]))
+            guards.append(self.refuse_sharing(p, others, message, tree.body[0]))
         return guards
 
     def sources_of(self, name: str) -> list[str]:
@@ -383,8 +381,7 @@ class _Desugar:
                    f"data with {which} (a view of it), is not supported (in "
                    f"{self.ctx.fn.__name__}()): numpy would change both. Copy it first "
                    f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
-        names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
-        return self.check("refuse_viewed", A.load(name), names, message=message, at=s)
+        return self.refuse_sharing(name, sources, message, s)
 
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
@@ -396,6 +393,12 @@ class _Desugar:
         except (KeyError, AttributeError):
             return False
         return isinstance(value, (np.ndarray, list, tuple, dict))
+
+    def refuse_sharing(self, name: str, others: list[str], message: str, at) -> gast.stmt:
+        """``_rt.refuse_viewed(name, (others...), message)``: raise at run time if ``name``
+        holds an array that shares data with one of ``others`` (or with an item of one)."""
+        names = gast.Tuple(elts=[A.load(n) for n in others], ctx=gast.Load())
+        return self.check("refuse_viewed", A.load(name), names, message=message, at=at)
 
     def check(self, helper: str, *operands, message: str, at) -> gast.stmt:
         """``_rt.<helper>(operands..., message)``: a refusal decided at run time, where only
@@ -424,8 +427,7 @@ class _Desugar:
                    f"view of it (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy the view ({views[0]} = "
                    f"{name}[...].copy()) or write {name} = ... to make a new array.")
-        views_tuple = gast.Tuple(elts=[A.load(v) for v in views], ctx=gast.Load())
-        return [self.check("refuse_viewed", A.load(name), views_tuple, message=message, at=s)]
+        return [self.refuse_sharing(name, views, message, s)]
 
     def visit_FunctionDef(self, s):
         """A nested def's body, knowing its own local names: an update of a variable of the
@@ -659,9 +661,7 @@ class _Desugar:
             if sources and target.id not in self.callers | self.aliased:
                 # where its value came from is known: refused only if it still shares data
                 # with one of those (a slice does, a fancy index or an operator's result not)
-                names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
-                guard = [self.check("refuse_viewed", A.load(target.id), names,
-                                    message=message, at=s)]
+                guard = [self.refuse_sharing(target.id, sources, message, s)]
             else:
                 guard = [self.check("refuse_shared_array", A.load(target.id),
                                     message=message, at=s)]
@@ -748,9 +748,7 @@ class _Desugar:
                 # shares data with one of those
                 message = (f"{self.ctx.location(s)}: {what} is not supported (in "
                            f"{self.ctx.fn.__name__}()). {hint}")
-                names = gast.Tuple(elts=[A.load(n) for n in sources], ctx=gast.Load())
-                shared = [self.check("refuse_viewed", A.load(base.id), names, message=message,
-                                     at=s)]
+                shared = [self.refuse_sharing(base.id, sources, message, s)]
             if isinstance(base, gast.Name) and not shared:
                 sources = self.sources_of(base.id)
                 if sources:
