@@ -339,14 +339,7 @@ class _Desugar:
         the function reads from its globals or closure."""
         if not self.owned:
             return []
-        outside = []
-        for name in sorted(A.names_read(tree) - self.ctx.local_names):
-            try:
-                value = self.ctx.lookup_static(name)
-            except (KeyError, AttributeError):  # (a nested function's own name)
-                continue
-            if isinstance(value, (np.ndarray, list, tuple, dict)):
-                outside.append(name)
+        outside = [n for n in sorted(A.names_read(tree)) if self.is_global(n)]
         guards = []
         for p in sorted(mutated_parameters(tree) & self.owned):
             others = [n for n in self.ctx.params if n != p] + outside
@@ -390,7 +383,7 @@ class _Desugar:
             return False
         try:
             value = self.ctx.lookup_static(name)
-        except (KeyError, AttributeError):
+        except (KeyError, AttributeError):  # (not a global: a lambda's parameter, say)
             return False
         return isinstance(value, (np.ndarray, list, tuple, dict))
 
