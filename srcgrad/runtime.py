@@ -421,12 +421,13 @@ def _attr_dict(x):
 
 
 def part(g, key):
-    """``g[key]`` of a structured adjoint, the lazy zero staying zero."""
+    """``g[key]`` of a structured adjoint, the lazy zero staying zero. A ``None`` item is
+    zero too: at high order a saved slot that no adjoint reads holds ``None``, and the
+    cotangent of that slot is ``None`` as well."""
     if is_zero(g):
         return ZERO
-    if isinstance(g, dict):
-        return g.get(key, ZERO)
-    return g[key]
+    item = g.get(key, ZERO) if isinstance(g, dict) else g[key]
+    return ZERO if item is None else item
 
 
 def add_attr(acc, obj, name: str, g):

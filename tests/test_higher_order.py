@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import srcgrad
+from srcgrad import runtime
 from corpus import CASES
 from fdcheck import flatten, perturb
 from srcgrad.rules import all_rules
@@ -406,6 +407,26 @@ def test_fifth_derivative_of_tanh():
     for _ in range(5):
         f = srcgrad.elementwise_grad(f)
     np.testing.assert_allclose(f(x), _tanh_derivatives(x)[4], rtol=1e-9, atol=1e-12)
+
+
+def _septic(x):
+    return x ** 7 + np.sin(x)
+
+
+def test_a_cotangent_of_an_unread_saved_slot_is_zero():
+    """At fifth order a saved slot no adjoint reads holds None, and its cotangent is None
+    too; generated code adds such parts with ``+``, so ``part`` reads None as zero (it was
+    ``None + None`` at the fifth nested grad)."""
+    assert runtime.part((1.0, None), 1) is runtime.ZERO
+    assert runtime.part({"a": None}, "a") is runtime.ZERO
+
+
+@pytest.mark.slow  # ~5 s of transformation (the sixth order takes ~20 s, the seventh ~3 min)
+def test_fifth_order_nested_grad():
+    f, x = _septic, 0.7
+    for _ in range(5):
+        f = srcgrad.grad(f)
+    assert f(x) == pytest.approx(2520 * x * x + np.cos(x), rel=1e-12)
 
 
 def _product(x, y):
