@@ -182,6 +182,9 @@ def is_zero(g) -> bool:
 
 def densify(g, x):
     """Turn a lazy zero adjoint into real zeros shaped like ``x``; other values pass."""
+    if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape and \
+            g.dtype.kind in "fiu" and x.dtype.kind != "O":
+        return g  # the common case, once per input and per saved array at higher order
     if isinstance(x, (type, _FUNCTION_TYPES)):  # a class (the cls of a classmethod) or a
         return None  # function value carries no gradient
     if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
