@@ -27,7 +27,7 @@ from .boundary import (as_function, callee_function, unbind, check_argument, che
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
 from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _param_names,
-                  dynamic_wrt, FIRST, get_adjoint, nondifferentiable_rule, pick_wrt,
+                  dynamic_wrt, FIRST, get_adjoint, get_entry_adjoint, nondifferentiable_rule, pick_wrt,
                   split_aux)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
@@ -60,6 +60,19 @@ class Forward(Generated):
 def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Forward:
     """The (cached) jvp function of ``fn`` for ``wrt``; built on first use."""
     return cached_build(_CACHE, Forward, _func_key(fn), wrt, debug)
+
+
+class EntryForward(Forward):
+    """The jvp code of the function an API call (jvp, jacfwd) differentiates itself, not as
+    a helper: like api.EntryAdjoint, it may update its own parameters in place, which become
+    new values (the caller's arrays keep theirs)."""
+
+    entry = True
+
+
+def get_entry_forward(fn: Callable, wrt: tuple[int, ...]) -> Forward:
+    """``get_forward`` for the function an API call differentiates itself."""
+    return cached_build(_CACHE, EntryForward, _func_key(fn), wrt)
 
 
 # -- calls of user functions from generated jvp code -----------------------------------------
@@ -368,7 +381,7 @@ def _grad_wrapper(f, indices, single, mode, scalar=False):
     with ``scalar``, around the sweeps specialized to scalar arguments. ``mode`` is the
     gradient's api.GradMode (what it returns besides the gradient, how it is seeded)."""
     func, lead = unbind(f)  # a bound method: its self is passed first, not differentiated
-    adj = get_adjoint(func, tuple(i + len(lead) for i in indices))
+    adj = get_entry_adjoint(func, tuple(i + len(lead) for i in indices))
     if scalar and not mode.has_aux:
         adj = adj.scalar_variant()
     fwd, bwd = adj.sweeps_for(func)
@@ -422,7 +435,7 @@ def _jacobian_wrapper(f, indices, single, api, has_aux=False):
                            f"supported: differentiate {api} of a function returning the "
                            f"value alone, and compute the aux output separately")
     fn, lead = unbind(source_function(f))
-    adj = get_adjoint(fn, tuple(i + len(lead) for i in indices))
+    adj = get_entry_adjoint(fn, tuple(i + len(lead) for i in indices))
     fwd, bwd = adj.sweeps_for(_func_key(fn))
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     name = name if name.isidentifier() else "f"
@@ -484,7 +497,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     for i in wrt:
         check_argument(primals[i], f, i)
         _check_tangent(primals[i], tangents[i], i)
-    built = get_forward(fn, wrt)
+    built = get_entry_forward(fn, wrt)
     if scalar and built.scalar_closed:
         built = built.scalar_variant()
     jf = built.function_for(_func_key(fn))
@@ -550,7 +563,7 @@ def jacfwd(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
     def shown():  # srcgrad.source(jacfwd(f)): the jvp function each column runs
         fn = _fixed_arity(target, "jacfwd")
         func, lead = unbind(fn)
-        return [get_forward(func, (index + len(lead),)) for index in indices]
+        return [get_entry_forward(func, (index + len(lead),)) for index in indices]
 
     return _differentiable_jacobian(own_attributes(jacobian_fwd, shown),
                                     f if has_aux else target, indices, single, "jacfwd",
@@ -632,7 +645,7 @@ def _jacfwd(f, index, args):
     fn = source_function(route(f, args, {}))
     x = np.asarray(args[index], dtype=_float_dtype(args[index]))
     wrt = tuple(i for i, a in enumerate(args) if i == index)
-    jf = get_forward(fn, wrt).function_for(_func_key(fn))
+    jf = get_entry_forward(fn, wrt).function_for(_func_key(fn))
     primals = list(args)
     primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
     n = x.size
@@ -683,7 +696,7 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
         for index in indices:
             _check_wrt_argument(f, index, args)
         fn, lead = unbind(source_function(f))
-        adj = get_adjoint(fn, tuple(index + len(lead) for index in indices))
+        adj = get_entry_adjoint(fn, tuple(index + len(lead) for index in indices))
         fwd, bwd = adj.sweeps_for(_func_key(fn))
         value, saved = fwd(*lead, *args)
         out, aux = split_aux(f, value, "jacrev(has_aux=True)") if has_aux else (value, None)
@@ -694,7 +707,7 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
 
     def shown():  # srcgrad.source(jacrev(f)): the sweeps each row runs
         fn, lead = unbind(_fixed_arity(f, "jacrev"))
-        return [get_adjoint(fn, tuple(index + len(lead) for index in indices))]
+        return [get_entry_adjoint(fn, tuple(index + len(lead) for index in indices))]
 
     return _differentiable_jacobian(own_attributes(jacobian_rev, shown), f, indices, single,
                                     "jacrev", has_aux)

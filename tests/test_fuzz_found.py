@@ -676,6 +676,58 @@ def test_an_argument_sharing_data_with_what_the_function_reads_is_refused():
         srcgrad.grad(updates_its_argument_and_reads_a_global)(W3[:3])
 
 
+def _directional(fn, args, direction, eps=1e-6):
+    plus = fn(*[a + eps * d for a, d in zip(args, direction)])
+    minus = fn(*[a - eps * d for a, d in zip(args, direction)])
+    return (np.asarray(plus) - np.asarray(minus)) / (2 * eps)
+
+
+# Forward mode and second order of the same functions: jvp, jacfwd, hessian and hvp were still
+# refused (the fuzzer's jvp and hvp checks: every program updating a parameter), and so was a
+# function calling grad of one (grad's own code took it for a helper)
+@pytest.mark.parametrize("fn, args", [(updates_its_argument, (X3,)),
+                                      (updates_one_of_two_arguments, (X3, X3 + 1.0)),
+                                      (updates_its_argument_and_reads_a_global, (X3,))])
+def test_forward_and_second_order_of_a_function_updating_its_arguments(fn, args):
+    rng = np.random.default_rng(3)
+    direction = [rng.standard_normal(3) for _ in args]
+    copies = [a.copy() for a in args]
+    value, tangent = srcgrad.jvp(fn, copies, direction)
+    assert all(np.array_equal(c, a) for c, a in zip(copies, args))  # the caller's keep theirs
+    assert value == pytest.approx(fn(*[a.copy() for a in args]), rel=1e-12)
+    assert tangent == pytest.approx(_directional(fn, args, direction), rel=1e-6, abs=1e-8)
+    n = len(args)
+    grad = srcgrad.grad(fn, wrt=tuple(range(n)))
+
+    def gradients(*a):  # (a tuple of gradients: wrt is a tuple)
+        return np.concatenate(grad(*[x.copy() for x in a]))
+
+    products = srcgrad.hvp(fn, [a.copy() for a in args], direction)
+    expected = _directional(gradients, args, direction)
+    np.testing.assert_allclose(np.concatenate(products if n > 1 else (products,)), expected,
+                               rtol=1e-6, atol=1e-7)
+    first = srcgrad.grad(fn)(*[a.copy() for a in args])
+    np.testing.assert_allclose(srcgrad.jacfwd(fn)(*[a.copy() for a in args]), first,
+                               rtol=1e-12)
+    if n == 1:
+        hessian = srcgrad.hessian(fn)(*[a.copy() for a in args])
+        np.testing.assert_allclose(hessian @ direction[0], expected, rtol=1e-6, atol=1e-7)
+
+    def calls_grad(*a):
+        g = srcgrad.grad(fn)(*a)
+        return np.sum(g * g)
+
+    check_grad(calls_grad, args, wrt=tuple(range(n)))
+
+
+def test_forward_mode_refuses_an_argument_sharing_data_with_another():
+    a = X3.copy()
+    with pytest.raises(srcgrad.SrcgradError, match="shares its data with y"):
+        srcgrad.jvp(updates_one_of_two_arguments, (a, a), (X3, X3))
+    with pytest.raises(srcgrad.SrcgradError, match="shares its data with W3"):
+        srcgrad.jvp(updates_its_argument_and_reads_a_global, (W3,), (X3,))
+
+
 def test_a_helper_updating_its_argument_is_still_refused():
     with pytest.raises(srcgrad.SrcgradError, match="in-place update of 'a'"):
         srcgrad.grad(helper_updates_its_argument)(X3.copy())
