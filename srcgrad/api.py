@@ -21,7 +21,7 @@ from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
 from .checkpoint import checkpoint_options, default_checkpoints
 from .errors import SrcgradError, SourceUnavailableError
-from .generated import Generated, cached_build, remember
+from .generated import Generated, cached_build, consuming, remember
 from .transforms import check_calls
 from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name
 from .source import get_source
@@ -101,13 +101,15 @@ def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
     return cached_build(_CACHE, EntryAdjoint, _func_key(fn), wrt)
 
 
-def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Adjoint:
-    """The (cached) adjoint of ``fn`` for ``wrt``; built on first use."""
+def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
+                consumed: frozenset = frozenset()) -> Adjoint:
+    """The (cached) adjoint of ``fn`` for ``wrt``; built on first use. ``consumed``: the
+    parameters its call site hands over (Context.consumed)."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         # made by srcgrad (a gradient, a bound method's sweep): its generated equivalent
         from .api_forward import source_function
         fn = source_function(fn)
-    return cached_build(_CACHE, Adjoint, _func_key(fn), wrt, debug)
+    return cached_build(_CACHE, consuming(Adjoint, consumed), _func_key(fn), wrt, debug)
 
 
 def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
@@ -137,7 +139,7 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
         if inspect.ismethod(fn):
             reached.discard(0)
         wrt = tuple(sorted(reached)) or wrt
-    adj = get_adjoint(func, wrt)
+    adj = get_adjoint(func, wrt, consumed=getattr(call, "srcgrad_consumed", frozenset()))
     if inspect.ismethod(fn):
         return _BoundAdjoint(adj, fn.__self__)
     if adj.fn is not func and getattr(func, "__closure__", None):

@@ -31,7 +31,8 @@ from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _para
                   split_aux)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
-from .generated import Generated, cached_build, own_attributes, remember, remembered
+from .generated import (Generated, cached_build, consuming, own_attributes, remember,
+                        remembered)
 from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
@@ -50,16 +51,19 @@ class Forward(Generated):
     kind = "jvp"
 
     def generate(self, tree, ctx):
-        return forward(tree, ctx, check_calls(tree, ctx, lambda fn, call: _Callee(fn)))
+        return forward(tree, ctx, check_calls(tree, ctx, lambda fn, call: _Callee(
+            fn, getattr(call, "srcgrad_consumed", frozenset()))))
 
     def function_for(self, fn=None):
         """The jvp function for ``fn``, a function sharing this one's code."""
         return self.functions_for(fn)[0]
 
 
-def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Forward:
-    """The (cached) jvp function of ``fn`` for ``wrt``; built on first use."""
-    return cached_build(_CACHE, Forward, _func_key(fn), wrt, debug)
+def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
+                consumed: frozenset = frozenset()) -> Forward:
+    """The (cached) jvp function of ``fn`` for ``wrt``; built on first use. ``consumed``: the
+    parameters its call site hands over (Context.consumed)."""
+    return cached_build(_CACHE, consuming(Forward, consumed), _func_key(fn), wrt, debug)
 
 
 class EntryForward(Forward):
@@ -80,7 +84,8 @@ class _Callee:
     """A statically known user function called with differentiable arguments; the forward
     generator asks it which parameter each argument binds to, then for a call site."""
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable, consumed: frozenset = frozenset()):
+        self.consumed = consumed
         self.fn = source_function(fn)
         func = _func_key(self.fn)
         if getattr(func, "__code__", None) is None:
@@ -94,15 +99,15 @@ class _Callee:
 
     def site(self, wrt: tuple[int, ...], sparse: bool = False):
         name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
-        site = _SparseCallSite(self.fn, wrt) if sparse else _CallSite(self.fn, wrt)
+        site = (_SparseCallSite if sparse else _CallSite)(self.fn, wrt, self.consumed)
         return site, f"{name}_jvp"
 
 
 class _CallSite:
     """Calls the jvp function of ``fn`` for ``wrt``, built on first call (recursion)."""
 
-    def __init__(self, fn, wrt):
-        self.fn, self.wrt = fn, wrt
+    def __init__(self, fn, wrt, consumed: frozenset = frozenset()):
+        self.fn, self.wrt, self.consumed = fn, wrt, consumed
         self.func = _func_key(fn)
         self.bound = (fn.__self__,) if inspect.ismethod(fn) else ()
         self._resolved = None
@@ -110,7 +115,7 @@ class _CallSite:
     def __call__(self, *args, **kwargs):
         f = self._resolved
         if f is None:
-            fwd = get_forward(self.func, self.wrt)
+            fwd = get_forward(self.func, self.wrt, consumed=self.consumed)
             f = fwd.function_for(self.func)
             if not fwd._has_closure:
                 self._resolved = f
@@ -124,8 +129,8 @@ class _SparseCallSite:
     """Like ``_CallSite``, for tangents that may be the lazy zero at run time: each call goes
     to the jvp for the arguments whose tangent is not zero (one build per such subset)."""
 
-    def __init__(self, fn, wrt):
-        self.fn, self.wrt = fn, wrt
+    def __init__(self, fn, wrt, consumed: frozenset = frozenset()):
+        self.fn, self.wrt, self.consumed = fn, wrt, consumed
         self.sites: dict[tuple, _CallSite] = {}
 
     def __call__(self, *args, **kwargs):
@@ -135,7 +140,7 @@ class _SparseCallSite:
         site = self.sites.get(live)
         if site is None:
             site = self.sites[live] = _CallSite(
-                self.fn, tuple(i for i, keep in zip(self.wrt, live) if keep))
+                self.fn, tuple(i for i, keep in zip(self.wrt, live) if keep), self.consumed)
         return site(*[t for t, keep in zip(tangents, live) if keep], *primals, **kwargs)
 
 

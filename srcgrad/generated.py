@@ -10,6 +10,7 @@ __all__ = ["Generated", "cached_build", "runtime_alias", "describe", "remember",
 
 import abc
 import ast
+import functools
 import os
 import sys
 import types
@@ -38,6 +39,7 @@ class Generated(abc.ABC):
 
     kind = "generated"  # shown in the linecache pseudo-filename
     entry = False  # built for the function an API call differentiates itself (Context.entry)
+    consumed: frozenset = frozenset()  # parameters its call site hands over (Context.consumed)
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         self.fn = fn
@@ -63,6 +65,7 @@ class Generated(abc.ABC):
         ctx.rt = runtime_alias(ctx)
         ctx.scalar_mode = self.scalar_mode
         ctx.entry = self.entry
+        ctx.consumed = self.consumed
         try:
             tree = normalize(ctx)
             module = self.generate(tree, ctx)
@@ -250,6 +253,16 @@ def _qualname(fn) -> str:
     """``fn``'s qualified name, without the factory's ``_make.<locals>.`` that generated
     functions have."""
     return getattr(fn, "__qualname__", "f").replace("_make.<locals>.", "")
+
+
+@functools.lru_cache(maxsize=None)
+def consuming(cls: type, consumed: frozenset) -> type:
+    """``cls`` for a call site that hands the parameters ``consumed`` over to the callee
+    (Context.consumed): a subclass per set, so ``cached_build`` keys its builds apart."""
+    if not consumed:
+        return cls
+    return type(cls.__name__, (cls,), {"consumed": consumed, "__module__": cls.__module__,
+                                       "__doc__": cls.__doc__})
 
 
 def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],

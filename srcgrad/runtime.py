@@ -925,6 +925,15 @@ def refuse_viewed(value, views, message: str) -> None:
         raise UnsupportedSyntaxError.from_message(message)
 
 
+def refuse_handed_over(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
+    """Before ``x = helper(x)`` (desugar.hand_over): raise when ``value``, which the helper
+    will update in place, is an array that another of the caller's variables (``names``,
+    those bound in ``frame``) or an array it reads from its globals (``outside``) shares data
+    with: Python would change those too, srcgrad's rewrite of the helper would not."""
+    if isinstance(value, np.ndarray):
+        refuse_viewed(value, [frame[n] for n in names if n in frame] + list(outside), message)
+
+
 def _shares_data(v, array, depth: int) -> bool:
     """Whether ``v``, or an item of it (lists, tuples, dicts, a few levels down), may share
     ``array``'s data."""

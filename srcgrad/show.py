@@ -102,4 +102,4 @@ def _forward_callees(build) -> list:
             sites.append(helper)
         elif isinstance(helper, _SparseCallSite):
             sites += list(helper.sites.values())
-    return [get_forward(site.func, site.wrt) for site in sites]
+    return [get_forward(site.func, site.wrt, consumed=site.consumed) for site in sites]

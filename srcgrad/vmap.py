@@ -122,7 +122,7 @@ def batched_call(fn, args, kwargs, batched, size: int):
     if isinstance(fn, _SparseCallSite):
         return _sparse_site_call(fn, args, kwargs, batched, size)
     if isinstance(fn, _CallSite) and not fn.bound:  # generated jvp code's call of a jvp
-        fn = get_forward(fn.func, fn.wrt).function_for(fn.func)
+        fn = get_forward(fn.func, fn.wrt, consumed=fn.consumed).function_for(fn.func)
     if lookup(fn) is not None or fn in batching.BATCH_RULES or not _transformable(fn):
         return batching.apply(fn, args, kwargs, batched, size)
     fn = source_function(fn)

@@ -759,3 +759,120 @@ def view_from_a_helper_element_store(x):
                                 view_from_a_helper_element_store])
 def test_update_of_a_view_made_by_a_call(fn):
     assert_right_or_refused(fn, X3)
+
+
+# == a helper updating an argument its caller hands over =========================================
+# `y = step(y, g)` with step doing `a -= ...` was refused: Python changes the caller's array,
+# which srcgrad's functional rewrite of step would not. When the caller reads the variable no
+# more after the call (it rebinds it, or never reads it again), nothing can tell the two apart,
+# except another name sharing the data: refused at run time (desugar.hand_over).
+
+def _step(a, g):
+    a -= 0.5 * g
+    a[0] = a[0] * a[1]
+    return a
+
+
+def _step_through(a, g):
+    a = _step(a, g)              # a is the caller's: handed over only if the caller hands it
+    return a
+
+
+def hands_over_in_a_loop(x):
+    y = x * 1.0
+    for _ in range(3):
+        y = _step(y, x)
+    return np.sum(y ** 2)
+
+
+def hands_over_in_a_return(x):
+    return np.sum(np.sin(_step(x, x ** 2)))
+
+
+def hands_over_through_a_helper(x):
+    y = x * 1.0
+    y = _step_through(y, np.cos(x))
+    return np.sum(y ** 2)
+
+
+def hands_over_a_new_array(x):
+    return hands_over_in_a_return(x * 1.0) + hands_over_in_a_loop(x)
+
+
+@pytest.mark.parametrize("fn", [hands_over_in_a_loop, hands_over_in_a_return,
+                                hands_over_through_a_helper, hands_over_a_new_array])
+def test_helper_updating_an_argument_its_caller_hands_over(fn):
+    check_grad(fn, (X3,))
+    x = X3.copy()
+    srcgrad.grad(fn)(x)
+    assert np.array_equal(x, X3)
+    rng = np.random.default_rng(5)
+    v = rng.standard_normal(3)
+    _, tangent = srcgrad.jvp(fn, (X3.copy(),), (v,))
+    assert tangent == pytest.approx(float(_directional(lambda a: fn(a.copy()), (X3,), (v,))),
+                                    rel=1e-6)
+    grad = srcgrad.grad(fn)
+    np.testing.assert_allclose(srcgrad.hvp(fn, (X3.copy(),), (v,)),
+                               _directional(lambda a: grad(a.copy()), (X3,), (v,)),
+                               rtol=1e-6, atol=1e-7)
+
+
+def still_read_after_the_call(x):
+    y = x * 1.0
+    z = _step(y, x)              # numpy: y changes too, and is read below
+    return np.sum(y * z)
+
+
+def read_in_the_next_iteration(x):
+    y = x * 1.0
+    s = 0.0
+    for _ in range(2):
+        s = s + np.sum(_step(y, x))
+    return s
+
+
+def shared_by_a_list(x):
+    y = x * 1.0
+    kept = [y]
+    y = _step(y, x)
+    return np.sum(kept[0] * y)
+
+
+def shared_by_an_alias(x):
+    y = x * 1.0
+    w = y
+    y = _step(y, x)
+    return np.sum(w * y)
+
+
+def a_global_handed_over(x):
+    y = W3
+    y = _step(y, x)
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("fn", [still_read_after_the_call, read_in_the_next_iteration,
+                                shared_by_a_list, shared_by_an_alias, a_global_handed_over])
+def test_helper_updating_an_argument_still_visible_is_refused(fn):
+    with pytest.raises(srcgrad.SrcgradError, match="in.place"):
+        srcgrad.grad(fn)(X3.copy())
+    np.testing.assert_array_equal(W3, [1.0, 2.0, 3.0])
+
+
+def _update_then_rebind(a):
+    a -= 1.0                     # the caller's array, before the rebinding below
+    a = a * 2.0
+    return a
+
+
+def update_before_a_rebinding(x):
+    y = x * 1.0
+    z = _update_then_rebind(y)
+    return np.sum(y * z)
+
+
+# Cause: a parameter rebound anywhere in a helper counted as its own object everywhere, also
+# before the rebinding, so `a -= 1.0` there was rewritten as a new value while numpy changes
+# the caller's y: a silent wrong gradient (found writing the tests above)
+def test_update_of_a_parameter_before_it_is_rebound():
+    assert_right_or_refused(update_before_a_rebinding, X3)

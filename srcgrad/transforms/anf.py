@@ -104,6 +104,8 @@ class _ANF:
             keywords = [gast.keyword(arg=k.arg, value=atom(k.value)) for k in e.keywords]
             call = gast.Call(func=func, args=args, keywords=keywords)
             gast.copy_location(call, e)
+            if hasattr(e, "srcgrad_consumed"):  # (desugar.hand_over's mark)
+                call.srcgrad_consumed = e.srcgrad_consumed
             return A.located(call, e)
         if isinstance(e, gast.Subscript):
             return A.located(gast.Subscript(value=atom(e.value), slice=self.index(e.slice, pre, at),

@@ -65,6 +65,9 @@ class Context:
     # the function differentiated by an API call itself (not a helper it calls): its
     # parameters hold the caller's arguments, which it may then update in place (desugar.py)
     entry: bool = False
+    # parameters whose argument the call site hands over (``x = helper(x)``, the caller's x
+    # read no more): the function may update them in place too, like an entry (desugar.py)
+    consumed: frozenset = frozenset()
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

@@ -4,10 +4,15 @@ functional updates through runtime helpers); loops over varied sequences iterate
 """
 from __future__ import annotations
 
+import types
+
 import gast
 import numpy as np
 
 from . import astutil as A
+from ..errors import SrcgradError
+from ..rules import lookup
+from ..source import get_source
 from .astutil import own_nodes
 from .activity import mutated_parameters
 from .context import Context
@@ -38,6 +43,50 @@ def _rebound_names(stmts) -> set[str]:
             elif isinstance(node, gast.NamedExpr):
                 out.add(node.target.id)
     return out
+
+
+def _start(node) -> tuple | None:
+    line = getattr(node, "lineno", None)
+    return None if line is None else (line, getattr(node, "col_offset", 0) or 0)
+
+
+def _end(node) -> tuple | None:
+    line = getattr(node, "end_lineno", None)
+    return None if line is None else (line, getattr(node, "end_col_offset", 0) or 0)
+
+
+_MUTATED: dict = {}
+
+
+def _mutated_parameters(fn, depth: int = 0) -> frozenset:
+    """The parameters ``fn`` updates in place (activity.mutated_parameters of its source),
+    or passes to a function of the user's that does (``a = step(a, g)``), once per code
+    object; none when its source cannot be read."""
+    code = fn.__code__
+    known = _MUTATED.get(code)
+    if known is not None:
+        return known
+    _MUTATED[code] = frozenset()  # (recursion)
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return frozenset()
+    out = set(mutated_parameters(tree))
+    params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    for call in gast.walk(tree) if depth < 8 else ():
+        if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
+            continue
+        callee = fn.__globals__.get(call.func.id)
+        if not isinstance(callee, types.FunctionType) or lookup(callee) is not None \
+                or callee.__code__.co_flags & 0x0C:
+            continue
+        inner = _mutated_parameters(callee, depth + 1)
+        names = list(callee.__code__.co_varnames[:callee.__code__.co_argcount
+                                                  + callee.__code__.co_kwonlyargcount])
+        out |= {arg.id for i, arg in A.bind_arguments(names, 0, call) or []
+                if isinstance(arg, gast.Name) and arg.id in params and names[i] in inner}
+    known = _MUTATED[code] = frozenset(out)
+    return known
 
 
 def _root(target) -> str | None:
@@ -239,19 +288,21 @@ class _Desugar:
                 for t, v in zip(node.targets[0].elts, node.value.elts):  # a, b = y, e
                     if isinstance(t, gast.Name) and isinstance(v, gast.Name):
                         self.aliased |= {t.id, v.id}
-        # parameters the function never rebinds hold the caller's objects: updating one in
-        # place (an array: '+=', an element store) changes the caller's too, which the
-        # functional rewrite would not; refused at run time for arrays (a dict passes)
-        rebound = {t.id for node in gast.walk(tree) if isinstance(node, gast.Assign)
-                   for t in node.targets if isinstance(t, gast.Name)} if tree is not None \
-            else set()
-        self.callers = set(ctx.params) - rebound if tree is not None else set()
+        # parameters hold the caller's objects until a statement dominating the current one
+        # rebinds them (block() keeps this set so): updating one in place (an array: '+=',
+        # an element store) changes the caller's too, which the functional rewrite would
+        # not; refused at run time for arrays (a dict passes). (A parameter rebound anywhere
+        # used to count as the function's own, also before the rebinding: a silent wrong
+        # gradient for `a -= 1.0; a = a * 2.0`.)
+        self.callers = set(ctx.params) if tree is not None else set()
         # The function an API call differentiates (not a helper) may update its parameters
         # in place: rewritten as new values, as autograd's boxes and JAX's immutable arrays
         # do, the result and gradient are those of the plain call; only the caller's arrays
         # keep their values. entry_guards refuses, at run time, an argument sharing data with
         # another argument or a global array the function reads, which would see the change.
-        self.owned = self.callers if ctx.entry else set()
+        # A helper's parameter its call site hands over (x = helper(x), the caller's x read
+        # no more, see hand_over) may be updated in place the same way.
+        self.owned = self.callers if ctx.entry else self.callers & set(ctx.consumed)
         # the names this function's own statements bind (comprehension variables and nested
         # functions' parameters live in scopes of their own)
         in_comprehensions = {id(n) for c in gast.walk(tree) if isinstance(c, gast.comprehension)
@@ -260,8 +311,20 @@ class _Desugar:
             n.id for n in (own_nodes(tree) if tree is not None else ())
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
             and id(n) not in in_comprehensions}
-        if ctx.entry:
-            self.callers = set()
+        self.callers = self.callers - self.owned
+        self.tree = tree
+        # where each name is read (line, column), the names nested functions read, and the
+        # spans of loops and try statements: what hand_over needs to know a name is dead
+        self.reads: dict[str, list[tuple]] = {}
+        self.captured: set[str] = set()
+        self.spans: list[tuple] = []
+        for node in gast.walk(tree) if tree is not None else ():
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+                self.reads.setdefault(node.id, []).append(_start(node))
+            elif isinstance(node, (gast.Lambda, gast.FunctionDef)) and node is not tree:
+                self.captured |= A.names_read(node)
+            elif isinstance(node, (gast.For, gast.While, gast.Try)):
+                self.spans.append((_start(node), _end(node)))
         # views assigned earlier in the statements that dominate the current one, by the
         # array they view (y -> {v} after v = y[:1]): updating y in place changes v
         self.view_of: dict[str, set[str]] = {}
@@ -286,11 +349,17 @@ class _Desugar:
 
     def block(self, stmts: list) -> list:
         outer = {k: set(v) for k, v in self.view_of.items()}
+        callers = set(self.callers)
         out = []
         for s in stmts:
             out.extend(self.stmt(s))
             self.record_view(s)
+            if isinstance(s, gast.Assign) and self.fresh(s.value):
+                # p = p * 2: no longer the caller's object (an alias or a view made by
+                # p = q, p = p[:2], p = np.asarray(p) is tracked as such)
+                self.callers -= set().union(*[A.names_written(t) for t in s.targets])
         self.view_of = outer  # views made in a nested block do not dominate what follows
+        self.callers = callers  # nor do rebindings
         return out
 
     def record_view(self, s) -> None:
@@ -376,6 +445,119 @@ class _Desugar:
                    f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
         return self.refuse_sharing(name, sources, message, s)
 
+    def hand_over(self, s) -> list:
+        """A call of a helper that updates a parameter in place, passed a variable ``x`` of
+        this function that nothing reads after the call (``x = helper(x)``, ``return
+        helper(x)``): the helper may then update it as a new value, as the differentiated
+        function itself may (its build is keyed on the handed-over parameters, read from the
+        call node's ``srcgrad_consumed``). Python would also change whatever else shares
+        ``x``'s data: refused at run time if another variable of this function, or an array
+        it reads from its globals, does."""
+        if not isinstance(s, (gast.Assign, gast.Return, gast.Expr)) or s.value is None \
+                or self.nested or _start(s) is None:
+            return []
+        guards = []
+        for call in gast.walk(s.value):
+            if not isinstance(call, gast.Call):
+                continue
+            fn = self.static_function(call.func)
+            mutated = _mutated_parameters(fn) if fn is not None else frozenset()
+            if not mutated:
+                continue
+            params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                                  + fn.__code__.co_kwonlyargcount])
+            handed = set()
+            for i, arg in A.bind_arguments(params, 0, call) or []:
+                if params[i] not in mutated:
+                    continue
+                if isinstance(arg, gast.Name) and self.dead_after(arg.id, s, call):
+                    handed.add(params[i])
+                    guards.append(self.handed_over_guard(arg.id, fn, params[i], s))
+                elif self.fresh(arg) and not _may_be_view(arg):
+                    handed.add(params[i])  # step(x * 1.0, g): a new array nothing else holds
+            if handed:
+                call.srcgrad_consumed = frozenset(handed)
+        return guards
+
+    def fresh(self, value) -> bool:
+        """Whether ``value`` is certainly a new object: not a name, an item or attribute, a
+        conditional one of those, nor what a Python function of the user's (which may return
+        its argument) or an unresolved callee returns. (Views, ``np.asarray(p)``, are
+        tracked as views.)"""
+        if isinstance(value, (gast.Name, gast.Subscript, gast.Attribute, gast.IfExp,
+                              gast.NamedExpr, gast.Starred)):
+            return False
+        if not isinstance(value, gast.Call):
+            return True
+        func = value.func
+        if isinstance(func, gast.Attribute) and func.attr in ("copy", "astype"):
+            return True
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if not isinstance(root, gast.Name):
+            return False
+        try:
+            obj = self.ctx.lookup_static(root.id)
+        except (KeyError, AttributeError):
+            return False  # a local function value, a method of a local object
+        if isinstance(obj, types.ModuleType):
+            return (obj.__name__.partition(".")[0]) in _LIBRARIES
+        return root is func and not isinstance(obj, (types.FunctionType, types.MethodType,
+                                                     type)) or (
+            getattr(obj, "__module__", None) or "").partition(".")[0] in _LIBRARIES
+
+    def static_function(self, func) -> types.FunctionType | None:
+        """The plain Python function ``func`` (a name) refers to, if it is one srcgrad
+        transforms (not a rule, not one srcgrad made)."""
+        if not isinstance(func, gast.Name):
+            return None
+        try:
+            fn = self.ctx.lookup_static(func.id)
+        except (KeyError, AttributeError):
+            return None
+        if not isinstance(fn, types.FunctionType) or hasattr(fn, "__srcgrad_grad__") \
+                or fn.__code__.co_flags & 0x0C or lookup(fn) is not None:  # (*args, **kw)
+            return None
+        return fn
+
+    def dead_after(self, name: str, s, call) -> bool:
+        """Whether nothing reads ``name`` after ``call`` in ``s`` returns: ``s`` rebinds it
+        (``x = helper(x)``), or no later line reads it and ``s`` is in no loop (whose next
+        iteration would) and no try statement (whose handler could). Reads in the call's
+        arguments come before it; ``s`` must read ``name`` nowhere else. A variable of this
+        function only: not a parameter holding the caller's object, not one a nested
+        function reads."""
+        if name not in self.scope_names or name in self.captured or (
+                name in self.ctx.params and not self.ctx.entry and name not in self.owned):
+            return False  # (a helper's parameter holds its caller's object, even rebound)
+        inside = {id(n) for n in gast.walk(call)}
+        if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
+               and id(n) not in inside for n in gast.walk(s)):
+            return False
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name \
+                and s.value is call:
+            return True
+        start, end = _start(s), _end(s)
+        if end is None or any(at > end for at in self.reads.get(name, ())):
+            return False
+        return not any(a <= start and end <= b for a, b in self.spans)
+
+    def handed_over_guard(self, name: str, fn, param: str, s) -> gast.stmt:
+        outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        others = sorted(self.scope_names - {name})
+        message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
+                   f"in place, and the array passed as {name} shares its data with another "
+                   f"variable of {self.ctx.fn.__name__}() or an array it reads, which numpy "
+                   f"would change too; srcgrad does not support that. Pass a copy "
+                   f"({name}.copy()).")
+        frame = A.call(A.load("locals"))
+        names = gast.Tuple(elts=[A.const(n) for n in others], ctx=gast.Load())
+        values = gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load())
+        return self.check("refuse_handed_over", A.load(name), frame, names, values,
+                          message=message, at=s)
+
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
         a tuple, a dict: not a module or a function)."""
@@ -459,6 +641,7 @@ class _Desugar:
             s = self.loop_with_walrus_test(s)
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
+        pre += self.hand_over(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -650,7 +833,10 @@ class _Desugar:
                        f"with another array (an alias, a slice, a row, a reshape), is not "
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
                        f"{target.id} {_op_text(s.op)} ... to make a new array, or copy it "
-                       f"first ({target.id} = {target.id}.copy()).")
+                       f"first ({target.id} = {target.id}.copy())."
+                       + (f" A caller may also hand the array over: y = "
+                          f"{self.ctx.fn.__name__}(y, ...), y read no more after the call."
+                          if target.id in self.ctx.params and not self.ctx.entry else ""))
             if sources and target.id not in self.callers | self.aliased:
                 # where its value came from is known: refused only if it still shares data
                 # with one of those (a slice does, a fancy index or an operator's result not)
@@ -1211,6 +1397,9 @@ def _builtin(name: str, ctx: Context) -> bool:
 _STORING_METHODS = {"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"}
 
 # values that never hold another variable's data (booleans, numbers, strings)
+# libraries whose functions return new arrays unless they make views (tracked as views)
+_LIBRARIES = {"numpy", "scipy", "math", "builtins", "srcgrad"}
+
 _NO_SHARED_DATA = (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)
 
 _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
