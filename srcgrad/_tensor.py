@@ -36,146 +36,25 @@ from typing import Any
 
 import numpy as np
 
-from .autograd import dispatch, printing
-from .autograd.dispatch import (_ADD, _DIV, _MUL, _NONDIFF_UFUNCS, _NOKW, _RSUB, _STRUCTURAL,
-                                NO_INDEX,
-                                _SUB, NodeHooks, _apply, _binary, _broadcast_error,
-                                _call_numpy, _index_error, _index_node, _Meta, _matmul, _op_for,
-                                _pow, _raw, _raw_index, _strip_tensors, _unary, _wrap)
+from .autograd import dispatch, engine, printing
+from .autograd.backward_source import backward_source
+from .autograd.dispatch import (ADD, DIV, MUL, NO_INDEX, NO_KWARGS, NONDIFFERENTIABLE_UFUNCS,
+                                RSUB_NODE, STRUCTURAL_FUNCTIONS, SUB, Meta, NodeHooks, apply,
+                                binary, broadcast_error, call_numpy, index_error, index_node,
+                                matmul, op_for, power, raw_data, raw_index, strip_tensors, unary,
+                                wrap)
+from .autograd.dtypes import (BY_NAME, BY_NUMPY, CPU, SCALAR_TYPE_NAMES, Size, as_dtype, bool_,
+                              complex64, complex128, device, dtype, dtype_of, float16, float32,
+                              float64, get_default_dtype, int8, int16, int32, int64,
+                              printing_dtype_name, shape_args, uint8)
 from .autograd.grad_mode import STATE as _STATE
 from .autograd.graph import RemovableHandle, node_class
 from .autograd.ops import OPS
 from .errors import UnsupportedFeatureError
 
 _asarray = np.asarray
-
-
-# --------------------------------------------------------------------------- dtype, Size
-
-
-class dtype:
-    """A tensor element type; prints as ``torch.float32``."""
-
-    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize")
-
-    def __init__(self, name: str, np_type: Any):
-        self.name = name
-        self.np = np.dtype(np_type)
-        self.is_floating_point = self.np.kind == "f"
-        self.is_complex = self.np.kind == "c"
-        self.is_signed = self.np.kind in "fic"
-        self.itemsize = self.np.itemsize
-
-    def __repr__(self) -> str:
-        return f"torch.{self.name}"
-
-    def __reduce__(self):
-        return (as_dtype, (self.name,))
-
-    def to_real(self) -> "dtype":
-        return {"complex64": float32, "complex128": float64}.get(self.name, self)
-
-
-float32 = dtype("float32", np.float32)
-float64 = dtype("float64", np.float64)
-float16 = dtype("float16", np.float16)
-int64 = dtype("int64", np.int64)
-int32 = dtype("int32", np.int32)
-int16 = dtype("int16", np.int16)
-int8 = dtype("int8", np.int8)
-uint8 = dtype("uint8", np.uint8)
-bool_ = dtype("bool", np.bool_)
-complex64 = dtype("complex64", np.complex64)
-complex128 = dtype("complex128", np.complex128)
-
-_BY_NP = {d.np: d for d in (float32, float64, float16, int64, int32, int16, int8, uint8,
-                            bool_, complex64, complex128)}
-_BY_NAME = {d.name: d for d in _BY_NP.values()}
-_BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int32,
-                short=int16, cfloat=complex64, cdouble=complex128)
 _F32 = np.dtype(np.float32)
-_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                      "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                      "complex128": "ComplexDouble"}
 
-
-def get_default_dtype() -> dtype:
-    """The dtype of tensors made from Python floats (float32)."""
-    return float32
-
-
-def as_dtype(d: Any) -> dtype:
-    """A srcgrad dtype from a dtype, its name, a numpy dtype or a Python type."""
-    if isinstance(d, dtype):
-        return d
-    if isinstance(d, str) and d in _BY_NAME:
-        return _BY_NAME[d]
-    if d is builtins.float:
-        return float64
-    if d is builtins.int:
-        return int64
-    if d is builtins.bool:
-        return bool_
-    try:
-        return _BY_NP[np.dtype(d)]
-    except (TypeError, KeyError):
-        raise TypeError(f"unsupported dtype: {d!r}") from None
-
-
-def _dtype_of(data: np.ndarray) -> dtype:
-    d = _BY_NP.get(data.dtype)
-    if d is None:
-        raise TypeError(f"numpy dtype {data.dtype} has no tensor counterpart")
-    return d
-
-
-class Size(tuple):
-    """The shape of a tensor: a tuple that prints as ``torch.Size([2, 2])``."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return f"torch.Size({list(self)})"
-
-    __str__ = __repr__
-
-    def numel(self) -> int:
-        return math.prod(self)
-
-    def __getitem__(self, item):
-        out = tuple.__getitem__(self, item)
-        return Size(out) if isinstance(item, slice) else out
-
-
-class device:
-    """The only device of srcgrad: ``device(type='cpu')``."""
-
-    __slots__ = ("type", "index")
-
-    def __init__(self, type: str = "cpu", index: int | None = None):
-        if isinstance(type, device):
-            type, index = type.type, type.index
-        kind = str(type).split(":")[0]
-        if kind != "cpu":
-            raise RuntimeError(f"srcgrad runs on the CPU only; device '{type}' is not available")
-        self.type = "cpu"
-        self.index = index
-
-    def __repr__(self) -> str:
-        return "device(type='cpu')"
-
-    def __str__(self) -> str:
-        return "cpu"
-
-    def __eq__(self, other) -> bool:
-        return isinstance(other, (device, str)) and str(other).split(":")[0] == "cpu"
-
-    def __hash__(self) -> int:
-        return hash("cpu")
-
-
-_CPU = device("cpu")
 
 # --------------------------------------------------------------------------- messages
 
@@ -195,13 +74,6 @@ INT_REQUIRES_GRAD = "Only Tensors of floating point and complex dtype can requir
 INT_REQUIRES_GRAD_ = "only Tensors of floating point dtype can require gradients"
 
 
-def _type_label(t: "Tensor") -> str:
-    """PyTorch's ``[torch.FloatTensor [2, 3]]`` description of a tensor in messages."""
-    name = _SCALAR_TYPE_NAMES.get(t._data.dtype.name, "Float")
-    shape = ", ".join(map(str, t._data.shape))
-    return f"[torch.{name}Tensor [{shape}]]"
-
-
 # --------------------------------------------------------------------------- construction
 
 
@@ -219,7 +91,7 @@ def tensor_from_data(data: Any, dt: Any = None, copy: bool = True) -> np.ndarray
     elif isinstance(data, np.generic):
         arr = np.asarray(data)
     else:
-        arr = np.array(_strip_tensors(data))
+        arr = np.array(strip_tensors(data))
         if target is None:
             if arr.dtype.kind == "f" and arr.dtype != np.float16:
                 target = _F32
@@ -231,18 +103,11 @@ def tensor_from_data(data: Any, dt: Any = None, copy: bool = True) -> np.ndarray
                 raise TypeError(f"Could not infer dtype of {type(data).__name__}")
     if target is not None and arr.dtype != target:
         return arr.astype(target)
-    if arr.dtype not in _BY_NP:
+    if arr.dtype not in BY_NUMPY:
         raise TypeError(f"can't convert np.ndarray of type numpy.{arr.dtype}. The only "
                         "supported types are: float64, float32, float16, complex64, "
                         "complex128, int64, int32, int16, int8, uint8, and bool.")
     return np.array(arr, copy=True) if copy else arr
-
-
-def _shape_args(size: tuple) -> tuple[int, ...]:
-    """``ones(2, 3)``, ``ones((2, 3))``, ``ones([2, 3])`` and ``ones(Size)`` all mean (2, 3)."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    return tuple(int(n) for n in size)
 
 
 # --------------------------------------------------------------------------- Tensor
@@ -262,7 +127,7 @@ class Tensor:
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
             data = tensor_from_data(args[0], float32)
         else:
-            data = np.zeros(_shape_args(args), dtype=np.float32)
+            data = np.zeros(shape_args(args), dtype=np.float32)
         self._data = data
         self._rg = False
         self.grad_fn = None
@@ -283,7 +148,7 @@ class Tensor:
 
     @property
     def dtype(self) -> dtype:
-        return _dtype_of(self._data)
+        return dtype_of(self._data)
 
     @property
     def ndim(self) -> int:
@@ -304,7 +169,7 @@ class Tensor:
 
     @property
     def device(self) -> device:
-        return _CPU
+        return CPU
 
     @property
     def is_cuda(self) -> bool:
@@ -406,7 +271,7 @@ class Tensor:
             hooks = self._node_hooks().pre
         else:
             if self._meta is None:
-                self._meta = _Meta()
+                self._meta = Meta()
             if self._meta.hooks is None:
                 self._meta.hooks = {}
             hooks = self._meta.hooks
@@ -418,10 +283,10 @@ class Tensor:
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Accumulate d(self)/d(leaf) into the ``.grad`` of every leaf that requires grad."""
         if gradient is None and not create_graph and inputs is None:
-            _engine().backward_scalar(self, bool(retain_graph))
+            engine.backward_scalar(self, bool(retain_graph))
         else:
-            _engine().backward((self,), None if gradient is None else (gradient,),
-                               retain_graph, create_graph, inputs)
+            engine.backward((self,), None if gradient is None else (gradient,),
+                            retain_graph, create_graph, inputs)
 
     def _backward_source(self, names: dict | None = None):
         """Readable straight-line Python of the backward pass ``self.backward()`` would run.
@@ -430,19 +295,18 @@ class Tensor:
         ``names`` (name -> Tensor). The returned string has ``.namespace`` (the saved values)
         and ``.run(g=1.0)``, which executes the source and returns the leaf gradients.
         """
-        from .autograd.backward_source import backward_source
         return backward_source(self, names, depth=2)
 
     @property
     def data(self) -> "Tensor":
-        return _wrap(self._data)
+        return wrap(self._data)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
         self._data = value._data if isinstance(value, Tensor) else np.asarray(value)
 
     def detach(self) -> "Tensor":
-        t = _wrap(self._data)
+        t = wrap(self._data)
         t._vc = self._vc
         return t
 
@@ -480,13 +344,13 @@ class Tensor:
         if method != "__call__" or kwargs.get("out") is not None:
             return NotImplemented
         kwargs.pop("out", None)
-        return _call_numpy(ufunc, inputs, kwargs, ufunc not in _NONDIFF_UFUNCS)
+        return call_numpy(ufunc, inputs, kwargs, ufunc not in NONDIFFERENTIABLE_UFUNCS)
 
     def __array_function__(self, func, types, args, kwargs):
         for t in types:
             if not (issubclass(t, (Tensor, np.ndarray))):
                 return NotImplemented
-        return _call_numpy(func, args, kwargs, func not in _STRUCTURAL)
+        return call_numpy(func, args, kwargs, func not in STRUCTURAL_FUNCTIONS)
 
     def to(self, *args: Any, **kwargs: Any) -> "Tensor":
         """Cast to a dtype (``x.to(torch.float64)``); devices other than the CPU are refused."""
@@ -494,7 +358,7 @@ class Tensor:
         for a in args:
             if isinstance(a, Tensor):
                 target = a.dtype
-            elif isinstance(a, (dtype, type)) or (isinstance(a, str) and a in _BY_NAME):
+            elif isinstance(a, (dtype, type)) or (isinstance(a, str) and a in BY_NAME):
                 target = a
             else:
                 device(a)
@@ -506,16 +370,16 @@ class Tensor:
 
     def type(self, dt: Any = None):
         if dt is None:
-            return f"torch.{_SCALAR_TYPE_NAMES[self._data.dtype.name]}Tensor"
+            return f"torch.{SCALAR_TYPE_NAMES[self._data.dtype.name]}Tensor"
         return self._cast(as_dtype(dt))
 
     def _cast(self, target: dtype) -> "Tensor":
         if target.np == self._data.dtype:
             return self
         if target.np.kind not in "fc" or not (self._rg and _STATE.enabled):
-            out = _wrap(self._data.astype(target.np))
+            out = wrap(self._data.astype(target.np))
             return out
-        return _apply(OPS["astype"], (self, target.np))
+        return apply(OPS["astype"], (self, target.np))
 
     def float(self) -> "Tensor":
         return self._cast(float32)
@@ -545,26 +409,26 @@ class Tensor:
         return self
 
     def clone(self, memory_format: Any = None) -> "Tensor":
-        return _apply(OPS["copy"], (self,))
+        return apply(OPS["copy"], (self,))
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self._cast(other.dtype)
 
     def new_tensor(self, data: Any, dtype: Any = None, requires_grad: bool = False):
-        return _make(tensor_from_data(data, dtype or self.dtype), requires_grad)
+        return make_leaf(tensor_from_data(data, dtype or self.dtype), requires_grad)
 
     def new_zeros(self, *size: Any, dtype: Any = None, requires_grad: bool = False):
-        return _make(np.zeros(_shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
-                     requires_grad)
+        return make_leaf(np.zeros(shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
+                         requires_grad)
 
     def new_ones(self, *size: Any, dtype: Any = None, requires_grad: bool = False):
-        return _make(np.ones(_shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
-                     requires_grad)
+        return make_leaf(np.ones(shape_args(size), (as_dtype(dtype) if dtype else self.dtype).np),
+                         requires_grad)
 
     def new_full(self, size: Any, fill_value: Any, dtype: Any = None,
                  requires_grad: bool = False):
-        return _make(np.full(_shape_args((size,)), fill_value,
-                             (as_dtype(dtype) if dtype else self.dtype).np), requires_grad)
+        return make_leaf(np.full(shape_args((size,)), fill_value,
+                                 (as_dtype(dtype) if dtype else self.dtype).np), requires_grad)
 
     # ----------------------------------------------------------------- printing
 
@@ -623,7 +487,7 @@ class Tensor:
     __hash__ = object.__hash__
 
     def __contains__(self, element: Any) -> bool:
-        return bool(np.any(self._data == _raw(element)))
+        return bool(np.any(self._data == raw_data(element)))
 
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data, self._rg))
@@ -632,131 +496,131 @@ class Tensor:
         if self.grad_fn is not None:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
-        t = _wrap(self._data.copy(), type(self))
+        t = wrap(self._data.copy(), type(self))
         t._rg = self._rg
         if self._grad is not None:
-            t._grad = _wrap(self._grad._data.copy())
+            t._grad = wrap(self._grad._data.copy())
         memo[id(self)] = t
         return t
 
     # ----------------------------------------------------------------- arithmetic
 
     def __add__(self, other):
-        return _binary(_ADD, self, other)
+        return binary(ADD, self, other)
 
     def __radd__(self, other):
-        return _binary(_ADD, other, self)
+        return binary(ADD, other, self)
 
     def __sub__(self, other):
-        return _binary(_SUB, self, other)
+        return binary(SUB, self, other)
 
     def __rsub__(self, other):
-        return _binary(_SUB, other, self, _RSUB)
+        return binary(SUB, other, self, RSUB_NODE)
 
     def __mul__(self, other):
-        return _binary(_MUL, self, other)
+        return binary(MUL, self, other)
 
     def __rmul__(self, other):
-        return _binary(_MUL, other, self)
+        return binary(MUL, other, self)
 
     def __truediv__(self, other):
-        return _binary(_DIV, self, other)
+        return binary(DIV, self, other)
 
     def __rtruediv__(self, other):
-        return _binary(_DIV, other, self)
+        return binary(DIV, other, self)
 
     def __pow__(self, other):
-        return _pow(self, other)
+        return power(self, other)
 
     def __rpow__(self, other):
-        return _pow(other, self)
+        return power(other, self)
 
     def __matmul__(self, other):
-        return _matmul(self, other)
+        return matmul(self, other)
 
     def __rmatmul__(self, other):
-        return _matmul(other, self)
+        return matmul(other, self)
 
     def __floordiv__(self, other):
-        return _apply(_op_for(np.floor_divide), (self, other))
+        return apply(op_for(np.floor_divide), (self, other))
 
     def __rfloordiv__(self, other):
-        return _apply(_op_for(np.floor_divide), (other, self))
+        return apply(op_for(np.floor_divide), (other, self))
 
     def __mod__(self, other):
-        return _apply(_op_for(np.remainder), (self, other))
+        return apply(op_for(np.remainder), (self, other))
 
     def __rmod__(self, other):
-        return _apply(_op_for(np.remainder), (other, self))
+        return apply(op_for(np.remainder), (other, self))
 
     def __neg__(self):
-        return _unary(OPS["neg"], self)
+        return unary(OPS["neg"], self)
 
     def __pos__(self):
         return self
 
     def __abs__(self):
-        return _unary(OPS["abs"], self)
+        return unary(OPS["abs"], self)
 
     def add(self, other, *, alpha: Any = 1):
-        return _binary(_ADD, self, other if alpha == 1 else other * alpha)
+        return binary(ADD, self, other if alpha == 1 else other * alpha)
 
     def sub(self, other, *, alpha: Any = 1):
-        return _binary(_SUB, self, other if alpha == 1 else other * alpha)
+        return binary(SUB, self, other if alpha == 1 else other * alpha)
 
     subtract = sub
 
     def mul(self, other):
-        return _binary(_MUL, self, other)
+        return binary(MUL, self, other)
 
     multiply = mul
 
     def div(self, other, *, rounding_mode: str | None = None):
         if rounding_mode is None:
-            return _binary(_DIV, self, other)
-        q = _binary(_DIV, self, other).detach()
-        return _wrap(np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data))
+            return binary(DIV, self, other)
+        q = binary(DIV, self, other).detach()
+        return wrap(np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data))
 
     divide = true_divide = div
 
     def pow(self, exponent):
-        return _pow(self, exponent)
+        return power(self, exponent)
 
     def neg(self):
-        return _unary(OPS["neg"], self)
+        return unary(OPS["neg"], self)
 
     negative = neg
 
     def matmul(self, other):
-        return _matmul(self, other)
+        return matmul(self, other)
 
     def mm(self, mat2):
         if self._data.ndim != 2:
             raise RuntimeError("self must be a matrix")
-        if _raw(mat2).ndim != 2:
+        if raw_data(mat2).ndim != 2:
             raise RuntimeError("mat2 must be a matrix")
-        return _matmul(self, mat2)
+        return matmul(self, mat2)
 
     def mv(self, vec):
-        if self._data.ndim != 2 or _raw(vec).ndim != 1:
+        if self._data.ndim != 2 or raw_data(vec).ndim != 1:
             raise RuntimeError("vector + matrix @ vector expected, got "
-                               f"{_raw(vec).ndim}, {self._data.ndim}, {_raw(vec).ndim}")
-        return _matmul(self, vec)
+                               f"{raw_data(vec).ndim}, {self._data.ndim}, {raw_data(vec).ndim}")
+        return matmul(self, vec)
 
     def dot(self, other):
-        if self._data.ndim != 1 or _raw(other).ndim != 1:
+        if self._data.ndim != 1 or raw_data(other).ndim != 1:
             raise RuntimeError(f"1D tensors expected, but got {self._data.ndim}D and "
-                               f"{_raw(other).ndim}D tensors")
-        return _matmul(self, other)
+                               f"{raw_data(other).ndim}D tensors")
+        return matmul(self, other)
 
     # ----------------------------------------------------------------- comparisons
 
     def _compare(self, fn, other) -> "Tensor":
-        od = _raw(other)
+        od = raw_data(other)
         try:
-            return _wrap(_asarray(fn(self._data, od)))
+            return wrap(_asarray(fn(self._data, od)))
         except ValueError:
-            raise _broadcast_error(OPS["add"], self._data, od) from None
+            raise broadcast_error(OPS["add"], self._data, od) from None
 
     def __eq__(self, other):
         return self._compare(np.equal, other)
@@ -795,123 +659,123 @@ class Tensor:
 
     def __invert__(self):
         if self._data.dtype.kind == "b":
-            return _wrap(np.logical_not(self._data))
-        return _wrap(np.invert(self._data))
+            return wrap(np.logical_not(self._data))
+        return wrap(np.invert(self._data))
 
     def logical_not(self):
-        return _wrap(np.logical_not(self._data))
+        return wrap(np.logical_not(self._data))
 
     def isnan(self):
-        return _wrap(np.isnan(self._data))
+        return wrap(np.isnan(self._data))
 
     def isfinite(self):
-        return _wrap(np.isfinite(self._data))
+        return wrap(np.isfinite(self._data))
 
     def equal(self, other) -> bool:
-        od = _raw(other)
+        od = raw_data(other)
         return self._data.shape == np.shape(od) and bool(np.all(self._data == od))
 
     def allclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
                  equal_nan: bool = False) -> bool:
-        return bool(np.allclose(self._data, _raw(other), rtol=rtol, atol=atol,
+        return bool(np.allclose(self._data, raw_data(other), rtol=rtol, atol=atol,
                                 equal_nan=equal_nan))
 
     def isclose(self, other, rtol: float = 1e-05, atol: float = 1e-08,
                 equal_nan: bool = False) -> "Tensor":
-        return _wrap(np.isclose(self._data, _raw(other), rtol=rtol, atol=atol,
-                                equal_nan=equal_nan))
+        return wrap(np.isclose(self._data, raw_data(other), rtol=rtol, atol=atol,
+                               equal_nan=equal_nan))
 
     def all(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        return _wrap(_asarray(np.all(self._data, axis=dim, keepdims=keepdim)))
+        return wrap(_asarray(np.all(self._data, axis=dim, keepdims=keepdim)))
 
     def any(self, dim: Any = None, keepdim: bool = False) -> "Tensor":
-        return _wrap(_asarray(np.any(self._data, axis=dim, keepdims=keepdim)))
+        return wrap(_asarray(np.any(self._data, axis=dim, keepdims=keepdim)))
 
     def argmax(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
-        return _wrap(_asarray(np.argmax(self._data, axis=dim, keepdims=keepdim), np.int64))
+        return wrap(_asarray(np.argmax(self._data, axis=dim, keepdims=keepdim), np.int64))
 
     def argmin(self, dim: int | None = None, keepdim: bool = False) -> "Tensor":
-        return _wrap(_asarray(np.argmin(self._data, axis=dim, keepdims=keepdim), np.int64))
+        return wrap(_asarray(np.argmin(self._data, axis=dim, keepdims=keepdim), np.int64))
 
     # ----------------------------------------------------------------- elementwise
 
     def exp(self):
-        return _unary(OPS["exp"], self)
+        return unary(OPS["exp"], self)
 
     def log(self):
-        return _unary(OPS["log"], self)
+        return unary(OPS["log"], self)
 
     def sin(self):
-        return _unary(OPS["sin"], self)
+        return unary(OPS["sin"], self)
 
     def cos(self):
-        return _unary(OPS["cos"], self)
+        return unary(OPS["cos"], self)
 
     def tan(self):
-        return _unary(OPS["tan"], self)
+        return unary(OPS["tan"], self)
 
     def tanh(self):
-        return _unary(OPS["tanh"], self)
+        return unary(OPS["tanh"], self)
 
     def sigmoid(self):
-        return _unary(OPS["sigmoid"], self)
+        return unary(OPS["sigmoid"], self)
 
     def relu(self):
-        return _unary(OPS["relu"], self)
+        return unary(OPS["relu"], self)
 
     def sqrt(self):
-        return _unary(OPS["sqrt"], self)
+        return unary(OPS["sqrt"], self)
 
     def abs(self):
-        return _unary(OPS["abs"], self)
+        return unary(OPS["abs"], self)
 
     absolute = abs
 
     def log1p(self):
-        return _unary(OPS["log1p"], self)
+        return unary(OPS["log1p"], self)
 
     def expm1(self):
-        return _unary(OPS["expm1"], self)
+        return unary(OPS["expm1"], self)
 
     def square(self):
-        return _pow(self, 2)
+        return power(self, 2)
 
     def reciprocal(self):
-        return _unary(OPS["reciprocal"], self)
+        return unary(OPS["reciprocal"], self)
 
     def rsqrt(self):
-        return _binary(_DIV, 1.0, _unary(OPS["sqrt"], self))
+        return binary(DIV, 1.0, unary(OPS["sqrt"], self))
 
     def clamp(self, min: Any = None, max: Any = None) -> "Tensor":
         if min is None and max is None:
             raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-        return _apply(OPS["clip"], (self, _raw(min), _raw(max)))
+        return apply(OPS["clip"], (self, raw_data(min), raw_data(max)))
 
     clip = clamp
 
     def clamp_min(self, min: Any) -> "Tensor":
-        return _apply(OPS["clip"], (self, _raw(min), None), cls=node_class("ClampMinBackward0"))
+        return apply(OPS["clip"], (self, raw_data(min), None), cls=node_class("ClampMinBackward0"))
 
     def clamp_max(self, max: Any) -> "Tensor":
-        return _apply(OPS["clip"], (self, None, _raw(max)), cls=node_class("ClampMaxBackward0"))
+        return apply(OPS["clip"], (self, None, raw_data(max)), cls=node_class("ClampMaxBackward0"))
 
     def maximum(self, other):
-        return _binary(OPS["maximum"], self, other)
+        return binary(OPS["maximum"], self, other)
 
     def minimum(self, other):
-        return _binary(OPS["minimum"], self, other)
+        return binary(OPS["minimum"], self, other)
 
     def softmax(self, dim: int, dtype: Any = None) -> "Tensor":
-        return _apply(OPS["softmax"], (self.to(dtype) if dtype else self,),
-                      {"axis": self._dim(dim)})
+        return apply(OPS["softmax"], (self.to(dtype) if dtype else self,),
+                     {"axis": self._dim(dim)})
 
     def log_softmax(self, dim: int, dtype: Any = None) -> "Tensor":
-        return _apply(OPS["log_softmax"], (self.to(dtype) if dtype else self,),
-                      {"axis": self._dim(dim)})
+        return apply(OPS["log_softmax"], (self.to(dtype) if dtype else self,),
+                     {"axis": self._dim(dim)})
 
     def logsumexp(self, dim: Any, keepdim: bool = False) -> "Tensor":
-        return _apply(OPS["logsumexp"], (self,), {"axis": self._axes(dim),
-                                                  "keepdims": keepdim})
+        return apply(OPS["logsumexp"], (self,), {"axis": self._axes(dim),
+                                                 "keepdims": keepdim})
 
     # ----------------------------------------------------------------- reductions
 
@@ -926,9 +790,9 @@ class Tensor:
         x = self if dtype is None else self.to(dtype)
         op = OPS[label]
         if dim is None:
-            return _apply(op, (x,), _NOKW, cls=op.cls)
+            return apply(op, (x,), NO_KWARGS, cls=op.cls)
         kw = {"axis": self._axes(dim), "keepdims": keepdim}
-        return _apply(op, (x,), kw, cls=node_class(op.node[:-1] + "1"))
+        return apply(op, (x,), kw, cls=node_class(op.node[:-1] + "1"))
 
     def sum(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> "Tensor":
         if dtype is None and self._data.dtype.kind in "biu":
@@ -937,7 +801,7 @@ class Tensor:
 
     def mean(self, dim: Any = None, keepdim: bool = False, *, dtype: Any = None) -> "Tensor":
         if dtype is None and self._data.dtype.kind not in "fc":
-            name = _SCALAR_TYPE_NAMES[self._data.dtype.name]
+            name = SCALAR_TYPE_NAMES[self._data.dtype.name]
             raise RuntimeError("mean(): could not infer output dtype. Input dtype must be "
                                f"either a floating point or complex dtype. Got: {name}")
         return self._reduce("mean", dim, keepdim, dtype)
@@ -951,19 +815,19 @@ class Tensor:
         if isinstance(dim, Tensor) and other is None:
             dim, other = None, dim
         if other is not None:
-            return _binary(OPS["maximum" if label == "max" else "minimum"], self, other)
+            return binary(OPS["maximum" if label == "max" else "minimum"], self, other)
         if self._data.size == 0:
             raise RuntimeError(f"{label}(): Expected reduction dim to be specified for "
                                "input.numel() == 0. Specify the reduction dim with the 'dim' "
                                "argument.")
         op = OPS[label]
         if dim is None:
-            return _apply(op, (self,), _NOKW)
+            return apply(op, (self,), NO_KWARGS)
         d = self._dim(dim)
-        values = _apply(op, (self,), {"axis": d, "keepdims": keepdim},
-                        cls=node_class(op.node[:-1] + "0"))
+        values = apply(op, (self,), {"axis": d, "keepdims": keepdim},
+                       cls=node_class(op.node[:-1] + "0"))
         pick = np.argmax if label == "max" else np.argmin
-        indices = _wrap(_asarray(pick(self._data, axis=d, keepdims=keepdim), np.int64))
+        indices = wrap(_asarray(pick(self._data, axis=d, keepdims=keepdim), np.int64))
         return return_types(label, values, indices)
 
     def max(self, dim: Any = None, keepdim: bool = False, *, other: Any = None):
@@ -991,31 +855,31 @@ class Tensor:
             if isinstance(axes, tuple) and len(axes) == 1:
                 axes = axes[0]
             kw = {"ord": ord_, "axis": axes, "keepdims": keepdim}
-        return _apply(OPS["norm"], (x,), kw)
+        return apply(OPS["norm"], (x,), kw)
 
     def var(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
             correction: Any = None) -> "Tensor":
         ddof = (1 if unbiased else 0) if correction is None else correction
-        return _apply(_op_for(np.var), (self,), {"axis": self._axes(dim), "ddof": ddof,
-                                                 "keepdims": keepdim},
-                      cls=node_class("VarBackward0"))
+        return apply(op_for(np.var), (self,), {"axis": self._axes(dim), "ddof": ddof,
+                                               "keepdims": keepdim},
+                     cls=node_class("VarBackward0"))
 
     def std(self, dim: Any = None, unbiased: bool = True, keepdim: bool = False, *,
             correction: Any = None) -> "Tensor":
         ddof = (1 if unbiased else 0) if correction is None else correction
-        return _apply(_op_for(np.std), (self,), {"axis": self._axes(dim), "ddof": ddof,
-                                                 "keepdims": keepdim},
-                      cls=node_class("StdBackward0"))
+        return apply(op_for(np.std), (self,), {"axis": self._axes(dim), "ddof": ddof,
+                                               "keepdims": keepdim},
+                     cls=node_class("StdBackward0"))
 
     # ----------------------------------------------------------------- shapes
 
     def _view_op(self, label: str, args: tuple, kw: dict, cls: type | None = None):
-        return _apply(OPS[label], (self,) + args, kw, cls=cls, view_of=self)
+        return apply(OPS[label], (self,) + args, kw, cls=cls, view_of=self)
 
     def reshape(self, *shape: Any) -> "Tensor":
-        shape = _shape_args(shape)
+        shape = shape_args(shape)
         self._check_shape(shape)
-        return self._view_op("reshape", (shape,), _NOKW)
+        return self._view_op("reshape", (shape,), NO_KWARGS)
 
     def view(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (dtype, type)):
@@ -1037,30 +901,30 @@ class Tensor:
 
     def transpose(self, dim0: int, dim1: int) -> "Tensor":
         if self._data.ndim < 2:
-            return self._view_op("transpose", (None,), _NOKW,
+            return self._view_op("transpose", (None,), NO_KWARGS,
                                  cls=node_class("TransposeBackward0"))
         axes = list(range(self._data.ndim))
         a, b = self._dim(dim0), self._dim(dim1)
         axes[a], axes[b] = axes[b], axes[a]
-        return self._view_op("transpose", (tuple(axes),), _NOKW,
+        return self._view_op("transpose", (tuple(axes),), NO_KWARGS,
                              cls=node_class("TransposeBackward0"))
 
     swapaxes = swapdims = transpose
 
     def permute(self, *dims: Any) -> "Tensor":
-        dims = tuple(self._dim(d) for d in _shape_args(dims))
+        dims = tuple(self._dim(d) for d in shape_args(dims))
         if sorted(dims) != list(range(self._data.ndim)):
             raise RuntimeError("permute(sparse_coo): number of dimensions in the tensor input "
                                "does not match the length of the desired ordering of dimensions "
                                "i.e. input.dim() = "
                                f"{self._data.ndim} is not equal to len(dims) = {len(dims)}")
-        return self._view_op("transpose", (dims,), _NOKW)
+        return self._view_op("transpose", (dims,), NO_KWARGS)
 
     def t(self) -> "Tensor":
         if self._data.ndim > 2:
             raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is "
                                f"{self._data.ndim}D")
-        return self._view_op("transpose", (None,), _NOKW, cls=node_class("TBackward0"))
+        return self._view_op("transpose", (None,), NO_KWARGS, cls=node_class("TBackward0"))
 
     @property
     def T(self) -> "Tensor":
@@ -1070,7 +934,7 @@ class Tensor:
                           "release. Consider `x.mT` to transpose batches of matrices or "
                           "`x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the "
                           "dimensions of a tensor.", UserWarning, stacklevel=2)
-        return self._view_op("transpose", (None,), _NOKW)
+        return self._view_op("transpose", (None,), NO_KWARGS)
 
     @property
     def mT(self) -> "Tensor":
@@ -1084,60 +948,60 @@ class Tensor:
         if s >= e:
             return self
         new = shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:]
-        return self._view_op("reshape", (new,), _NOKW)
+        return self._view_op("reshape", (new,), NO_KWARGS)
 
     def unsqueeze(self, dim: int) -> "Tensor":
         n = self._data.ndim + 1
         if not -n <= dim < n:
             raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, "
                              f"{n - 1}], but got {dim})")
-        return self._view_op("expand_dims", (dim % n,), _NOKW)
+        return self._view_op("expand_dims", (dim % n,), NO_KWARGS)
 
     def squeeze(self, dim: Any = None) -> "Tensor":
         if dim is None:
-            return self._view_op("squeeze", (), _NOKW)
+            return self._view_op("squeeze", (), NO_KWARGS)
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
         axes = tuple(d for d in (self._dim(d) for d in dims) if self._data.shape[d] == 1)
-        return self._view_op("squeeze", (axes,), _NOKW, cls=node_class(
+        return self._view_op("squeeze", (axes,), NO_KWARGS, cls=node_class(
             "SqueezeBackward1" if not isinstance(dim, (tuple, list)) else "SqueezeBackward2"))
 
     def expand(self, *sizes: Any) -> "Tensor":
-        sizes = _shape_args(sizes)
+        sizes = shape_args(sizes)
         shape = self._data.shape
         lead = len(sizes) - len(shape)
         full = tuple(shape[i - lead] if n == -1 else n for i, n in enumerate(sizes))
-        return self._view_op("broadcast_to", (full,), _NOKW)
+        return self._view_op("broadcast_to", (full,), NO_KWARGS)
 
     def expand_as(self, other: "Tensor") -> "Tensor":
         return self.expand(other.shape)
 
     def __getitem__(self, index: Any) -> "Tensor":
-        raw, advanced = _raw_index(index)
-        error = None if advanced else _index_error(self._data.shape, raw)
+        raw, advanced = raw_index(index)
+        error = None if advanced else index_error(self._data.shape, raw)
         if error is not None:
             raise error
-        cls = _index_node(raw, advanced)
+        cls = index_node(raw, advanced)
         try:
             if advanced:
-                return _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls)
-            view = _apply(OPS["getitem"], (self, raw), _NOKW, cls=cls, view_of=self)
+                return apply(OPS["getitem"], (self, raw), NO_KWARGS, cls=cls)
+            view = apply(OPS["getitem"], (self, raw), NO_KWARGS, cls=cls, view_of=self)
         except IndexError as e:
             raise IndexError(str(e)) from None
         # Remember where the view came from: an in-place update of it updates the base too.
         if view._meta is None:
-            view._meta = _Meta()
+            view._meta = Meta()
         view._meta.base, view._meta.index = self, raw
         return view
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raw, _ = _raw_index(index)
+        raw, _ = raw_index(index)
         if _STATE.enabled and (self._rg or (isinstance(value, Tensor) and value._rg)):
             if self._rg and self.grad_fn is None:  # PyTorch writes through a view here
                 raise RuntimeError(VIEW_OF_LEAF_INPLACE)
             # Recorded as the functional update runtime.setitem (PyTorch: CopySlices).
-            self._inplace(lambda before: _apply(OPS["setitem"], (before, raw, value)))
+            self._inplace(lambda before: apply(OPS["setitem"], (before, raw, value)))
             return
-        self._data[raw] = _raw(value)
+        self._data[raw] = raw_data(value)
         self._vc[0] += 1
 
     # ----------------------------------------------------------------- in place
@@ -1166,18 +1030,18 @@ class Tensor:
         if _STATE.enabled and meta is not None and meta.base is not None:
             return self._inplace_view(compute)
         if _STATE.enabled:
-            before = _wrap(self._data.copy())
+            before = wrap(self._data.copy())
             before.grad_fn, before._rg = self.grad_fn, self._rg
             result = compute(before)
         else:
             result = compute(self.detach())
         data = result._data
         if data.dtype != self._data.dtype and not np.can_cast(data.dtype, self._data.dtype,
-                                                               "same_kind"):
+                                                              "same_kind"):
             raise RuntimeError(
-                f"result type {_SCALAR_TYPE_NAMES.get(data.dtype.name, data.dtype.name)} can't "
+                f"result type {SCALAR_TYPE_NAMES.get(data.dtype.name, data.dtype.name)} can't "
                 f"be cast to the desired output type "
-                f"{_SCALAR_TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)}")
+                f"{SCALAR_TYPE_NAMES.get(self._data.dtype.name, self._data.dtype.name)}")
         if self._data.shape != data.shape:
             data = np.broadcast_to(data, self._data.shape) \
                 if np.broadcast_shapes(data.shape, self._data.shape) == self._data.shape \
@@ -1196,7 +1060,7 @@ class Tensor:
         """In-place update of ``view = base[index]``: written as ``base[index] = new``, so the
         base's history records it (PyTorch's CopySlices); the view then reads from it anew."""
         base, index = self._meta.base, self._meta.index
-        before = _wrap(self._data.copy())
+        before = wrap(self._data.copy())
         before.grad_fn, before._rg = self.grad_fn, self._rg
         base[index] = compute(before)
         fresh = base[index]
@@ -1236,7 +1100,7 @@ class Tensor:
         if _STATE.enabled and recorded:
             # A zero gradient to the old value, as PyTorch's FillBackward0 gives.
             return self._inplace(lambda v: v * 0 + value)
-        self._data[...] = _raw(value)
+        self._data[...] = raw_data(value)
         self._vc[0] += 1
         return self
 
@@ -1270,37 +1134,18 @@ class Tensor:
         return self._vc[0]
 
 
-dispatch.bind(Tensor, _BY_NP)
-
-_ENGINE = []
-
-
-def _engine():
-    """The backward engine module (imported on first use: it imports this module)."""
-    if not _ENGINE:
-        from .autograd import engine
-        _ENGINE.append(engine)
-    return _ENGINE[0]
-
-
-def printing_dtype_name(dt: np.dtype) -> str:
-    return "torch." + _dtype_of_np_name(dt)
-
-
-def _dtype_of_np_name(dt: np.dtype) -> str:
-    d = _BY_NP.get(dt)
-    return d.name if d is not None else dt.name
+dispatch.bind(Tensor, BY_NUMPY)
 
 
 def _rebuild(data: np.ndarray, requires_grad: bool) -> Tensor:
-    t = _wrap(data)
+    t = wrap(data)
     t._rg = requires_grad
     return t
 
 
-def _make(data: np.ndarray, requires_grad: bool = False, cls: type | None = None) -> Tensor:
+def make_leaf(data: np.ndarray, requires_grad: bool = False, cls: type | None = None) -> Tensor:
     """A fresh leaf around ``data``, with PyTorch's check of ``requires_grad``."""
-    t = _wrap(data, cls)
+    t = wrap(data, cls)
     if requires_grad:
         t._set_requires_grad(True, INT_REQUIRES_GRAD)
     return t

@@ -104,3 +104,32 @@ def test_low_layers_import_only_numpy_and_lower_layers_at_module_level(module):
             if node.__class__ is ast.ImportFrom and node.level:
                 continue  # relative: checked by the layer test
             assert not (name or "").startswith("srcgrad.api"), (module, name)
+
+
+def _dispatch_names_imported(path: pathlib.Path):
+    """Names ``path`` takes from srcgrad.autograd.dispatch, by import or as ``dispatch.x``."""
+    package = module_name(path).rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            target = (f"{base}.{node.module}" if node.module else base) if node.level \
+                else node.module
+            if target == "srcgrad.autograd.dispatch":
+                yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "dispatch":
+            yield node.attr
+
+
+def test_no_module_uses_private_names_of_the_op_recording_api():
+    """autograd/dispatch.py documents its public API (apply, binary, wrap...); the rest of it
+    may change without notice."""
+    private = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if module_name(path) == "srcgrad.autograd.dispatch":
+            continue
+        private += [f"{module_name(path)}: {name}" for name in _dispatch_names_imported(path)
+                    if name.startswith("_")]
+    assert not private, "private names of autograd.dispatch used:\n  " + "\n  ".join(private)
+
