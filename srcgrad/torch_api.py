@@ -20,9 +20,9 @@ from .autograd.ops import OPS, promote_types
 from .autograd.printing import set_printoptions
 from .autograd.dispatch import apply, binary, raw_data, wrap
 from .autograd.dispatch import matmul as _record_matmul
-from .autograd.generator import Generator
+from .autograd.generator import Generator, default_generator
 from .autograd.dtypes import shape_args as _shape_args
-from ._tensor import make_leaf as _make
+from .autograd.tensor_data import make_leaf as _make
 from ._tensor import (Size, Tensor, as_dtype, bool_, complex64, complex128, device, dtype,
                       float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
                       tensor_from_data, uint8)
@@ -108,7 +108,7 @@ cuda = _Cuda()
 # --------------------------------------------------------------------------- random
 
 
-_GENERATOR = Generator()
+_GENERATOR = default_generator
 
 
 def manual_seed(seed: _int) -> Generator:

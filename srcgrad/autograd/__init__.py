@@ -2,8 +2,9 @@
 
 The package's modules, bottom-up: ``grad_mode``, ``graph``, ``ops``, ``specialize``,
 ``dtypes``, ``printing``, ``generator`` (no Tensor) -> ``dispatch`` (recording ops) ->
-``engine``, ``function``, ``backward_source`` (the backward pass) -> ``srcgrad._tensor``
-(the Tensor class), which reaches the modules below it through ``dispatch.bind``.
+``engine``, ``function``, ``backward_source`` (the backward pass) -> ``tensor_*`` (the
+methods ``srcgrad._tensor.Tensor`` is composed of). The Tensor class reaches the modules below
+it through ``dispatch.bind``.
 """
 from __future__ import annotations
 

@@ -46,11 +46,10 @@ from .grad_mode import STATE as _STATE
 from .graph import node_class
 from .ops import OPS, Op, promote_types
 
-__all__ = ["Tensor", "bind", "apply", "unary", "binary", "matmul", "power", "call_numpy",
-           "op_for", "wrap", "raw_data", "strip_tensors", "Meta", "NodeHooks", "NO_INDEX",
-           "NO_KWARGS", "ADD", "SUB", "MUL", "DIV", "RSUB_NODE", "STRUCTURAL_FUNCTIONS",
-           "NONDIFFERENTIABLE_UFUNCS", "raw_index", "index_node", "index_error",
-           "broadcast_error"]
+__all__ = ["ADD", "DIV", "MUL", "NONDIFFERENTIABLE_UFUNCS", "NO_INDEX", "NO_KWARGS", "RSUB_NODE",
+           "STRUCTURAL_FUNCTIONS", "SUB", "Meta", "NodeHooks", "Tensor", "apply", "binary", "bind",
+           "broadcast_error", "call_numpy", "index_error", "index_node", "matmul", "op_for",
+           "power", "raw_data", "raw_index", "strip_tensors", "unary", "wrap"]
 
 Tensor: Any = None  # srcgrad._tensor.Tensor, set by bind()
 SUPPORTED_DTYPES: frozenset = frozenset()

@@ -53,15 +53,15 @@ complex64 = dtype("complex64", np.complex64)
 complex128 = dtype("complex128", np.complex128)
 
 BY_NUMPY = {d.np: d for d in (float32, float64, float16, int64, int32, int16, int8, uint8,
-                            bool_, complex64, complex128)}
+                              bool_, complex64, complex128)}
 BY_NAME = {d.name: d for d in BY_NUMPY.values()}
 BY_NAME.update(float=float32, double=float64, half=float16, long=int64, int=int32,
-                short=int16, cfloat=complex64, cdouble=complex128)
+               short=int16, cfloat=complex64, cdouble=complex128)
 _F32 = np.dtype(np.float32)
 SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-                      "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-                      "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-                      "complex128": "ComplexDouble"}
+                     "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
+                     "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+                     "complex128": "ComplexDouble"}
 
 
 def get_default_dtype() -> dtype:

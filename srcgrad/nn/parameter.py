@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor, make_leaf, tensor_from_data
+from .._tensor import Tensor, tensor_from_data
+from ..autograd.tensor_data import make_leaf
 
 
 class Parameter(Tensor):
