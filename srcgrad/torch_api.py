@@ -18,11 +18,14 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled, n
                                  set_grad_enabled)
 from .autograd.ops import OPS, promote_types
 from .autograd.printing import set_printoptions
-from .autograd.dispatch import _apply, _binary, _matmul, _raw, _wrap
-from .autograd.generator import Generator
-from ._tensor import (Size, Tensor, _make, _shape_args, as_dtype, bool_, complex64, complex128,
-                     device, dtype, float16, float32, float64, get_default_dtype, int8, int16,
-                     int32, int64, tensor_from_data, uint8)
+from .autograd.dispatch import apply, binary, raw_data, wrap
+from .autograd.dispatch import matmul as _record_matmul
+from .autograd.generator import Generator, default_generator
+from .autograd.dtypes import shape_args as _shape_args
+from .autograd.tensor_data import make_leaf as _make
+from ._tensor import (Size, Tensor, as_dtype, bool_, complex64, complex128, device, dtype,
+                      float16, float32, float64, get_default_dtype, int8, int16, int32, int64,
+                      tensor_from_data, uint8)
 
 __all__ = [
     # types
@@ -105,7 +108,7 @@ cuda = _Cuda()
 # --------------------------------------------------------------------------- random
 
 
-_GENERATOR = Generator()
+_GENERATOR = default_generator
 
 
 def manual_seed(seed: _int) -> Generator:
@@ -181,14 +184,14 @@ def tensor(data: Any, *, dtype: Any = None, device: Any = None, requires_grad: _
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
-    return _wrap(tensor_from_data(data, dtype, copy=False))
+    return wrap(tensor_from_data(data, dtype, copy=False))
 
 
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with ``array``."""
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    return _wrap(tensor_from_data(array, copy=False))
+    return wrap(tensor_from_data(array, copy=False))
 
 
 def _filled(size: tuple, value: Any, dt: Any, requires_grad: _bool) -> Tensor:
@@ -214,7 +217,7 @@ def full(size: Any, fill_value: Any, *, dtype: Any = None, requires_grad: _bool 
     if dtype is None:
         dtype = bool_ if isinstance(fill_value, _bool) else \
             int64 if isinstance(fill_value, (_int, np.integer)) else float32
-    return _filled((size,), _raw(fill_value), dtype, requires_grad)
+    return _filled((size,), raw_data(fill_value), dtype, requires_grad)
 
 
 def _like(input: Tensor, value: Any, dt: Any, requires_grad: _bool) -> Tensor:
@@ -252,7 +255,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
     """``[start, end)`` by ``step``: int64 for integer arguments, float32 otherwise."""
     if end is None:
         start, end = 0, start
-    start, end, step = (_raw(v) for v in (start, end, step))
+    start, end, step = (raw_data(v) for v in (start, end, step))
     if dtype is None:
         integral = builtins.all(isinstance(v, (_int, np.integer)) for v in (start, end, step))
         dtype = int64 if integral else float32
@@ -264,7 +267,7 @@ def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None,
 
 def linspace(start: Any, end: Any, steps: _int, *, dtype: Any = None,
              requires_grad: _bool = False, **_: Any) -> Tensor:
-    data = np.linspace(_raw(start), _raw(end), steps).astype(_float_dtype(dtype))
+    data = np.linspace(raw_data(start), raw_data(end), steps).astype(_float_dtype(dtype))
     return _make(data, requires_grad)
 
 
@@ -287,7 +290,7 @@ subtract = sub
 
 
 def mul(input: Any, other: Any) -> Tensor:
-    return _binary(OPS["mul"], input, other)
+    return binary(OPS["mul"], input, other)
 
 
 multiply = mul
@@ -400,9 +403,9 @@ def minimum(input: Tensor, other: Tensor) -> Tensor:
 def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
     """Elements of ``input`` where ``condition`` holds, else of ``other``."""
     if input is None and other is None:
-        return tuple(_wrap(i) for i in np.nonzero(_raw(condition)))
-    a, b = _raw(input), _raw(other)
-    out = _apply(OPS["where"], (_raw(condition), input, other))
+        return tuple(wrap(i) for i in np.nonzero(raw_data(condition)))
+    a, b = raw_data(input), raw_data(other)
+    out = apply(OPS["where"], (raw_data(condition), input, other))
     want = promote_types(*(v for v in (a, b)))
     if out._data.dtype != want and out.grad_fn is None:
         out._data = out._data.astype(want)
@@ -410,7 +413,7 @@ def where(condition: Tensor, input: Any = None, other: Any = None) -> Any:
 
 
 def matmul(input: Any, other: Any) -> Tensor:
-    return _matmul(input, other)
+    return _record_matmul(input, other)
 
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
@@ -552,7 +555,7 @@ def cat(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
             raise RuntimeError(
                 f"Sizes of tensors must match except in dimension {axis}. Expected size "
                 f"{_mismatch(items[0], x, axis)} for tensor number {i} in the list.")
-    return _apply(OPS["concatenate"], (items,), {"axis": axis})
+    return apply(OPS["concatenate"], (items,), {"axis": axis})
 
 
 def _mismatch(first: Tensor, other: Tensor, axis: _int) -> str:
@@ -577,7 +580,7 @@ def stack(tensors: Sequence[Tensor], dim: _int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(items[0].shape)} at entry 0 and {list(x.shape)} at "
                                f"entry {i}")
-    return _apply(OPS["stack"], (items,), {"axis": dim % n})
+    return apply(OPS["stack"], (items,), {"axis": dim % n})
 
 
 def clone(input: Tensor) -> Tensor:

@@ -21,10 +21,20 @@ LAYERS = [
     (4, ("srcgrad.jit",)),  # compiled gradients: rewrites generated sweeps, api delegates
     (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap", "srcgrad.show",
          "srcgrad.dispatch")),  # dispatch: calls resolved at run time (runtime.call_fwd...)
-    (6, ("srcgrad._tensor", "srcgrad.autograd", "srcgrad.torch_api", "srcgrad.nn",
-         "srcgrad.function")),
-    (7, ("srcgrad.__init__", "srcgrad.__main__")),
-    (7, ("srcgrad",)),  # the package itself, imported whole
+    # the Tensor facade, bottom-up: no Tensor; recording ops; the backward pass; the class
+    (6, ("srcgrad.autograd.grad_mode", "srcgrad.autograd.graph", "srcgrad.autograd.ops",
+         "srcgrad.autograd.specialize", "srcgrad.autograd.dtypes", "srcgrad.autograd.printing",
+         "srcgrad.autograd.generator")),
+    (7, ("srcgrad.autograd.dispatch",)),  # receives the Tensor class through bind()
+    (8, ("srcgrad.autograd.engine", "srcgrad.autograd.function",
+         "srcgrad.autograd.backward_source")),
+    (8, ("srcgrad.autograd",)),  # the package (torch.autograd) imports the modules above
+    (9, ("srcgrad._tensor", "srcgrad.autograd.tensor_autograd", "srcgrad.autograd.tensor_data",
+         "srcgrad.autograd.tensor_math", "srcgrad.autograd.tensor_reduce",
+         "srcgrad.autograd.tensor_shape", "srcgrad.autograd.tensor_inplace")),  # Tensor, methods
+    (10, ("srcgrad.torch_api", "srcgrad.nn", "srcgrad.function")),
+    (11, ("srcgrad.__init__", "srcgrad.__main__")),
+    (11, ("srcgrad",)),  # the package itself, imported whole
 ]
 
 # (importer, imported): the crossings that exist today, each inside a function
@@ -104,3 +114,54 @@ def test_low_layers_import_only_numpy_and_lower_layers_at_module_level(module):
             if node.__class__ is ast.ImportFrom and node.level:
                 continue  # relative: checked by the layer test
             assert not (name or "").startswith("srcgrad.api"), (module, name)
+
+
+def _dispatch_names_imported(path: pathlib.Path):
+    """Names ``path`` takes from srcgrad.autograd.dispatch, by import or as ``dispatch.x``."""
+    package = module_name(path).rpartition(".")[0]
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+            target = (f"{base}.{node.module}" if node.module else base) if node.level \
+                else node.module
+            if target == "srcgrad.autograd.dispatch":
+                yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                and node.value.id == "dispatch":
+            yield node.attr
+
+
+def test_no_module_uses_private_names_of_the_op_recording_api():
+    """autograd/dispatch.py documents its public API (apply, binary, wrap...); the rest of it
+    may change without notice."""
+    private = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if module_name(path) == "srcgrad.autograd.dispatch":
+            continue
+        private += [f"{module_name(path)}: {name}" for name in _dispatch_names_imported(path)
+                    if name.startswith("_")]
+    assert not private, "private names of autograd.dispatch used:\n  " + "\n  ".join(private)
+
+
+FACADE = ("srcgrad._tensor", "srcgrad.autograd", "srcgrad.torch_api", "srcgrad.nn")
+
+
+def test_the_facade_imports_the_package_at_module_level_only():
+    """An import inside a function hides a layer crossing (or a cycle) until it runs."""
+    found = []
+    for path in sorted(ROOT.rglob("*.py")):
+        name = module_name(path)
+        if not name.startswith(FACADE):
+            continue
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                own = isinstance(node, ast.ImportFrom) and \
+                    (node.level or (node.module or "").startswith("srcgrad"))
+                own = own or (isinstance(node, ast.Import) and
+                              any(a.name.startswith("srcgrad") for a in node.names))
+                if own:
+                    found.append(f"{name}:{node.lineno} in {fn.name}()")
+    assert not found, "function-level imports of srcgrad modules:\n  " + "\n  ".join(found)

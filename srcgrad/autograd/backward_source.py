@@ -16,7 +16,6 @@ from __future__ import annotations
 __all__ = ["backward_source", "BackwardSource"]
 
 import builtins
-import importlib
 import sys
 from typing import Any
 
@@ -24,12 +23,10 @@ import gast
 import numpy as np
 
 from .. import codegen, runtime
-from .engine import _reachable
+from . import dispatch
+from .engine import nodes_in_order
 from .graph import FREED_MESSAGE, Node
 from .specialize import vjp_return
-
-# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
-_t = importlib.import_module(".._tensor", __package__)
 
 _HELPERS = {"np", "_rt"}
 
@@ -76,7 +73,7 @@ def _caller_variables(depth: int) -> dict:
 class _Writer:
     def __init__(self, root: Any, names: dict):
         self.root = root
-        self.order = _reachable([root.grad_fn])
+        self.order = nodes_in_order([root.grad_fn])
         for node in self.order:
             if node.raw is None:
                 raise RuntimeError(FREED_MESSAGE)
@@ -94,7 +91,8 @@ class _Writer:
     def _name_from_variables(self, names: dict) -> None:
         nodes = set(self.order)
         for var, value in names.items():
-            if not isinstance(value, _t.Tensor) or not var.isidentifier() or var in self.taken:
+            if not isinstance(value, dispatch.Tensor) or not var.isidentifier() \
+                    or var in self.taken:
                 continue
             if value.grad_fn in nodes and value.grad_fn not in self.node_names:
                 self.node_names[value.grad_fn] = var
@@ -119,7 +117,7 @@ class _Writer:
 
     def _value_name(self, value: Any) -> str:
         """The name a tensor argument is read under in the generated code."""
-        if isinstance(value, _t.Tensor):
+        if isinstance(value, dispatch.Tensor):
             if value.grad_fn is not None and value.grad_fn in self.node_names:
                 return self.node_names[value.grad_fn]
             if id(value) not in self.tensor_names:
@@ -182,9 +180,9 @@ class _Writer:
         return stmts
 
     def _arg_expr(self, a: Any) -> str:
-        if isinstance(a, _t.Tensor):
+        if isinstance(a, dispatch.Tensor):
             return self._value_name(a)
-        if isinstance(a, (list, tuple)) and any(isinstance(x, _t.Tensor) for x in a):
+        if isinstance(a, (list, tuple)) and any(isinstance(x, dispatch.Tensor) for x in a):
             inner = ", ".join(self._arg_expr(x) for x in a)
             return f"[{inner}]" if isinstance(a, list) else f"({inner},)"
         literal = _literal(a)

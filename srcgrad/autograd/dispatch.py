@@ -1,12 +1,36 @@
 """Running registry rules on Tensors and recording them: the forward half of the facade.
 
-``_apply`` (and its fast paths ``_unary``, ``_binary``, ``_apply1``) computes
-``rule.fn(*raw_args)`` on numpy data and, when a gradient is needed, attaches a graph node
-holding the rule, the raw arguments and the result. ``_call_numpy`` is the entry point of
-``Tensor.__array_ufunc__``/``__array_function__``. Nothing here knows a derivative.
+Nothing here knows a derivative: an op is recorded by keeping what ``backward`` needs to call
+its registry rule's ``vjp`` later.
 
-The Tensor class is defined in ``srcgrad._tensor``, which imports this module and then hands
-the class over with ``bind`` (the two modules need each other).
+How an op is recorded
+---------------------
+An op is an ``ops.Op`` (``ops.OPS["exp"]``, or ``op_for(np.exp)`` for any numpy function with
+a rule). Call one of:
+
+``apply(op, args, kw=NO_KWARGS, cls=None, view_of=None) -> Tensor``
+    the general case: runs ``rule.fn(*raw_args, **kw)`` (``raw_args`` are the numpy data of
+    the Tensors in ``args``; numbers, lists and numpy values pass through). When grad mode is
+    on, the result is a float and some argument requires grad, the returned Tensor gets a
+    graph node (``grad_fn``) of class ``cls`` (default ``op.cls``, e.g. ``ExpBackward0``)
+    holding the rule, the arguments, their raw data, ``kw`` and the result. ``view_of`` marks
+    the result as a view of that tensor (it shares its version counter).
+``unary(op, a, cls=None)`` and ``binary(op, a, b, cls=None)``
+    the fast paths of an elementwise function of one tensor and of ``a <op> b`` (one of them
+    may be a Python number); same result as ``apply``.
+``matmul(a, b)`` and ``power(a, b)``
+    ``binary`` with PyTorch's node name for the operand kinds (``MmBackward0``...).
+``call_numpy(func, args, kwargs, differentiable) -> Any``
+    a numpy function called on Tensors (``Tensor.__array_ufunc__``/``__array_function__``):
+    recorded through ``func``'s rule when it has one, else run on raw data; a missing rule
+    raises ``MissingRuleError`` when a gradient would be needed.
+
+Each returns a new Tensor that owns its result. ``wrap(data)`` makes a Tensor with no history
+and ``raw_data(x)`` takes the numpy data back out.
+
+The Tensor class is defined in ``srcgrad._tensor``, above this module: it hands the class over
+with ``bind(Tensor, dtypes)`` when it is imported, and the modules between the two
+(``engine``, ``function``, ``backward_source``) read it as ``dispatch.Tensor``.
 """
 from __future__ import annotations
 
@@ -17,10 +41,15 @@ import numpy as np
 
 from ..errors import MissingRuleError
 from ..rules import is_nondifferentiable, lookup, rule_name
-from . import specialize
+from . import graph, specialize
 from .grad_mode import STATE as _STATE
 from .graph import node_class
 from .ops import OPS, Op, promote_types
+
+__all__ = ["ADD", "DIV", "MUL", "NONDIFFERENTIABLE_UFUNCS", "NO_INDEX", "NO_KWARGS", "RSUB_NODE",
+           "STRUCTURAL_FUNCTIONS", "SUB", "Meta", "NodeHooks", "Tensor", "apply", "binary", "bind",
+           "broadcast_error", "call_numpy", "index_error", "index_node", "matmul", "op_for",
+           "power", "raw_data", "raw_index", "strip_tensors", "unary", "wrap"]
 
 Tensor: Any = None  # srcgrad._tensor.Tensor, set by bind()
 SUPPORTED_DTYPES: frozenset = frozenset()
@@ -28,21 +57,23 @@ SUPPORTED_DTYPES: frozenset = frozenset()
 _ndarray = np.ndarray
 _asarray = np.asarray
 _new = object.__new__
-_NOKW: dict = {}
+NO_KWARGS: dict = {}
 _F32 = np.dtype(np.float32)
 
 
 def bind(tensor_class: type, dtypes: Iterable) -> None:
-    """Called once by ``srcgrad._tensor``: the class of the tensors made here."""
+    """Called once by ``srcgrad._tensor``: the class of the tensors made here, and the numpy
+    dtypes they can hold."""
     global Tensor, SUPPORTED_DTYPES
     Tensor = tensor_class
     SUPPORTED_DTYPES = frozenset(dtypes)
+    graph.bind(tensor_class)
 
 
 # --------------------------------------------------------------------------- construction
 
 
-def _wrap(data: np.ndarray, cls: type | None = None) -> "Tensor":
+def wrap(data: np.ndarray, cls: type | None = None) -> "Tensor":
     """A Tensor (no history) around ``data``, which it owns from now on."""
     t = _new(cls or Tensor)
     t._data = data
@@ -54,11 +85,12 @@ def _wrap(data: np.ndarray, cls: type | None = None) -> "Tensor":
     return t
 
 
-def _strip_tensors(data: Any) -> Any:
+def strip_tensors(data: Any) -> Any:
+    """Nested lists with each Tensor replaced by its data (``torch.tensor([t1, t2])``)."""
     if isinstance(data, Tensor):
         return data._data
     if isinstance(data, (list, tuple)):
-        return [_strip_tensors(x) for x in data]
+        return [strip_tensors(x) for x in data]
     return data
 
 
@@ -66,10 +98,10 @@ def _strip_tensors(data: Any) -> Any:
 
 
 NO_INDEX = object()
-"""``_Meta.index`` of a view that is not ``base[index]`` (reshape, transpose...)."""
+"""``Meta.index`` of a view that is not ``base[index]`` (reshape, transpose...)."""
 
 
-class _Meta:
+class Meta:
     """Rarely used per-tensor state: leaf hooks, and the base (and index) of a view."""
 
     __slots__ = ("hooks", "base", "index")
@@ -133,11 +165,13 @@ def _any_requires_grad(args: Iterable) -> bool:
     return False
 
 
-def _raw(a: Any) -> Any:
+def raw_data(a: Any) -> Any:
+    """The numpy data of a Tensor, or of the Tensors in a list or tuple; anything else as is."""
     if isinstance(a, Tensor):
         return a._data
     if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
-        return type(a)(_raw(x) for x in a) if type(a) in (list, tuple) else [_raw(x) for x in a]
+        items = [raw_data(x) for x in a]
+        return type(a)(items) if type(a) in (list, tuple) else items
     return a
 
 
@@ -159,30 +193,30 @@ def _record(op: Op, cls: type, rule, args: tuple, raw: tuple, kw: dict, ans: np.
     out._rg = True
 
 
-def _apply(op: Op, args: tuple, kw: dict = _NOKW, cls: type | None = None,
-           view_of: "Tensor | None" = None) -> "Tensor":
+def apply(op: Op, args: tuple, kw: dict = NO_KWARGS, cls: type | None = None,
+          view_of: "Tensor | None" = None) -> "Tensor":
     """Run ``op``'s rule on the raw data of ``args`` and record it when a gradient is needed."""
     a = args[0]
     if len(args) == 1 and isinstance(a, Tensor):
         return _apply1(op, a, kw, cls, view_of)
     rule = op.rule or op.resolve()
-    raw = tuple(_raw(a) for a in args)
+    raw = tuple(raw_data(a) for a in args)
     ans = rule.fn(*raw, **kw)
     if type(ans) is not _ndarray:
         ans = _asarray(ans)
-    out = _wrap(ans)
+    out = wrap(ans)
     if view_of is not None:
         out._vc = view_of._vc
     if _STATE.enabled and ans.dtype.kind in "fc" and _any_requires_grad(args):
         _record(op, cls or op.cls, rule, args, raw, kw, ans, out)
         if view_of is not None and view_of._rg:
-            out._meta = _Meta()
+            out._meta = Meta()
             out._meta.base = view_of
     return out
 
 
 def _apply1(op: Op, a: "Tensor", kw: dict, cls: type | None, view_of: "Tensor | None"):
-    """``_apply`` of a rule whose only positional argument is the tensor ``a``."""
+    """``apply`` of a rule whose only positional argument is the tensor ``a``."""
     rule = op.rule or op.resolve()
     ad = a._data
     ans = rule.fn(ad, **kw) if kw else rule.fn(ad)
@@ -208,7 +242,7 @@ def _apply1(op: Op, a: "Tensor", kw: dict, cls: type | None, view_of: "Tensor | 
         out.grad_fn = node
         out._rg = True
         if view_of is not None:
-            out._meta = _Meta()
+            out._meta = Meta()
             out._meta.base = view_of
     else:
         out.grad_fn = None
@@ -216,7 +250,7 @@ def _apply1(op: Op, a: "Tensor", kw: dict, cls: type | None, view_of: "Tensor | 
     return out
 
 
-def _unary(op: Op, a: "Tensor", cls: type | None = None) -> "Tensor":
+def unary(op: Op, a: "Tensor", cls: type | None = None) -> "Tensor":
     """Fast path of an elementwise function of one tensor."""
     rule = op.rule or op.resolve()
     ad = a._data
@@ -237,7 +271,7 @@ def _unary(op: Op, a: "Tensor", cls: type | None = None) -> "Tensor":
         node.pullback = rule.vjp
         node.args = (a,)
         node.raw = (ad,)
-        node.kw = _NOKW
+        node.kw = NO_KWARGS
         node.ans = ans
         node.hooks = None
         node.edges = [(0, None, a.grad_fn or a)]
@@ -265,7 +299,7 @@ def _fix_unary_dtype(ans: np.ndarray, ad: np.ndarray) -> np.ndarray:
     return ans
 
 
-def _binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
+def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
     """Fast path of ``a <op> b`` where ``a`` or ``b`` is a Tensor (the other may be a number)."""
     ta = isinstance(a, Tensor)
     tb = isinstance(b, Tensor)
@@ -275,7 +309,7 @@ def _binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
     try:
         ans = rule.fn(ad, bd)
     except ValueError:
-        raise _broadcast_error(op, ad, bd) from None
+        raise broadcast_error(op, ad, bd) from None
     if type(ans) is not _ndarray:
         ans = _asarray(ans)
     if ta:
@@ -294,7 +328,7 @@ def _binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
         node.rule = rule
         node.args = (a, b)
         node.raw = (ad, bd)
-        node.kw = _NOKW
+        node.kw = NO_KWARGS
         node.ans = ans
         node.hooks = None
         if ta and a._rg:
@@ -349,7 +383,7 @@ def _fix_binary_dtype(op: Op, ans: np.ndarray, ad: Any, bd: Any) -> np.ndarray:
     return ans
 
 
-def _broadcast_error(op: Op, ad: Any, bd: Any) -> Exception:
+def broadcast_error(op: Op, ad: Any, bd: Any) -> Exception:
     """PyTorch's message for operands whose shapes do not broadcast."""
     sa, sb = np.shape(ad), np.shape(bd)
     if op.label == "matmul":
@@ -381,9 +415,10 @@ def _matmul_error(sa: tuple, sb: tuple) -> Exception:
                         f"({math.prod(a2[:-1])}x{a2[-1]} and {b2[-2]}x{b2[-1]})")
 
 
-_ADD, _SUB, _MUL, _DIV, _POW, _MATMUL = (OPS[k] for k in ("add", "sub", "mul", "div", "pow",
-                                                            "matmul"))
-_RSUB = node_class("RsubBackward1")
+# The ops of Python's arithmetic operators, and the node of ``number - tensor``.
+ADD, SUB, MUL, DIV, _POW, _MATMUL = (OPS[k] for k in ("add", "sub", "mul", "div", "pow",
+                                                      "matmul"))
+RSUB_NODE = node_class("RsubBackward1")
 _POW1 = node_class("PowBackward1")
 _POW2 = node_class("PowBackward2")
 _MATMUL_NODES = {(2, 2): node_class("MmBackward0"), (2, 1): node_class("MvBackward0"),
@@ -391,15 +426,15 @@ _MATMUL_NODES = {(2, 2): node_class("MmBackward0"), (2, 1): node_class("MvBackwa
 _UNSAFE_VIEW = node_class("UnsafeViewBackward0", saves=True)  # stands for the batched matmul
 
 
-def _matmul(a: Any, b: Any) -> "Tensor":
-    cls = _MATMUL_NODES.get((np.ndim(_raw(a)), np.ndim(_raw(b))), _UNSAFE_VIEW)
-    return _binary(_MATMUL, a, b, cls)
+def matmul(a: Any, b: Any) -> "Tensor":
+    cls = _MATMUL_NODES.get((np.ndim(raw_data(a)), np.ndim(raw_data(b))), _UNSAFE_VIEW)
+    return binary(_MATMUL, a, b, cls)
 
 
-def _pow(a: Any, b: Any) -> "Tensor":
+def power(a: Any, b: Any) -> "Tensor":
     if not isinstance(b, Tensor):
-        return _binary(_POW, a, b)
-    return _binary(_POW, a, b, _POW1 if isinstance(a, Tensor) else _POW2)
+        return binary(_POW, a, b)
+    return binary(_POW, a, b, _POW1 if isinstance(a, Tensor) else _POW2)
 
 
 # --------------------------------------------------------------------------- numpy dispatch
@@ -412,19 +447,22 @@ for _o in OPS.values():
 del _o, _k
 
 # Functions and ufuncs that only inspect or produce non-differentiable values.
-_STRUCTURAL = {np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like,
-               np.empty_like, np.full_like, np.iscomplexobj, np.isrealobj, np.shares_memory,
-               np.may_share_memory, np.array_equal, np.allclose, np.isclose, np.argmax,
-               np.argmin, np.argsort, np.nonzero, np.count_nonzero, np.any, np.all,
-               np.searchsorted, np.isscalar, np.copyto, np.broadcast_shapes}
-_NONDIFF_UFUNCS = {np.greater, np.greater_equal, np.less, np.less_equal, np.equal,
-                   np.not_equal, np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-                   np.isnan, np.isinf, np.isfinite, np.sign, np.floor, np.ceil, np.trunc,
-                   np.rint, np.signbit, np.bitwise_and, np.bitwise_or, np.bitwise_xor,
-                   np.invert}
+STRUCTURAL_FUNCTIONS = {
+    np.shape, np.ndim, np.size, np.result_type, np.zeros_like, np.ones_like, np.empty_like,
+    np.full_like, np.iscomplexobj, np.isrealobj, np.shares_memory, np.may_share_memory,
+    np.array_equal, np.allclose, np.isclose, np.argmax, np.argmin, np.argsort, np.nonzero,
+    np.count_nonzero, np.any, np.all, np.searchsorted, np.isscalar, np.copyto,
+    np.broadcast_shapes}
+NONDIFFERENTIABLE_UFUNCS = {
+    np.greater, np.greater_equal, np.less, np.less_equal, np.equal, np.not_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor, np.isnan, np.isinf,
+    np.isfinite, np.sign, np.floor, np.ceil, np.trunc, np.rint, np.signbit, np.bitwise_and,
+    np.bitwise_or, np.bitwise_xor, np.invert}
 
 
-def _op_for(func: Any) -> Op | None:
+def op_for(func: Any) -> Op | None:
+    """The op of numpy function ``func``, made on first use from its registry rule; None when
+    it has no rule."""
     op = _FUNC_OPS.get(func)
     if op is None and lookup(func) is not None:
         name = getattr(func, "__name__", "Op")
@@ -436,9 +474,9 @@ def _op_for(func: Any) -> Op | None:
 
 def _wrap_result(value: Any) -> Any:
     if isinstance(value, np.ndarray):
-        return _wrap(value)
+        return wrap(value)
     if isinstance(value, np.generic) and value.dtype in SUPPORTED_DTYPES:
-        return _wrap(np.asarray(value))
+        return wrap(np.asarray(value))
     if isinstance(value, tuple):
         return type(value)(*map(_wrap_result, value)) if hasattr(value, "_fields") \
             else tuple(map(_wrap_result, value))
@@ -458,11 +496,11 @@ def _deep_raw(value: Any) -> Any:
     return value
 
 
-def _call_numpy(func: Any, args: tuple, kwargs: dict, differentiable: bool) -> Any:
+def call_numpy(func: Any, args: tuple, kwargs: dict, differentiable: bool) -> Any:
     """Numpy function ``func`` called on Tensors: recorded through its rule when it has one."""
-    op = _op_for(func) if differentiable else None
+    op = op_for(func) if differentiable else None
     if op is not None:
-        return _apply(op, tuple(args), kwargs or _NOKW)
+        return apply(op, tuple(args), kwargs or NO_KWARGS)
     needs_grad = (differentiable and _STATE.enabled
                   and (_any_requires_grad(args) or _any_requires_grad(kwargs.values())))
     if needs_grad and not is_nondifferentiable(func):
@@ -480,21 +518,21 @@ _ALIAS = node_class("AliasBackward0")
 _UNSQUEEZE = node_class("UnsqueezeBackward0")
 
 
-def _raw_index(index: Any) -> tuple[Any, bool]:
+def raw_index(index: Any) -> tuple[Any, bool]:
     """The numpy index for a Tensor index, and whether it is advanced (copies, may repeat)."""
     if isinstance(index, Tensor):
         return index._data, True
     if isinstance(index, tuple):
-        parts = [_raw_index(i) for i in index]
+        parts = [raw_index(i) for i in index]
         return tuple(p for p, _ in parts), any(adv for _, adv in parts)
     if isinstance(index, (list, np.ndarray)):
-        return (np.asarray(_strip_tensors(index)) if isinstance(index, list) else index), True
+        return (np.asarray(strip_tensors(index)) if isinstance(index, list) else index), True
     if isinstance(index, bool):
         return index, True
     return index, False
 
 
-def _index_node(index: Any, advanced: bool) -> type:
+def index_node(index: Any, advanced: bool) -> type:
     """PyTorch's node for basic indexing is the one of its last non-trivial step."""
     if advanced:
         return _INDEX
@@ -511,7 +549,8 @@ def _index_node(index: Any, advanced: bool) -> type:
     return cls or _ALIAS
 
 
-def _index_error(shape: tuple, index: Any) -> Exception | None:
+def index_error(shape: tuple, index: Any) -> Exception | None:
+    """PyTorch's IndexError for an integer index out of range of ``shape``, or None."""
     parts = index if isinstance(index, tuple) else (index,)
     dim = 0
     for p in parts:

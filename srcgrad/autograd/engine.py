@@ -9,19 +9,18 @@ an error half-way (freed buffers, modified saved values) leaves every ``.grad`` 
 """
 from __future__ import annotations
 
-__all__ = ["backward", "grad"]
+__all__ = ["backward", "grad", "nodes_in_order"]
 
-import importlib
 from typing import Any
 
 import numpy as np
 
+from ..errors import UnsupportedFeatureError
+from . import dispatch
+from .dispatch import wrap
+from .dtypes import Size, as_dtype, type_label
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
-from ..errors import UnsupportedFeatureError
-
-# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
-_tensor_mod = importlib.import_module(".._tensor", __package__)
 
 _ndarray = np.ndarray
 
@@ -36,7 +35,7 @@ def _as_tuple(x: Any) -> tuple:
 
 def _root_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list:
     """One initial gradient per output: given ones checked, implicit ones for scalars."""
-    Tensor = _tensor_mod.Tensor
+    Tensor = dispatch.Tensor
     grads = []
     for i, out in enumerate(outputs):
         g = grad_outputs[i] if i < len(grad_outputs) else None
@@ -50,20 +49,20 @@ def _root_grads(outputs: tuple, grad_outputs: tuple, create_graph: bool) -> list
             if graw.shape != data.shape:
                 raise RuntimeError(
                     f"Mismatch in shape: grad_output[{i}] has a shape of "
-                    f"{_tensor_mod.Size(graw.shape)!r} and output[{i}] has a shape of "
-                    f"{_tensor_mod.Size(data.shape)!r}.")
+                    f"{Size(graw.shape)!r} and output[{i}] has a shape of "
+                    f"{Size(data.shape)!r}.")
             if create_graph and isinstance(g, Tensor):
-                g = g if graw.dtype == data.dtype else g.to(_tensor_mod.as_dtype(data.dtype))
+                g = g if graw.dtype == data.dtype else g.to(as_dtype(data.dtype))
                 grads.append(g)
                 continue
             g = graw if graw.dtype == data.dtype else graw.astype(data.dtype)
-        grads.append(_tensor_mod._wrap(g) if create_graph else g)
+        grads.append(wrap(g) if create_graph else g)
     return grads
 
 
 def _check_outputs(outputs: tuple) -> None:
     for i, out in enumerate(outputs):
-        if not isinstance(out, _tensor_mod.Tensor):
+        if not isinstance(out, dispatch.Tensor):
             raise TypeError(f"expected a Tensor as element {i} of tensors, but got "
                             f"{type(out).__name__}")
         if not out._rg:
@@ -138,7 +137,7 @@ class _Walk:
 
     def _plan(self, starts: list) -> tuple[dict, set | None]:
         """Dependency counts of the nodes that will run, and the set of those that need to."""
-        reachable = _reachable(starts)
+        reachable = nodes_in_order(starts)
         needed = None if self.targets is None else self._needed(reachable)
         deps = dict.fromkeys(reachable, 0)
         for n in reachable:
@@ -240,12 +239,12 @@ class _Walk:
                 f"({type(node).__name__}), whose rule is registered with second_order=False")
         if node.vers is not None:
             _check_versions(node)
-        Tensor = _tensor_mod.Tensor
+        Tensor = dispatch.Tensor
         ans = node.ans
         if isinstance(ans, _ndarray):
             if not isinstance(g, Tensor):
-                g = _tensor_mod._wrap(_match(g, ans))
-            ans = _tensor_mod._wrap(ans)
+                g = wrap(_match(g, ans))
+            ans = wrap(ans)
             ans.grad_fn = node  # the saved output, still attached to the node that made it
             ans._rg = True
         prev = STATE.enabled
@@ -394,8 +393,8 @@ def _node_hooks(node: Node, g: Any, create: bool) -> Any:
 
 
 def _call_hook(hook, g: Any, like: Any, create: bool) -> Any:
-    Tensor = _tensor_mod.Tensor
-    gt = g if isinstance(g, Tensor) else _tensor_mod._wrap(_match(g, like))
+    Tensor = dispatch.Tensor
+    gt = g if isinstance(g, Tensor) else wrap(_match(g, like))
     result = hook(gt)
     if result is None:
         return g
@@ -409,7 +408,7 @@ def _deposit(leaf: Any, g: Any, create: bool) -> None:
     old = leaf._grad
     if old is None:
         leaf._grad = _as_tensor(g, leaf, copy=True)
-    elif create or old._rg or isinstance(g, _tensor_mod.Tensor) or \
+    elif create or old._rg or isinstance(g, dispatch.Tensor) or \
             not old._data.flags.writeable:
         leaf._grad = _as_tensor(_plus(old, g, create), leaf, copy=False)
     else:
@@ -418,15 +417,15 @@ def _deposit(leaf: Any, g: Any, create: bool) -> None:
 
 def _as_tensor(g: Any, like: Any, copy: bool) -> Any:
     """``g`` as a Tensor shaped and typed like tensor ``like``."""
-    Tensor = _tensor_mod.Tensor
+    Tensor = dispatch.Tensor
     if isinstance(g, Tensor):
         if g._data.dtype != like._data.dtype and not g._rg:
-            return _tensor_mod._wrap(g._data.astype(like._data.dtype))
+            return wrap(g._data.astype(like._data.dtype))
         return g
     data = _match(g, like._data)
     if copy or not data.flags.writeable:
         data = np.array(data, copy=True)
-    return _tensor_mod._wrap(data)
+    return wrap(data)
 
 
 def _plus(old: Any, g: Any, create: bool) -> Any:
@@ -435,12 +434,12 @@ def _plus(old: Any, g: Any, create: bool) -> Any:
     The sum is recorded when either side has history (a ``.grad`` made with
     ``create_graph=True`` stays differentiable as more gradient accumulates into it).
     """
-    Tensor = _tensor_mod.Tensor
+    Tensor = dispatch.Tensor
     if create or isinstance(g, Tensor) or old._rg:
         prev = STATE.enabled
         STATE.enabled = True
         try:
-            return old + (g if isinstance(g, Tensor) else _tensor_mod._wrap(np.asarray(g)))
+            return old + (g if isinstance(g, Tensor) else wrap(np.asarray(g)))
         finally:
             STATE.enabled = prev
     return old._data + g
@@ -456,7 +455,7 @@ def _match(g: Any, like: np.ndarray) -> np.ndarray:
     return g
 
 
-def _reachable(starts: list) -> list:
+def nodes_in_order(starts: list) -> list:
     """Nodes reachable from ``starts``, in a topological order (each before its inputs)."""
     order: list = []
     state: dict = {}
@@ -485,7 +484,7 @@ def _check_versions(node: Node) -> None:
             if tensor is None:
                 label, producer = _describe_output(node)
             else:
-                label = _tensor_mod._type_label(tensor)
+                label = type_label(tensor)
                 producer = tensor.grad_fn
                 producer = None if producer is None else _op_name(producer)
             where = f", which is output 0 of {producer}," if producer else ""
@@ -498,8 +497,8 @@ def _check_versions(node: Node) -> None:
 
 
 def _describe_output(node: Node) -> tuple[str, str]:
-    t = _tensor_mod._wrap(node.ans)
-    return _tensor_mod._type_label(t), _op_name(node)
+    t = wrap(node.ans)
+    return type_label(t), _op_name(node)
 
 
 def _op_name(node: Node) -> str:

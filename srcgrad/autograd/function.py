@@ -16,7 +16,6 @@ from __future__ import annotations
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
 import functools
-import importlib
 import inspect
 from typing import Any
 
@@ -26,9 +25,8 @@ from .. import rules as _rules
 from .grad_mode import STATE
 from .graph import FREED_MESSAGE, Node
 from ..errors import UnsupportedFeatureError
-
-# By module path, not package attribute: ``srcgrad._tensor`` is also torch.tensor().
-_t = importlib.import_module(".._tensor", __package__)
+from . import dispatch
+from .dispatch import raw_data, wrap
 
 
 class _Grads(list):
@@ -58,7 +56,7 @@ class FunctionCtx(Node):
 
     def save_for_backward(self, *tensors: Any) -> None:
         self._saved = tuple(tensors)
-        saved = [(t, t._vc, t._vc[0]) for t in tensors if isinstance(t, _t.Tensor)]
+        saved = [(t, t._vc, t._vc[0]) for t in tensors if isinstance(t, dispatch.Tensor)]
         self.vers = tuple(saved) or None
         self.saves = bool(saved)
 
@@ -81,13 +79,13 @@ class FunctionCtx(Node):
 
     def vjp(self, g: Any, ans: Any, *args: Any, **kwargs: Any) -> tuple:
         """Run the user's ``backward`` with Tensor gradients; raw arrays back unless recording."""
-        create = isinstance(g, _t.Tensor) or (isinstance(g, _Grads) and any(
-            isinstance(x, _t.Tensor) for x in g))
+        create = isinstance(g, dispatch.Tensor) or (isinstance(g, _Grads) and any(
+            isinstance(x, dispatch.Tensor) for x in g))
         grads = list(g) if isinstance(g, _Grads) else [g]
         like = ans if isinstance(ans, tuple) else (ans,)
         if getattr(self, "_materialize", True):
             grads = [np.zeros_like(a) if gi is None else gi for gi, a in zip(grads, like)]
-        grads = [gi if gi is None or isinstance(gi, _t.Tensor) else _t._wrap(np.asarray(gi))
+        grads = [gi if gi is None or isinstance(gi, dispatch.Tensor) else wrap(np.asarray(gi))
                  for gi in grads]
         prev = STATE.enabled
         STATE.enabled = create
@@ -102,14 +100,14 @@ class FunctionCtx(Node):
                                f"gradients (expected {n}, got {len(result)})")
         out = []
         for gi, arg in zip(result, self.args):
-            if gi is None or not isinstance(arg, _t.Tensor):
+            if gi is None or not isinstance(arg, dispatch.Tensor):
                 out.append(None)
                 continue
-            if isinstance(gi, _t.Tensor) and gi._data.shape != arg._data.shape:
+            if isinstance(gi, dispatch.Tensor) and gi._data.shape != arg._data.shape:
                 raise RuntimeError(f"Function {type(self).__name__} returned an invalid gradient "
                                    f"at index {len(out)} - got {list(gi._data.shape)} but "
                                    f"expected shape compatible with {list(arg._data.shape)}")
-            out.append(gi if create else _t._raw(gi))
+            out.append(gi if create else raw_data(gi))
         return tuple(out)
 
 
@@ -150,13 +148,13 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def forward(ctx: FunctionCtx, *args: Any, **kwargs: Any) -> Any:
         raise UnsupportedFeatureError("You must implement the forward function for custom "
-                                  "autograd.Function.")
+                                      "autograd.Function.")
 
     @staticmethod
     def backward(ctx: FunctionCtx, *grad_outputs: Any) -> Any:
         raise UnsupportedFeatureError("You must implement either the backward or vjp method for "
-                                  "your custom autograd.Function to use it with backward "
-                                  "mode AD.")
+                                      "your custom autograd.Function to use it with backward "
+                                      "mode AD.")
 
     @classmethod
     def as_rule(cls):
@@ -186,9 +184,9 @@ def _new_ctx(cls: type, args: tuple, kwargs: dict) -> FunctionCtx:
     ctx.ans = None
     ctx.hooks = None
     ctx.vers = None
-    ctx.needs_input_grad = tuple(isinstance(a, _t.Tensor) and a._rg for a in args)
+    ctx.needs_input_grad = tuple(isinstance(a, dispatch.Tensor) and a._rg for a in args)
     ctx.edges = [(i, None, a.grad_fn or a) for i, a in enumerate(args)
-                 if isinstance(a, _t.Tensor) and a._rg]
+                 if isinstance(a, dispatch.Tensor) and a._rg]
     ctx.diff_args = tuple(range(len(args)))
     ctx.kwargs = kwargs
     return ctx
@@ -202,13 +200,13 @@ def _connect(cls: type, ctx: FunctionCtx, args: tuple, outputs: Any) -> Any:
     ids = {id(a) for a in args}
     tensors = []
     for out in outs:
-        if isinstance(out, _t.Tensor) and id(out) in ids:
+        if isinstance(out, dispatch.Tensor) and id(out) in ids:
             out = out.detach()  # an input returned as is: a new alias carries the history
         tensors.append(out)
-    ctx.ans = tuple(o._data if isinstance(o, _t.Tensor) else np.asarray(o) for o in tensors) \
+    ctx.ans = tuple(o._data if isinstance(o, dispatch.Tensor) else np.asarray(o) for o in tensors) \
         if not single else tensors[0]._data
     for i, out in enumerate(tensors):
-        if not isinstance(out, _t.Tensor) or id(outs[i]) in skip or \
+        if not isinstance(out, dispatch.Tensor) or id(outs[i]) in skip or \
                 out._data.dtype.kind not in "fc":
             continue
         if single:
@@ -248,15 +246,15 @@ def _register_rule(cls: type):
         n = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
 
     def forward_on_arrays(*args, **kwargs):
-        result = cls.apply(*[_t._wrap(np.asarray(a)) if isinstance(a, np.ndarray) else a
+        result = cls.apply(*[wrap(np.asarray(a)) if isinstance(a, np.ndarray) else a
                              for a in args], **kwargs)
-        return _t._raw(result) if not isinstance(result, tuple) else \
-            tuple(_t._raw(r) for r in result)
+        return raw_data(result) if not isinstance(result, tuple) else \
+            tuple(raw_data(r) for r in result)
 
     def vjp(g, ans, *args, **kwargs):
-        wrapped = [_t._wrap(np.asarray(a)) if isinstance(a, np.ndarray) else a for a in args]
+        wrapped = [wrap(np.asarray(a)) if isinstance(a, np.ndarray) else a for a in args]
         for w in wrapped:
-            if isinstance(w, _t.Tensor) and w._data.dtype.kind in "fc":
+            if isinstance(w, dispatch.Tensor) and w._data.dtype.kind in "fc":
                 w._rg = True
         ctx = _new_ctx(cls, tuple(wrapped), kwargs)
         prev = STATE.enabled

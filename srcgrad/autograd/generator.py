@@ -23,7 +23,7 @@ unseeded runs are reproducible.
 """
 from __future__ import annotations
 
-__all__ = ["Generator", "DEFAULT_SEED"]
+__all__ = ["Generator", "DEFAULT_SEED", "default_generator"]
 
 import math
 
@@ -135,3 +135,7 @@ def _box_muller_16(blocks: np.ndarray) -> None:
     theta = kind(2.0 * math.pi) * blocks[:, 8:]
     blocks[:, :8] = radius * np.cos(theta)
     blocks[:, 8:] = radius * np.sin(theta)
+
+
+default_generator = Generator()
+"""The generator of ``torch.rand``, ``torch.randn``, ``Tensor.uniform_``... (``manual_seed``)."""

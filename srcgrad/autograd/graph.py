@@ -15,7 +15,17 @@ __all__ = ["Node", "node_class", "AccumulateGrad", "RemovableHandle", "FREED_MES
 
 import itertools
 from typing import Any, Callable
+
 from ..errors import UnsupportedFeatureError
+
+# The facade's Tensor class, which this module sits below: handed over by dispatch.bind().
+_tensor_class: Any = None
+
+
+def bind(tensor_class: type) -> None:
+    """Called by ``dispatch.bind``: the class whose instances may be node arguments."""
+    global _tensor_class
+    _tensor_class = tensor_class
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -53,8 +63,6 @@ class Node:
     @property
     def next_functions(self) -> tuple:
         """``((node_or_AccumulateGrad_or_None, 0), ...)`` per input, as in PyTorch."""
-        from .._tensor import Tensor
-
         if self.args is None:  # freed: only the inputs that receive gradients are known
             return tuple((t if isinstance(t, Node) else AccumulateGrad(t), 0)
                          for _, _, t in self.edges)
@@ -64,7 +72,7 @@ class Node:
         for arg in self.args:
             items = arg if isinstance(arg, (list, tuple)) else (arg,)
             for item in items:
-                if isinstance(item, Tensor):
+                if isinstance(item, _tensor_class):
                     if item.grad_fn is not None:
                         out.append((item.grad_fn, 0))
                     elif item.requires_grad:

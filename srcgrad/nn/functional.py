@@ -17,8 +17,9 @@ import numpy as np
 
 from ..autograd.graph import node_class
 from ..autograd.ops import OPS
-from ..autograd.dispatch import _apply, _binary, _unary, _wrap
+from ..autograd.dispatch import apply, binary, unary, wrap
 from .._tensor import Tensor
+from ..autograd.dtypes import SCALAR_TYPE_NAMES, Size
 from ..errors import UnsupportedFeatureError
 
 _REDUCTIONS = ("mean", "sum", "none")
@@ -62,7 +63,7 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     if bias is None:
         return out
     name = "AddmmBackward0" if input.ndim == 2 else "ViewBackward0"
-    return _binary(OPS["add"], out, bias, node_class(name))
+    return binary(OPS["add"], out, bias, node_class(name))
 
 
 def _check_reduction(reduction: str) -> None:
@@ -83,14 +84,13 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     squared = (input - target) ** 2
     name = node_class("MseLossBackward0")
     if reduction == "mean":
-        return _apply(OPS["mean"], (squared,), cls=name)
+        return apply(OPS["mean"], (squared,), cls=name)
     if reduction == "sum":
-        return _apply(OPS["sum"], (squared,), cls=name)
+        return apply(OPS["sum"], (squared,), cls=name)
     return squared
 
 
 def _size(t: Any):
-    from .._tensor import Size
     return Size(np.shape(t._data if isinstance(t, Tensor) else t))
 
 
@@ -118,14 +118,14 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,
     w = np.ones(n_classes, rows._data.dtype) if weight is None else \
         (weight._data if isinstance(weight, Tensor) else np.asarray(weight))
     coef = (w[safe] * keep).astype(rows._data.dtype)
-    losses = picked * _wrap(coef)
+    losses = picked * wrap(coef)
     name = node_class("NllLossBackward0")
     if reduction == "none":
-        return _unary(OPS["neg"], losses.reshape(t.shape), name)
+        return unary(OPS["neg"], losses.reshape(t.shape), name)
     total = losses.sum()
     if reduction == "sum":
-        return _unary(OPS["neg"], total, name)
-    return _binary(OPS["div"], _unary(OPS["neg"], total), float(coef.sum()), name)
+        return unary(OPS["neg"], total, name)
+    return binary(OPS["div"], unary(OPS["neg"], total), float(coef.sum()), name)
 
 
 def _classes_last(input: Tensor) -> Tensor:
@@ -135,8 +135,7 @@ def _classes_last(input: Tensor) -> Tensor:
 
 
 def _scalar_name(dt: np.dtype) -> str:
-    from .._tensor import _SCALAR_TYPE_NAMES
-    return _SCALAR_TYPE_NAMES.get(dt.name, dt.name)
+    return SCALAR_TYPE_NAMES.get(dt.name, dt.name)
 
 
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,

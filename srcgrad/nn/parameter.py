@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .._tensor import Tensor, _make, tensor_from_data
+from .._tensor import Tensor, tensor_from_data
+from ..autograd.tensor_data import make_leaf
 
 
 class Parameter(Tensor):
@@ -18,7 +19,7 @@ class Parameter(Tensor):
     def __new__(cls, data: Any = None, requires_grad: bool = True):
         raw = np.zeros((0,), np.float32) if data is None else \
             (data._data if isinstance(data, Tensor) else tensor_from_data(data))
-        return _make(raw, requires_grad, cls)
+        return make_leaf(raw, requires_grad, cls)
 
     def __init__(self, data: Any = None, requires_grad: bool = True):
         pass
