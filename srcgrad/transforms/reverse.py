@@ -29,6 +29,7 @@ from ..errors import (InternalError, MissingRuleError, UnsupportedFeatureError)
 from ..rules import lookup
 from . import astutil as A
 from . import inline
+from .adjoint_facts import ReverseFacts, analyze, hands_lazy_items
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
 from .desugar import regroup_contexts
@@ -68,10 +69,12 @@ class _State:
 
 
 class ReverseGenerator:
-    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls):
+    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls,
+                 facts: ReverseFacts):
         self.tree = tree
         self.ctx = ctx
         self.user_calls = user_calls  # id(call) -> Adjoint of the callee
+        self.facts = facts
         namer = ctx.namer
         self.tape = namer.unique("_tape")
         self.saved_name = namer.unique("_saved")
@@ -82,12 +85,6 @@ class ReverseGenerator:
         self.final = False  # first pass: emit every pop and learn what is needed
         self.recorded: set[int] = set()  # ids of ifs/loops whose backward is not empty
         self.filename = os.path.basename(ctx.src.filename)
-        self.in_loop: set[int] = set()  # ids of statements inside a loop
-        self.nested: set[int] = set()  # ids of statements inside a branch or loop
-        self.overwritten, self.pushes, self.none_init = self._overwrites()
-        self.shape_root = _shape_roots(tree, ctx)
-        self.sequences = self._sequence_names()
-        self.numeric = self._numeric_names() - self.sequences
         # primal names the backward sweep reads only for their shape: saved as stand-ins
         self.shape_only: frozenset[str] = frozenset()
         # pops restoring an overwritten value: id(pop) -> (pop, key); keys of the dead ones,
@@ -99,137 +96,6 @@ class ReverseGenerator:
                 self.cond_names[id(node)] = ctx.namer.fresh("_c")
             elif isinstance(node, (gast.For, gast.While)):
                 self.count_names[id(node)] = ctx.namer.fresh("_n")
-
-    # -- analyses --------------------------------------------------------------------------
-    def _overwrites(self):
-        """Names assigned more than once or in a loop; assignments that must push the old
-        value; names to pre-bind to None because their first assignment may not run."""
-        count: dict[str, int] = {p: 1 for p in self.ctx.params}
-        in_loop: set[str] = set()
-        first_top: set[int] = set()
-        first_nested: set[str] = set()
-        seen: set[str] = set(self.ctx.params)
-
-        outermost: dict[int, gast.stmt] = {}  # statement id -> outermost enclosing loop
-
-        def walk(stmts, depth, looping, outer=None):
-            for s in stmts:
-                if looping:
-                    self.in_loop.add(id(s))
-                    outermost[id(s)] = outer
-                if depth:
-                    self.nested.add(id(s))
-                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                    v = s.targets[0].id
-                    count[v] = count.get(v, 0) + 1
-                    if looping:
-                        in_loop.add(v)
-                    if v not in seen:
-                        seen.add(v)
-                        if depth == 0:
-                            first_top.add(id(s))
-                        else:
-                            first_nested.add(v)
-                elif isinstance(s, (gast.For, gast.While)):
-                    if isinstance(s, gast.For) and s.target.id not in seen:
-                        seen.add(s.target.id)
-                        first_nested.add(s.target.id)  # unbound if the loop never runs
-                    walk(s.body, depth + 1, True, outer or s)
-                    walk(s.orelse, depth + 1, looping, outer)
-                elif isinstance(s, gast.If):
-                    walk(s.body, depth + 1, looping, outer)
-                    walk(s.orelse, depth + 1, looping, outer)
-
-        walk(self.tree.body, 0, False)
-        overwritten = {v for v, n in count.items() if n > 1} | in_loop
-        pushes = set()
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                v = node.targets[0].id
-                if v in overwritten and id(node) not in first_top and not (
-                        count[v] == 1 and self._loop_invariant(node, outermost.get(id(node)))):
-                    pushes.add(id(node))
-        self.maybe_unbound = first_nested
-        return overwritten, pushes, first_nested & overwritten
-
-    def _loop_invariant(self, s, loop) -> bool:
-        """Whether ``s`` computes the same value in every iteration of its loops: a pure
-        operation on names no enclosing loop assigns. Its one assignment then needs no
-        saving: every backward iteration reads the same value."""
-        if loop is None:
-            return False
-        value = s.value
-        if isinstance(value, gast.Call):
-            r = self.ctx.resolved.get(id(value))
-            if r is None or r.kind not in ("rule", "method"):
-                return False
-        elif not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant,
-                                    gast.Attribute, gast.Subscript)):
-            return False
-        if any(isinstance(n, (gast.Call, gast.Lambda)) and n is not value
-               for n in gast.walk(value)):
-            return False
-        assigned = {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)
-                    and isinstance(n.ctx, gast.Store)}
-        return not (A.names_read(value) & assigned)
-
-    def _sequence_names(self) -> set[str]:
-        """Names every definition of which is a tuple or list (so ``+`` concatenates)."""
-        defs: dict[str, list] = {}
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                defs.setdefault(node.targets[0].id, []).append(node.value)
-        seqs: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, values in defs.items():
-                if name not in seqs and all(self._is_sequence(v, seqs) for v in values):
-                    seqs.add(name)
-                    changed = True
-        return seqs
-
-    def _is_sequence(self, value, seqs) -> bool:
-        if isinstance(value, (gast.Tuple, gast.List)):
-            return True
-        if isinstance(value, gast.Name):
-            return value.id in seqs
-        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
-            return any(isinstance(o, gast.Name) and o.id in seqs
-                       for o in (value.left, value.right))
-        if isinstance(value, gast.Call):
-            r = self.ctx.resolved.get(id(value))
-            return r is not None and r.obj in (runtime.list_append, runtime.list_extend,
-                                               runtime.list_insert, runtime.list_delete,
-                                               runtime.as_list, runtime.as_tuple)
-        return False
-
-    def _numeric_names(self) -> set[str]:
-        """Names every definition of which is arithmetic or a rule call: plain ``+`` is a
-        valid accumulation for their adjoints (others go through ``_rt.add``)."""
-        kinds: dict[str, bool] = {}
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                v = node.value
-                numeric = isinstance(v, (gast.BinOp, gast.UnaryOp)) or (
-                    isinstance(v, gast.Call)
-                    and self.ctx.resolved.get(id(v)) is not None
-                    and self.ctx.resolved[id(v)].kind in ("rule", "method")
-                    # the runtime's adjoint helpers (unbroadcast, part...) with rules also
-                    # pass lists and dicts through: generated sweeps differentiated again
-                    and getattr(self.ctx.resolved[id(v)].obj, "__module__", None)
-                    != runtime.__name__)
-                name = node.targets[0].id
-                kinds[name] = kinds.get(name, True) and numeric
-        numeric = {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
-        # an operand of arithmetic is a number or an array (the rules assume so anyway)
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
-                numeric |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
-            elif isinstance(node, gast.UnaryOp):
-                if isinstance(node.operand, gast.Name):
-                    numeric.add(node.operand.id)
-        return numeric
 
     # -- helpers ---------------------------------------------------------------------------
     def adj(self, name: str) -> str:
@@ -252,7 +118,7 @@ class ReverseGenerator:
             state.written(b)
             return A.assign(b, contribution, at=at)
         state.maybe.discard(b)  # 0.0 + c is c
-        if name in self.numeric:
+        if name in self.facts.numeric:
             value = gast.BinOp(left=A.load(b), op=gast.Add(), right=contribution)
         else:
             value = A.call(A.attr(self.ctx.rt, "add"), A.load(b), contribution)
@@ -351,10 +217,10 @@ class ReverseGenerator:
 
     def pop_restore(self, s) -> list:
         out = []
-        if id(s) in self.call_saves and id(s) in self.in_loop:
+        if id(s) in self.call_saves and id(s) in self.facts.in_loop:
             out.append(A.assign(self.call_saves[id(s)], A.call(A.attr(self.tape, "pop")),
                                 at=s))
-        if id(s) in self.pushes and self.is_needed(s.targets[0].id):
+        if self.facts.pushes_value(s) and self.is_needed(s.targets[0].id):
             pop = A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s)
             self.restore_pops[id(pop)] = (pop, ("assign", id(s)))
             out.append(pop)
@@ -420,7 +286,7 @@ class ReverseGenerator:
         if isinstance(value, gast.BinOp):
             fn = BINOPS[type(value.op)]
             if isinstance(value.op, gast.Add) and (value.left.id if isinstance(
-                    value.left, gast.Name) else None) in self.sequences:
+                    value.left, gast.Name) else None) in self.facts.sequences:
                 fn = runtime.seq_concat
             return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
         if isinstance(value, gast.UnaryOp):
@@ -568,16 +434,14 @@ class ReverseGenerator:
                     _number(o) is not None for o in operands if o is not a)):
                 exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
-            # the runtime's container helpers (list_append, element, setitem...) hand an item
-            # nobody read the lazy zero
-            add = self.accumulate_item if rule.name.startswith("runtime.") else self.accumulate
+            add = self.accumulate_item if hands_lazy_items(rule) else self.accumulate
             out.append(add(a.id, exprs[k], state, s))
         return out
 
     def same_shapes(self, args) -> bool:
         """Whether every name among ``args`` has, by construction, the same shape (so an
         elementwise operation on them broadcasts nothing)."""
-        roots = {self.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
+        roots = {self.facts.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
         others = [a for a in args if not isinstance(a, gast.Name) and _number(a) is None]
         return len(roots) == 1 and None not in roots and not others
 
@@ -723,10 +587,10 @@ class ReverseGenerator:
     def forward_stmt(self, s) -> list:
         if isinstance(s, gast.Assign):
             out = []
-            if id(s) in self.pushes and s.targets[0].id in self.needed \
+            if self.facts.pushes_value(s) and s.targets[0].id in self.needed \
                     and ("assign", id(s)) not in self.pruned:
                 out.append(self.push(s.targets[0].id, s))
-            if id(s) in self.call_saves and id(s) in self.in_loop:
+            if id(s) in self.call_saves and id(s) in self.facts.in_loop:
                 out.append(self.push(self.call_saves[id(s)], s))
             if id(s) in self.call_saves:
                 new_call = self.forward_call(s.value)
@@ -830,7 +694,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, (gast.Name, gast.Constant))):
         raise InternalError("reverse", "the body does not end with 'return name'")
     body = tree.body[:-1]
-    gen = ReverseGenerator(tree, ctx, user_calls)
+    gen = ReverseGenerator(tree, ctx, user_calls, analyze(tree, ctx))
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
                 and id(node.value) in user_calls:
@@ -873,9 +737,10 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if uses_tape:
         fwd_body.append(A.assign(gen.tape, A.call(A.attr(rt, "Tape"))))
     # names the forward sweep saves or pushes before a first assignment that may not run
-    nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in gen.nested}
-    unbound = ((gen.none_init & gen.needed) | gen.maybe_unbound | nested_saves) \
-        & (set(saved) | (gen.none_init & gen.needed) | nested_saves)
+    facts = gen.facts
+    nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in facts.nested}
+    unbound = ((facts.none_init & gen.needed) | facts.maybe_unbound | nested_saves) \
+        & (set(saved) | (facts.none_init & gen.needed) | nested_saves)
     for v in sorted(unbound - set(ctx.params), key=_natural):
         fwd_body.append(A.assign(v, A.const(None)))
     fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
@@ -956,59 +821,6 @@ def _factory(ctx: Context, functions, returned) -> gast.Module:
 def _elementwise(fn) -> bool:
     """Operators and numpy ufuncs: their result has the broadcast shape of their operands."""
     return fn in BINOPS.values() or fn in UNARYOPS.values() or isinstance(fn, np.ufunc)
-
-
-def _shape_roots(tree, ctx: Context) -> dict[str, str]:
-    """For each name, a name whose shape it always has (itself when nothing better is
-    known): copies, unary elementwise operations, and elementwise operations with
-    constants or with operands of one shape keep their operand's shape. Every definition
-    of a name must agree, so a name assigned in a loop gets a root only if each
-    iteration's value has that same shape."""
-    defs: dict[str, list] = {p: [None] for p in ctx.params}
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            defs.setdefault(node.targets[0].id, []).append(node.value)
-        elif isinstance(node, gast.For):
-            defs.setdefault(node.target.id, []).append(None)
-    root = {name: name for name in defs}
-
-    def root_of(value):
-        if value is None:
-            return None
-        if isinstance(value, gast.Name):
-            return root.get(value.id)
-        operands = None
-        if isinstance(value, gast.UnaryOp) and not isinstance(value.op, gast.Not):
-            operands = [value.operand]
-        elif isinstance(value, gast.BinOp) and not isinstance(value.op, gast.MatMult):
-            operands = [value.left, value.right]
-        elif isinstance(value, gast.Call) and not value.keywords:
-            r = ctx.resolved.get(id(value))
-            if r is not None and r.kind == "rule" and isinstance(r.obj, np.ufunc) \
-                    and r.obj.nin == len(value.args) and r.obj.nout == 1:
-                operands = list(value.args)
-        if operands is None:
-            return None
-        roots = {root.get(o.id) for o in operands if isinstance(o, gast.Name)}
-        if any(not isinstance(o, (gast.Name, gast.Constant)) for o in operands) \
-                or any(isinstance(o, gast.Constant) and not isinstance(o.value, (int, float))
-                       for o in operands):
-            return None
-        return roots.pop() if len(roots) == 1 and None not in roots else None
-
-    changed = True
-    while changed:
-        changed = False
-        for name, values in defs.items():
-            if None in values:  # a parameter or loop target: its own root
-                continue
-            candidates = {root_of(v) for v in values}
-            new = candidates.pop() if len(candidates) == 1 and None not in candidates \
-                else name
-            if root[name] != new:
-                root[name] = new
-                changed = True
-    return root
 
 
 def _natural(name: str):
