@@ -11,6 +11,11 @@ decisions and loop trip counts are pushed after the statement and popped before 
 Adjoints: ``bx`` for ``x``. An adjoint known to be zero is never materialized: its first
 contribution is assigned, later ones added; ``0.0`` stands for zero where control flow merges.
 
+Generation reads the facts of adjoint_facts.py (overwrites, loop invariants, shape roots,
+and the adjoints known to be zero at the top of each backward loop, a dataflow fixed point)
+and emits the backward sweep once; ``finish`` then drops the restores of values the whole
+sweep never reads, and the ifs and loops that leaves with nothing to do (issue 14).
+
 Lean code (issue 11), each step a pass of its own run on the generated sweeps: copies
 propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
@@ -18,54 +23,36 @@ stand-ins (shape_reads.py), temporaries deleted after their last use (release.py
 """
 from __future__ import annotations
 
-import copy
 import os
 
 import gast
 import numpy as np
 
 from .. import codegen, runtime
-from ..errors import (InternalError, MissingRuleError, UnsupportedFeatureError)
+from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
+from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
-from . import inline
-from .adjoint_facts import ReverseFacts, analyze, hands_lazy_items
+from .adjoint_facts import (
+    AdjointSets,
+    AdjointState,
+    ReverseFacts,
+    analyze,
+    hands_lazy_items,
+    join,
+)
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
-from .desugar import regroup_contexts
-from .context import Context, DynamicCall
-from . import adjoint_tape_op, is_tape_op
-from .resolve import BINOPS, UNARYOPS
 from .combine import combine_contributions
+from .context import Context, DynamicCall
 from .copies import propagate_copies
+from .desugar import regroup_contexts
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
+from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
 
 ZERO = A.const(0.0)
-
-
-class _State:
-    """What generation tracks through the backward sweep about adjoints: those known to be
-    zero (never materialized), and those that may hold the lazy zero ``0.0`` at run time
-    (where control flow merged a path that did not touch them)."""
-
-    def __init__(self, zero: set[str], maybe: set[str] = frozenset()):
-        self.zero = set(zero)
-        self.maybe = set(maybe) - self.zero
-
-    def copy(self) -> "_State":
-        return _State(self.zero, self.maybe)
-
-    def written(self, b: str) -> None:
-        """``b`` now holds a real value."""
-        self.zero.discard(b)
-        self.maybe.discard(b)
-
-    def reset(self, names) -> None:
-        """``names`` were set to the lazy zero on some path."""
-        self.zero -= set(names)
-        self.maybe |= set(names)
 
 
 class ReverseGenerator:
@@ -82,7 +69,6 @@ class ReverseGenerator:
         self.count_names: dict[int, str] = {}  # id(loop) -> trip count name
         self.call_saves: dict[int, str] = {}  # id(Assign of a user call) -> callee's saved
         self.needed: set[str] = set()  # primal names the backward sweep reads
-        self.final = False  # first pass: emit every pop and learn what is needed
         self.recorded: set[int] = set()  # ids of ifs/loops whose backward is not empty
         self.filename = os.path.basename(ctx.src.filename)
         # primal names the backward sweep reads only for their shape: saved as stand-ins
@@ -91,7 +77,15 @@ class ReverseGenerator:
         # whose pushes the forward sweep omits
         self.restore_pops: dict[int, tuple] = {}
         self.pruned: set = set()
-        for node in gast.walk(tree):  # names for decisions, fixed before any dry run
+        # What emission leaves to ``finish``, which knows what the whole sweep reads:
+        # id(pop) -> (pop, name) of each restore, kept only if the sweep reads the name;
+        # id(code) -> (code, user statement) of the code each statement emitted (comments);
+        # id(node) -> (node, statement, statements before it, optional) of each backward if
+        # or loop, dropped with those statements when optional and left empty
+        self.restores: dict[int, tuple[gast.stmt, str]] = {}
+        self.origin: dict[int, tuple] = {}
+        self.constructs: dict[int, tuple] = {}
+        for node in gast.walk(tree):  # names for decisions
             if isinstance(node, gast.If):
                 self.cond_names[id(node)] = ctx.namer.fresh("_c")
             elif isinstance(node, (gast.For, gast.While)):
@@ -109,10 +103,7 @@ class ReverseGenerator:
         self.needed |= A.names_read(node)
         return node
 
-    def is_needed(self, name: str) -> bool:
-        return not self.final or name in self.needed
-
-    def accumulate(self, name: str, contribution, state: _State, at) -> gast.stmt:
+    def accumulate(self, name: str, contribution, state: AdjointSets, at) -> gast.stmt:
         b = self.adj(name)
         if b in state.zero:
             state.written(b)
@@ -124,7 +115,7 @@ class ReverseGenerator:
             value = A.call(A.attr(self.ctx.rt, "add"), A.load(b), contribution)
         return A.assign(b, value, at=at)
 
-    def accumulate_item(self, name: str, contribution, state: _State, at) -> gast.stmt:
+    def accumulate_item(self, name: str, contribution, state: AdjointSets, at) -> gast.stmt:
         """``accumulate`` of an item's adjoint read out of a container's: an item nobody
         read has the lazy zero there, so a first write may be zero at run time (rules that
         need an array then run only when it is not)."""
@@ -139,23 +130,58 @@ class ReverseGenerator:
                                f"{self.ctx.src.text_of(node)}")
 
     # -- backward sweep --------------------------------------------------------------------
-    def backward_block(self, stmts, state: _State) -> list:
+    def backward_block(self, stmts, state: AdjointSets) -> list:
+        """The adjoints of ``stmts`` in reverse order, each piece of code tagged with the
+        statement it comes from (``finish`` then drops what the sweep does not need)."""
         out = []
-        last_line = None
         for s in reversed(stmts):
             code = self.backward_stmt(s, state)
-            if code:
-                line = getattr(s, "lineno", None)
-                if line is not None and line != last_line and not isinstance(
-                        s, (gast.If, gast.For, gast.While)):
-                    code.insert(0, self.comment_for(s))
-                    last_line = line
-                elif isinstance(s, (gast.If, gast.For, gast.While)):
-                    last_line = None
-                out.extend(code)
+            for c in code:
+                self.origin[id(c)] = (c, s)
+            out.extend(code)
         return out
 
-    def backward_stmt(self, s, state: _State) -> list:
+    def finish(self, code: list) -> list:
+        """``code`` without the restores of values the sweep never reads, nor the ifs and
+        loops left with nothing to do, with a comment pointing at the user's line before
+        the code of each statement, and the backward loops' counters named."""
+        kept = []
+        for c in code:
+            if id(c) in self.restores and self.restores[id(c)][1] not in self.needed:
+                continue
+            if id(c) in self.constructs:
+                node, s, before, optional = self.constructs[id(c)]
+                node.body, node.orelse = self.finish(node.body), self.finish(node.orelse)
+                if optional and not node.body and not node.orelse:
+                    kept = [k for k in kept if not any(k is b for b in before)]
+                    continue
+                self.recorded.add(id(s))
+                node.body = node.body or [gast.Pass()]
+                if isinstance(node, gast.For):  # (named in the order the loops are kept)
+                    node.target.id = self.ctx.namer.fresh("_k")
+            kept.append(c)
+        return self.with_comments(kept)
+
+    def with_comments(self, code: list) -> list:
+        """``code`` with ``# file:line  text`` before the code of each user statement (once
+        per line: anf splits one line into several statements)."""
+        out = []
+        last_line = current = None
+        for c in code:
+            origin = self.origin.get(id(c))
+            s = origin[1] if origin is not None and origin[0] is c else None
+            if s is not None and s is not current:  # the first piece of a statement's code
+                current = s
+                line = getattr(s, "lineno", None)
+                if isinstance(s, (gast.If, gast.For, gast.While)):
+                    last_line = None
+                elif line is not None and line != last_line:
+                    out.append(self.comment_for(s))
+                    last_line = line
+            out.append(c)
+        return out
+
+    def backward_stmt(self, s, state: AdjointSets) -> list:
         if isinstance(s, gast.Assign):
             return self.backward_assign(s, state)
         if isinstance(s, gast.If):
@@ -172,7 +198,7 @@ class ReverseGenerator:
     # Tapes of generated sweeps transformed again (higher derivatives): the adjoint of a tape
     # is a tape of adjoints. A pop's adjoint pushes, a push's adjoint pops: the backward sweep
     # of the sweep that popped runs before that of the sweep that pushed, in the same order.
-    def backward_tape_push(self, s, state: _State) -> list:
+    def backward_tape_push(self, s, state: AdjointSets) -> list:
         tape, item = s.value.func.value, s.value.args[0]
         bt = self.adj(tape.id)
         if tape.id not in self.ctx.active or bt in state.zero:
@@ -182,7 +208,7 @@ class ReverseGenerator:
             return [self.accumulate(item.id, popped, state, s)]
         return [A.expr_stmt(popped, at=s)]
 
-    def backward_tape_pop(self, s, state: _State, tape=None) -> list:
+    def backward_tape_pop(self, s, state: AdjointSets, tape=None) -> list:
         """``v = t.pop()`` (or ``v = _rt.adjoint_pop(t)``, or that pop as a statement): push
         ``v``'s adjoint (zero included, so the stacks stay aligned) on ``t``'s adjoint."""
         tape = s.value.func.value if tape is None else tape
@@ -192,12 +218,11 @@ class ReverseGenerator:
         acc = A.const(0.0) if bt in state.zero else A.load(bt)
         state.written(bt)
         if v in self.ctx.active:
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         push = A.call(A.attr(self.ctx.rt, "adjoint_push"), acc, g)
         return [A.assign(bt, push, at=s)] + (self.pop_restore(s) if v else [])
 
-    def backward_adjoint_push(self, s, state: _State) -> list:
+    def backward_adjoint_push(self, s, state: AdjointSets) -> list:
         """``t = _rt.adjoint_push(t, g)`` (a backward sweep differentiated again): like a
         push, ``g``'s adjoint pops from ``t``'s adjoint, which stays the same stack."""
         target, (tape, item) = s.targets[0].id, s.value.args
@@ -211,8 +236,7 @@ class ReverseGenerator:
             if self.is_active(tape) and bt not in state.zero:
                 # the same stack under another name (normalization's temporary)
                 out.append(self.accumulate(tape.id, A.load(bt), state, s))
-            state.zero.add(bt)  # a new stack: its adjoint starts here
-            state.maybe.discard(bt)
+            state.zeroed(bt)  # a new stack: its adjoint starts here
         return out + self.pop_restore(s)
 
     def pop_restore(self, s) -> list:
@@ -220,13 +244,18 @@ class ReverseGenerator:
         if id(s) in self.call_saves and id(s) in self.facts.in_loop:
             out.append(A.assign(self.call_saves[id(s)], A.call(A.attr(self.tape, "pop")),
                                 at=s))
-        if self.facts.pushes_value(s) and self.is_needed(s.targets[0].id):
-            pop = A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s)
-            self.restore_pops[id(pop)] = (pop, ("assign", id(s)))
-            out.append(pop)
+        if self.facts.pushes_value(s):
+            out.append(self.restore(s.targets[0].id, s, ("assign", id(s))))
         return out
 
-    def backward_assign(self, s, state: _State) -> list:
+    def restore(self, name: str, s, key) -> gast.stmt:
+        """``name = _tape.pop()``, which ``finish`` keeps only if the sweep reads ``name``."""
+        pop = A.assign(name, A.call(A.attr(self.tape, "pop")), at=s)
+        self.restore_pops[id(pop)] = (pop, key)
+        self.restores[id(pop)] = (pop, name)
+        return pop
+
+    def backward_assign(self, s, state: AdjointSets) -> list:
         target = s.targets[0]
         if not isinstance(target, gast.Name):
             if not A.names_read(s) & self.ctx.active:
@@ -246,8 +275,7 @@ class ReverseGenerator:
             # a value that carries no gradient (v = np.sin(np.cos(1.0)), left nested by the
             # anf pass): nothing flows back, and v's adjoint is zero before it
             b = self.adj(v)
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         elif v in self.ctx.active:
             _check_normalized(s, v, self.ctx)
             b = self.adj(v)
@@ -257,11 +285,10 @@ class ReverseGenerator:
                 out += self.guarded_contributions(s, v, b, state)
             else:
                 out += self.contributions(s, v, state)
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         return out + self.pop_restore(s)
 
-    def guarded_contributions(self, s, v: str, b: str, state: _State) -> list:
+    def guarded_contributions(self, s, v: str, b: str, state: AdjointSets) -> list:
         """Contributions of an adjoint that may be the lazy zero at run time: they run only
         when it is not (rules such as matmul's need an array), and the adjoints they would
         have assigned first are the lazy zero otherwise."""
@@ -277,7 +304,7 @@ class ReverseGenerator:
         state.reset(assigned)
         return [node]
 
-    def contributions(self, s, v: str, state: _State) -> list:
+    def contributions(self, s, v: str, state: AdjointSets) -> list:
         """Statements adding the adjoint of ``v = value`` into its operands' adjoints."""
         value, bv = s.value, A.load(self.adj(v))
         ctx = self.ctx
@@ -501,60 +528,49 @@ class ReverseGenerator:
         return gast.Call(func=fwd, args=list(call.args), keywords=call.keywords)
 
     # -- control flow ----------------------------------------------------------------------
-    def backward_if(self, s, state: _State) -> list:
+    def backward_if(self, s, state: AdjointSets) -> list:
         cond = self.cond_names[id(s)]
         body_state, else_state = state.copy(), state.copy()
         body = self.backward_block(s.body, body_state)
         orelse = self.backward_block(s.orelse, else_state)
-        if not body and not orelse and body_state.zero == else_state.zero \
-                and body_state.maybe == else_state.maybe:
-            state.zero, state.maybe = body_state.zero, body_state.maybe
-            return []  # (a branch that zeroes an adjoint, x = <no gradient>, needs the if)
-        self.recorded.add(id(s))
-        join = body_state.zero & else_state.zero
-        body += _reset(body_state.zero - join, s)
-        orelse += _reset(else_state.zero - join, s)
-        state.zero = join
-        state.maybe = (body_state.maybe | else_state.maybe
-                       | (body_state.zero - join) | (else_state.zero - join)) - join
-        node = gast.If(test=A.load(cond), body=body or [gast.Pass()], orelse=orelse)
+        # (a branch that zeroes an adjoint, x = <no gradient>, needs the if even if empty)
+        optional = body_state.zero == else_state.zero and body_state.maybe == else_state.maybe
+        state.zero, state.maybe = join(body_state, else_state)
+        body += _reset(body_state.zero - state.zero, s)
+        orelse += _reset(else_state.zero - state.zero, s)
+        node = A.located(gast.If(test=A.load(cond), body=body, orelse=orelse), s)
         pop = A.assign(cond, A.call(A.attr(self.tape, "pop")), at=s)
-        return [pop, A.located(node, s)]
+        self.constructs[id(node)] = (node, s, [pop], optional)
+        return [pop, node]
 
-    def backward_loop(self, s, state: _State) -> list:
-        namer = self.ctx.namer
+    def backward_loop(self, s, state: AdjointSets) -> list:
         count = self.count_names[id(s)]
         target_pop = []
-        if isinstance(s, gast.For) and self.is_needed(s.target.id):
-            target_pop = [A.assign(s.target.id, A.call(A.attr(self.tape, "pop")), at=s)]
-            self.restore_pops[id(target_pop[0])] = (target_pop[0], ("target", id(s)))
-        # fixed point of what is known at the top of the backward body: zero there only if
-        # zero on entering and after every iteration; maybe zero if reset on some path
-        entry = state.copy()
-        snapshot = _snapshot(namer, self)
-        while True:
-            trial = entry.copy()
-            self.backward_block(s.body, trial)
-            _restore(namer, self, snapshot)
-            zero = entry.zero & trial.zero
-            maybe = (entry.maybe | trial.maybe | (entry.zero - zero)
-                     | (trial.zero - entry.zero)) - zero
-            if zero == entry.zero and maybe == entry.maybe:
-                break
-            entry = _State(zero, maybe)
+        if isinstance(s, gast.For):
+            target_pop = [self.restore(s.target.id, s, ("target", id(s)))]
+        # what is known at the top of the backward body: zero there only if zero on entering
+        # and after every iteration; maybe zero if reset on some path
+        entry = self.adjoint_state(self.facts.loop_top(s))
         body_state = entry.copy()
         body = self.backward_block(s.body, body_state)
-        if not body and not target_pop and not body_state.zero - entry.zero:
-            return []  # (an adjoint the body zeroes, x = <no gradient>, needs the loop still)
-        self.recorded.add(id(s))
-        body = target_pop + body + _reset(body_state.zero - entry.zero, s)
+        if join(entry, body_state) != (entry.zero, entry.maybe) or not (
+                entry.zero <= state.zero and state.maybe <= entry.maybe):
+            raise InternalError("reverse", "the zero adjoints found at the top of a loop do "
+                                "not hold for the code generated", self.ctx.location(s))
+        resets = _reset(body_state.zero - entry.zero, s)
         materialize = _reset(state.zero - entry.zero, s)
         state.zero, state.maybe = set(entry.zero), set(entry.maybe)
-        loop_var = namer.fresh("_k")
-        loop = gast.For(target=A.store(loop_var), iter=A.call("range", A.load(count)),
-                        body=body or [gast.Pass()], orelse=[], type_comment=None)
+        # (an adjoint the body zeroes, x = <no gradient>, needs the loop even if empty)
+        loop = gast.For(target=A.store("_k"), iter=A.call("range", A.load(count)),
+                        body=target_pop + body + resets, orelse=[], type_comment=None)
+        loop = A.located(loop, s)
         pop = A.assign(count, A.call(A.attr(self.tape, "pop")), at=s)
-        return [pop] + materialize + [A.located(loop, s)]
+        self.constructs[id(loop)] = (loop, s, [pop] + materialize, not resets)
+        return [pop] + materialize + [loop]
+
+    def adjoint_state(self, facts: AdjointState) -> AdjointSets:
+        """The state of ``facts`` (primal names) over adjoint names."""
+        return AdjointSets({self.adj(n) for n in facts.zero}, {self.adj(n) for n in facts.maybe})
 
     def counted_by_range(self, s, body) -> bool:
         """A ``for`` over ``range`` of names and constants, with no ``break`` of its own."""
@@ -669,17 +685,6 @@ def _reset(names, at) -> list:
     return [A.assign(b, A.const(0.0), at=at) for b in sorted(names)]
 
 
-def _snapshot(namer, gen):
-    return (dict(namer.counters), set(namer.taken), dict(namer.adjoints),
-            dict(gen.ctx.helpers), copy.copy(gen.needed))
-
-
-def _restore(namer, gen, snap):
-    namer.counters, namer.taken, namer.adjoints = dict(snap[0]), set(snap[1]), dict(snap[2])
-    gen.ctx.helpers = dict(snap[3])
-    gen.needed = copy.copy(snap[4])
-
-
 def _primal_names(tree, ctx: Context) -> set[str]:
     names = set(ctx.params)
     for node in gast.walk(tree):
@@ -694,7 +699,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, (gast.Name, gast.Constant))):
         raise InternalError("reverse", "the body does not end with 'return name'")
     body = tree.body[:-1]
-    gen = ReverseGenerator(tree, ctx, user_calls, analyze(tree, ctx))
+    gen = ReverseGenerator(tree, ctx, user_calls, analyze(tree, ctx, user_calls))
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
                 and id(node.value) in user_calls:
@@ -703,14 +708,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     seed = ctx.namer.adjoint(result) if result else ctx.namer.unique("b_result")
     all_adjoints = {ctx.namer.adjoint(v) for v in sorted(ctx.active | set(ctx.wrt_names))}
 
-    # pass 1 learns which primal values the backward sweep reads; pass 2 emits the code
-    snap = _snapshot(ctx.namer, gen)
-    gen.backward_block(body, _State(all_adjoints - {seed}))
-    needed = gen.needed
-    _restore(ctx.namer, gen, snap)
-    gen.needed, gen.final, gen.recorded = needed, True, set()
-    state = _State(all_adjoints - {seed})
-    backward = simplify(gen.backward_block(body, state))
+    state = AdjointSets(all_adjoints - {seed})
+    backward = gen.backward_block(body, state)
+    end = gen.adjoint_state(gen.facts.end)
+    if (state.zero, state.maybe) != (end.zero, end.maybe):
+        raise InternalError("reverse", "the zero adjoints found for the backward sweep do "
+                                       "not hold for the code generated")
+    backward = simplify(gen.finish(backward))
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
     backward = _prune_restores(gen, backward, body)
