@@ -11,6 +11,11 @@ decisions and loop trip counts are pushed after the statement and popped before 
 Adjoints: ``bx`` for ``x``. An adjoint known to be zero is never materialized: its first
 contribution is assigned, later ones added; ``0.0`` stands for zero where control flow merges.
 
+Generation reads the facts of adjoint_facts.py (overwrites, loop invariants, shape roots,
+and the adjoints known to be zero at the top of each backward loop, a dataflow fixed point)
+and emits the backward sweep once; ``finish`` then drops the restores of values the whole
+sweep never reads, and the ifs and loops that leaves with nothing to do (issue 14).
+
 Lean code (issue 11), each step a pass of its own run on the generated sweeps: copies
 propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
@@ -18,60 +23,45 @@ stand-ins (shape_reads.py), temporaries deleted after their last use (release.py
 """
 from __future__ import annotations
 
-import copy
 import os
 
 import gast
 import numpy as np
 
 from .. import codegen, runtime
-from ..errors import (InternalError, MissingRuleError, UnsupportedFeatureError)
+from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
+from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
-from . import inline
+from .adjoint_facts import (
+    AdjointSets,
+    AdjointState,
+    ReverseFacts,
+    analyze,
+    hands_lazy_items,
+    join,
+)
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import _number, simplify
-from .desugar import regroup_contexts
-from .context import Context, DynamicCall
-from . import adjoint_tape_op, is_tape_op
-from .resolve import BINOPS, UNARYOPS
 from .combine import combine_contributions
+from .context import Context, DynamicCall
 from .copies import propagate_copies
+from .desugar import regroup_contexts
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
+from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
 
 ZERO = A.const(0.0)
 
 
-class _State:
-    """What generation tracks through the backward sweep about adjoints: those known to be
-    zero (never materialized), and those that may hold the lazy zero ``0.0`` at run time
-    (where control flow merged a path that did not touch them)."""
-
-    def __init__(self, zero: set[str], maybe: set[str] = frozenset()):
-        self.zero = set(zero)
-        self.maybe = set(maybe) - self.zero
-
-    def copy(self) -> "_State":
-        return _State(self.zero, self.maybe)
-
-    def written(self, b: str) -> None:
-        """``b`` now holds a real value."""
-        self.zero.discard(b)
-        self.maybe.discard(b)
-
-    def reset(self, names) -> None:
-        """``names`` were set to the lazy zero on some path."""
-        self.zero -= set(names)
-        self.maybe |= set(names)
-
-
 class ReverseGenerator:
-    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls):
+    def __init__(self, tree: gast.FunctionDef, ctx: Context, user_calls,
+                 facts: ReverseFacts):
         self.tree = tree
         self.ctx = ctx
         self.user_calls = user_calls  # id(call) -> Adjoint of the callee
+        self.facts = facts
         namer = ctx.namer
         self.tape = namer.unique("_tape")
         self.saved_name = namer.unique("_saved")
@@ -79,157 +69,27 @@ class ReverseGenerator:
         self.count_names: dict[int, str] = {}  # id(loop) -> trip count name
         self.call_saves: dict[int, str] = {}  # id(Assign of a user call) -> callee's saved
         self.needed: set[str] = set()  # primal names the backward sweep reads
-        self.final = False  # first pass: emit every pop and learn what is needed
         self.recorded: set[int] = set()  # ids of ifs/loops whose backward is not empty
         self.filename = os.path.basename(ctx.src.filename)
-        self.in_loop: set[int] = set()  # ids of statements inside a loop
-        self.nested: set[int] = set()  # ids of statements inside a branch or loop
-        self.overwritten, self.pushes, self.none_init = self._overwrites()
-        self.shape_root = _shape_roots(tree, ctx)
-        self.sequences = self._sequence_names()
-        self.numeric = self._numeric_names() - self.sequences
         # primal names the backward sweep reads only for their shape: saved as stand-ins
         self.shape_only: frozenset[str] = frozenset()
         # pops restoring an overwritten value: id(pop) -> (pop, key); keys of the dead ones,
         # whose pushes the forward sweep omits
         self.restore_pops: dict[int, tuple] = {}
         self.pruned: set = set()
-        for node in gast.walk(tree):  # names for decisions, fixed before any dry run
+        # What emission leaves to ``finish``, which knows what the whole sweep reads:
+        # id(pop) -> (pop, name) of each restore, kept only if the sweep reads the name;
+        # id(code) -> (code, user statement) of the code each statement emitted (comments);
+        # id(node) -> (node, statement, statements before it, optional) of each backward if
+        # or loop, dropped with those statements when optional and left empty
+        self.restores: dict[int, tuple[gast.stmt, str]] = {}
+        self.origin: dict[int, tuple] = {}
+        self.constructs: dict[int, tuple] = {}
+        for node in gast.walk(tree):  # names for decisions
             if isinstance(node, gast.If):
                 self.cond_names[id(node)] = ctx.namer.fresh("_c")
             elif isinstance(node, (gast.For, gast.While)):
                 self.count_names[id(node)] = ctx.namer.fresh("_n")
-
-    # -- analyses --------------------------------------------------------------------------
-    def _overwrites(self):
-        """Names assigned more than once or in a loop; assignments that must push the old
-        value; names to pre-bind to None because their first assignment may not run."""
-        count: dict[str, int] = {p: 1 for p in self.ctx.params}
-        in_loop: set[str] = set()
-        first_top: set[int] = set()
-        first_nested: set[str] = set()
-        seen: set[str] = set(self.ctx.params)
-
-        outermost: dict[int, gast.stmt] = {}  # statement id -> outermost enclosing loop
-
-        def walk(stmts, depth, looping, outer=None):
-            for s in stmts:
-                if looping:
-                    self.in_loop.add(id(s))
-                    outermost[id(s)] = outer
-                if depth:
-                    self.nested.add(id(s))
-                if isinstance(s, gast.Assign) and isinstance(s.targets[0], gast.Name):
-                    v = s.targets[0].id
-                    count[v] = count.get(v, 0) + 1
-                    if looping:
-                        in_loop.add(v)
-                    if v not in seen:
-                        seen.add(v)
-                        if depth == 0:
-                            first_top.add(id(s))
-                        else:
-                            first_nested.add(v)
-                elif isinstance(s, (gast.For, gast.While)):
-                    if isinstance(s, gast.For) and s.target.id not in seen:
-                        seen.add(s.target.id)
-                        first_nested.add(s.target.id)  # unbound if the loop never runs
-                    walk(s.body, depth + 1, True, outer or s)
-                    walk(s.orelse, depth + 1, looping, outer)
-                elif isinstance(s, gast.If):
-                    walk(s.body, depth + 1, looping, outer)
-                    walk(s.orelse, depth + 1, looping, outer)
-
-        walk(self.tree.body, 0, False)
-        overwritten = {v for v, n in count.items() if n > 1} | in_loop
-        pushes = set()
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                v = node.targets[0].id
-                if v in overwritten and id(node) not in first_top and not (
-                        count[v] == 1 and self._loop_invariant(node, outermost.get(id(node)))):
-                    pushes.add(id(node))
-        self.maybe_unbound = first_nested
-        return overwritten, pushes, first_nested & overwritten
-
-    def _loop_invariant(self, s, loop) -> bool:
-        """Whether ``s`` computes the same value in every iteration of its loops: a pure
-        operation on names no enclosing loop assigns. Its one assignment then needs no
-        saving: every backward iteration reads the same value."""
-        if loop is None:
-            return False
-        value = s.value
-        if isinstance(value, gast.Call):
-            r = self.ctx.resolved.get(id(value))
-            if r is None or r.kind not in ("rule", "method"):
-                return False
-        elif not isinstance(value, (gast.BinOp, gast.UnaryOp, gast.Name, gast.Constant,
-                                    gast.Attribute, gast.Subscript)):
-            return False
-        if any(isinstance(n, (gast.Call, gast.Lambda)) and n is not value
-               for n in gast.walk(value)):
-            return False
-        assigned = {n.id for n in gast.walk(loop) if isinstance(n, gast.Name)
-                    and isinstance(n.ctx, gast.Store)}
-        return not (A.names_read(value) & assigned)
-
-    def _sequence_names(self) -> set[str]:
-        """Names every definition of which is a tuple or list (so ``+`` concatenates)."""
-        defs: dict[str, list] = {}
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                defs.setdefault(node.targets[0].id, []).append(node.value)
-        seqs: set[str] = set()
-        changed = True
-        while changed:
-            changed = False
-            for name, values in defs.items():
-                if name not in seqs and all(self._is_sequence(v, seqs) for v in values):
-                    seqs.add(name)
-                    changed = True
-        return seqs
-
-    def _is_sequence(self, value, seqs) -> bool:
-        if isinstance(value, (gast.Tuple, gast.List)):
-            return True
-        if isinstance(value, gast.Name):
-            return value.id in seqs
-        if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
-            return any(isinstance(o, gast.Name) and o.id in seqs
-                       for o in (value.left, value.right))
-        if isinstance(value, gast.Call):
-            r = self.ctx.resolved.get(id(value))
-            return r is not None and r.obj in (runtime.list_append, runtime.list_extend,
-                                               runtime.list_insert, runtime.list_delete,
-                                               runtime.as_list, runtime.as_tuple)
-        return False
-
-    def _numeric_names(self) -> set[str]:
-        """Names every definition of which is arithmetic or a rule call: plain ``+`` is a
-        valid accumulation for their adjoints (others go through ``_rt.add``)."""
-        kinds: dict[str, bool] = {}
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-                v = node.value
-                numeric = isinstance(v, (gast.BinOp, gast.UnaryOp)) or (
-                    isinstance(v, gast.Call)
-                    and self.ctx.resolved.get(id(v)) is not None
-                    and self.ctx.resolved[id(v)].kind in ("rule", "method")
-                    # the runtime's adjoint helpers (unbroadcast, part...) with rules also
-                    # pass lists and dicts through: generated sweeps differentiated again
-                    and getattr(self.ctx.resolved[id(v)].obj, "__module__", None)
-                    != runtime.__name__)
-                name = node.targets[0].id
-                kinds[name] = kinds.get(name, True) and numeric
-        numeric = {n for n, ok in kinds.items() if ok and n not in self.ctx.params}
-        # an operand of arithmetic is a number or an array (the rules assume so anyway)
-        for node in gast.walk(self.tree):
-            if isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
-                numeric |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
-            elif isinstance(node, gast.UnaryOp):
-                if isinstance(node.operand, gast.Name):
-                    numeric.add(node.operand.id)
-        return numeric
 
     # -- helpers ---------------------------------------------------------------------------
     def adj(self, name: str) -> str:
@@ -243,22 +103,19 @@ class ReverseGenerator:
         self.needed |= A.names_read(node)
         return node
 
-    def is_needed(self, name: str) -> bool:
-        return not self.final or name in self.needed
-
-    def accumulate(self, name: str, contribution, state: _State, at) -> gast.stmt:
+    def accumulate(self, name: str, contribution, state: AdjointSets, at) -> gast.stmt:
         b = self.adj(name)
         if b in state.zero:
             state.written(b)
             return A.assign(b, contribution, at=at)
         state.maybe.discard(b)  # 0.0 + c is c
-        if name in self.numeric:
+        if name in self.facts.numeric:
             value = gast.BinOp(left=A.load(b), op=gast.Add(), right=contribution)
         else:
             value = A.call(A.attr(self.ctx.rt, "add"), A.load(b), contribution)
         return A.assign(b, value, at=at)
 
-    def accumulate_item(self, name: str, contribution, state: _State, at) -> gast.stmt:
+    def accumulate_item(self, name: str, contribution, state: AdjointSets, at) -> gast.stmt:
         """``accumulate`` of an item's adjoint read out of a container's: an item nobody
         read has the lazy zero there, so a first write may be zero at run time (rules that
         need an array then run only when it is not)."""
@@ -273,23 +130,58 @@ class ReverseGenerator:
                                f"{self.ctx.src.text_of(node)}")
 
     # -- backward sweep --------------------------------------------------------------------
-    def backward_block(self, stmts, state: _State) -> list:
+    def backward_block(self, stmts, state: AdjointSets) -> list:
+        """The adjoints of ``stmts`` in reverse order, each piece of code tagged with the
+        statement it comes from (``finish`` then drops what the sweep does not need)."""
         out = []
-        last_line = None
         for s in reversed(stmts):
             code = self.backward_stmt(s, state)
-            if code:
-                line = getattr(s, "lineno", None)
-                if line is not None and line != last_line and not isinstance(
-                        s, (gast.If, gast.For, gast.While)):
-                    code.insert(0, self.comment_for(s))
-                    last_line = line
-                elif isinstance(s, (gast.If, gast.For, gast.While)):
-                    last_line = None
-                out.extend(code)
+            for c in code:
+                self.origin[id(c)] = (c, s)
+            out.extend(code)
         return out
 
-    def backward_stmt(self, s, state: _State) -> list:
+    def finish(self, code: list) -> list:
+        """``code`` without the restores of values the sweep never reads, nor the ifs and
+        loops left with nothing to do, with a comment pointing at the user's line before
+        the code of each statement, and the backward loops' counters named."""
+        kept = []
+        for c in code:
+            if id(c) in self.restores and self.restores[id(c)][1] not in self.needed:
+                continue
+            if id(c) in self.constructs:
+                node, s, before, optional = self.constructs[id(c)]
+                node.body, node.orelse = self.finish(node.body), self.finish(node.orelse)
+                if optional and not node.body and not node.orelse:
+                    kept = [k for k in kept if not any(k is b for b in before)]
+                    continue
+                self.recorded.add(id(s))
+                node.body = node.body or [gast.Pass()]
+                if isinstance(node, gast.For):  # (named in the order the loops are kept)
+                    node.target.id = self.ctx.namer.fresh("_k")
+            kept.append(c)
+        return self.with_comments(kept)
+
+    def with_comments(self, code: list) -> list:
+        """``code`` with ``# file:line  text`` before the code of each user statement (once
+        per line: anf splits one line into several statements)."""
+        out = []
+        last_line = current = None
+        for c in code:
+            origin = self.origin.get(id(c))
+            s = origin[1] if origin is not None and origin[0] is c else None
+            if s is not None and s is not current:  # the first piece of a statement's code
+                current = s
+                line = getattr(s, "lineno", None)
+                if isinstance(s, (gast.If, gast.For, gast.While)):
+                    last_line = None
+                elif line is not None and line != last_line:
+                    out.append(self.comment_for(s))
+                    last_line = line
+            out.append(c)
+        return out
+
+    def backward_stmt(self, s, state: AdjointSets) -> list:
         if isinstance(s, gast.Assign):
             return self.backward_assign(s, state)
         if isinstance(s, gast.If):
@@ -306,7 +198,7 @@ class ReverseGenerator:
     # Tapes of generated sweeps transformed again (higher derivatives): the adjoint of a tape
     # is a tape of adjoints. A pop's adjoint pushes, a push's adjoint pops: the backward sweep
     # of the sweep that popped runs before that of the sweep that pushed, in the same order.
-    def backward_tape_push(self, s, state: _State) -> list:
+    def backward_tape_push(self, s, state: AdjointSets) -> list:
         tape, item = s.value.func.value, s.value.args[0]
         bt = self.adj(tape.id)
         if tape.id not in self.ctx.active or bt in state.zero:
@@ -316,7 +208,7 @@ class ReverseGenerator:
             return [self.accumulate(item.id, popped, state, s)]
         return [A.expr_stmt(popped, at=s)]
 
-    def backward_tape_pop(self, s, state: _State, tape=None) -> list:
+    def backward_tape_pop(self, s, state: AdjointSets, tape=None) -> list:
         """``v = t.pop()`` (or ``v = _rt.adjoint_pop(t)``, or that pop as a statement): push
         ``v``'s adjoint (zero included, so the stacks stay aligned) on ``t``'s adjoint."""
         tape = s.value.func.value if tape is None else tape
@@ -326,12 +218,11 @@ class ReverseGenerator:
         acc = A.const(0.0) if bt in state.zero else A.load(bt)
         state.written(bt)
         if v in self.ctx.active:
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         push = A.call(A.attr(self.ctx.rt, "adjoint_push"), acc, g)
         return [A.assign(bt, push, at=s)] + (self.pop_restore(s) if v else [])
 
-    def backward_adjoint_push(self, s, state: _State) -> list:
+    def backward_adjoint_push(self, s, state: AdjointSets) -> list:
         """``t = _rt.adjoint_push(t, g)`` (a backward sweep differentiated again): like a
         push, ``g``'s adjoint pops from ``t``'s adjoint, which stays the same stack."""
         target, (tape, item) = s.targets[0].id, s.value.args
@@ -345,22 +236,26 @@ class ReverseGenerator:
             if self.is_active(tape) and bt not in state.zero:
                 # the same stack under another name (normalization's temporary)
                 out.append(self.accumulate(tape.id, A.load(bt), state, s))
-            state.zero.add(bt)  # a new stack: its adjoint starts here
-            state.maybe.discard(bt)
+            state.zeroed(bt)  # a new stack: its adjoint starts here
         return out + self.pop_restore(s)
 
     def pop_restore(self, s) -> list:
         out = []
-        if id(s) in self.call_saves and id(s) in self.in_loop:
+        if id(s) in self.call_saves and id(s) in self.facts.in_loop:
             out.append(A.assign(self.call_saves[id(s)], A.call(A.attr(self.tape, "pop")),
                                 at=s))
-        if id(s) in self.pushes and self.is_needed(s.targets[0].id):
-            pop = A.assign(s.targets[0].id, A.call(A.attr(self.tape, "pop")), at=s)
-            self.restore_pops[id(pop)] = (pop, ("assign", id(s)))
-            out.append(pop)
+        if self.facts.pushes_value(s):
+            out.append(self.restore(s.targets[0].id, s, ("assign", id(s))))
         return out
 
-    def backward_assign(self, s, state: _State) -> list:
+    def restore(self, name: str, s, key) -> gast.stmt:
+        """``name = _tape.pop()``, which ``finish`` keeps only if the sweep reads ``name``."""
+        pop = A.assign(name, A.call(A.attr(self.tape, "pop")), at=s)
+        self.restore_pops[id(pop)] = (pop, key)
+        self.restores[id(pop)] = (pop, name)
+        return pop
+
+    def backward_assign(self, s, state: AdjointSets) -> list:
         target = s.targets[0]
         if not isinstance(target, gast.Name):
             if not A.names_read(s) & self.ctx.active:
@@ -380,8 +275,7 @@ class ReverseGenerator:
             # a value that carries no gradient (v = np.sin(np.cos(1.0)), left nested by the
             # anf pass): nothing flows back, and v's adjoint is zero before it
             b = self.adj(v)
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         elif v in self.ctx.active:
             _check_normalized(s, v, self.ctx)
             b = self.adj(v)
@@ -391,11 +285,10 @@ class ReverseGenerator:
                 out += self.guarded_contributions(s, v, b, state)
             else:
                 out += self.contributions(s, v, state)
-            state.zero.add(b)
-            state.maybe.discard(b)
+            state.zeroed(b)
         return out + self.pop_restore(s)
 
-    def guarded_contributions(self, s, v: str, b: str, state: _State) -> list:
+    def guarded_contributions(self, s, v: str, b: str, state: AdjointSets) -> list:
         """Contributions of an adjoint that may be the lazy zero at run time: they run only
         when it is not (rules such as matmul's need an array), and the adjoints they would
         have assigned first are the lazy zero otherwise."""
@@ -411,7 +304,7 @@ class ReverseGenerator:
         state.reset(assigned)
         return [node]
 
-    def contributions(self, s, v: str, state: _State) -> list:
+    def contributions(self, s, v: str, state: AdjointSets) -> list:
         """Statements adding the adjoint of ``v = value`` into its operands' adjoints."""
         value, bv = s.value, A.load(self.adj(v))
         ctx = self.ctx
@@ -420,7 +313,7 @@ class ReverseGenerator:
         if isinstance(value, gast.BinOp):
             fn = BINOPS[type(value.op)]
             if isinstance(value.op, gast.Add) and (value.left.id if isinstance(
-                    value.left, gast.Name) else None) in self.sequences:
+                    value.left, gast.Name) else None) in self.facts.sequences:
                 fn = runtime.seq_concat
             return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
         if isinstance(value, gast.UnaryOp):
@@ -568,16 +461,14 @@ class ReverseGenerator:
                     _number(o) is not None for o in operands if o is not a)):
                 exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
-            # the runtime's container helpers (list_append, element, setitem...) hand an item
-            # nobody read the lazy zero
-            add = self.accumulate_item if rule.name.startswith("runtime.") else self.accumulate
+            add = self.accumulate_item if hands_lazy_items(rule) else self.accumulate
             out.append(add(a.id, exprs[k], state, s))
         return out
 
     def same_shapes(self, args) -> bool:
         """Whether every name among ``args`` has, by construction, the same shape (so an
         elementwise operation on them broadcasts nothing)."""
-        roots = {self.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
+        roots = {self.facts.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
         others = [a for a in args if not isinstance(a, gast.Name) and _number(a) is None]
         return len(roots) == 1 and None not in roots and not others
 
@@ -637,60 +528,49 @@ class ReverseGenerator:
         return gast.Call(func=fwd, args=list(call.args), keywords=call.keywords)
 
     # -- control flow ----------------------------------------------------------------------
-    def backward_if(self, s, state: _State) -> list:
+    def backward_if(self, s, state: AdjointSets) -> list:
         cond = self.cond_names[id(s)]
         body_state, else_state = state.copy(), state.copy()
         body = self.backward_block(s.body, body_state)
         orelse = self.backward_block(s.orelse, else_state)
-        if not body and not orelse and body_state.zero == else_state.zero \
-                and body_state.maybe == else_state.maybe:
-            state.zero, state.maybe = body_state.zero, body_state.maybe
-            return []  # (a branch that zeroes an adjoint, x = <no gradient>, needs the if)
-        self.recorded.add(id(s))
-        join = body_state.zero & else_state.zero
-        body += _reset(body_state.zero - join, s)
-        orelse += _reset(else_state.zero - join, s)
-        state.zero = join
-        state.maybe = (body_state.maybe | else_state.maybe
-                       | (body_state.zero - join) | (else_state.zero - join)) - join
-        node = gast.If(test=A.load(cond), body=body or [gast.Pass()], orelse=orelse)
+        # (a branch that zeroes an adjoint, x = <no gradient>, needs the if even if empty)
+        optional = body_state.zero == else_state.zero and body_state.maybe == else_state.maybe
+        state.zero, state.maybe = join(body_state, else_state)
+        body += _reset(body_state.zero - state.zero, s)
+        orelse += _reset(else_state.zero - state.zero, s)
+        node = A.located(gast.If(test=A.load(cond), body=body, orelse=orelse), s)
         pop = A.assign(cond, A.call(A.attr(self.tape, "pop")), at=s)
-        return [pop, A.located(node, s)]
+        self.constructs[id(node)] = (node, s, [pop], optional)
+        return [pop, node]
 
-    def backward_loop(self, s, state: _State) -> list:
-        namer = self.ctx.namer
+    def backward_loop(self, s, state: AdjointSets) -> list:
         count = self.count_names[id(s)]
         target_pop = []
-        if isinstance(s, gast.For) and self.is_needed(s.target.id):
-            target_pop = [A.assign(s.target.id, A.call(A.attr(self.tape, "pop")), at=s)]
-            self.restore_pops[id(target_pop[0])] = (target_pop[0], ("target", id(s)))
-        # fixed point of what is known at the top of the backward body: zero there only if
-        # zero on entering and after every iteration; maybe zero if reset on some path
-        entry = state.copy()
-        snapshot = _snapshot(namer, self)
-        while True:
-            trial = entry.copy()
-            self.backward_block(s.body, trial)
-            _restore(namer, self, snapshot)
-            zero = entry.zero & trial.zero
-            maybe = (entry.maybe | trial.maybe | (entry.zero - zero)
-                     | (trial.zero - entry.zero)) - zero
-            if zero == entry.zero and maybe == entry.maybe:
-                break
-            entry = _State(zero, maybe)
+        if isinstance(s, gast.For):
+            target_pop = [self.restore(s.target.id, s, ("target", id(s)))]
+        # what is known at the top of the backward body: zero there only if zero on entering
+        # and after every iteration; maybe zero if reset on some path
+        entry = self.adjoint_state(self.facts.loop_top(s))
         body_state = entry.copy()
         body = self.backward_block(s.body, body_state)
-        if not body and not target_pop and not body_state.zero - entry.zero:
-            return []  # (an adjoint the body zeroes, x = <no gradient>, needs the loop still)
-        self.recorded.add(id(s))
-        body = target_pop + body + _reset(body_state.zero - entry.zero, s)
+        if join(entry, body_state) != (entry.zero, entry.maybe) or not (
+                entry.zero <= state.zero and state.maybe <= entry.maybe):
+            raise InternalError("reverse", "the zero adjoints found at the top of a loop do "
+                                "not hold for the code generated", self.ctx.location(s))
+        resets = _reset(body_state.zero - entry.zero, s)
         materialize = _reset(state.zero - entry.zero, s)
         state.zero, state.maybe = set(entry.zero), set(entry.maybe)
-        loop_var = namer.fresh("_k")
-        loop = gast.For(target=A.store(loop_var), iter=A.call("range", A.load(count)),
-                        body=body or [gast.Pass()], orelse=[], type_comment=None)
+        # (an adjoint the body zeroes, x = <no gradient>, needs the loop even if empty)
+        loop = gast.For(target=A.store("_k"), iter=A.call("range", A.load(count)),
+                        body=target_pop + body + resets, orelse=[], type_comment=None)
+        loop = A.located(loop, s)
         pop = A.assign(count, A.call(A.attr(self.tape, "pop")), at=s)
-        return [pop] + materialize + [A.located(loop, s)]
+        self.constructs[id(loop)] = (loop, s, [pop] + materialize, not resets)
+        return [pop] + materialize + [loop]
+
+    def adjoint_state(self, facts: AdjointState) -> AdjointSets:
+        """The state of ``facts`` (primal names) over adjoint names."""
+        return AdjointSets({self.adj(n) for n in facts.zero}, {self.adj(n) for n in facts.maybe})
 
     def counted_by_range(self, s, body) -> bool:
         """A ``for`` over ``range`` of names and constants, with no ``break`` of its own."""
@@ -723,10 +603,10 @@ class ReverseGenerator:
     def forward_stmt(self, s) -> list:
         if isinstance(s, gast.Assign):
             out = []
-            if id(s) in self.pushes and s.targets[0].id in self.needed \
+            if self.facts.pushes_value(s) and s.targets[0].id in self.needed \
                     and ("assign", id(s)) not in self.pruned:
                 out.append(self.push(s.targets[0].id, s))
-            if id(s) in self.call_saves and id(s) in self.in_loop:
+            if id(s) in self.call_saves and id(s) in self.facts.in_loop:
                 out.append(self.push(self.call_saves[id(s)], s))
             if id(s) in self.call_saves:
                 new_call = self.forward_call(s.value)
@@ -805,17 +685,6 @@ def _reset(names, at) -> list:
     return [A.assign(b, A.const(0.0), at=at) for b in sorted(names)]
 
 
-def _snapshot(namer, gen):
-    return (dict(namer.counters), set(namer.taken), dict(namer.adjoints),
-            dict(gen.ctx.helpers), copy.copy(gen.needed))
-
-
-def _restore(namer, gen, snap):
-    namer.counters, namer.taken, namer.adjoints = dict(snap[0]), set(snap[1]), dict(snap[2])
-    gen.ctx.helpers = dict(snap[3])
-    gen.needed = copy.copy(snap[4])
-
-
 def _primal_names(tree, ctx: Context) -> set[str]:
     names = set(ctx.params)
     for node in gast.walk(tree):
@@ -830,7 +699,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, (gast.Name, gast.Constant))):
         raise InternalError("reverse", "the body does not end with 'return name'")
     body = tree.body[:-1]
-    gen = ReverseGenerator(tree, ctx, user_calls)
+    gen = ReverseGenerator(tree, ctx, user_calls, analyze(tree, ctx, user_calls))
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
                 and id(node.value) in user_calls:
@@ -839,14 +708,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     seed = ctx.namer.adjoint(result) if result else ctx.namer.unique("b_result")
     all_adjoints = {ctx.namer.adjoint(v) for v in sorted(ctx.active | set(ctx.wrt_names))}
 
-    # pass 1 learns which primal values the backward sweep reads; pass 2 emits the code
-    snap = _snapshot(ctx.namer, gen)
-    gen.backward_block(body, _State(all_adjoints - {seed}))
-    needed = gen.needed
-    _restore(ctx.namer, gen, snap)
-    gen.needed, gen.final, gen.recorded = needed, True, set()
-    state = _State(all_adjoints - {seed})
-    backward = simplify(gen.backward_block(body, state))
+    state = AdjointSets(all_adjoints - {seed})
+    backward = gen.backward_block(body, state)
+    end = gen.adjoint_state(gen.facts.end)
+    if (state.zero, state.maybe) != (end.zero, end.maybe):
+        raise InternalError("reverse", "the zero adjoints found for the backward sweep do "
+                                       "not hold for the code generated")
+    backward = simplify(gen.finish(backward))
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
     backward = _prune_restores(gen, backward, body)
@@ -873,9 +741,10 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if uses_tape:
         fwd_body.append(A.assign(gen.tape, A.call(A.attr(rt, "Tape"))))
     # names the forward sweep saves or pushes before a first assignment that may not run
-    nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in gen.nested}
-    unbound = ((gen.none_init & gen.needed) | gen.maybe_unbound | nested_saves) \
-        & (set(saved) | (gen.none_init & gen.needed) | nested_saves)
+    facts = gen.facts
+    nested_saves = {gen.call_saves[i] for i in gen.call_saves if i in facts.nested}
+    unbound = ((facts.none_init & gen.needed) | facts.maybe_unbound | nested_saves) \
+        & (set(saved) | (facts.none_init & gen.needed) | nested_saves)
     for v in sorted(unbound - set(ctx.params), key=_natural):
         fwd_body.append(A.assign(v, A.const(None)))
     fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
@@ -956,59 +825,6 @@ def _factory(ctx: Context, functions, returned) -> gast.Module:
 def _elementwise(fn) -> bool:
     """Operators and numpy ufuncs: their result has the broadcast shape of their operands."""
     return fn in BINOPS.values() or fn in UNARYOPS.values() or isinstance(fn, np.ufunc)
-
-
-def _shape_roots(tree, ctx: Context) -> dict[str, str]:
-    """For each name, a name whose shape it always has (itself when nothing better is
-    known): copies, unary elementwise operations, and elementwise operations with
-    constants or with operands of one shape keep their operand's shape. Every definition
-    of a name must agree, so a name assigned in a loop gets a root only if each
-    iteration's value has that same shape."""
-    defs: dict[str, list] = {p: [None] for p in ctx.params}
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            defs.setdefault(node.targets[0].id, []).append(node.value)
-        elif isinstance(node, gast.For):
-            defs.setdefault(node.target.id, []).append(None)
-    root = {name: name for name in defs}
-
-    def root_of(value):
-        if value is None:
-            return None
-        if isinstance(value, gast.Name):
-            return root.get(value.id)
-        operands = None
-        if isinstance(value, gast.UnaryOp) and not isinstance(value.op, gast.Not):
-            operands = [value.operand]
-        elif isinstance(value, gast.BinOp) and not isinstance(value.op, gast.MatMult):
-            operands = [value.left, value.right]
-        elif isinstance(value, gast.Call) and not value.keywords:
-            r = ctx.resolved.get(id(value))
-            if r is not None and r.kind == "rule" and isinstance(r.obj, np.ufunc) \
-                    and r.obj.nin == len(value.args) and r.obj.nout == 1:
-                operands = list(value.args)
-        if operands is None:
-            return None
-        roots = {root.get(o.id) for o in operands if isinstance(o, gast.Name)}
-        if any(not isinstance(o, (gast.Name, gast.Constant)) for o in operands) \
-                or any(isinstance(o, gast.Constant) and not isinstance(o.value, (int, float))
-                       for o in operands):
-            return None
-        return roots.pop() if len(roots) == 1 and None not in roots else None
-
-    changed = True
-    while changed:
-        changed = False
-        for name, values in defs.items():
-            if None in values:  # a parameter or loop target: its own root
-                continue
-            candidates = {root_of(v) for v in values}
-            new = candidates.pop() if len(candidates) == 1 and None not in candidates \
-                else name
-            if root[name] != new:
-                root[name] = new
-                changed = True
-    return root
 
 
 def _natural(name: str):
