@@ -220,6 +220,17 @@ def densify(g, x):
     return g
 
 
+def densify_saved(g, x):
+    """``densify`` for the cotangent of a sweep's saved tuple (second order and up): its
+    items that are zero stay the lazy zero instead of becoming arrays of zeros, which the
+    generated code reading them (``part``, ``is_zero``) would then compute with."""
+    if is_zero(g):
+        return ZERO
+    if type(x) is tuple and isinstance(g, (tuple, list)):
+        return tuple(densify_saved(gi, xi) for gi, xi in zip(g, x))
+    return densify(g, x)
+
+
 def _densify_object(g: dict, x):
     """Gradient of an object's attributes: an object of the same class holding them."""
     import copy

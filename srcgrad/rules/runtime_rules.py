@@ -141,6 +141,10 @@ def densify_jvp(dg, ans, g, x):
     return (rt.densify(dg, x),)
 
 
+def densify_saved_jvp(dg, ans, g, x):
+    return (rt.densify_saved(dg, x),)
+
+
 def part_vjp(c, ans, g, key):
     return (unindex(c, g, key),)
 
@@ -261,6 +265,7 @@ for _name, _vjp, _jvp, _domain, _diff in [
         ("add", add_vjp, add_jvp, _pair_domain, (0, 1)),
         ("add_at", add_at_vjp, add_at_jvp, _add_at_domain, (0, 3)),
         ("densify", densify_vjp, densify_jvp, _densify_domain, (0,)),
+        ("densify_saved", densify_vjp, densify_saved_jvp, _densify_domain, (0,)),
         ("part", part_vjp, part_jvp, _part_domain, (0,)),
         ("setitem_zeroed", setitem_zeroed_vjp, setitem_zeroed_jvp, _setitem_zeroed_domain, (0,)),
         ("list_slice", list_slice_vjp, list_slice_jvp, _list_slice_domain, (0,)),

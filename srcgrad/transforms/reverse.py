@@ -763,13 +763,18 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         bwd_body.append(A.assign(target, value))
     bwd_body += backward
     grads = []
+    generated = ctx.src.filename.startswith("<srcgrad")
     for p in ctx.wrt_names:
         b = ctx.namer.adjoint(p)
         value = A.load(initial.get(p, p))
+        # a sweep's saved tuple, differentiated again: only generated code reads its
+        # cotangent (item by item, through _rt.part), so zero items stay lazy zeros
+        saved = generated and p.startswith("_saved")
         if b in state.zero:
-            grads.append(A.call(A.attr(rt, "zeros_like"), value))
+            grads.append(A.const(0.0) if saved else A.call(A.attr(rt, "zeros_like"), value))
         else:
-            grads.append(A.call(A.attr(rt, "densify"), A.load(b), value))
+            grads.append(A.call(A.attr(rt, "densify_saved" if saved else "densify"),
+                                A.load(b), value))
     bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
 
     name = tree.name if tree.name != "_lambda" else "lambda"
