@@ -30,8 +30,8 @@ Deliberate differences from PyTorch (what users see is otherwise meant to be ide
 * Float sums use numpy's pairwise summation, so the last bit can differ from PyTorch's.
 * More gradient accumulated into a ``.grad`` that has history (``create_graph=True``) gives
   ``AddBackward0``; PyTorch shows ``CopyBackwards``.
-* Random draws come from numpy's generator: reproducible with ``manual_seed``, but not
-  PyTorch's numbers.
+* Random draws reproduce PyTorch's CPU generator for the distributions ``generator.py``
+  implements (uniform, normal, integers), so seeded tutorials print PyTorch's numbers.
 """
 from __future__ import annotations
 
