@@ -26,11 +26,13 @@ from .adapters import has_starred_parameters, route
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _param_names,
-                  dynamic_wrt, FIRST, get_adjoint, nondifferentiable_rule, pick_wrt,
-                  split_aux)
+from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, grad, nondifferentiable_rule,
+                  pick_wrt, split_aux)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
+from .rules import is_nondifferentiable, lookup
+from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize_wrt,
+                        parameter_names)
 from .generated import Generated, cached_build, own_attributes, remember, remembered
 from .transforms import astutil as A
 from .transforms import check_calls
@@ -59,7 +61,7 @@ class Forward(Generated):
 
 def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False) -> Forward:
     """The (cached) jvp function of ``fn`` for ``wrt``; built on first use."""
-    return cached_build(_CACHE, Forward, _func_key(fn), wrt, debug)
+    return cached_build(_CACHE, Forward, function_key(fn), wrt, debug)
 
 
 # -- calls of user functions from generated jvp code -----------------------------------------
@@ -69,10 +71,10 @@ class _Callee:
 
     def __init__(self, fn: Callable):
         self.fn = source_function(fn)
-        func = _func_key(self.fn)
+        func = function_key(self.fn)
         if getattr(func, "__code__", None) is None:
             raise SourceUnavailableError(f"no source for {fn!r}")
-        self.params = _param_names(func)
+        self.params = parameter_names(func)
         self.offset = 1 if inspect.ismethod(self.fn) else 0
 
     def bind_positions(self, call) -> list:
@@ -80,17 +82,17 @@ class _Callee:
         return A.bind_arguments(self.params, self.offset, call) or []
 
     def site(self, wrt: tuple[int, ...], sparse: bool = False):
-        name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
-        site = _SparseCallSite(self.fn, wrt) if sparse else _CallSite(self.fn, wrt)
+        name = getattr(function_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
+        site = SparseCallSite(self.fn, wrt) if sparse else CallSite(self.fn, wrt)
         return site, f"{name}_jvp"
 
 
-class _CallSite:
+class CallSite:
     """Calls the jvp function of ``fn`` for ``wrt``, built on first call (recursion)."""
 
     def __init__(self, fn, wrt):
         self.fn, self.wrt = fn, wrt
-        self.func = _func_key(fn)
+        self.func = function_key(fn)
         self.bound = (fn.__self__,) if inspect.ismethod(fn) else ()
         self._resolved = None
 
@@ -107,13 +109,13 @@ class _CallSite:
         return f(*args, **kwargs)
 
 
-class _SparseCallSite:
-    """Like ``_CallSite``, for tangents that may be the lazy zero at run time: each call goes
+class SparseCallSite:
+    """Like ``CallSite``, for tangents that may be the lazy zero at run time: each call goes
     to the jvp for the arguments whose tangent is not zero (one build per such subset)."""
 
     def __init__(self, fn, wrt):
         self.fn, self.wrt = fn, wrt
-        self.sites: dict[tuple, _CallSite] = {}
+        self.sites: dict[tuple, CallSite] = {}
 
     def __call__(self, *args, **kwargs):
         n = len(self.wrt)
@@ -121,14 +123,13 @@ class _SparseCallSite:
         live = tuple(not runtime.is_zero(t) for t in tangents)
         site = self.sites.get(live)
         if site is None:
-            site = self.sites[live] = _CallSite(
+            site = self.sites[live] = CallSite(
                 self.fn, tuple(i for i, keep in zip(self.wrt, live) if keep))
         return site(*[t for t, keep in zip(tangents, live) if keep], *primals, **kwargs)
 
 
 def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``(value, tangent)`` of ``fn(*args, **kwargs)``; see runtime.call_jvp."""
-    from .rules import is_nondifferentiable, lookup
     fn = route(fn, args, kwargs)
     rule = lookup(fn)
     if rule is not None:
@@ -136,7 +137,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     if is_nondifferentiable(fn):
         return fn(*args, **kwargs), runtime.ZERO
     fn = callee_function(source_function(fn))
-    func = _func_key(fn)
+    func = function_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     names = _cached_param_names(func)
@@ -193,7 +194,7 @@ def _cached_param_names(func) -> list[str]:
     """Parameter names by code object (inspect.signature is slow on every call)."""
     names = _PARAM_NAMES.get(func.__code__)
     if names is None:
-        names = _PARAM_NAMES[func.__code__] = _param_names(func)
+        names = _PARAM_NAMES[func.__code__] = parameter_names(func)
     return names
 
 
@@ -235,7 +236,6 @@ def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
 def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``((value, record), (d_value, d_record))``: forward mode of ``api.dynamic_forward``,
     whose record's saved values get tangents (for differentiating generated sweeps)."""
-    from .rules import lookup
     fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
@@ -249,10 +249,10 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
         return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
                                            d_value))
     fn = callee_function(source_function(fn))
-    func = _func_key(fn)
+    func = function_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
+    names = parameter_names(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
     wrt = dynamic_wrt(func, self_args, args, kwargs)
     fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
@@ -305,9 +305,8 @@ def source_function(fn, scalar: bool = False):
     """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
     equivalent generated Python function calling its sweeps, which can be transformed.
     ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve."""
-    from .api import _BoundAdjoint
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, _BoundAdjoint):
+    if isinstance(owner, BoundAdjoint):
         return _bound_sweep(owner, fn.__name__)
     spec = getattr(fn, "__srcgrad_grad__", None)
     if spec is None:
@@ -331,14 +330,14 @@ _serial = itertools.count(1)
 def _docstring(what: str, f) -> str:
     """A docstring naming the wrapped function, with a serial number: caches are keyed by
     code objects, which compare equal for equal text, and each wrapper has its own globals."""
-    code = getattr(_func_key(f), "__code__", None)
+    code = getattr(function_key(f), "__code__", None)
     where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
     return repr(f"Generated {what} of {getattr(f, '__qualname__', 'f')}{where}, "
                 f"wrapper #{next(_serial)}.")
 
 
 def _bound_sweep(owner, which: str):
-    """A generated function equivalent to ``_BoundAdjoint.fwd`` or ``.bwd`` of ``owner``
+    """A generated function equivalent to ``BoundAdjoint.fwd`` or ``.bwd`` of ``owner``
     (a method's sweeps with ``self`` bound)."""
     cache = owner.__dict__.setdefault("_srcgrad_source_sweeps", {})
     if which in cache:
@@ -423,7 +422,7 @@ def _jacobian_wrapper(f, indices, single, api, has_aux=False):
                            f"value alone, and compute the aux output separately")
     fn, lead = unbind(source_function(f))
     adj = get_adjoint(fn, tuple(i + len(lead) for i in indices))
-    fwd, bwd = adj.sweeps_for(_func_key(fn))
+    fwd, bwd = adj.sweeps_for(function_key(fn))
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     name = name if name.isidentifier() else "f"
     params, call, namespace = _signature(f)
@@ -453,7 +452,7 @@ def _jacobian_wrapper(f, indices, single, api, has_aux=False):
 def _differentiable(x) -> bool:
     """Whether ``x`` can carry a tangent: not an integer, string, None, or a function or
     class (an object that merely defines __call__ can: its attributes may)."""
-    return _integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
+    return integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
         and not isinstance(x, (types.FunctionType, types.BuiltinFunctionType,
                                types.MethodType, type, np.ufunc, functools.partial))
 
@@ -476,7 +475,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     func, lead = unbind(f)  # a bound method: self is a primal that is not varied
     if lead:
         f, primals, tangents = func, lead + primals, (None,) + tangents
-    scalar = all(type(a) in _SCALARS for a in primals)
+    scalar = all(type(a) in SCALAR_TYPES for a in primals)
     # a function with *args (or its gradient): the fixed-arity form for these arguments
     fn = source_function(route(f, primals, {}), scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
@@ -487,7 +486,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     built = get_forward(fn, wrt)
     if scalar and built.scalar_closed:
         built = built.scalar_variant()
-    jf = built.function_for(_func_key(fn))
+    jf = built.function_for(function_key(fn))
     remember(given, "jvp", [built])  # srcgrad.source(f, "jvp")
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)
     return value, runtime.densify(tangent, value)
@@ -513,7 +512,7 @@ def _check_wrt_argument(f, index, args) -> None:
 
 def _wrt_indices(api: str, f, wrt, argnums) -> tuple[tuple[int, ...], bool]:
     """The argument indices ``wrt``/``argnums`` name, and whether a single one was given."""
-    return _normalize_wrt(f, pick_wrt(api, wrt, argnums))
+    return normalize_wrt(f, pick_wrt(api, wrt, argnums))
 
 
 def _one_or_tuple(parts: list, single: bool):
@@ -593,7 +592,7 @@ def _batched(fn, positions: tuple[int, ...]):
     built, _ = get_batched(fn, positions, quiet=True)
     if built is None:
         return None
-    function = built.functions_for(_func_key(fn))[0]
+    function = built.functions_for(function_key(fn))[0]
 
     def quietly(*args):
         # functions it calls may run once per example: right, and no news to the caller
@@ -632,7 +631,7 @@ def _jacfwd(f, index, args):
     fn = source_function(route(f, args, {}))
     x = np.asarray(args[index], dtype=_float_dtype(args[index]))
     wrt = tuple(i for i, a in enumerate(args) if i == index)
-    jf = get_forward(fn, wrt).function_for(_func_key(fn))
+    jf = get_forward(fn, wrt).function_for(function_key(fn))
     primals = list(args)
     primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
     n = x.size
@@ -684,7 +683,7 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
             _check_wrt_argument(f, index, args)
         fn, lead = unbind(source_function(f))
         adj = get_adjoint(fn, tuple(index + len(lead) for index in indices))
-        fwd, bwd = adj.sweeps_for(_func_key(fn))
+        fwd, bwd = adj.sweeps_for(function_key(fn))
         value, saved = fwd(*lead, *args)
         out, aux = split_aux(f, value, "jacrev(has_aux=True)") if has_aux else (value, None)
         xs = [args[index] for index in indices]
@@ -750,7 +749,6 @@ def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Cal
     forward mode over the generated gradient (``jacfwd(grad(f, wrt))``), shape
     ``in.shape + in.shape``. For a tuple of arguments, a nested tuple of blocks:
     ``result[i][j]`` differentiates with respect to argument i, then argument j."""
-    from .api import grad
     f = as_function(f, "hessian")
     indices, single = _wrt_indices("hessian", f, wrt, argnums)
     if single:
@@ -769,7 +767,6 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
     one product per primal (a single value when there is one primal)."""
-    from .api import grad
     primals = check_sequence("hvp", "primals", primals)
     tangents = check_sequence("hvp", "tangents", tangents)
     f = as_function(f, "hvp")
