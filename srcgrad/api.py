@@ -19,6 +19,7 @@ from .boundary import (as_function, callee_function, check_argument, check_cotan
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
+from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
 from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build, remember
@@ -667,15 +668,15 @@ def dynamic_forward(fn, args, kwargs):
     if fn is runtime.apply and not isinstance(args[0], runtime.Bound):
         # a plain function value: called as such (no adapter layer at first order)
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
-        return value, ("apply", record)
+        return value, ApplyCall(record)
     fn = route(fn, args, kwargs)
     rule = lookup(fn) or nondifferentiable_rule(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
-        return value, ("rule", rule, args, kwargs, value)
+        return value, RuleCall(rule, args, kwargs, value)
     self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
     value, saved = fwd(*self_args, *args, **kwargs)
-    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    return value, UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
 
 
 def user_sweeps(fn, args, kwargs):
@@ -734,17 +735,12 @@ def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
 
 def dynamic_backward(record, g):
     """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain function f
-        positional, keyword = dynamic_backward(record[1], g)
+    if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain function f
+        positional, keyword = dynamic_backward(record.record, g)
         return [None, tuple(runtime.ZERO if p is None else p for p in positional),
                 {k: runtime.ZERO if v is None else v for k, v in keyword.items()}], {}
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        return scatter_rule_grads(rule, args, kwargs, rule.vjp(g, value, *args, **kwargs))
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    grads = [None] * len(names)
-    for i, gi in zip(wrt, bwd(saved, g)):
-        grads[i] = gi
-    positional = list(grads[n_self:n_self + n_args])
-    by_name = dict(zip(names, grads))
-    return positional, {k: by_name.get(k) for k in kwargs}
+    if isinstance(record, RuleCall):
+        rule, args, kwargs = record.rule, record.args, record.kwargs
+        return scatter_rule_grads(rule, args, kwargs,
+                                  rule.vjp(g, record.value, *args, **kwargs))
+    return record.at_call(record.per_parameter(record.bwd(record.saved, g)))

@@ -28,6 +28,8 @@ from .boundary import (as_function, callee_function, unbind, check_argument, che
 from .tracebacks import user_tracebacks
 from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, grad, nondifferentiable_rule,
                   pick_wrt, split_aux)
+from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
+                           RuleCall, UserCall, record_derivative)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
 from .rules import is_nondifferentiable, lookup
@@ -239,15 +241,14 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
-    if rule is None and nondifferentiable_rule(fn) is not None:
-        value = fn(*args, **kwargs)
-        record = ("rule", nondifferentiable_rule(fn), args, kwargs, value)
-        return (value, record), (zero, (zero, zero, tuple(tangents), dict(kw_tangents), zero))
     if rule is not None:
         value, d_value = _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
-        record = ("rule", rule, args, kwargs, value)
-        return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
-                                           d_value))
+    elif nondifferentiable_rule(fn) is not None:
+        rule, value, d_value = nondifferentiable_rule(fn), fn(*args, **kwargs), zero
+    if rule is not None:
+        d_record = record_derivative(RuleCall, args=tuple(tangents), kwargs=dict(kw_tangents),
+                                     value=d_value)
+        return (value, RuleCall(rule, args, kwargs, value)), (d_value, d_record)
     fn = callee_function(source_function(fn))
     func = function_key(fn)
     if not hasattr(func, "__code__"):
@@ -259,45 +260,43 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     (value, saved), d_pair = dynamic_jvp(fwd, self_args + tuple(args), kwargs,
                                          (zero,) * len(self_args) + tuple(tangents),
                                          kw_tangents)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    record = UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     d_value, d_saved = runtime.part(d_pair, 0), runtime.part(d_pair, 1)
-    return (value, record), (d_value, (zero, zero, d_saved) + (zero,) * 5)
+    return (value, record), (d_value, record_derivative(UserCall, saved=d_saved))
 
 
 def dynamic_backward_jvp(record, g, d_record, d_g):
     """Forward mode of ``api.dynamic_backward``: ``((positional, keyword), tangents)``."""
     zero = runtime.ZERO
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
+    if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain f
         (positional, keyword), (d_positional, d_keyword) = dynamic_backward_jvp(
-            record[1], g, runtime.part(d_record, 1), d_g)
+            record.record, g, runtime.part(d_record, APPLY_RECORD), d_g)
         none = lambda v: zero if v is None else v  # noqa: E731
         return (([None, tuple(map(none, positional)), {k: none(v) for k, v in keyword.items()}],
                  {}), ([zero, tuple(d_positional), dict(d_keyword)], {}))
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        d_args = runtime.part(d_record, 2)
-        d_value = runtime.part(d_record, 4)
-        d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
-        grads, d_grads = dynamic_jvp(rule.vjp, (g, value) + tuple(args), kwargs,
-                                     (d_g, d_value) + d_args, {})
-        d_grads = [runtime.part(d_grads, k) for k in range(len(rule.diff_args))]
-        positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
-        d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
-        return (positional, keyword), ([zero if d is None else d for d in d_positional],
-                                       d_keyword)
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    wrt_grads, wrt_d_grads = dynamic_jvp(bwd, (saved, g), {},
-                                         (runtime.part(d_record, 2), d_g), {})
+    if isinstance(record, RuleCall):
+        return _rule_call_backward_jvp(record, g, d_record, d_g)
+    wrt_grads, wrt_d_grads = dynamic_jvp(record.bwd, (record.saved, g), {},
+                                         (runtime.part(d_record, USER_SAVED), d_g), {})
     # one gradient per parameter (None and the lazy zero where it has none)
-    grads, d_grads = [None] * len(names), [zero] * len(names)
-    for k, i in enumerate(wrt):
-        grads[i], d_grads[i] = wrt_grads[k], runtime.part(wrt_d_grads, k)
-    positional = grads[n_self:n_self + n_args]
-    d_positional = d_grads[n_self:n_self + n_args]
-    by_name = dict(zip(names, range(len(names))))
-    keyword = {k: grads[by_name[k]] if k in by_name else None for k in kwargs}
-    d_keyword = {k: d_grads[by_name[k]] if k in by_name else zero for k in kwargs}
-    return (positional, keyword), (d_positional, d_keyword)
+    grads = record.per_parameter(wrt_grads)
+    d_grads = record.per_parameter([runtime.part(wrt_d_grads, k)
+                                    for k in range(len(record.wrt))], missing=zero)
+    return record.at_call(grads), record.at_call(d_grads, missing=zero)
+
+
+def _rule_call_backward_jvp(record, g, d_record, d_g):
+    """``dynamic_backward_jvp`` of a ``RuleCall``: the rule's vjp run in forward mode."""
+    rule, args, kwargs = record.rule, record.args, record.kwargs
+    d_args = runtime.part(d_record, RULE_ARGS)
+    d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
+    grads, d_grads = dynamic_jvp(rule.vjp, (g, record.value) + tuple(args), kwargs,
+                                 (d_g, runtime.part(d_record, RULE_VALUE)) + d_args, {})
+    d_grads = [runtime.part(d_grads, k) for k in range(len(rule.diff_args))]
+    positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
+    d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
+    zero = runtime.ZERO
+    return (positional, keyword), ([zero if d is None else d for d in d_positional], d_keyword)
 
 
 # -- functions made by srcgrad, as generated source ------------------------------------------

@@ -692,8 +692,12 @@ def copy_saved(saved):
     inside tuples, lists and other tapes) are copied, values are shared."""
     if isinstance(saved, Tape):
         return Tape(copy_saved(v) for v in saved)
-    if isinstance(saved, tuple) and not hasattr(saved, "_fields"):
-        return tuple(copy_saved(v) for v in saved)
+    if isinstance(saved, tuple):
+        items = [copy_saved(v) for v in saved]
+        if all(a is b for a, b in zip(items, saved)):
+            return saved  # (no tape inside: other namedtuples pass as they are)
+        # a namedtuple here is a call record (srcgrad.call_records) holding a callee's tapes
+        return type(saved)(*items) if hasattr(saved, "_fields") else tuple(items)
     return saved
 
 

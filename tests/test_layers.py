@@ -18,7 +18,8 @@ LAYERS = [
     (2, ("srcgrad.signature",)),  # function keys, parameter names, wrt, integer arguments
     (2, ("srcgrad.checkpoint",)),  # checkpointed loops: markers, schedules, loop primitive
     (3, ("srcgrad.transforms",)),
-    (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree")),
+    (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree",
+         "srcgrad.call_records")),  # (call_records: what run-time dispatch records)
     (4, ("srcgrad.jit",)),  # compiled gradients: rewrites generated sweeps, api delegates
     (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap", "srcgrad.show",
          "srcgrad.dispatch")),  # dispatch: calls resolved at run time (runtime.call_fwd...)
@@ -49,16 +50,20 @@ def module_name(path: pathlib.Path) -> str:
     return ".".join(parts)
 
 
+def import_source(node: ast.ImportFrom, package: str) -> str:
+    """The module ``from ... import`` reads, written in ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+    return f"{base}.{node.module}" if node.module else base
+
+
 def imported_modules(path: pathlib.Path):
     """Every srcgrad module ``path`` imports (``from . import x`` names submodules)."""
     package = module_name(path).rpartition(".")[0]  # (srcgrad.x.__init__ -> srcgrad.x)
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                target = f"{base}.{node.module}" if node.module else base
-            else:
-                target = node.module or ""
+            target = import_source(node, package)
             if not target.startswith("srcgrad"):
                 continue
             if node.module is None:  # from . import x: x is a submodule
@@ -139,11 +144,7 @@ def private_imports(source: str, module: str):
     for node in ast.walk(tree):
         if not isinstance(node, ast.ImportFrom):
             continue
-        if node.level:
-            base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-            target = f"{base}.{node.module}" if node.module else base
-        else:
-            target = node.module or ""
+        target = import_source(node, package)
         if not target.startswith("srcgrad"):
             continue
         for alias in node.names:
