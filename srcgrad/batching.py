@@ -20,7 +20,8 @@ import operator
 
 import numpy as np
 
-from .runtime import Tape
+from . import runtime
+from .runtime import ZERO, Tape, add, copy_saved, is_zero
 
 _CONTAINERS = (tuple, list, dict)
 
@@ -110,7 +111,6 @@ def _split(args, kwargs, batched):
 
     Each example gets its own copy of the tapes in unbatched arguments (the saved values
     of a generated forward sweep): a backward sweep pops them."""
-    from .runtime import copy_saved
 
     def at(b):
         a = [take(v, b) if i in batched else copy_saved(v) for i, v in enumerate(args)]
@@ -370,7 +370,6 @@ def _grad_seed(fn, args, kwargs, batched, size):
 
 def _densify(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.densify(g, x)`` for arrays and dicts, lists, tuples of them."""
-    from .runtime import is_zero
     g, x = args
     if kwargs:
         return NotImplemented
@@ -397,7 +396,6 @@ def _densify(fn, args, kwargs, batched, size):
 
 
 def _item(g, key):
-    from .runtime import ZERO, is_zero
     if is_zero(g):
         return ZERO
     return g.get(key, ZERO) if isinstance(g, dict) else g[key]
@@ -405,7 +403,6 @@ def _item(g, key):
 
 def _add_at(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.add_at(acc, x, index, g)`` for a dict or array ``x``."""
-    from .runtime import ZERO, add, is_zero
     acc, x, index, g = args
     if kwargs or 2 in batched or not (0 in batched or is_zero(acc)):
         return NotImplemented
@@ -432,7 +429,6 @@ def _add_at(fn, args, kwargs, batched, size):
 
 def _add(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.add``: the lazy zero passes the other operand through."""
-    from .runtime import is_zero
     a, b = args
     if is_zero(a) and 1 in batched:
         return b
@@ -453,7 +449,6 @@ def _element(fn, args, kwargs, batched, size):
 def _part(fn, args, kwargs, batched, size):
     """``runtime.part(g, key)`` and ``runtime.tangent_item(d, x, key)``: an item of a
     batched structured adjoint or tangent (an array tangent may need broadcasting first)."""
-    from .runtime import ZERO
     g, key = args[0], args[-1]
     if kwargs or len(args) - 1 in batched or 0 not in batched:
         return NotImplemented
@@ -540,7 +535,6 @@ def _rules() -> dict:
                operator.floordiv, operator.mod, operator.lt, operator.le, operator.gt,
                operator.ge, operator.eq, operator.ne, operator.neg, operator.pos):
         table[op] = _elementwise
-    from . import runtime
     table[runtime.unbroadcast] = _unbroadcast
     table[runtime.grad_seed] = _grad_seed
     table[runtime.densify] = _densify

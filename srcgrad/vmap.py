@@ -27,14 +27,16 @@ from .api_forward import CallSite, SparseCallSite, get_forward, source_function
 from .adapters import has_starred_parameters
 from .errors import SrcgradError
 from .generated import Generated, cached_build, own_attributes
+from .rules import lookup
+from .rules._helpers import expand_reduced, expand_to
+from .rules.operators import matmul_left, matmul_right
 from .signature import function_key, parameter_names
 from .transforms.batch import batch
 
+
 def _register_helper_rules() -> None:
     """Batch rules for the helpers generated adjoints call (vmap(grad(f)) runs them)."""
-    from .rules._helpers import expand_reduced, expand_to
     batching.register(expand_reduced, batching.expand_reduced_rule)
-    from .rules.operators import matmul_left, matmul_right
     batching.register(expand_to, batching.expand_to_rule)
     batching.register(matmul_left, batching.matmul_cotangent(0))
     batching.register(matmul_right, batching.matmul_cotangent(1))
@@ -115,7 +117,6 @@ def _transformable(fn) -> bool:
 def batched_call(fn, args, kwargs, batched, size: int):
     """``fn(*args, **kwargs)`` for every example at once; ``batched`` names the positions
     and keywords holding batched values. Generated batched code calls this."""
-    from .rules import lookup
     batched = batching.really_batched(args, kwargs, batched)
     if not batched:  # only Python numbers, the same for every example
         return batching.lift(fn(*args, **kwargs), size)
