@@ -8,22 +8,25 @@ __all__ = ["grad", "value_and_grad", "elementwise_grad", "vjp", "stop_gradient",
 import functools
 import inspect
 import weakref
-from typing import Any, Callable, NamedTuple, Sequence, Union
+from typing import Any, Callable, NamedTuple
 
 import gast
 import numpy as np
 
-from . import runtime
+from . import codegen, runtime
 from .boundary import (as_function, callee_function, check_argument, check_cotangent,
-                       unbind)
+                       signature_text, unbind)
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
 from .adapters import has_starred_parameters, route
+from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
-from .errors import SrcgradError, SourceUnavailableError
+from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
 from .generated import Generated, cached_build, consuming, remember
 from .transforms import check_calls
 from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name
+from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize_wrt,
+                        parameter_names)
 from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
@@ -45,7 +48,7 @@ class Adjoint(Generated):
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         super().__init__(fn, wrt, scalar_mode)
-        self.params: list[str] = _param_names(fn)
+        self.params: list[str] = parameter_names(fn)
         name = f"{getattr(fn, '__name__', 'f').replace('<lambda>', 'lambda')}_adj"
         if len(wrt) < len(self.params) and all(i < len(self.params) for i in wrt):
             name += "".join(f"_{self.params[i]}" for i in wrt)  # helper_adj_x: w.r.t. x
@@ -81,10 +84,6 @@ class Adjoint(Generated):
         return [bound.get(names[i]) for i in self.wrt]
 
 
-def _func_key(fn):
-    return getattr(fn, "__func__", fn)
-
-
 class EntryAdjoint(Adjoint):
     """The sweeps of the function an API call (grad, value_and_grad, vjp...) differentiates
     itself, not as a helper: it may update its own parameters in place (Context.entry)."""
@@ -98,7 +97,7 @@ def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
     srcgrad (a gradient differentiated again) keeps its ordinary adjoint."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         return get_adjoint(fn, wrt)
-    return cached_build(_CACHE, EntryAdjoint, _func_key(fn), wrt)
+    return cached_build(_CACHE, EntryAdjoint, function_key(fn), wrt)
 
 
 def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
@@ -109,7 +108,7 @@ def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
         # made by srcgrad (a gradient, a bound method's sweep): its generated equivalent
         from .api_forward import source_function
         fn = source_function(fn)
-    return cached_build(_CACHE, consuming(Adjoint, consumed), _func_key(fn), wrt, debug)
+    return cached_build(_CACHE, consuming(Adjoint, consumed), function_key(fn), wrt, debug)
 
 
 def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
@@ -119,20 +118,20 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
     object passed along (a RandomState, a config, a data batch) is then an ordinary constant
     inside the callee, and costs no cotangent."""
     if hasattr(fn, "__srcgrad_grad__") or isinstance(getattr(fn, "__self__", None),
-                                                     _BoundAdjoint):
+                                                     BoundAdjoint):
         # made by srcgrad (a gradient, a bound method's sweep): its generated form
         from .api_forward import source_function
         fn = source_function(fn)
-    func = _func_key(fn)
+    func = function_key(fn)
     code = getattr(func, "__code__", None)
     if code is None:
         raise SourceUnavailableError(f"no source for {fn!r}")
     n = code.co_argcount + code.co_kwonlyargcount
     wrt = tuple(range(n))
     bound = None if call is None else bind_arguments(
-        _param_names(func), 1 if inspect.ismethod(fn) else 0, call)
+        parameter_names(func), 1 if inspect.ismethod(fn) else 0, call)
     if bound is not None:
-        names = _param_names(func)
+        names = parameter_names(func)
         keep = _changed_parameters(func)
         reached = {i for i, node in bound if names_read(node) & active}
         reached |= {i for i, name in enumerate(names) if name in keep}
@@ -141,7 +140,7 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
         wrt = tuple(sorted(reached)) or wrt
     adj = get_adjoint(func, wrt, consumed=getattr(call, "srcgrad_consumed", frozenset()))
     if inspect.ismethod(fn):
-        return _BoundAdjoint(adj, fn.__self__)
+        return BoundAdjoint(adj, fn.__self__)
     if adj.fn is not func and getattr(func, "__closure__", None):
         return _InstanceAdjoint(adj, func)
     return adj
@@ -189,7 +188,7 @@ def _changed_parameters(func) -> frozenset:
     return known
 
 
-class _BoundAdjoint:
+class BoundAdjoint:
     """A method's adjoint with ``self`` already bound (``obj.method(x)`` call sites); ``self``
     gets no gradient."""
 
@@ -214,75 +213,10 @@ class _BoundAdjoint:
 
 
 # -- argument handling ---------------------------------------------------------------------
-def _param_names(fn) -> list[str]:
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
-def _normalize_wrt(fn, wrt) -> tuple[tuple[int, ...], bool]:
-    """``wrt`` as a tuple of parameter indices, and whether the user gave a single one."""
-    names = _param_names(fn)
-    single = not isinstance(wrt, (tuple, list))
-    items = [wrt] if single else list(wrt)
-    out = []
-    for w in items:
-        if isinstance(w, str):
-            if w not in names:
-                raise SrcgradError(f"{fn.__qualname__}() has no parameter '{w}' "
-                                   f"(its parameters: {', '.join(names)})")
-            out.append(names.index(w))
-        elif isinstance(w, (int, np.integer)) and not isinstance(w, bool):
-            # (with *args, an index past the named parameters is one of the extra
-            # positional arguments of each call)
-            if not 0 <= w < len(names) and not (w >= 0 and has_starred_parameters(fn)):
-                raise SrcgradError(f"wrt={w} is out of range: {fn.__qualname__}() has "
-                                   f"{len(names)} parameters")
-            out.append(int(w))
-        else:
-            raise SrcgradError(f"wrt must be a parameter index, a name, or a tuple of those; "
-                               f"got {w!r}")
-    return tuple(out), single
-
-
 def _check_differentiable(fn, wrt, args) -> None:
     for i in wrt:
         if i < len(args):
             check_argument(args[i], fn, i)
-
-
-def _integer_leaf(x):
-    if isinstance(x, (bool, np.bool_)):
-        return "a bool"
-    if isinstance(x, (int, np.integer)):
-        return "an integer"
-    kind = getattr(getattr(x, "dtype", None), "kind", None)
-    if kind is not None and (isinstance(x, np.ndarray) or runtime.is_foreign_array(x)):
-        if kind in "biu":  # (numpy arrays, and dask's, whose attributes hold integers)
-            what = "a bool" if kind == "b" else "an integer"
-            return f"{what} array (dtype {x.dtype})"
-        return None
-    if isinstance(x, dict):
-        for v in x.values():
-            r = _integer_leaf(v)
-            if r:
-                return r
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            r = _integer_leaf(v)
-            if r:
-                return r
-    elif hasattr(x, "__dict__") and not isinstance(x, (type, np.ndarray)) \
-            and not callable(x):
-        for v in vars(x).values():  # plain objects and dataclasses: their attributes
-            if isinstance(v, (np.ndarray, float, int, np.number, list, tuple, dict)):
-                r = _integer_leaf(v)
-                if r:
-                    return r
-    return None
 
 
 def _seed(fn, value, holomorphic=False):
@@ -304,15 +238,7 @@ def _seed(fn, value, holomorphic=False):
     return 1.0
 
 
-# argument types for which a scalar-closed function computes only scalars
-_SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
-
-
 # -- public API ----------------------------------------------------------------------------
-Wrt = Union[int, str, Sequence[Union[int, str]]]
-"""Which arguments to differentiate: an index, a parameter name, or a sequence of those."""
-
-
 class _FirstArgument(int):
     """The default of ``wrt``: 0, told apart from an explicit ``wrt=0`` (which, with
     ``argnums=``, is an error)."""
@@ -477,7 +403,7 @@ def _run_grad(f, mode: GradMode, fwd, bwd, args, kwargs):
 def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     if has_starred_parameters(f):
         return _starred_grad(f, wrt, mode, verbose)
-    indices, single = _normalize_wrt(f, wrt)
+    indices, single = normalize_wrt(f, wrt)
     state: dict = {}
     # a bound method: its function, with the instance passed first (never differentiated)
     bound = (f.__self__,) if inspect.ismethod(f) else ()
@@ -497,7 +423,7 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
         adj = adjoint()
-        if adj.scalar_closed and not kwargs and all(type(a) in _SCALARS for a in args) \
+        if adj.scalar_closed and not kwargs and all(type(a) in SCALAR_TYPES for a in args) \
                 and not mode.has_aux:
             adj = adj.scalar_variant()
         fwd, bwd = adj.sweeps_for(func)
@@ -545,7 +471,7 @@ def vjp(f: Callable, *args, has_aux: bool = False, checkpoint: int | None = None
     ``(value, pullback, aux)``; aux is not differentiated.
     """
     f = as_function(f, "vjp")
-    wrt = tuple(i for i, a in enumerate(args) if _integer_leaf(a) is None
+    wrt = tuple(i for i, a in enumerate(args) if integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
     _check_differentiable(f, wrt, args)
     if has_starred_parameters(f):
@@ -610,7 +536,6 @@ def _facade_tensor(args):
 def _compile_rule(source: str, label: str, namespace: dict) -> Callable:
     """A generated rule function (real source in linecache: it can be inlined, shown in
     tracebacks and differentiated again)."""
-    from . import codegen
     name = source.split("(", 1)[0][len("def "):]
     return codegen.compile_source(source, label, namespace)[name]
 
@@ -646,7 +571,6 @@ class _CustomRule:
         return f"<srcgrad.{self.api} {_label(self.fun)}>"
 
     def _signature(self) -> tuple[str, str, dict]:
-        from .boundary import signature_text
         return signature_text(self.fun)
 
 
@@ -746,15 +670,15 @@ def dynamic_forward(fn, args, kwargs):
     if fn is runtime.apply and not isinstance(args[0], runtime.Bound):
         # a plain function value: called as such (no adapter layer at first order)
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
-        return value, ("apply", record)
+        return value, ApplyCall(record)
     fn = route(fn, args, kwargs)
     rule = lookup(fn) or nondifferentiable_rule(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
-        return value, ("rule", rule, args, kwargs, value)
+        return value, RuleCall(rule, args, kwargs, value)
     self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
     value, saved = fwd(*self_args, *args, **kwargs)
-    return value, ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    return value, UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
 
 
 def user_sweeps(fn, args, kwargs):
@@ -762,14 +686,13 @@ def user_sweeps(fn, args, kwargs):
     names, wrt, fwd, bwd)``, the bound instance (if any), the parameter names, the
     parameters its arguments make differentiable, and the sweeps for them."""
     fn = callee_function(fn)  # a partial, an object with __call__: Python code to run
-    func = _func_key(fn)
+    func = function_key(fn)
     if not hasattr(func, "__code__"):
-        from .errors import MissingRuleError
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
     wrt = dynamic_wrt(func, self_args, args, kwargs)
     fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
-    return self_args, _param_names(func), wrt, fwd, bwd
+    return self_args, parameter_names(func), wrt, fwd, bwd
 
 
 def _no_gradient(g, ans, *args, **kwargs):
@@ -801,7 +724,7 @@ def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
     """The parameters of a call known only at run time to differentiate: those whose
     argument may carry a gradient (runtime.may_carry_gradient), and those the callee changes
     in place; a bound method's ``self`` never. Like a static call site's specialization."""
-    names = _param_names(func)
+    names = parameter_names(func)
     offset = len(self_args)
     wrt = {i + offset for i, a in enumerate(args) if runtime.may_carry_gradient(a)}
     wrt |= {names.index(k) for k, v in kwargs.items()
@@ -814,17 +737,12 @@ def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
 
 def dynamic_backward(record, g):
     """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain function f
-        positional, keyword = dynamic_backward(record[1], g)
+    if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain function f
+        positional, keyword = dynamic_backward(record.record, g)
         return [None, tuple(runtime.ZERO if p is None else p for p in positional),
                 {k: runtime.ZERO if v is None else v for k, v in keyword.items()}], {}
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        return scatter_rule_grads(rule, args, kwargs, rule.vjp(g, value, *args, **kwargs))
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    grads = [None] * len(names)
-    for i, gi in zip(wrt, bwd(saved, g)):
-        grads[i] = gi
-    positional = list(grads[n_self:n_self + n_args])
-    by_name = dict(zip(names, grads))
-    return positional, {k: by_name.get(k) for k in kwargs}
+    if isinstance(record, RuleCall):
+        rule, args, kwargs = record.rule, record.args, record.kwargs
+        return scatter_rule_grads(rule, args, kwargs,
+                                  rule.vjp(g, record.value, *args, **kwargs))
+    return record.at_call(record.per_parameter(record.bwd(record.saved, g)))

@@ -26,11 +26,15 @@ from .adapters import has_starred_parameters, route
 from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
                        signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (_SCALARS, Wrt, _func_key, _integer_leaf, _normalize_wrt, _param_names,
-                  dynamic_wrt, FIRST, get_adjoint, get_entry_adjoint, nondifferentiable_rule, pick_wrt,
-                  split_aux)
+from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
+                  nondifferentiable_rule, pick_wrt, split_aux)
+from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
+                           RuleCall, UserCall, record_derivative)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
+from .rules import is_nondifferentiable, lookup
+from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize_wrt,
+                        parameter_names)
 from .generated import (Generated, cached_build, consuming, own_attributes, remember,
                         remembered)
 from .transforms import astutil as A
@@ -63,7 +67,7 @@ def get_forward(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
                 consumed: frozenset = frozenset()) -> Forward:
     """The (cached) jvp function of ``fn`` for ``wrt``; built on first use. ``consumed``: the
     parameters its call site hands over (Context.consumed)."""
-    return cached_build(_CACHE, consuming(Forward, consumed), _func_key(fn), wrt, debug)
+    return cached_build(_CACHE, consuming(Forward, consumed), function_key(fn), wrt, debug)
 
 
 class EntryForward(Forward):
@@ -76,7 +80,7 @@ class EntryForward(Forward):
 
 def get_entry_forward(fn: Callable, wrt: tuple[int, ...]) -> Forward:
     """``get_forward`` for the function an API call differentiates itself."""
-    return cached_build(_CACHE, EntryForward, _func_key(fn), wrt)
+    return cached_build(_CACHE, EntryForward, function_key(fn), wrt)
 
 
 # -- calls of user functions from generated jvp code -----------------------------------------
@@ -87,10 +91,10 @@ class _Callee:
     def __init__(self, fn: Callable, consumed: frozenset = frozenset()):
         self.consumed = consumed
         self.fn = source_function(fn)
-        func = _func_key(self.fn)
+        func = function_key(self.fn)
         if getattr(func, "__code__", None) is None:
             raise SourceUnavailableError(f"no source for {fn!r}")
-        self.params = _param_names(func)
+        self.params = parameter_names(func)
         self.offset = 1 if inspect.ismethod(self.fn) else 0
 
     def bind_positions(self, call) -> list:
@@ -98,17 +102,17 @@ class _Callee:
         return A.bind_arguments(self.params, self.offset, call) or []
 
     def site(self, wrt: tuple[int, ...], sparse: bool = False):
-        name = getattr(_func_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
-        site = (_SparseCallSite if sparse else _CallSite)(self.fn, wrt, self.consumed)
+        name = getattr(function_key(self.fn), "__name__", "f").replace("<lambda>", "lambda")
+        site = (SparseCallSite if sparse else CallSite)(self.fn, wrt, self.consumed)
         return site, f"{name}_jvp"
 
 
-class _CallSite:
+class CallSite:
     """Calls the jvp function of ``fn`` for ``wrt``, built on first call (recursion)."""
 
     def __init__(self, fn, wrt, consumed: frozenset = frozenset()):
         self.fn, self.wrt, self.consumed = fn, wrt, consumed
-        self.func = _func_key(fn)
+        self.func = function_key(fn)
         self.bound = (fn.__self__,) if inspect.ismethod(fn) else ()
         self._resolved = None
 
@@ -125,13 +129,13 @@ class _CallSite:
         return f(*args, **kwargs)
 
 
-class _SparseCallSite:
-    """Like ``_CallSite``, for tangents that may be the lazy zero at run time: each call goes
+class SparseCallSite:
+    """Like ``CallSite``, for tangents that may be the lazy zero at run time: each call goes
     to the jvp for the arguments whose tangent is not zero (one build per such subset)."""
 
     def __init__(self, fn, wrt, consumed: frozenset = frozenset()):
         self.fn, self.wrt, self.consumed = fn, wrt, consumed
-        self.sites: dict[tuple, _CallSite] = {}
+        self.sites: dict[tuple, CallSite] = {}
 
     def __call__(self, *args, **kwargs):
         n = len(self.wrt)
@@ -139,14 +143,13 @@ class _SparseCallSite:
         live = tuple(not runtime.is_zero(t) for t in tangents)
         site = self.sites.get(live)
         if site is None:
-            site = self.sites[live] = _CallSite(
+            site = self.sites[live] = CallSite(
                 self.fn, tuple(i for i, keep in zip(self.wrt, live) if keep), self.consumed)
         return site(*[t for t, keep in zip(tangents, live) if keep], *primals, **kwargs)
 
 
 def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``(value, tangent)`` of ``fn(*args, **kwargs)``; see runtime.call_jvp."""
-    from .rules import is_nondifferentiable, lookup
     fn = route(fn, args, kwargs)
     rule = lookup(fn)
     if rule is not None:
@@ -154,7 +157,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     if is_nondifferentiable(fn):
         return fn(*args, **kwargs), runtime.ZERO
     fn = callee_function(source_function(fn))
-    func = _func_key(fn)
+    func = function_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
     names = _cached_param_names(func)
@@ -211,7 +214,7 @@ def _cached_param_names(func) -> list[str]:
     """Parameter names by code object (inspect.signature is slow on every call)."""
     names = _PARAM_NAMES.get(func.__code__)
     if names is None:
-        names = _PARAM_NAMES[func.__code__] = _param_names(func)
+        names = _PARAM_NAMES[func.__code__] = parameter_names(func)
     return names
 
 
@@ -253,69 +256,65 @@ def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
 def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     """``((value, record), (d_value, d_record))``: forward mode of ``api.dynamic_forward``,
     whose record's saved values get tangents (for differentiating generated sweeps)."""
-    from .rules import lookup
     fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
-    if rule is None and nondifferentiable_rule(fn) is not None:
-        value = fn(*args, **kwargs)
-        record = ("rule", nondifferentiable_rule(fn), args, kwargs, value)
-        return (value, record), (zero, (zero, zero, tuple(tangents), dict(kw_tangents), zero))
     if rule is not None:
         value, d_value = _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents)
-        record = ("rule", rule, args, kwargs, value)
-        return (value, record), (d_value, (zero, zero, tuple(tangents), dict(kw_tangents),
-                                           d_value))
+    elif nondifferentiable_rule(fn) is not None:
+        rule, value, d_value = nondifferentiable_rule(fn), fn(*args, **kwargs), zero
+    if rule is not None:
+        d_record = record_derivative(RuleCall, args=tuple(tangents), kwargs=dict(kw_tangents),
+                                     value=d_value)
+        return (value, RuleCall(rule, args, kwargs, value)), (d_value, d_record)
     fn = callee_function(source_function(fn))
-    func = _func_key(fn)
+    func = function_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _param_names(func)
+    names = parameter_names(func)
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
     wrt = dynamic_wrt(func, self_args, args, kwargs)
     fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
     (value, saved), d_pair = dynamic_jvp(fwd, self_args + tuple(args), kwargs,
                                          (zero,) * len(self_args) + tuple(tangents),
                                          kw_tangents)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    record = UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     d_value, d_saved = runtime.part(d_pair, 0), runtime.part(d_pair, 1)
-    return (value, record), (d_value, (zero, zero, d_saved) + (zero,) * 5)
+    return (value, record), (d_value, record_derivative(UserCall, saved=d_saved))
 
 
 def dynamic_backward_jvp(record, g, d_record, d_g):
     """Forward mode of ``api.dynamic_backward``: ``((positional, keyword), tangents)``."""
     zero = runtime.ZERO
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
+    if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain f
         (positional, keyword), (d_positional, d_keyword) = dynamic_backward_jvp(
-            record[1], g, runtime.part(d_record, 1), d_g)
+            record.record, g, runtime.part(d_record, APPLY_RECORD), d_g)
         none = lambda v: zero if v is None else v  # noqa: E731
         return (([None, tuple(map(none, positional)), {k: none(v) for k, v in keyword.items()}],
                  {}), ([zero, tuple(d_positional), dict(d_keyword)], {}))
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        d_args = runtime.part(d_record, 2)
-        d_value = runtime.part(d_record, 4)
-        d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
-        grads, d_grads = dynamic_jvp(rule.vjp, (g, value) + tuple(args), kwargs,
-                                     (d_g, d_value) + d_args, {})
-        d_grads = [runtime.part(d_grads, k) for k in range(len(rule.diff_args))]
-        positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
-        d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
-        return (positional, keyword), ([zero if d is None else d for d in d_positional],
-                                       d_keyword)
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    wrt_grads, wrt_d_grads = dynamic_jvp(bwd, (saved, g), {},
-                                         (runtime.part(d_record, 2), d_g), {})
+    if isinstance(record, RuleCall):
+        return _rule_call_backward_jvp(record, g, d_record, d_g)
+    wrt_grads, wrt_d_grads = dynamic_jvp(record.bwd, (record.saved, g), {},
+                                         (runtime.part(d_record, USER_SAVED), d_g), {})
     # one gradient per parameter (None and the lazy zero where it has none)
-    grads, d_grads = [None] * len(names), [zero] * len(names)
-    for k, i in enumerate(wrt):
-        grads[i], d_grads[i] = wrt_grads[k], runtime.part(wrt_d_grads, k)
-    positional = grads[n_self:n_self + n_args]
-    d_positional = d_grads[n_self:n_self + n_args]
-    by_name = dict(zip(names, range(len(names))))
-    keyword = {k: grads[by_name[k]] if k in by_name else None for k in kwargs}
-    d_keyword = {k: d_grads[by_name[k]] if k in by_name else zero for k in kwargs}
-    return (positional, keyword), (d_positional, d_keyword)
+    grads = record.per_parameter(wrt_grads)
+    d_grads = record.per_parameter([runtime.part(wrt_d_grads, k)
+                                    for k in range(len(record.wrt))], missing=zero)
+    return record.at_call(grads), record.at_call(d_grads, missing=zero)
+
+
+def _rule_call_backward_jvp(record, g, d_record, d_g):
+    """``dynamic_backward_jvp`` of a ``RuleCall``: the rule's vjp run in forward mode."""
+    rule, args, kwargs = record.rule, record.args, record.kwargs
+    d_args = runtime.part(d_record, RULE_ARGS)
+    d_args = tuple(runtime.part(d_args, i) for i in range(len(args)))
+    grads, d_grads = dynamic_jvp(rule.vjp, (g, record.value) + tuple(args), kwargs,
+                                 (d_g, runtime.part(d_record, RULE_VALUE)) + d_args, {})
+    d_grads = [runtime.part(d_grads, k) for k in range(len(rule.diff_args))]
+    positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
+    d_positional, d_keyword = scatter_rule_grads(rule, args, kwargs, d_grads)
+    zero = runtime.ZERO
+    return (positional, keyword), ([zero if d is None else d for d in d_positional], d_keyword)
 
 
 # -- functions made by srcgrad, as generated source ------------------------------------------
@@ -323,9 +322,8 @@ def source_function(fn, scalar: bool = False):
     """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
     equivalent generated Python function calling its sweeps, which can be transformed.
     ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve."""
-    from .api import _BoundAdjoint
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, _BoundAdjoint):
+    if isinstance(owner, BoundAdjoint):
         return _bound_sweep(owner, fn.__name__)
     spec = getattr(fn, "__srcgrad_grad__", None)
     if spec is None:
@@ -349,14 +347,14 @@ _serial = itertools.count(1)
 def _docstring(what: str, f) -> str:
     """A docstring naming the wrapped function, with a serial number: caches are keyed by
     code objects, which compare equal for equal text, and each wrapper has its own globals."""
-    code = getattr(_func_key(f), "__code__", None)
+    code = getattr(function_key(f), "__code__", None)
     where = f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})" if code else ""
     return repr(f"Generated {what} of {getattr(f, '__qualname__', 'f')}{where}, "
                 f"wrapper #{next(_serial)}.")
 
 
 def _bound_sweep(owner, which: str):
-    """A generated function equivalent to ``_BoundAdjoint.fwd`` or ``.bwd`` of ``owner``
+    """A generated function equivalent to ``BoundAdjoint.fwd`` or ``.bwd`` of ``owner``
     (a method's sweeps with ``self`` bound)."""
     cache = owner.__dict__.setdefault("_srcgrad_source_sweeps", {})
     if which in cache:
@@ -441,7 +439,7 @@ def _jacobian_wrapper(f, indices, single, api, has_aux=False):
                            f"value alone, and compute the aux output separately")
     fn, lead = unbind(source_function(f))
     adj = get_entry_adjoint(fn, tuple(i + len(lead) for i in indices))
-    fwd, bwd = adj.sweeps_for(_func_key(fn))
+    fwd, bwd = adj.sweeps_for(function_key(fn))
     name = getattr(f, "__name__", "f").replace("<lambda>", "lambda")
     name = name if name.isidentifier() else "f"
     params, call, namespace = _signature(f)
@@ -471,7 +469,7 @@ def _jacobian_wrapper(f, indices, single, api, has_aux=False):
 def _differentiable(x) -> bool:
     """Whether ``x`` can carry a tangent: not an integer, string, None, or a function or
     class (an object that merely defines __call__ can: its attributes may)."""
-    return _integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
+    return integer_leaf(x) is None and not isinstance(x, (str, type(None))) \
         and not isinstance(x, (types.FunctionType, types.BuiltinFunctionType,
                                types.MethodType, type, np.ufunc, functools.partial))
 
@@ -494,7 +492,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     func, lead = unbind(f)  # a bound method: self is a primal that is not varied
     if lead:
         f, primals, tangents = func, lead + primals, (None,) + tangents
-    scalar = all(type(a) in _SCALARS for a in primals)
+    scalar = all(type(a) in SCALAR_TYPES for a in primals)
     # a function with *args (or its gradient): the fixed-arity form for these arguments
     fn = source_function(route(f, primals, {}), scalar=scalar)
     wrt = tuple(i for i, a in enumerate(primals)
@@ -505,7 +503,7 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     built = get_entry_forward(fn, wrt)
     if scalar and built.scalar_closed:
         built = built.scalar_variant()
-    jf = built.function_for(_func_key(fn))
+    jf = built.function_for(function_key(fn))
     remember(given, "jvp", [built])  # srcgrad.source(f, "jvp")
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)
     return value, runtime.densify(tangent, value)
@@ -531,7 +529,7 @@ def _check_wrt_argument(f, index, args) -> None:
 
 def _wrt_indices(api: str, f, wrt, argnums) -> tuple[tuple[int, ...], bool]:
     """The argument indices ``wrt``/``argnums`` name, and whether a single one was given."""
-    return _normalize_wrt(f, pick_wrt(api, wrt, argnums))
+    return normalize_wrt(f, pick_wrt(api, wrt, argnums))
 
 
 def _one_or_tuple(parts: list, single: bool):
@@ -611,7 +609,7 @@ def _batched(fn, positions: tuple[int, ...]):
     built, _ = get_batched(fn, positions, quiet=True)
     if built is None:
         return None
-    function = built.functions_for(_func_key(fn))[0]
+    function = built.functions_for(function_key(fn))[0]
 
     def quietly(*args):
         # functions it calls may run once per example: right, and no news to the caller
@@ -650,7 +648,7 @@ def _jacfwd(f, index, args):
     fn = source_function(route(f, args, {}))
     x = np.asarray(args[index], dtype=_float_dtype(args[index]))
     wrt = tuple(i for i, a in enumerate(args) if i == index)
-    jf = get_entry_forward(fn, wrt).function_for(_func_key(fn))
+    jf = get_entry_forward(fn, wrt).function_for(function_key(fn))
     primals = list(args)
     primals[index] = x if isinstance(args[index], np.ndarray) else args[index]
     n = x.size
@@ -702,7 +700,7 @@ def jacrev(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
             _check_wrt_argument(f, index, args)
         fn, lead = unbind(source_function(f))
         adj = get_entry_adjoint(fn, tuple(index + len(lead) for index in indices))
-        fwd, bwd = adj.sweeps_for(_func_key(fn))
+        fwd, bwd = adj.sweeps_for(function_key(fn))
         value, saved = fwd(*lead, *args)
         out, aux = split_aux(f, value, "jacrev(has_aux=True)") if has_aux else (value, None)
         xs = [args[index] for index in indices]
@@ -768,7 +766,6 @@ def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Cal
     forward mode over the generated gradient (``jacfwd(grad(f, wrt))``), shape
     ``in.shape + in.shape``. For a tuple of arguments, a nested tuple of blocks:
     ``result[i][j]`` differentiates with respect to argument i, then argument j."""
-    from .api import grad
     f = as_function(f, "hessian")
     indices, single = _wrt_indices("hessian", f, wrt, argnums)
     if single:
@@ -787,7 +784,6 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
     one product per primal (a single value when there is one primal)."""
-    from .api import grad
     primals = check_sequence("hvp", "primals", primals)
     tangents = check_sequence("hvp", "tangents", tangents)
     f = as_function(f, "hvp")

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 __all__ = ["batch_size", "lift", "take", "stack", "per_example", "apply", "apply_method",
            "attribute", "getitem", "pack", "shape_of", "len_of", "BATCH_RULES",
-           "register", "select", "logical_not", "Unbatchable", "matmul_cotangent", "expand_to_rule", "expand_reduced_rule"]
+           "register", "select", "logical_not", "Unbatchable", "matmul_cotangent", "expand_to_rule", "expand_reduced_rule",
+           "map_leaves", "is_constant", "really_batched"]
 
 import operator
 
 import numpy as np
 
-from .runtime import Tape
+from . import runtime
+from .runtime import ZERO, Tape, add, copy_saved, is_zero
 
 _CONTAINERS = (tuple, list, dict)
 
@@ -48,14 +50,14 @@ def batch_size(*values) -> int:
     raise ValueError("vmap: no batched array among the batched arguments")
 
 
-def _map(fn, x):
+def map_leaves(fn, x):
     """``fn`` applied to each leaf of a container (arrays and numbers)."""
     if isinstance(x, dict):
-        return {k: _map(fn, v) for k, v in x.items()}
+        return {k: map_leaves(fn, v) for k, v in x.items()}
     if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return type(x)(*[_map(fn, v) for v in x])
+        return type(x)(*[map_leaves(fn, v) for v in x])
     if isinstance(x, (tuple, list)):
-        return type(x)(_map(fn, v) for v in x)
+        return type(x)(map_leaves(fn, v) for v in x)
     if _is_leaf_array(x) or isinstance(x, (int, float, complex, np.number, bool)):
         return fn(x)
     return x  # None, strings, functions: the same for every example
@@ -66,7 +68,8 @@ def _map(fn, x):
 _PY_SCALARS = (float, int, bool, complex)
 
 
-def _constant(x) -> bool:
+def is_constant(x) -> bool:
+    """Whether ``x`` is a Python number, the same for every example (see ``_PY_SCALARS``)."""
     return type(x) in _PY_SCALARS
 
 
@@ -74,17 +77,17 @@ def lift(x, size: int):
     """Unbatched ``x`` as a batched value: every numeric leaf repeated ``size`` times (a
     broadcast view, no copy); Python numbers stay as they are (see ``_PY_SCALARS``)."""
     def one(leaf):
-        if _constant(leaf):
+        if is_constant(leaf):
             return leaf
         if not _is_leaf_array(leaf):
             leaf = np.asarray(leaf)
         return np.broadcast_to(leaf, (size,) + tuple(leaf.shape))  # dask dispatches this
-    return _map(one, x)
+    return map_leaves(one, x)
 
 
 def take(x, b: int):
     """Example ``b`` of batched ``x``."""
-    return _map(lambda leaf: leaf if _constant(leaf) else leaf[b], x)
+    return map_leaves(lambda leaf: leaf if is_constant(leaf) else leaf[b], x)
 
 
 def stack(values: list):
@@ -98,7 +101,7 @@ def stack(values: list):
         return type(first)(stack([v[i] for v in values]) for i in range(len(first)))
     if first is None or isinstance(first, str) or callable(first):
         return first
-    if _constant(first) and all(type(v) is type(first) and v == first for v in values):
+    if is_constant(first) and all(type(v) is type(first) and v == first for v in values):
         return first
     return np.stack([np.asarray(v) if not _is_leaf_array(v) else v for v in values])
 
@@ -108,7 +111,6 @@ def _split(args, kwargs, batched):
 
     Each example gets its own copy of the tapes in unbatched arguments (the saved values
     of a generated forward sweep): a backward sweep pops them."""
-    from .runtime import copy_saved
 
     def at(b):
         a = [take(v, b) if i in batched else copy_saved(v) for i, v in enumerate(args)]
@@ -368,7 +370,6 @@ def _grad_seed(fn, args, kwargs, batched, size):
 
 def _densify(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.densify(g, x)`` for arrays and dicts, lists, tuples of them."""
-    from .runtime import is_zero
     g, x = args
     if kwargs:
         return NotImplemented
@@ -395,7 +396,6 @@ def _densify(fn, args, kwargs, batched, size):
 
 
 def _item(g, key):
-    from .runtime import ZERO, is_zero
     if is_zero(g):
         return ZERO
     return g.get(key, ZERO) if isinstance(g, dict) else g[key]
@@ -403,7 +403,6 @@ def _item(g, key):
 
 def _add_at(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.add_at(acc, x, index, g)`` for a dict or array ``x``."""
-    from .runtime import ZERO, add, is_zero
     acc, x, index, g = args
     if kwargs or 2 in batched or not (0 in batched or is_zero(acc)):
         return NotImplemented
@@ -430,7 +429,6 @@ def _add_at(fn, args, kwargs, batched, size):
 
 def _add(fn, args, kwargs, batched, size):
     """Batch rule of ``runtime.add``: the lazy zero passes the other operand through."""
-    from .runtime import is_zero
     a, b = args
     if is_zero(a) and 1 in batched:
         return b
@@ -451,7 +449,6 @@ def _element(fn, args, kwargs, batched, size):
 def _part(fn, args, kwargs, batched, size):
     """``runtime.part(g, key)`` and ``runtime.tangent_item(d, x, key)``: an item of a
     batched structured adjoint or tangent (an array tangent may need broadcasting first)."""
-    from .runtime import ZERO
     g, key = args[0], args[-1]
     if kwargs or len(args) - 1 in batched or 0 not in batched:
         return NotImplemented
@@ -478,7 +475,7 @@ def _broadcast_like(fn, args, kwargs, batched, size, shape=None):
         shape = np.shape(ans)[1:] if 1 in batched else np.shape(ans)
     if 0 not in batched:
         d = lift(d, size)
-    if _constant(d) or np.ndim(d) - 1 > len(shape):
+    if is_constant(d) or np.ndim(d) - 1 > len(shape):
         return NotImplemented
     pad = len(shape) - (np.ndim(d) - 1)
     if pad:
@@ -538,7 +535,6 @@ def _rules() -> dict:
                operator.floordiv, operator.mod, operator.lt, operator.le, operator.gt,
                operator.ge, operator.eq, operator.ne, operator.neg, operator.pos):
         table[op] = _elementwise
-    from . import runtime
     table[runtime.unbroadcast] = _unbroadcast
     table[runtime.grad_seed] = _grad_seed
     table[runtime.densify] = _densify
@@ -555,15 +551,15 @@ def _rules() -> dict:
 BATCH_RULES: dict = _rules()
 
 
-def _really_batched(args, kwargs, batched) -> set:
+def really_batched(args, kwargs, batched) -> set:
     """The batched keys whose values are not Python numbers (which never vary)."""
     return {k for k in batched
-            if not _constant(kwargs[k] if isinstance(k, str) else args[k])}
+            if not is_constant(kwargs[k] if isinstance(k, str) else args[k])}
 
 
 def apply(fn, args, kwargs, batched, size: int):
     """``fn(*args, **kwargs)`` per example, by a batch rule when one applies."""
-    batched = _really_batched(args, kwargs, batched)
+    batched = really_batched(args, kwargs, batched)
     if not batched:
         return lift(fn(*args, **kwargs), size)
     rule = BATCH_RULES.get(fn)
@@ -590,7 +586,7 @@ _MUTATORS = {"append", "push", "extend", "insert"}
 
 def apply_method(obj, name: str, args, kwargs, batched, size: int):
     """``obj.name(*args, **kwargs)`` per example; ``-1`` in ``batched`` marks ``obj``."""
-    batched = {k for k in batched if not _constant(obj if k == -1 else kwargs[k]
+    batched = {k for k in batched if not is_constant(obj if k == -1 else kwargs[k]
                                                      if isinstance(k, str) else args[k])}
     if not batched:
         return lift(getattr(obj, name)(*args, **kwargs), size)
@@ -643,7 +639,7 @@ def attribute(x, name: str, size: int):
 
 def getitem(x, index, batched, size: int):
     """``x[index]`` per example (``batched`` holds 0 for ``x``, 1 for ``index``)."""
-    batched = _really_batched((x, index), {}, batched)
+    batched = really_batched((x, index), {}, batched)
     if not batched:
         return lift(x[index], size)
     if batched == {0}:
@@ -697,7 +693,7 @@ class Unbatchable(Exception):
 def select(cond, a, b, batched, size: int):
     """Per example, ``a`` where the per-example truth value ``cond`` holds, else ``b``
     (``batched`` holds 0 for ``a``, 1 for ``b``): the join of a lowered ``if``."""
-    if _constant(cond):
+    if is_constant(cond):
         return _select(np.full(size, bool(cond)), a, 0 in batched, b, 1 in batched, size)
     if not hasattr(cond, "shape"):  # a list's truth is its length, not its items'
         raise Unbatchable(f"the condition of an 'if' is a {type(cond).__name__}")
@@ -712,7 +708,7 @@ def select(cond, a, b, batched, size: int):
 
 def logical_not(x, size: int):
     """``not x`` for each example of batched ``x`` (each must have one truth value)."""
-    if _constant(x):
+    if is_constant(x):
         return not x
     if np.size(x) != size:
         raise ValueError("The truth value of an array with more than one element is "
@@ -723,13 +719,13 @@ def logical_not(x, size: int):
 def _select(c, a, a_batched: bool, b, b_batched: bool, size: int):
     if a is b and a_batched == b_batched:
         return a
-    if _constant(a) and type(a) is type(b) and a == b:
+    if is_constant(a) and type(a) is type(b) and a == b:
         return a
     numeric = (np.ndarray, np.generic) + _PY_SCALARS
     if isinstance(a, numeric) and isinstance(b, numeric):
-        a = a if a_batched or _constant(a) else lift(a, size)
-        b = b if b_batched or _constant(b) else lift(b, size)
-        shapes = {np.shape(v) if _constant(v) else np.shape(v)[1:] for v in (a, b)}
+        a = a if a_batched or is_constant(a) else lift(a, size)
+        b = b if b_batched or is_constant(b) else lift(b, size)
+        shapes = {np.shape(v) if is_constant(v) else np.shape(v)[1:] for v in (a, b)}
         if len(shapes) > 1:  # examples would get values of different shapes
             raise Unbatchable(f"the branches of an 'if' give values of shapes "
                               f"{' and '.join(map(str, sorted(shapes)))}")

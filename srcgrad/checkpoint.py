@@ -32,7 +32,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import runtime
-from .errors import Location, UnsupportedFeatureError
+from .errors import InternalError, Location, UnsupportedFeatureError
 from .rules.registry import defrule
 from .source import FunctionSource, register_source
 
@@ -275,8 +275,7 @@ def connect(get_adjoint: Callable, dynamic_wrt: Callable, jvp: Callable) -> None
 def _connected(name: str) -> Callable:
     found = _CONNECTED.get(name)
     if found is None:
-        from .errors import InternalError
-        raise InternalError("checkpoint", f"the API layer did not connect '{name}'")
+            raise InternalError("checkpoint", f"the API layer did not connect '{name}'")
     return found
 
 

@@ -12,7 +12,7 @@ positions in the text shown.
 from __future__ import annotations
 
 __all__ = ["to_source", "compile_source", "COMMENT_PREFIX", "line_map", "UserLines",
-           "user_line", "Factory", "take_apart", "show", "compile_factory"]
+           "user_line", "generated_filenames", "Factory", "take_apart", "show", "compile_factory"]
 
 import ast
 import itertools
@@ -116,6 +116,11 @@ class UserLines(NamedTuple):
 
 # pseudo-filename -> UserLines, for tracebacks through generated code (see errors.relocate)
 _USER_LINES: dict[str, UserLines] = {}
+
+
+def generated_filenames() -> list[str]:
+    """The pseudo-filenames of the generated files that map back to user code."""
+    return list(_USER_LINES)
 
 
 def _statements(tree) -> list:

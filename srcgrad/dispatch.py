@@ -8,20 +8,23 @@ call means building the callee's adjoint: the API layer, above the runtime. So t
 runtime.py are stubs that forward here, and this module installs itself with
 ``runtime.connect_dispatch`` when srcgrad is imported (no import from the runtime upwards).
 
-Records: ``call_fwd`` returns ``(value, record)``; a user callee's record is
-``("user", bwd, saved, n_self, names, n_args, kwargs, wrt)``, a rule's
-``("rule", rule, args, kwargs, value)``, a static or class method's
-``("receiverless", record)``, a differentiated helper's ``("redispatch", backward, data)``.
+Records: ``call_fwd`` returns ``(value, record)``, the record one of the types in
+call_records.py (``UserCall``, ``RuleCall``, ``ApplyCall``, ``ReceiverlessCall``, and
+``Redispatch`` for a differentiated helper).
 """
 from __future__ import annotations
 
 import inspect
 import sys
+from typing import Any, NamedTuple
 
 from . import runtime
 from .adapters import route
 from .api import dynamic_backward, dynamic_forward, nondifferentiable_rule, user_sweeps
 from .api_forward import dynamic_backward_jvp, dynamic_forward_jvp, dynamic_jvp
+from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
+                           ReceiverlessCall, Redispatch, RuleCall, UserCall,
+                           record_derivative)
 from .errors import MissingRuleError
 from .rules import lookup
 from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part
@@ -48,7 +51,7 @@ def method_fwd(obj, name, *args, **kwargs):
     if isinstance(raw, (staticmethod, classmethod)):
         # no instance argument: the receiver gets no gradient
         value, record = dynamic_forward(getattr(obj, name), args, kwargs)
-        return value, ("receiverless", record)
+        return value, ReceiverlessCall(record)
     method = getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
@@ -56,10 +59,10 @@ def method_fwd(obj, name, *args, **kwargs):
 
 
 def call_bwd(record, g):
-    if record[0] == "redispatch":
-        return record[1](record[2], g)
-    if record[0] == "receiverless":
-        positional, keyword = dynamic_backward(record[1], g)
+    if isinstance(record, Redispatch):
+        return record.backward(record.data, g)
+    if isinstance(record, ReceiverlessCall):
+        positional, keyword = dynamic_backward(record.record, g)
         return [None] + list(positional), keyword
     return dynamic_backward(record, g)
 
@@ -104,8 +107,20 @@ def call_bwd_jvp(tangents, kw_tangents, record, g):
 # and ``call_bwd`` through ``call_fwd`` itself (the transformer treats them as calls known
 # only at run time). Each runs the same computation through ``api.dynamic_forward`` of the
 # generated sweep or rule vjp it stands for, so that the (value, record) pairs they return
-# can be differentiated; the record is ``("redispatch", backward, data)``, which
-# ``call_bwd`` hands to ``backward``. Gradients align with the helper's own arguments.
+# can be differentiated; the record is a ``Redispatch``, whose ``data`` ``call_bwd`` hands
+# to its ``backward``. Gradients align with the helper's own arguments.
+
+class _CallFwdData(NamedTuple):
+    """What ``_call_fwd_bwd`` needs of a ``call_fwd``/``method_fwd`` call: the record of
+    running the callee's forward function (``inner``) and how the helper's arguments line
+    up with the callee's."""
+
+    inner: Any  # RuleCall of the rule's forward, or the record of the callee's fwd sweep
+    n_args: int
+    lead: int  # helper arguments before the callee's: 1 (call_fwd) or 2 (method_fwd)
+    receiver: bool  # method_fwd: obj is the callee's first argument
+    n_self: int = 0  # a bound method's instance, before the call's arguments
+
 
 def _redispatch_fwd(helper, args, kwargs):
     if helper is runtime.call_fwd:
@@ -131,96 +146,89 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
     fn = route(fn, args, kwargs)
     if lookup(fn) is not None or nondifferentiable_rule(fn) is not None:
         value, record = dynamic_forward(fn, args, kwargs)
-        data = ("rule", record, len(args), lead, receiver)
-        return (value, record), ("redispatch", _call_fwd_bwd, data)
+        data = _CallFwdData(record, len(args), lead, receiver)
+        return (value, record), Redispatch(_call_fwd_bwd, data)
     self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
     (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
-    record = ("user", bwd, saved, len(self_args), names, len(args), kwargs, wrt)
-    data = ("user", inner, len(args), lead, receiver, len(self_args))
-    return (value, record), ("redispatch", _call_fwd_bwd, data)
+    record = UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
+    data = _CallFwdData(inner, len(args), lead, receiver, len(self_args))
+    return (value, record), Redispatch(_call_fwd_bwd, data)
 
 
 def _call_fwd_bwd(data, g):
     """Gradients of ``call_fwd``/``method_fwd``'s arguments from the cotangent ``g`` of
     their ``(value, record)``."""
     g_value, g_record = part(g, 0), part(g, 1)
-    kind, inner, n_args, lead, receiver = data[:5]
-    if kind == "rule":
-        # record = ("rule", rule, args, kwargs, value): args and value pass through as such
-        g_value = add(g_value, part(g_record, 4))
-        g_args, g_kwargs = [ZERO] * n_args, {}
+    if isinstance(data.inner, RuleCall):
+        # the record is the RuleCall itself: its args and value pass through as such
+        g_value = add(g_value, part(g_record, RULE_VALUE))
+        g_args, g_kwargs = [ZERO] * data.n_args, {}
         if not is_zero(g_value):
-            g_args, g_kwargs = dynamic_backward(inner, g_value)
-        g_args = [add(_zero_if_none(a), part(part(g_record, 2), i)) for i, a in enumerate(g_args)]
+            g_args, g_kwargs = dynamic_backward(data.inner, g_value)
+        g_record_args = part(g_record, RULE_ARGS)
+        g_args = [add(_zero_if_none(a), part(g_record_args, i)) for i, a in enumerate(g_args)]
         g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
     else:
-        # record = ("user", bwd, saved, ...): value and saved come from the callee's fwd
-        n_self = data[5]
-        grads, g_kwargs = dynamic_backward(inner, (g_value, part(g_record, 2)))
-        g_args = [_zero_if_none(a) for a in grads[n_self:]]
+        # a UserCall: its value and saved come from the callee's fwd
+        grads, g_kwargs = dynamic_backward(data.inner, (g_value, part(g_record, USER_SAVED)))
+        g_args = [_zero_if_none(a) for a in grads[data.n_self:]]
         g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
-    if receiver:  # method_fwd(obj, name, *rest): obj's gradient first, none for the name
+    if data.receiver:  # method_fwd(obj, name, *rest): obj's gradient first, none for the name
         return [g_args[0], ZERO] + g_args[1:], g_kwargs
     return [ZERO] + g_args, g_kwargs
 
 
 def _call_bwd_fwd(record, g):
     """``call_bwd(record, g)`` whose ``(positional, keyword)`` result can be differentiated."""
-    if record[0] == "apply":  # apply(f, args, kwargs) of a plain f (api.dynamic_forward)
-        (positional, keyword), inner = _call_bwd_fwd(record[1], g)
+    if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain f
+        (positional, keyword), inner = _call_bwd_fwd(record.record, g)
         result = [None, tuple(ZERO if p is None else p for p in positional),
                   {k: ZERO if v is None else v for k, v in keyword.items()}], {}
-        return result, ("redispatch", _apply_bwd_bwd, (inner, len(positional), tuple(keyword)))
-    if record[0] == "rule":
-        _, rule, args, kwargs, value = record
-        grads, inner = dynamic_forward(rule.vjp, (g, value) + tuple(args), kwargs)
-        return scatter_rule_grads(rule, args, kwargs, grads), (
-            "redispatch", _call_bwd_bwd, ("rule", inner, record))
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
-    wrt_grads, inner = dynamic_forward(bwd, (saved, g), {})
-    # one per parameter (bwd gives one per wrt parameter)
-    grads = [wrt_grads[wrt.index(i)] if i in wrt else None for i in range(len(names))]
-    positional = list(grads[n_self:n_self + n_args])
-    by_name = dict(zip(names, grads))
-    keyword = {k: by_name.get(k) for k in kwargs}
-    return (positional, keyword), ("redispatch", _call_bwd_bwd, ("user", inner, record))
+        return result, Redispatch(_apply_bwd_bwd, (inner, len(positional), tuple(keyword)))
+    if isinstance(record, RuleCall):
+        grads, inner = dynamic_forward(record.rule.vjp, (g, record.value) + tuple(record.args),
+                                       record.kwargs)
+        return scatter_rule_grads(record.rule, record.args, record.kwargs, grads), \
+            Redispatch(_call_bwd_bwd, (inner, record))
+    wrt_grads, inner = dynamic_forward(record.bwd, (record.saved, g), {})
+    grads = record.at_call(record.per_parameter(wrt_grads))
+    return grads, Redispatch(_call_bwd_bwd, (inner, record))
 
 
 def _call_bwd_bwd(data, g):
     """Gradients of ``call_bwd``'s ``(record, g)`` from the cotangent of its result."""
-    kind, inner, record = data
+    inner, record = data
     g_positional, g_keyword = part(g, 0), part(g, 1)
-    if kind == "rule":
-        _, rule, args, kwargs, value = record
-        g_grads = tuple(part(g_positional, i) if i < len(args) else ZERO
-                        for i in rule.diff_args)
-        grads, _ = dynamic_backward(inner, g_grads)
+    if isinstance(record, RuleCall):
+        g_grads = tuple(part(g_positional, i) if i < len(record.args) else ZERO
+                        for i in record.rule.diff_args)
+        grads, _ = dynamic_backward(inner, g_grads)  # of rule.vjp(g, value, *args)
         grads = [_zero_if_none(x) for x in grads]
-        g_record = (ZERO, ZERO, tuple(grads[2:]), ZERO, grads[1])
+        g_record = record_derivative(RuleCall, args=tuple(grads[2:]), value=grads[1])
         return [g_record, grads[0]], {}
-    _, bwd, saved, n_self, names, n_args, kwargs, wrt = record
+    names = record.names
     g_grads = [ZERO] * len(names)
-    for i in range(n_args):
-        g_grads[n_self + i] = part(g_positional, i)
-    for k in kwargs:
+    for i in range(record.n_args):
+        g_grads[record.n_self + i] = part(g_positional, i)
+    for k in record.kwargs:
         if k in names:
             j = names.index(k)
             g_grads[j] = add(g_grads[j], part(g_keyword, k))
-    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads[i] for i in wrt))
-    g_record = (ZERO, ZERO, _zero_if_none(g_saved)) + (ZERO,) * 5
+    (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads[i] for i in record.wrt))
+    g_record = record_derivative(UserCall, saved=_zero_if_none(g_saved))
     return [g_record, _zero_if_none(g_g)], {}
 
 
 def _apply_bwd_bwd(data, g):
-    """Gradients of ``call_bwd``'s ``(("apply", record), g)`` from the cotangent of its
+    """Gradients of ``call_bwd``'s ``(ApplyCall(record), g)`` from the cotangent of its
     ``([_, positional, keyword], {})`` result."""
     inner, n, keys = data
     grads = part(g, 0)
     g_positional, g_keyword = part(grads, 1), part(grads, 2)
     inner_cotangent = ([part(g_positional, i) for i in range(n)],
                        {k: part(g_keyword, k) for k in keys})
-    (g_record, g_g), _ = inner[1](inner[2], inner_cotangent)
-    return [(ZERO, g_record), g_g], {}
+    (g_record, g_g), _ = inner.backward(inner.data, inner_cotangent)
+    return [record_derivative(ApplyCall, record=g_record), g_g], {}
 
 
 def _zero_if_none(g):

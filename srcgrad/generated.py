@@ -24,7 +24,7 @@ from . import codegen, runtime
 from .errors import InternalError, SrcgradError
 from .rules import registry
 from .transforms import normalize, prepare
-from .transforms.context import _UNBOUND
+from .transforms.context import UNBOUND
 
 _LOCK = threading.RLock()
 
@@ -159,7 +159,7 @@ class Generated(abc.ABC):
         if self._rules_version != registry.version():
             return True
         g = self._globals
-        return any(g.get(name, _UNBOUND) is not obj for name, obj in self._assumptions)
+        return any(g.get(name, UNBOUND) is not obj for name, obj in self._assumptions)
 
     def functions_for(self, fn: Callable | None = None) -> tuple:
         """The generated functions for ``fn``, a function sharing this build's code."""
@@ -204,7 +204,7 @@ def runtime_alias(ctx) -> str:
     context chose."""
     if ctx.rt == "_rt" or "_rt" in ctx.local_names:
         return ctx.rt
-    value = ctx.closure["_rt"] if "_rt" in ctx.closure else ctx.globals.get("_rt", _UNBOUND)
+    value = ctx.closure["_rt"] if "_rt" in ctx.closure else ctx.globals.get("_rt", UNBOUND)
     return "_rt" if value is runtime else ctx.rt
 
 

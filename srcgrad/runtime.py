@@ -50,6 +50,9 @@ import types
 
 import numpy as np
 
+from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatureError,
+                     UnsupportedSyntaxError)
+
 
 _ndarray = np.ndarray
 _generic = np.generic
@@ -140,7 +143,6 @@ def refuse_foreign_array(value) -> None:
         kind = f"a pandas {type(value).__name__}"
     else:
         return
-    from .errors import UnsupportedFeatureError
     raise UnsupportedFeatureError(
         f"a differentiable value met {kind}, whose operations differ from an array's, so its "
         f"derivative would be wrong. Convert that operand with np.asarray(...) (pandas: "
@@ -205,7 +207,6 @@ def densify(g, x):
             type(x) is _ndarray and x.dtype.kind == "O"):
         # numpy made an object array: an operand of the derivative was an object whose own
         # operators computed each element; the rules assume numbers and arrays
-        from .errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(
             "a derivative became an array of Python objects: a differentiable value met an "
             "object with its own operators (or an object array), whose derivative srcgrad "
@@ -353,7 +354,6 @@ def _refuse_own_getitem(x) -> None:
     class, pandas): what the item depends on is not visible to srcgrad."""
     refuse_foreign_array(x)
     if not hasattr(x, "__array__") and not isinstance(x, (_generic, dict)):
-        from .errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(
             f"indexing a {type(x).__name__} (its own __getitem__) in differentiated code: "
             f"srcgrad cannot tell which of its values the result depends on. Index an array, "
@@ -449,12 +449,10 @@ def add_attr(acc, obj, name: str, g):
     if is_zero(g):
         return acc
     if isinstance(obj, (_ndarray, _generic)) or type(obj).__module__.startswith("pandas"):
-        from .errors import MissingRuleError
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
         import inspect
         if isinstance(inspect.getattr_static(type(obj), name, None), property):
-            from .errors import UnsupportedFeatureError
             raise UnsupportedFeatureError(
                 f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
                 f"code: its gradient cannot reach the attributes it reads. Call a method "
@@ -707,8 +705,12 @@ def copy_saved(saved):
     inside tuples, lists and other tapes) are copied, values are shared."""
     if isinstance(saved, Tape):
         return Tape(copy_saved(v) for v in saved)
-    if isinstance(saved, tuple) and not hasattr(saved, "_fields"):
-        return tuple(copy_saved(v) for v in saved)
+    if isinstance(saved, tuple):
+        items = [copy_saved(v) for v in saved]
+        if all(a is b for a, b in zip(items, saved)):
+            return saved  # (no tape inside: other namedtuples pass as they are)
+        # a namedtuple here is a call record (srcgrad.call_records) holding a callee's tapes
+        return type(saved)(*items) if hasattr(saved, "_fields") else tuple(items)
     return saved
 
 
@@ -890,7 +892,6 @@ def refuse_float_operand(value, message: str) -> None:
     differentiated input, is a float (or holds floats): its gradient would be lost. An
     integer, bool, None or string carries none, so passes (``axis=axis`` in a helper)."""
     if _holds_floats(value):
-        from .errors import NonDifferentiableError
         raise NonDifferentiableError(message)
 
 
@@ -908,7 +909,6 @@ def refuse_shared_array(value, message: str) -> None:
     """Raise when ``value`` is an array: an in-place update of it could change another
     name's value, which srcgrad's functional rewriting would not see."""
     if isinstance(value, np.ndarray):
-        from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError.from_message(message)
 
 
@@ -924,7 +924,6 @@ def refuse_item_update(container, item, message: str) -> None:
     """Raise when ``container[k] += v`` would update an array held in a list, tuple or dict
     in place (other names may hold that array); an array's own elements or a number pass."""
     if isinstance(container, (list, tuple, dict)) and isinstance(item, np.ndarray):
-        from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError.from_message(message)
 
 
@@ -932,7 +931,6 @@ def refuse_viewed(value, views, message: str) -> None:
     """Raise when ``value`` is an array one of ``views`` still shares data with: updating it
     in place would change that view too, which srcgrad's functional rewriting would not."""
     if isinstance(value, np.ndarray) and any(_shares_data(v, value, 3) for v in views):
-        from .errors import UnsupportedSyntaxError
         raise UnsupportedSyntaxError.from_message(message)
 
 
@@ -1009,7 +1007,6 @@ class managed:
         if self.records_exceptions:  # one statement of a try body: what ran is recorded
             return swallowed
         if swallowed and exc is not None:
-            from .errors import UnsupportedSyntaxError
             raise UnsupportedSyntaxError.from_message(
                 f"{self.where}: the context manager suppressed a {kind.__name__} raised in "
                 f"its body, part-way through differentiated code; srcgrad cannot reverse "
@@ -1091,7 +1088,6 @@ def index_concat(maker, items):
     the subscript becomes in normalized code, so that it has a derivative rule."""
     value = maker[items]
     if isinstance(value, np.matrix):
-        from .errors import UnsupportedFeatureError
         raise UnsupportedFeatureError(
             "the 'r'/'c' directives of np.r_ make an np.matrix, which srcgrad does not "
             "differentiate (its '*' is a matrix product); use np.atleast_2d or reshape")

@@ -10,10 +10,11 @@ __all__ = ["source", "KINDS"]
 
 from typing import Any
 
-from .api import _func_key, get_adjoint
-from .api_forward import _CallSite, _SparseCallSite, get_forward
+from .api import get_adjoint
+from .api_forward import CallSite, SparseCallSite, get_forward
 from .errors import SrcgradError
 from .generated import remembered
+from .signature import function_key
 
 # what ``source(f, kind)`` can show for a plain function: the code the last call of
 # ``srcgrad.<kind>(f, ...)`` ran (these return values, not functions to ask)
@@ -55,7 +56,7 @@ def source(obj: Any, kind: str | None = None) -> str:
     get = getattr(obj, "__srcgrad_adjoint__", None)
     if get is not None:
         return get().source
-    if callable(obj) and hasattr(_func_key(obj), "__code__"):
+    if callable(obj) and hasattr(function_key(obj), "__code__"):
         return get_adjoint(obj, (0,)).source
     raise SrcgradError(f"srcgrad.source() takes a function made by srcgrad (grad, vjp's "
                        f"pullback, jacfwd, jacrev, hessian, vmap...), a Python function or a "
@@ -98,8 +99,8 @@ def _forward_callees(build) -> list:
         return []
     sites = []
     for helper in getattr(build, "_helpers", ()):
-        if isinstance(helper, _CallSite):
+        if isinstance(helper, CallSite):
             sites.append(helper)
-        elif isinstance(helper, _SparseCallSite):
+        elif isinstance(helper, SparseCallSite):
             sites += list(helper.sites.values())
     return [get_forward(site.func, site.wrt, consumed=site.consumed) for site in sites]

@@ -22,19 +22,21 @@ import gast
 import numpy as np
 
 from . import batching
-from .api import _func_key, _param_names
 from . import runtime
-from .api_forward import _CallSite, _SparseCallSite, get_forward, source_function
+from .api_forward import CallSite, SparseCallSite, get_forward, source_function
 from .adapters import has_starred_parameters
 from .errors import SrcgradError
 from .generated import Generated, cached_build, own_attributes
+from .rules import lookup
+from .rules._helpers import expand_reduced, expand_to
+from .rules.operators import matmul_left, matmul_right
+from .signature import function_key, parameter_names
 from .transforms.batch import batch
+
 
 def _register_helper_rules() -> None:
     """Batch rules for the helpers generated adjoints call (vmap(grad(f)) runs them)."""
-    from .rules._helpers import expand_reduced, expand_to
     batching.register(expand_reduced, batching.expand_reduced_rule)
-    from .rules.operators import matmul_left, matmul_right
     batching.register(expand_to, batching.expand_to_rule)
     batching.register(matmul_left, batching.matmul_cotangent(0))
     batching.register(matmul_right, batching.matmul_cotangent(1))
@@ -78,7 +80,7 @@ class Batched(Generated):
 def get_batched(fn: Callable, positions: tuple[int, ...], quiet: bool = False):
     """``(build, None)`` for ``fn`` with parameters ``positions`` batched, or ``(None, why)``
     when its body cannot be batched (with a warning unless ``quiet``)."""
-    func = _func_key(fn)
+    func = function_key(fn)
     failed = _FAILED.get(func.__code__, {})
     if positions in failed:
         return None, failed[positions]
@@ -100,7 +102,7 @@ def _transformable(fn) -> bool:
     code, functions made by srcgrad); numpy, scipy and srcgrad's own helpers are not."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         return True
-    func = _func_key(fn)
+    func = function_key(fn)
     code = getattr(func, "__code__", None)
     if code is None or not inspect.isfunction(func):
         return False
@@ -115,20 +117,19 @@ def _transformable(fn) -> bool:
 def batched_call(fn, args, kwargs, batched, size: int):
     """``fn(*args, **kwargs)`` for every example at once; ``batched`` names the positions
     and keywords holding batched values. Generated batched code calls this."""
-    from .rules import lookup
-    batched = batching._really_batched(args, kwargs, batched)
+    batched = batching.really_batched(args, kwargs, batched)
     if not batched:  # only Python numbers, the same for every example
         return batching.lift(fn(*args, **kwargs), size)
-    if isinstance(fn, _SparseCallSite):
+    if isinstance(fn, SparseCallSite):
         return _sparse_site_call(fn, args, kwargs, batched, size)
-    if isinstance(fn, _CallSite) and not fn.bound:  # generated jvp code's call of a jvp
+    if isinstance(fn, CallSite) and not fn.bound:  # generated jvp code's call of a jvp
         fn = get_forward(fn.func, fn.wrt, consumed=fn.consumed).function_for(fn.func)
     if lookup(fn) is not None or fn in batching.BATCH_RULES or not _transformable(fn):
         return batching.apply(fn, args, kwargs, batched, size)
     fn = source_function(fn)
     bound = (fn.__self__,) if inspect.ismethod(fn) else ()
-    func = _func_key(fn)
-    names = _param_names(func)
+    func = function_key(fn)
+    names = parameter_names(func)
     positions = set()
     for key in batched:
         if isinstance(key, str):
@@ -164,7 +165,7 @@ def _sparse_site_call(site, args, kwargs, batched, size: int):
     keep = [i for i in range(n) if live[i]] + list(range(n, len(args)))
     target = site.sites.get(live)
     if target is None:
-        target = site.sites[live] = _CallSite(
+        target = site.sites[live] = CallSite(
             site.fn, tuple(w for w, on in zip(site.wrt, live) if on))
     positions = {keep.index(k) for k in batched if isinstance(k, int) and k in keep}
     positions |= {k for k in batched if isinstance(k, str)}
@@ -204,7 +205,7 @@ def _move_in(x, spec, where: str, sizes: list):
         return x, False
     if isinstance(spec, (int, np.integer)):
         if isinstance(x, (dict, list, tuple)):
-            return batching._map(lambda leaf: _leaf_axis(leaf, int(spec), where, sizes),
+            return batching.map_leaves(lambda leaf: _leaf_axis(leaf, int(spec), where, sizes),
                                  x), True
         return _leaf_axis(x, int(spec), where, sizes), True
     if isinstance(spec, dict) and isinstance(x, dict) and set(spec) <= set(x):
@@ -237,7 +238,7 @@ def _any(mask) -> bool:
 
 
 def _move_out(leaf, axis: int, size: int):
-    if batching._constant(leaf):
+    if batching.is_constant(leaf):
         leaf = np.full(size, leaf)
     if isinstance(leaf, np.ndarray) and not leaf.flags.writeable:
         leaf = leaf.copy()  # a lifted broadcast view: give the caller its own array
@@ -278,7 +279,7 @@ def vmap(f: Callable, in_axes=0, out_axes: int = 0) -> Callable:
         positions = tuple(i for i, m in enumerate(masks) if _any(m))
         state["positions"] = positions
         out = batched_call(f, tuple(moved), kwargs, positions, size)
-        return batching._map(lambda leaf: _move_out(leaf, out_axes, size), out)
+        return batching.map_leaves(lambda leaf: _move_out(leaf, out_axes, size), out)
 
     return own_attributes(batched, lambda: [_SourceView(f, state, in_axes)])
 
@@ -291,7 +292,7 @@ class _SourceView:
         target = source_function(f)
         if positions is None:  # not called yet: as in_axes says (an int: every parameter)
             axes = in_axes if isinstance(in_axes, (tuple, list)) else _per_argument(
-                in_axes, len(_param_names(target)))
+                in_axes, len(parameter_names(target)))
             positions = tuple(i for i, s in enumerate(axes) if s is not None)
         if inspect.ismethod(target):
             positions = tuple(p + 1 for p in positions)

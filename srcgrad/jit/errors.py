@@ -96,7 +96,7 @@ def _user_location(message: str) -> str | None:
         filename, lineno = (groups[0], groups[1]) if groups[0] else (groups[2], groups[3])
         found = codegen.user_line(filename, int(lineno))
         if found is None:
-            for name in list(codegen._USER_LINES):
+            for name in codegen.generated_filenames():
                 if name.endswith(filename) or filename.endswith(name.strip("<>")):
                     found = codegen.user_line(name, int(lineno))
                     break

@@ -30,6 +30,8 @@ __all__ = [
     "float_dtype_weight",
     "like_sequence",
     "items_adjoint",
+    "first_operand",
+    "first_two_operands",
 ]
 
 
@@ -70,11 +72,13 @@ def dispatches(relevant: Callable[..., tuple]) -> Callable[[Callable], Callable]
     return decorate
 
 
-def _first(x, *args, **kwargs):
+def first_operand(x, *args, **kwargs):
+    """For ``dispatches``: only the first operand may override the function."""
     return (x,)
 
 
-def _first_two(x, y, *args, **kwargs):
+def first_two_operands(x, y, *args, **kwargs):
+    """For ``dispatches``: the first two operands may override the function."""
     return (x, y)
 
 
@@ -134,7 +138,7 @@ def reduced_count(x, ans) -> int:
 
 # --------------------------------------------------------------------------- indexing
 
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def unindex(g, x, index):
     """The adjoint of ``x[index]``: zeros structured like ``x``, with ``g`` added at ``index``.
 
@@ -147,7 +151,7 @@ def unindex(g, x, index):
 # --------------------------------------------------------------------------- piecewise weights
 
 @nondifferentiable
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def greater_weight(x, y):
     """1 where ``x > y``, 1/2 where they tie, else 0: ``maximum(x, y)``'s share for ``x``.
 
@@ -157,7 +161,7 @@ def greater_weight(x, y):
 
 
 @nondifferentiable
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def fmax_weight(x, y):
     """Like ``greater_weight`` but NaN-aware as ``np.fmax`` is: a NaN never gets gradient."""
     weight = np.where(np.isnan(y), 1.0, np.where(np.isnan(x), 0.0, greater_weight(x, y)))
@@ -165,7 +169,7 @@ def fmax_weight(x, y):
 
 
 @nondifferentiable
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def extremum_weights(a, ans, axis=None, keepdims=False):
     """Where a max/min reduction of ``a`` is attained, weighted 1/k among k tied elements."""
     hit = a == expand_reduced(ans, a, axis, keepdims)

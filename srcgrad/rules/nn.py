@@ -6,33 +6,33 @@ numpy functions (array-like types such as the Tensor facade intercept them throu
 """
 import numpy as np
 
-from ._helpers import _first, dispatches, expand_reduced
+from ._helpers import dispatches, expand_reduced, first_operand
 from .domains import away_from, draw, unary
 from .registry import defrule
 
 __all__ = ["sigmoid", "relu", "softplus", "logsumexp", "softmax", "log_softmax"]
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def sigmoid(x):
     """The logistic function 1 / (1 + exp(-x)), without overflow for large |x|."""
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def relu(x):
     """max(x, 0); the derivative at 0 is taken as 0."""
     return np.maximum(x, 0.0)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def softplus(x):
     """log(1 + exp(x)), without overflow for large x."""
     return np.logaddexp(0.0, x)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def logsumexp(x, axis=None, keepdims=False):
     """log(sum(exp(x), axis)), shifted by the maximum so that it never overflows."""
     shift = np.max(x, axis=axis, keepdims=True)
@@ -41,14 +41,14 @@ def logsumexp(x, axis=None, keepdims=False):
     return out if keepdims else np.squeeze(out, axis=axis)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def softmax(x, axis=-1):
     """exp(x) / sum(exp(x), axis), shifted by the maximum so that it never overflows."""
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def log_softmax(x, axis=-1):
     """x - logsumexp(x, axis): the log of ``softmax``, accurate for very negative entries."""
     return x - logsumexp(x, axis=axis, keepdims=True)

@@ -222,7 +222,7 @@ def fmin_derivative(ans, x1, x2):
     return fmax_weight(-x1, -x2), fmax_weight(-x2, -x1)
 
 
-@elementwise(np.fmod, ops._quotients)
+@elementwise(np.fmod, ops.quotient_points)
 def fmod_derivative(ans, x1, x2):
     # fmod(x1, x2) == x1 - trunc(x1 / x2) * x2, with the quotient locally constant.
     return 1.0, -np.trunc(x1 / x2)
@@ -302,14 +302,14 @@ defrule(np.subtract, ops.sub_vjp, diff_args=(0, 1), jvp=ops.sub_jvp, domain=bina
 defrule(np.multiply, ops.mul_vjp, diff_args=(0, 1), jvp=ops.mul_jvp, domain=binary())
 defrule(np.divide, ops.truediv_vjp, diff_args=(0, 1), jvp=ops.truediv_jvp,
         domain=binary(low2=0.5, high2=2.0))
-defrule(np.power, ops.pow_vjp, diff_args=(0, 1), jvp=ops.pow_jvp, domain=ops._powers)
+defrule(np.power, ops.pow_vjp, diff_args=(0, 1), jvp=ops.pow_jvp, domain=ops.power_points)
 defrule(np.float_power, ops.pow_vjp, diff_args=(0, 1), jvp=ops.pow_jvp,
         domain=binary(0.5, 2.0, -2.0, 2.0))
 defrule(np.floor_divide, ops.floordiv_vjp, diff_args=(0, 1), jvp=ops.floordiv_jvp,
-        domain=ops._quotients)
-defrule(np.remainder, ops.mod_vjp, diff_args=(0, 1), jvp=ops.mod_jvp, domain=ops._quotients)
+        domain=ops.quotient_points)
+defrule(np.remainder, ops.mod_vjp, diff_args=(0, 1), jvp=ops.mod_jvp, domain=ops.quotient_points)
 defrule(np.matmul, ops.matmul_vjp, diff_args=(0, 1), jvp=ops.matmul_jvp,
-        domain=ops._matmul_pairs)
+        domain=ops.matmul_points)
 
 
 defrule(np.clip, clip_vjp, diff_args=(0, 1, 2), jvp=clip_jvp, domain=_clip_points)

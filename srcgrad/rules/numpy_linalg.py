@@ -273,7 +273,7 @@ def einsum_jvp_parts(args):
 
 # --------------------------------------------------------------------------- np.linalg
 
-def _mT(x):
+def matrix_transpose(x):
     return np.swapaxes(x, -1, -2)
 
 
@@ -281,8 +281,8 @@ def solve_vjp(g, ans, a, b):
     vector = np.ndim(b) == 1  # numpy >= 2: only a 1-D b is a vector
     x = np.expand_dims(ans, -1) if vector else ans
     g2 = np.expand_dims(g, -1) if vector else g
-    gb = np.linalg.solve(_mT(a), g2)
-    ga = -np.matmul(gb, _mT(x))
+    gb = np.linalg.solve(matrix_transpose(a), g2)
+    ga = -np.matmul(gb, matrix_transpose(x))
     return unbroadcast(ga, a), unbroadcast(gb[..., 0] if vector else gb, b)
 
 
@@ -295,7 +295,7 @@ def solve_jvp(da, db, ans, a, b):
 
 
 def inv_vjp(g, ans, a):
-    return (-np.matmul(_mT(ans), np.matmul(g, _mT(ans))),)
+    return (-np.matmul(matrix_transpose(ans), np.matmul(g, matrix_transpose(ans))),)
 
 
 def inv_jvp(da, ans, a):
@@ -303,20 +303,20 @@ def inv_jvp(da, ans, a):
 
 
 def det_vjp(g, ans, a):
-    return (np.expand_dims(g * ans, (-2, -1)) * _mT(np.linalg.inv(a)),)
+    return (np.expand_dims(g * ans, (-2, -1)) * matrix_transpose(np.linalg.inv(a)),)
 
 
 def det_jvp(da, ans, a):
-    return (ans * np.sum(_mT(np.linalg.inv(a)) * da, axis=(-2, -1)),)
+    return (ans * np.sum(matrix_transpose(np.linalg.inv(a)) * da, axis=(-2, -1)),)
 
 
 def slogdet_vjp(g, ans, a):
-    return (np.expand_dims(g[1], (-2, -1)) * _mT(np.linalg.inv(a)),)
+    return (np.expand_dims(g[1], (-2, -1)) * matrix_transpose(np.linalg.inv(a)),)
 
 
 def slogdet_jvp(da, ans, a):
     # like_sequence: the tangent is a SlogdetResult too, so ``.logabsdet`` reads it
-    return (like_sequence(ans, (0.0 * ans[0], np.sum(_mT(np.linalg.inv(a)) * da,
+    return (like_sequence(ans, (0.0 * ans[0], np.sum(matrix_transpose(np.linalg.inv(a)) * da,
                                                      axis=(-2, -1)))),)
 
 
@@ -328,26 +328,26 @@ def _phi(x):
 def cholesky_lower_vjp(g, low):
     """Cotangent of ``A`` given that of ``L = cholesky(A)``, when only tril(A) is read."""
     low_inv = np.linalg.inv(low)
-    s = np.matmul(_mT(low_inv), np.matmul(_phi(np.matmul(_mT(low), g)), low_inv))
-    return np.tril(s + _mT(s), -1) + s * np.eye(np.shape(s)[-1])
+    s = np.matmul(matrix_transpose(low_inv), np.matmul(_phi(np.matmul(matrix_transpose(low), g)), low_inv))
+    return np.tril(s + matrix_transpose(s), -1) + s * np.eye(np.shape(s)[-1])
 
 
 def cholesky_lower_jvp(da, low):
-    sym = np.tril(da) + _mT(np.tril(da, -1))  # the symmetric matrix the lower triangle means
+    sym = np.tril(da) + matrix_transpose(np.tril(da, -1))  # the symmetric matrix the lower triangle means
     low_inv = np.linalg.inv(low)
-    return np.matmul(low, _phi(np.matmul(low_inv, np.matmul(sym, _mT(low_inv)))))
+    return np.matmul(low, _phi(np.matmul(low_inv, np.matmul(sym, matrix_transpose(low_inv)))))
 
 
 def cholesky_vjp(g, ans, a, *, upper=False):
     # With upper=True numpy reads the upper triangle: the transpose of the lower case.
     if upper:
-        return (_mT(cholesky_lower_vjp(_mT(g), _mT(ans))),)
+        return (matrix_transpose(cholesky_lower_vjp(matrix_transpose(g), matrix_transpose(ans))),)
     return (cholesky_lower_vjp(g, ans),)
 
 
 def cholesky_jvp(da, ans, a, *, upper=False):
     if upper:
-        return (_mT(cholesky_lower_jvp(_mT(da), _mT(ans))),)
+        return (matrix_transpose(cholesky_lower_jvp(matrix_transpose(da), matrix_transpose(ans))),)
     return (cholesky_lower_jvp(da, ans),)
 
 
@@ -377,15 +377,15 @@ def gap_inverse(w):
 def read_symmetric(a, UPLO="L"):
     """The symmetric matrix that eigh-like functions read from the ``UPLO`` triangle of ``a``."""
     if UPLO in ("U", "u"):
-        return np.triu(a) + _mT(np.triu(a, 1))
-    return np.tril(a) + _mT(np.tril(a, -1))
+        return np.triu(a) + matrix_transpose(np.triu(a, 1))
+    return np.tril(a) + matrix_transpose(np.tril(a, -1))
 
 
 def read_symmetric_adjoint(g, UPLO="L"):
     """The adjoint of ``read_symmetric``: zero on the triangle not read."""
     if UPLO in ("U", "u"):
-        return np.triu(g) + np.triu(_mT(g), 1)
-    return np.tril(g) + np.tril(_mT(g), -1)
+        return np.triu(g) + np.triu(matrix_transpose(g), 1)
+    return np.tril(g) + np.tril(matrix_transpose(g), -1)
 
 
 @nondifferentiable
@@ -428,16 +428,16 @@ def svd_adjoint(gu, gs, gvh, u, s, vh, shape):
     s_row, s_col = np.expand_dims(s, -2), np.expand_dims(s, -1)
     core = diag_matrix(gs)
     if not is_zero(gu):
-        ut_gu = np.matmul(_mT(u), gu)
-        core = core + gap_inverse(s * s) * (ut_gu - _mT(ut_gu)) * s_row
+        ut_gu = np.matmul(matrix_transpose(u), gu)
+        core = core + gap_inverse(s * s) * (ut_gu - matrix_transpose(ut_gu)) * s_row
     if not is_zero(gvh):
-        vt_gv = np.matmul(vh, _mT(gvh))
-        core = core + s_col * (gap_inverse(s * s) * (vt_gv - _mT(vt_gv)))
+        vt_gv = np.matmul(vh, matrix_transpose(gvh))
+        core = core + s_col * (gap_inverse(s * s) * (vt_gv - matrix_transpose(vt_gv)))
     ga = np.matmul(u, np.matmul(core, vh))
     if m > k and not is_zero(gu):  # the part of gu outside the column space of U
         ga = ga + np.matmul((gu - np.matmul(u, ut_gu)) / s_row, vh)
     if n > k and not is_zero(gvh):  # the part of gv outside the row space of A
-        ga = ga + np.matmul(u, (gvh - np.matmul(_mT(vt_gv), vh)) / s_col)
+        ga = ga + np.matmul(u, (gvh - np.matmul(matrix_transpose(vt_gv), vh)) / s_col)
     return ga
 
 
@@ -445,17 +445,17 @@ def svd_tangents(da, u, s, vh):
     """Tangents of ``U, S, V^T`` (reduced SVD) along ``da`` (Townsend)."""
     m, n = np.shape(u)[-2], np.shape(vh)[-1]
     k = np.shape(s)[-1]
-    v = _mT(vh)
-    dp = np.matmul(_mT(u), np.matmul(da, v))
+    v = matrix_transpose(vh)
+    dp = np.matmul(matrix_transpose(u), np.matmul(da, v))
     f = gap_inverse(s * s)
     s_row, s_col = np.expand_dims(s, -2), np.expand_dims(s, -1)
-    du = np.matmul(u, f * (dp * s_row + s_col * _mT(dp)))
-    dv = np.matmul(v, f * (s_col * dp + _mT(dp) * s_row))
+    du = np.matmul(u, f * (dp * s_row + s_col * matrix_transpose(dp)))
+    dv = np.matmul(v, f * (s_col * dp + matrix_transpose(dp) * s_row))
     if m > k:
         du = du + (np.matmul(da, v) - np.matmul(u, dp)) / s_row
     if n > k:
-        dv = dv + (np.matmul(_mT(da), u) - np.matmul(v, _mT(dp))) / s_row
-    return du, diagonal_of(dp), _mT(dv)
+        dv = dv + (np.matmul(matrix_transpose(da), u) - np.matmul(v, matrix_transpose(dp))) / s_row
+    return du, diagonal_of(dp), matrix_transpose(dv)
 
 
 def svd_vjp(g, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
@@ -481,7 +481,7 @@ def svd_jvp(da, ans, a, full_matrices=True, compute_uv=True, hermitian=False):
         da = read_symmetric(da)
     if not compute_uv:
         u, s, vh = np.linalg.svd(a, full_matrices=False, hermitian=hermitian)
-        return (diagonal_of(np.matmul(_mT(u), np.matmul(da, _mT(vh)))),)
+        return (diagonal_of(np.matmul(matrix_transpose(u), np.matmul(da, matrix_transpose(vh)))),)
     if full_matrices:
         refuse_full_matrices(a)
     u, s, vh = ans
@@ -516,13 +516,13 @@ def eigh_adjoint(gw, gv, w, v):
     may be the lazy zero: then repeated eigenvalues are fine)."""
     core = diag_matrix(gw)
     if not is_zero(gv):
-        core = core + gap_inverse(w) * np.matmul(_mT(v), gv)
-    return np.matmul(v, np.matmul(core, _mT(v)))
+        core = core + gap_inverse(w) * np.matmul(matrix_transpose(v), gv)
+    return np.matmul(v, np.matmul(core, matrix_transpose(v)))
 
 
 def eigh_tangents(dm, w, v):
     """Tangents of the eigenvalues and eigenvectors of a symmetric matrix along ``dm``."""
-    p = np.matmul(_mT(v), np.matmul(dm, v))
+    p = np.matmul(matrix_transpose(v), np.matmul(dm, v))
     return diagonal_of(p), np.matmul(v, gap_inverse(w) * p)
 
 
@@ -542,13 +542,13 @@ def eigh_jvp(da, ans, a, UPLO="L"):
 def eigvalsh_vjp(g, ans, a, UPLO="L"):
     refuse_complex(a, "numpy.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)
-    return (read_symmetric_adjoint(np.matmul(v * np.expand_dims(g, -2), _mT(v)), UPLO),)
+    return (read_symmetric_adjoint(np.matmul(v * np.expand_dims(g, -2), matrix_transpose(v)), UPLO),)
 
 
 def eigvalsh_jvp(da, ans, a, UPLO="L"):
     refuse_complex(a, "numpy.linalg.eigvalsh")
     w, v = np.linalg.eigh(a, UPLO)
-    return (diagonal_of(np.matmul(_mT(v), np.matmul(read_symmetric(da, UPLO), v))),)
+    return (diagonal_of(np.matmul(matrix_transpose(v), np.matmul(read_symmetric(da, UPLO), v))),)
 
 
 # --- eig, eigvals
@@ -588,8 +588,8 @@ def eig_adjoint(gw, gv, w, v):
         pivot = np.real(np.sum(v * mask, axis=-2, keepdims=True))
         gv = gv - 1j * mask * np.imag(np.sum(gv * v, axis=-2, keepdims=True)) / pivot
         gv = gv - np.conj(v) * np.real(np.sum(gv * v, axis=-2, keepdims=True))
-        core = core + gap_inverse(w) * np.matmul(_mT(v), gv)
-    return np.matmul(_mT(np.linalg.inv(v)), np.matmul(core, _mT(v)))
+        core = core + gap_inverse(w) * np.matmul(matrix_transpose(v), gv)
+    return np.matmul(matrix_transpose(np.linalg.inv(v)), np.matmul(core, matrix_transpose(v)))
 
 
 def eig_vjp(g, ans, a):
@@ -620,7 +620,7 @@ def eigenvectors_for(a, values):
 def eigvals_vjp(g, ans, a):
     v = eigenvectors_for(a, ans)
     core = diag_matrix(g)
-    return (as_input_kind(np.matmul(_mT(np.linalg.inv(v)), np.matmul(core, _mT(v))), a),)
+    return (as_input_kind(np.matmul(matrix_transpose(np.linalg.inv(v)), np.matmul(core, matrix_transpose(v))), a),)
 
 
 def eigvals_jvp(da, ans, a):
@@ -644,22 +644,22 @@ def refuse_qr_mode(a, mode):
 
 def right_solve(x, r):
     """``x @ inv(r).T``, by a solve."""
-    return _mT(np.linalg.solve(r, _mT(x)))
+    return matrix_transpose(np.linalg.solve(r, matrix_transpose(x)))
 
 
 def qr_adjoint(gq, gr, q, r):
     """Cotangent of ``A = QR`` (m >= n) from those of ``Q`` and ``R``."""
-    m = np.matmul(gr, _mT(r)) - np.matmul(_mT(q), gq)
-    copied = np.triu(m) + _mT(np.triu(m, 1))  # symmetric, from the upper triangle
+    m = np.matmul(gr, matrix_transpose(r)) - np.matmul(matrix_transpose(q), gq)
+    copied = np.triu(m) + matrix_transpose(np.triu(m, 1))  # symmetric, from the upper triangle
     return right_solve(gq + np.matmul(q, copied), r)
 
 
 def qr_tangents(da, q, r):
     """Tangents of ``Q`` and ``R`` along ``da``."""
-    x = _mT(np.linalg.solve(_mT(r), _mT(da)))  # da @ inv(r)
-    c = np.matmul(_mT(q), x)
+    x = matrix_transpose(np.linalg.solve(matrix_transpose(r), matrix_transpose(da)))  # da @ inv(r)
+    c = np.matmul(matrix_transpose(q), x)
     low = np.tril(c, -1)
-    omega = low - _mT(low)  # q.T @ dq, antisymmetric
+    omega = low - matrix_transpose(low)  # q.T @ dq, antisymmetric
     return np.matmul(q, omega) + x - np.matmul(q, c), np.matmul(c - omega, r)
 
 
@@ -687,22 +687,22 @@ def qr_jvp(da, ans, a, mode="reduced"):
 
 def pinv_adjoint(g, a, x):
     """Cotangent of ``A`` from that of ``X = pinv(A)`` (Golub & Pereyra)."""
-    xt = _mT(x)
+    xt = matrix_transpose(x)
     beside_a = np.eye(np.shape(a)[-2]) - np.matmul(a, x)  # projects off the range of A
     beside_x = np.eye(np.shape(a)[-1]) - np.matmul(x, a)  # projects off the range of A.T
     return (-np.matmul(xt, np.matmul(g, xt))
-            + np.matmul(beside_a, np.matmul(_mT(g), np.matmul(x, xt)))
-            + np.matmul(np.matmul(xt, x), np.matmul(_mT(g), beside_x)))
+            + np.matmul(beside_a, np.matmul(matrix_transpose(g), np.matmul(x, xt)))
+            + np.matmul(np.matmul(xt, x), np.matmul(matrix_transpose(g), beside_x)))
 
 
 def pinv_tangent(da, a, x):
     """Tangent of ``X = pinv(A)`` along ``da``."""
-    xt = _mT(x)
+    xt = matrix_transpose(x)
     beside_a = np.eye(np.shape(a)[-2]) - np.matmul(a, x)
     beside_x = np.eye(np.shape(a)[-1]) - np.matmul(x, a)
     return (-np.matmul(x, np.matmul(da, x))
-            + np.matmul(np.matmul(x, xt), np.matmul(_mT(da), beside_a))
-            + np.matmul(beside_x, np.matmul(_mT(da), np.matmul(xt, x))))
+            + np.matmul(np.matmul(x, xt), np.matmul(matrix_transpose(da), beside_a))
+            + np.matmul(beside_x, np.matmul(matrix_transpose(da), np.matmul(xt, x))))
 
 
 def pinv_vjp(g, ans, a, rcond=None, hermitian=False, *, rtol=None):
@@ -735,14 +735,14 @@ def lstsq_vjp(g, ans, a, b, rcond=None):
     pinv = np.linalg.pinv(a)
     gx = as_columns(zeros_if_lazy(rt.part(g, 0), x), b)
     b2, x2 = as_columns(b, b), as_columns(x, b)
-    gb = np.matmul(_mT(pinv), gx)
-    ga = pinv_adjoint(np.matmul(gx, _mT(b2)), a, pinv)
+    gb = np.matmul(matrix_transpose(pinv), gx)
+    ga = pinv_adjoint(np.matmul(gx, matrix_transpose(b2)), a, pinv)
     gres = rt.part(g, 1)
     if not is_zero(gres) and np.size(residuals) > 0:
         # at the optimum a.T @ r = 0: d|r|^2 = 2 r.T (db - da x)
         g_r = 2.0 * (b2 - np.matmul(a, x2)) * gres
         gb = gb + g_r
-        ga = ga - np.matmul(g_r, _mT(x2))
+        ga = ga - np.matmul(g_r, matrix_transpose(x2))
     gs = rt.part(g, 3)
     if not is_zero(gs):
         u, s2, vh = np.linalg.svd(a, full_matrices=False)
@@ -796,7 +796,7 @@ def lstsq_tangent_by_a(da, a, b, x, residuals, pinv, r):
     # at the optimum a.T @ r = 0, so the residual changes only through da at fixed x
     residuals_by_a = residual_tangent(r, -np.matmul(da, as_columns(x, b)), residuals)
     u, s, vh = np.linalg.svd(a, full_matrices=False)
-    s_by_a = diagonal_of(np.matmul(_mT(u), np.matmul(da, _mT(vh))))
+    s_by_a = diagonal_of(np.matmul(matrix_transpose(u), np.matmul(da, matrix_transpose(vh))))
     return x_by_a, residuals_by_a, ZERO, s_by_a
 
 
@@ -814,8 +814,8 @@ def power_sum_adjoint(g, base, k):
     """Cotangent of ``base`` from that of ``base ** k`` (k >= 1)."""
     total = np.zeros_like(base)
     for i in range(k):
-        total = total + np.matmul(_mT(np.linalg.matrix_power(base, i)),
-                                  np.matmul(g, _mT(np.linalg.matrix_power(base, k - 1 - i))))
+        total = total + np.matmul(matrix_transpose(np.linalg.matrix_power(base, i)),
+                                  np.matmul(g, matrix_transpose(np.linalg.matrix_power(base, k - 1 - i))))
     return total
 
 
@@ -835,7 +835,7 @@ def matrix_power_vjp(g, ans, a, n):
         return (power_sum_adjoint(g, a, n),)
     inverse = np.linalg.inv(a)
     g_inverse = power_sum_adjoint(g, inverse, -n)
-    return (-np.matmul(_mT(inverse), np.matmul(g_inverse, _mT(inverse))),)
+    return (-np.matmul(matrix_transpose(inverse), np.matmul(g_inverse, matrix_transpose(inverse))),)
 
 
 def matrix_power_jvp(da, ans, a, n):
@@ -885,34 +885,34 @@ def _einsum_points(rng):
             for spec, shapes in cases] + sublists
 
 
-def _invertible(rng, shape, sign=1.0):
+def invertible_matrix(rng, shape, sign=1.0):
     a = draw(rng, shape, -1.0, 1.0) + 3.0 * np.eye(shape[-1])
     if sign < 0:
         a[..., 0, :] *= -1.0
     return a
 
 
-def _spd(rng, shape):
+def spd_matrix(rng, shape):
     b = draw(rng, shape, -1.0, 1.0)
     return np.matmul(b, np.swapaxes(b, -1, -2)) + shape[-1] * np.eye(shape[-1])
 
 
 def _solve_points(rng):
-    return [((_invertible(rng, (3, 3)), draw(rng, (3,))), {}),
-            ((_invertible(rng, (3, 3)), draw(rng, (3, 2))), {}),
-            ((_invertible(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {}),
-            ((_invertible(rng, (2, 3, 3)), draw(rng, (3,))), {}),
-            ((_invertible(rng, (3, 3)), draw(rng, (2, 3, 2))), {})]
+    return [((invertible_matrix(rng, (3, 3)), draw(rng, (3,))), {}),
+            ((invertible_matrix(rng, (3, 3)), draw(rng, (3, 2))), {}),
+            ((invertible_matrix(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {}),
+            ((invertible_matrix(rng, (2, 3, 3)), draw(rng, (3,))), {}),
+            ((invertible_matrix(rng, (3, 3)), draw(rng, (2, 3, 2))), {})]
 
 
 def _square_points(rng):
-    return [((_invertible(rng, (3, 3)),), {}), ((_invertible(rng, (2, 3, 3)),), {}),
-            ((_invertible(rng, (3, 3), -1.0),), {}), ((_invertible(rng, (1, 1)),), {})]
+    return [((invertible_matrix(rng, (3, 3)),), {}), ((invertible_matrix(rng, (2, 3, 3)),), {}),
+            ((invertible_matrix(rng, (3, 3), -1.0),), {}), ((invertible_matrix(rng, (1, 1)),), {})]
 
 
 def _spd_points(rng):
-    return [((_spd(rng, (3, 3)),), {}), ((_spd(rng, (2, 3, 3)),), {}),
-            ((_spd(rng, (3, 3)),), {"upper": True}), ((_spd(rng, (3, 3)) + np.triu(
+    return [((spd_matrix(rng, (3, 3)),), {}), ((spd_matrix(rng, (2, 3, 3)),), {}),
+            ((spd_matrix(rng, (3, 3)),), {"upper": True}), ((spd_matrix(rng, (3, 3)) + np.triu(
                 draw(rng, (3, 3)), 1),), {})]
 
 
@@ -959,7 +959,7 @@ def _eigh_points(rng):
     values = [-1.2, 0.4, 1.5, 3.0]
     return [((_symmetric_separated(rng, 3, values[:3]),), {}),
             ((_symmetric_separated(rng, 4, values, (2,)),), {}),
-            ((_mT(_symmetric_separated(rng, 3, values[1:])),), {"UPLO": "U"})]
+            ((matrix_transpose(_symmetric_separated(rng, 3, values[1:])),), {"UPLO": "U"})]
 
 
 def _eig_points(rng):

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import runtime
 from ..runtime import densify, unbroadcast
-from ._helpers import (_first, dispatches, expand_reduced, expand_to, float_dtype_weight,
+from ._helpers import (first_operand, dispatches, expand_reduced, expand_to, float_dtype_weight,
                        like_sequence, unindex)
 from .domains import draw
 from .registry import defrule, nondifferentiable
@@ -386,13 +386,13 @@ def expand_to_jvp(dg, ans, g, x, axis=None, keepdims=False):
 
 # --------------------------------------------------------------------------- shims for methods
 
-@dispatches(_first)
+@dispatches(first_operand)
 def reshape_method(a, *shape, order="C"):
     """``a.reshape(2, 3)``, ``a.reshape((2, 3))`` and ``a.reshape(-1)`` as a function."""
     return np.reshape(a, shape[0] if len(shape) == 1 else shape, order=order)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def transpose_method(a, *axes):
     """``a.transpose()``, ``a.transpose(1, 0)`` and ``a.transpose((1, 0))`` as a function."""
     return np.transpose(a, method_axes(axes))
@@ -421,7 +421,7 @@ def reshape_method_jvp(da, ans, a, *shape, order="C"):
     return (np.reshape(da, np.shape(ans), order=order),)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def astype_method(a, dtype, *args, **kwargs):
     """``a.astype(dtype)`` as a function (also for Python numbers, via ``np.asarray``)."""
     return np.asarray(a).astype(dtype, *args, **kwargs)
@@ -443,7 +443,7 @@ def astype_method_jvp(da, ans, a, dtype, *args, **kwargs):
     return (da * float_dtype_weight(dtype),)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def item_method(a, *args):
     """``a.item()`` / ``a.item(i)`` / ``a.item(i, j)`` as a function: a Python scalar."""
     return np.asarray(a).item(*args)
@@ -467,7 +467,7 @@ def item_method_jvp(da, ans, a, *args):
     return (item_method(da, *args),)
 
 
-@dispatches(_first)
+@dispatches(first_operand)
 def tolist_method(a):
     """``a.tolist()`` as a function: nested lists of Python scalars."""
     return np.asarray(a).tolist()

@@ -181,7 +181,7 @@ def sum_jvp(d_iterable, ans, iterable, start=0):
     return (broadcast_like(sum(d_iterable), ans),)
 
 
-def _quotients(rng):
+def quotient_points(rng):
     """Pairs (x, y) with x / y well inside (k, k + 1): floor and mod are smooth there."""
     points = []
     for xs, ys in BROADCAST_PAIRS:
@@ -200,7 +200,7 @@ def _quotients(rng):
     return points
 
 
-def _powers(rng):
+def power_points(rng):
     """Positive bases with any exponent, and any base with integer exponents."""
     points = binary(0.5, 2.0, -2.0, 2.0)(rng)
     for n in (2, 3, -1):
@@ -209,7 +209,7 @@ def _powers(rng):
     return points
 
 
-def _matmul_pairs(rng):
+def matmul_points(rng):
     pairs = [((3,), (3,)), ((2, 3), (3,)), ((3,), (3, 4)), ((2, 3), (3, 4)),
              ((5, 2, 3), (3, 4)), ((2, 3), (5, 3, 4)), ((5, 1, 2, 3), (4, 3, 2)),
              ((5, 2, 3), (3,)), ((3,), (5, 3, 2))]
@@ -231,11 +231,11 @@ def _sequences(rng):
             ((draw(rng, (4, 3)),), {})]
 
 
-defrule(operator.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=_powers)
+defrule(operator.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=power_points)
 defrule(operator.floordiv, floordiv_vjp, diff_args=(0, 1), jvp=floordiv_jvp,
-        domain=_quotients)
-defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=_quotients)
-defrule(operator.matmul, matmul_vjp, diff_args=(0, 1), jvp=matmul_jvp, domain=_matmul_pairs)
+        domain=quotient_points)
+defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=quotient_points)
+defrule(operator.matmul, matmul_vjp, diff_args=(0, 1), jvp=matmul_jvp, domain=matmul_points)
 defrule(max, max_vjp, diff_args=(0, 1), jvp=max_jvp, domain=_scalar_pairs)
 defrule(min, min_vjp, diff_args=(0, 1), jvp=min_jvp, domain=_scalar_pairs)
 defrule(sum, sum_vjp, jvp=sum_jvp, domain=_sequences, linear=True)

@@ -21,11 +21,11 @@ import scipy.linalg as sla
 from ..errors import UnsupportedFeatureError
 from ..runtime import ZERO, broadcast_like, is_zero, unbroadcast
 from . import numpy_linalg as npl
-from ._helpers import _first, _first_two, dispatches
+from ._helpers import dispatches, first_operand, first_two_operands
 from .domains import draw
 from .registry import defrule, nondifferentiable
 
-_mT = npl._mT
+matrix_transpose = npl.matrix_transpose
 
 # --------------------------------------------------------------------------- what is read
 
@@ -39,7 +39,7 @@ def read_matrix(a, assume_a=None, lower=False):
         return a
     if assume_a in _SYMMETRIC:
         triangle = np.tril(a) if lower else np.triu(a)
-        return triangle + _mT(np.tril(a, -1) if lower else np.triu(a, 1))
+        return triangle + matrix_transpose(np.tril(a, -1) if lower else np.triu(a, 1))
     if assume_a == "upper triangular":
         return np.triu(a)
     if assume_a == "lower triangular":
@@ -55,7 +55,7 @@ def read_matrix(a, assume_a=None, lower=False):
 def read_matrix_adjoint(g, assume_a=None, lower=False):
     """The adjoint of ``read_matrix``: the cotangent of ``a`` from that of the matrix read."""
     if assume_a in _SYMMETRIC:
-        return (np.tril(g) + np.tril(_mT(g), -1)) if lower else (np.triu(g) + np.triu(_mT(g), 1))
+        return (np.tril(g) + np.tril(matrix_transpose(g), -1)) if lower else (np.triu(g) + np.triu(matrix_transpose(g), 1))
     return read_matrix(g, assume_a, lower)  # a projection: its own adjoint
 
 
@@ -72,16 +72,16 @@ def _like_rhs(x, b):
 def linear_solve_vjp(g, x, m, b, transposed=False):
     """Cotangents of ``m`` and ``b`` where ``x = solve(op(m), b)``, op a transpose or not."""
     g2, x2 = _as_matrix(g), _as_matrix(x)
-    gb = np.linalg.solve(m if transposed else _mT(m), g2)
-    gm = -np.matmul(x2, _mT(gb)) if transposed else -np.matmul(gb, _mT(x2))
+    gb = np.linalg.solve(m if transposed else matrix_transpose(m), g2)
+    gm = -np.matmul(x2, matrix_transpose(gb)) if transposed else -np.matmul(gb, matrix_transpose(x2))
     return unbroadcast(gm, m), unbroadcast(_like_rhs(gb, b), b)
 
 
 def linear_solve_jvp(dm, db, x, m, b, transposed=False):
     """Tangent contributions of ``m`` and ``b`` (either may be the lazy zero: inactive)."""
-    op = _mT(m) if transposed else m
+    op = matrix_transpose(m) if transposed else m
     by_m = ZERO if is_zero(dm) else _like_rhs(-np.linalg.solve(op, np.matmul(
-        _mT(dm) if transposed else dm, _as_matrix(x))), b)
+        matrix_transpose(dm) if transposed else dm, _as_matrix(x))), b)
     by_b = ZERO if is_zero(db) else broadcast_like(_like_rhs(
         np.linalg.solve(op, _as_matrix(db)), b), x)
     return by_m, by_b
@@ -169,14 +169,14 @@ def cho_factor_jvp(da, ans, a, lower=False, overwrite_a=False, check_finite=True
 def cho_matrix(c, lower):
     """The matrix a Cholesky factor (one triangle of ``c``) stands for."""
     factor = triangle(c, lower)
-    return np.matmul(factor, _mT(factor)) if lower else np.matmul(_mT(factor), factor)
+    return np.matmul(factor, matrix_transpose(factor)) if lower else np.matmul(matrix_transpose(factor), factor)
 
 
 def cho_solve_vjp(g, ans, c_and_lower, b, overwrite_b=False, check_finite=True):
     c, lower = c_and_lower
     factor = triangle(c, lower)
     gm, gb = linear_solve_vjp(g, ans, cho_matrix(c, lower), b)
-    sym = gm + _mT(gm)
+    sym = gm + matrix_transpose(gm)
     gc = triangle(np.matmul(sym, factor) if lower else np.matmul(factor, sym), lower)
     return (gc, ZERO), gb
 
@@ -188,9 +188,9 @@ def cho_solve_jvp(dc_and_lower, db, ans, c_and_lower, b, overwrite_b=False, chec
         return linear_solve_jvp(ZERO, db, ans, cho_matrix(c, lower), b)
     d_factor = triangle(dc_and_lower[0], lower)
     if lower:
-        dm = np.matmul(d_factor, _mT(factor)) + np.matmul(factor, _mT(d_factor))
+        dm = np.matmul(d_factor, matrix_transpose(factor)) + np.matmul(factor, matrix_transpose(d_factor))
     else:
-        dm = np.matmul(_mT(d_factor), factor) + np.matmul(_mT(factor), d_factor)
+        dm = np.matmul(matrix_transpose(d_factor), factor) + np.matmul(matrix_transpose(factor), d_factor)
     return linear_solve_jvp(dm, db, ans, cho_matrix(c, lower), b)
 
 
@@ -215,9 +215,9 @@ def lu_factor_vjp(g, ans, a, overwrite_a=False, check_finite=True):
     # P a = L U with F = L^-1 P da U^-1: dL = L tril(F, -1), dU = triu(F) U
     lu, piv = ans
     low, up = lu_parts(lu)
-    m = (np.tril(np.matmul(_mT(low), np.tril(g[0], -1)), -1)
-         + np.triu(np.matmul(np.triu(g[0]), _mT(up))))
-    gpa = np.linalg.solve(_mT(low), _mT(np.linalg.solve(up, _mT(m))))
+    m = (np.tril(np.matmul(matrix_transpose(low), np.tril(g[0], -1)), -1)
+         + np.triu(np.matmul(np.triu(g[0]), matrix_transpose(up))))
+    gpa = np.linalg.solve(matrix_transpose(low), matrix_transpose(np.linalg.solve(up, matrix_transpose(m))))
     perm = pivot_permutation(piv, np.shape(lu)[-1])
     return (gpa[np.argsort(perm)],)
 
@@ -226,7 +226,7 @@ def lu_factor_jvp(da, ans, a, overwrite_a=False, check_finite=True):
     lu, piv = ans
     low, up = lu_parts(lu)
     perm = pivot_permutation(piv, np.shape(lu)[-1])
-    f = np.linalg.solve(low, _mT(np.linalg.solve(_mT(up), _mT(da[perm]))))
+    f = np.linalg.solve(low, matrix_transpose(np.linalg.solve(matrix_transpose(up), matrix_transpose(da[perm]))))
     return ((np.matmul(low, np.tril(f, -1)) + np.matmul(np.triu(f), up), 0.0 * piv),)
 
 
@@ -243,7 +243,7 @@ def lu_solve_vjp(g, ans, lu_and_piv, b, trans=0, overwrite_b=False, check_finite
     # a = P^T L U: the cotangent of the packed factors
     low, up = lu_parts(lu)
     gpa = gm[pivot_permutation(piv, np.shape(lu)[-1])]
-    return (np.tril(np.matmul(gpa, _mT(up)), -1) + np.triu(np.matmul(_mT(low), gpa)), ZERO), gb
+    return (np.tril(np.matmul(gpa, matrix_transpose(up)), -1) + np.triu(np.matmul(matrix_transpose(low), gpa)), ZERO), gb
 
 
 def lu_solve_jvp(dlu_and_piv, db, ans, lu_and_piv, b, trans=0, overwrite_b=False,
@@ -278,7 +278,7 @@ def det_jvp(da, ans, a, overwrite_a=False, check_finite=True):
 
 # --------------------------------------------------------------------------- expm, sqrtm
 
-@dispatches(_first)
+@dispatches(first_operand)
 def expm(A):
     """``scipy.linalg.expm``, under a name tracers intercept (derivative rules call it)."""
     return sla.expm(A)
@@ -294,14 +294,14 @@ def expm_frechet(a, e):
 
 
 def expm_vjp(g, ans, A):
-    return (expm_frechet(_mT(A), g),)
+    return (expm_frechet(matrix_transpose(A), g),)
 
 
 def expm_jvp(dA, ans, A):
     return (expm_frechet(A, dA),)
 
 
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def sylvester(a, b, q):
     """``scipy.linalg.solve_sylvester``, under a name tracers intercept."""
     return sla.solve_sylvester(a, b, q)
@@ -309,8 +309,8 @@ def sylvester(a, b, q):
 
 def solve_sylvester_vjp(g, ans, a, b, q):
     # a x + x b = q: the adjoint equation is a^T y + y b^T = g
-    y = sylvester(_mT(a), _mT(b), g)
-    return -np.matmul(y, _mT(ans)), -np.matmul(_mT(ans), y), y
+    y = sylvester(matrix_transpose(a), matrix_transpose(b), g)
+    return -np.matmul(y, matrix_transpose(ans)), -np.matmul(matrix_transpose(ans), y), y
 
 
 def solve_sylvester_jvp(da, db, dq, ans, a, b, q):
@@ -320,7 +320,7 @@ def solve_sylvester_jvp(da, db, dq, ans, a, b, q):
 
 def sqrtm_vjp(g, ans, A):
     # x x = A: x dx + dx x = dA
-    return (sylvester(_mT(ans), _mT(ans), g),)
+    return (sylvester(matrix_transpose(ans), matrix_transpose(ans), g),)
 
 
 def sqrtm_jvp(dA, ans, A):
@@ -330,8 +330,8 @@ def sqrtm_jvp(dA, ans, A):
 # --------------------------------------------------------------------------- domains
 
 def _solve_points(rng):
-    a, s = npl._invertible(rng, (3, 3)), npl._spd(rng, (3, 3)) + np.triu(draw(rng, (3, 3)), 1)
-    batched = [((npl._invertible(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {})]
+    a, s = npl.invertible_matrix(rng, (3, 3)), npl.spd_matrix(rng, (3, 3)) + np.triu(draw(rng, (3, 3)), 1)
+    batched = [((npl.invertible_matrix(rng, (2, 3, 3)), draw(rng, (2, 3, 2))), {})]
     if np.lib.NumpyVersion(scipy.__version__) < "1.16.0":  # solve batches from scipy 1.16
         batched = []
     return [((a, draw(rng, (3,))), {}), ((a, draw(rng, (3, 2))), {}), *batched,
@@ -343,7 +343,7 @@ def _solve_points(rng):
 
 
 def _triangular_points(rng):
-    a = npl._invertible(rng, (3, 3))
+    a = npl.invertible_matrix(rng, (3, 3))
     return [((a, draw(rng, (3,))), {}), ((a, draw(rng, (3, 2))), {"lower": True}),
             ((a, draw(rng, (3, 2))), {"trans": 1}), ((a, draw(rng, (3,))), {"trans": "T",
                                                                             "lower": True}),
@@ -352,13 +352,13 @@ def _triangular_points(rng):
 
 
 def _spd_points(rng):
-    s = npl._spd(rng, (3, 3))
+    s = npl.spd_matrix(rng, (3, 3))
     return [((s,), {}), ((s,), {"lower": True}), ((s + np.triu(draw(rng, (3, 3)), 1),), {}),
             ((s + np.tril(draw(rng, (3, 3)), -1),), {"lower": True})]
 
 
 def _cho_solve_points(rng):
-    s = npl._spd(rng, (3, 3))
+    s = npl.spd_matrix(rng, (3, 3))
     return [(((sla.cho_factor(s)[0], False), draw(rng, (3,))), {}),
             (((sla.cho_factor(s, lower=True)[0], True), draw(rng, (3, 2))), {})]
 
@@ -370,11 +370,11 @@ def _lu_solve_points(rng):
 
 
 def _square_points(rng):
-    return [((npl._invertible(rng, (3, 3)),), {}), ((npl._invertible(rng, (3, 3), -1.0),), {})]
+    return [((npl.invertible_matrix(rng, (3, 3)),), {}), ((npl.invertible_matrix(rng, (3, 3), -1.0),), {})]
 
 
 def _lu_points(rng):
-    return [((draw(rng, (4, 4)),), {}), ((npl._invertible(rng, (3, 3)),), {})]
+    return [((draw(rng, (4, 4)),), {}), ((npl.invertible_matrix(rng, (3, 3)),), {})]
 
 
 def _expm_points(rng):
@@ -383,13 +383,13 @@ def _expm_points(rng):
 
 
 def _sqrtm_points(rng):
-    return [((npl._spd(rng, (3, 3)),), {}), ((npl._invertible(rng, (3, 3)) + 2.0 * np.eye(3),),
+    return [((npl.spd_matrix(rng, (3, 3)),), {}), ((npl.invertible_matrix(rng, (3, 3)) + 2.0 * np.eye(3),),
                                               {})]
 
 
 def _sylvester_points(rng):
-    return [((npl._invertible(rng, (3, 3)), npl._invertible(rng, (3, 3)), draw(rng, (3, 3))),
-             {}), ((npl._invertible(rng, (3, 3)), npl._invertible(rng, (2, 2)),
+    return [((npl.invertible_matrix(rng, (3, 3)), npl.invertible_matrix(rng, (3, 3)), draw(rng, (3, 3))),
+             {}), ((npl.invertible_matrix(rng, (3, 3)), npl.invertible_matrix(rng, (2, 2)),
                     draw(rng, (3, 2))), {})]
 
 

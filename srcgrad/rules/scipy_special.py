@@ -16,7 +16,7 @@ import scipy.special as sp
 
 from ..runtime import ZERO, unbroadcast
 from . import numpy_elementwise  # noqa: F401  (registers the numpy twins read below)
-from ._helpers import _first_two, dispatches, expand_reduced
+from ._helpers import dispatches, expand_reduced, first_two_operands
 from .domains import binary, draw, unary
 from .registry import defrule, lookup, nondifferentiable
 
@@ -85,7 +85,7 @@ def rgamma_jvp(dx, ans, x):
     return (-dx * ans * sp.digamma(x),)
 
 
-@dispatches(_first_two)
+@dispatches(first_two_operands)
 def hurwitz_zeta(x, q):
     """``scipy.special.zeta(x, q)``, which derivative rules call: a scipy Python function, so
     tracers intercept it (through ``__array_function__``) only under this name."""

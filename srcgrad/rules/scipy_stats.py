@@ -24,7 +24,7 @@ from ..errors import UnsupportedFeatureError
 from ..runtime import ZERO, is_zero, unbroadcast
 from .domains import draw
 from .registry import defrule, nondifferentiable
-from .numpy_linalg import _mT
+from .numpy_linalg import matrix_transpose
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 LOG_PI = float(np.log(np.pi))
@@ -251,7 +251,7 @@ def full_cov(cov, dim):
     if np.ndim(cov) != 2:
         raise UnsupportedFeatureError("multivariate_normal's cov must be a scalar, a vector "
                                       "or a matrix")
-    return np.tril(cov) + _mT(np.tril(cov, -1))
+    return np.tril(cov) + matrix_transpose(np.tril(cov, -1))
 
 
 def full_cov_adjoint(g, cov):
@@ -260,7 +260,7 @@ def full_cov_adjoint(g, cov):
         return np.trace(g)
     if np.ndim(cov) == 1:
         return np.diagonal(g)
-    return np.tril(g) + np.tril(_mT(g), -1)
+    return np.tril(g) + np.tril(matrix_transpose(g), -1)
 
 
 @nondifferentiable
@@ -282,7 +282,7 @@ def mvn_logpdf_vjp(g, ans, x, mean=None, cov=1, allow_singular=False):
     _, sol, c_inv = mvn_parts(x, mean, cov)
     gsol = np.expand_dims(g, -1) * sol
     dim = np.shape(c_inv)[-1]
-    outer = np.matmul(_mT(np.reshape(gsol, (-1, dim))), np.reshape(sol, (-1, dim)))
+    outer = np.matmul(matrix_transpose(np.reshape(gsol, (-1, dim))), np.reshape(sol, (-1, dim)))
     gc = 0.5 * (outer - np.sum(g) * c_inv)
     gmean = ZERO if mean is None else unbroadcast(gsol, mean)
     return -gsol, gmean, full_cov_adjoint(gc, cov)

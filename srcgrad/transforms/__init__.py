@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import runtime
 from ..adapters import has_starred_parameters
+from ..codegen import to_source
 from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError
 from ..naming import Namer
 from ..source import get_source
@@ -87,7 +88,6 @@ def normalize(ctx: Context) -> gast.FunctionDef:
         tree = run(tree, ctx)
         ctx.raise_problems()
         if ctx.debug:
-            from ..codegen import to_source
             print(f"# --- after {name} ---\n{to_source(tree)}", file=sys.stderr)
     # names introduced by passes are locals too
     ctx.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)

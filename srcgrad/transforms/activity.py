@@ -25,7 +25,7 @@ def _discrete_names(defs, ctx: Context) -> set[str]:
     return {n for targets, _ in defs for n in targets if _DISCRETE.fullmatch(n)}
 
 
-def _definitions(tree, local_names=None):
+def definitions(tree, local_names=None):
     """``(targets, value_node)`` for each place a name gets a value."""
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign):
@@ -92,7 +92,7 @@ def _reads(value, ctx: Context, precise: bool) -> set[str]:
 def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
     """Names whose value may depend on a wrt parameter."""
     defs = [(targets, _reads(value, ctx, precise))
-            for targets, value in _definitions(tree, ctx.local_names)]
+            for targets, value in definitions(tree, ctx.local_names)]
     varied = set(ctx.wrt_names)
     discrete = _discrete_names(defs, ctx)
     changed = True
@@ -108,7 +108,7 @@ def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
 def useful_names(tree, ctx: Context, results: set[str]) -> set[str]:
     """Names that can influence ``results`` through differentiable operations."""
     defs = [(targets, _reads(value, ctx, True))
-            for targets, value in _definitions(tree, ctx.local_names)]
+            for targets, value in definitions(tree, ctx.local_names)]
     useful = set(results)
     changed = True
     while changed:

@@ -25,7 +25,7 @@ import numpy as np
 
 from .. import batching
 from . import astutil as A
-from .activity import _definitions
+from .activity import definitions
 from .context import Context
 from .resolve import BINOPS, static_value
 
@@ -75,7 +75,7 @@ def value_reads(node, ctx: Context) -> set[str]:
 def batched_names(tree, ctx: Context, inputs: set[str]) -> set[str]:
     """Names holding batched values: the batched parameters and all they flow into."""
     batched = set(inputs)
-    defs = list(_definitions(tree, ctx.local_names))
+    defs = list(definitions(tree, ctx.local_names))
     # a name assigned under a condition on batched values differs between examples too
     guarded = [(node.test if isinstance(node, (gast.If, gast.While)) else node.iter,
                 {n for s in node.body + node.orelse for n in A.names_written(s)})

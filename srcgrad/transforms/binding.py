@@ -16,6 +16,8 @@ __all__ = ["BoundCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard"]
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import astutil as A
+
 
 @dataclass
 class BoundCall:
@@ -73,7 +75,6 @@ def nondiff_guard(ctx, rule, what: str, operand, at):
     operand the rule does not differentiate but which depends on the differentiated input.
     Whether it carries a gradient is known only at run time: an integer (``axis=axis`` in a
     helper differentiated with respect to all its parameters) carries none."""
-    from . import astutil as A
     message = (f"{ctx.location(at)}: argument {what} of '{rule.name}' is not differentiable, "
                f"but it depends on the differentiated input.")
     call = A.call(A.attr(ctx.rt, "refuse_float_operand"), A.deepcopy(operand),

@@ -16,6 +16,7 @@ import gast
 from . import astutil as A
 from .activity import varied_names
 from .context import Context
+from .resolve import static_value
 
 
 def route_calls(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -72,7 +73,6 @@ class _Router(gast.NodeTransformer):
         return A.located(A.call(A.attr(rt, "apply"), node.func, args, kwargs), node)
 
     def _is(self, func, obj) -> bool:
-        from .resolve import static_value
         try:
             return static_value(func, self.ctx) is obj
         except KeyError:

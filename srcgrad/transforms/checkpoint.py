@@ -23,9 +23,11 @@ import gast
 
 from .. import checkpoint
 from ..errors import SrcgradError
-from ..source import FunctionSource
+from ..source import FunctionSource, get_source
 from . import astutil as A
+from .activity import mutated_parameters
 from .context import Context
+from .resolve import static_value
 
 # methods that change their object in place: on a checkpointed state they would change the
 # stored checkpoint too
@@ -46,7 +48,6 @@ def lower_checkpointed(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef
 def _marker(loop, ctx: Context):
     """The marker call of a marked loop (``checkpointed(...)`` as a ``for`` loop's iterable,
     ``checkpointed_while(...)`` as a ``while`` loop's test), or None."""
-    from .resolve import static_value
     call = loop.iter if isinstance(loop, gast.For) else loop.test
     if not isinstance(call, gast.Call):
         return None
@@ -418,9 +419,6 @@ def _mutations(loop, flow: LoopNames, ctx: Context) -> bool:
 
 def _mutating_calls(stmt, watched: set, ctx: Context) -> bool:
     """Calls of the user's functions that change an argument in ``watched`` in place."""
-    from ..source import get_source
-    from .activity import mutated_parameters
-    from .resolve import static_value
     found = False
     for node in _walk_loop_body(gast.While(test=None, body=[stmt], orelse=[])):
         if not isinstance(node, gast.Call):

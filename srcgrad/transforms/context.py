@@ -21,7 +21,7 @@ class Resolved:
     name: str = ""  # readable name for messages
 
 
-_UNBOUND = object()  # marks a name that was not a global when resolved
+UNBOUND = object()  # marks a name that was not a global when resolved
 # values whose identity no transformation decision depends on (only callees and modules are
 # resolved statically)
 _PLAIN_DATA = (int, float, complex, bool, str, bytes, type(None), tuple, list, dict, set,
@@ -115,7 +115,7 @@ class Context:
             # Generated.functions_for, which rebuilds when one was rebound)
             self.assumptions[name] = self.globals[name]
             return self.globals[name]
-        self.assumptions.setdefault(name, _UNBOUND)  # a builtin, unless a global shadows it
+        self.assumptions.setdefault(name, UNBOUND)  # a builtin, unless a global shadows it
         return getattr(builtins, name)
 
     def helper(self, obj: Any, preferred: str) -> str:

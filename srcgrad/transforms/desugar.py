@@ -14,8 +14,10 @@ from ..errors import SrcgradError
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
-from .activity import mutated_parameters
+from .activity import match_bindings, mutated_parameters
 from .context import Context
+from .resolve import static_value
+from .validate import is_no_grad_block
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
 
@@ -655,7 +657,6 @@ class _Desugar:
         ``_rt.stop_gradient`` so that none carries a gradient. Any other manager:
         ``_cm = manager; v = _rt.enter_context(_cm, where)``, the body,
         ``_rt.exit_context(_cm)`` (regrouped into a real 'with' in the forward sweep)."""
-        from .validate import is_no_grad_block
         if not is_no_grad_block(s, self.ctx):
             return self.context_block(s)
         body = self.block(s.body)
@@ -694,7 +695,6 @@ class _Desugar:
         """``match`` as ifs: each case tests its pattern's structure (no gradient), binds
         its names by plain assignments, then checks its guard; ``_matched`` skips the rest.
         The branches record which case ran like any if."""
-        from .activity import match_bindings
         self.ctx.local_names |= match_bindings(s)
         subject, matched = self.ctx.namer.fresh("_subject"), self.ctx.namer.fresh("_matched")
         out = self.visit_Assign(A.assign(subject, s.subject, at=s))
@@ -797,7 +797,6 @@ class _Desugar:
     def match_arg(self, p, i: int) -> str | None:
         """The attribute ``case cls(...)`` matches its i-th positional pattern against (''
         for the subject itself, as builtins like float(v) do); None after a problem."""
-        from .resolve import static_value
         try:
             cls = static_value(p.cls, self.ctx)
         except KeyError:

@@ -11,23 +11,14 @@ import types
 import gast
 
 from .. import runtime
-from ..rules import is_nondifferentiable, lookup, rule_name
+from ..rules import (ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS,
+                     is_nondifferentiable, lookup, rule_name)
 from .context import Context, Resolved
 
 BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul,
           gast.Div: operator.truediv, gast.Pow: operator.pow, gast.FloorDiv: operator.floordiv,
           gast.Mod: operator.mod, gast.MatMult: operator.matmul}
 UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
-
-
-def _methods():
-    try:
-        from ..rules import methods
-    except ImportError:  # rule modules still being written
-        return {}, {}, set(), set()
-    return (getattr(methods, "ARRAY_METHODS", {}), getattr(methods, "ARRAY_ATTRIBUTES", {}),
-            set(getattr(methods, "NONDIFF_ATTRIBUTES", ())),
-            set(getattr(methods, "NONDIFF_METHODS", ())))
 
 
 def static_value(node, ctx: Context):
@@ -70,7 +61,8 @@ def classify(obj) -> Resolved:
 
 
 def resolve(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
-    methods, attributes, nondiff_attrs, nondiff_methods = _methods()
+    methods, attributes = ARRAY_METHODS, ARRAY_ATTRIBUTES
+    nondiff_attrs, nondiff_methods = set(NONDIFF_ATTRIBUTES), set(NONDIFF_METHODS)
     for node in gast.walk(tree):
         if isinstance(node, gast.Call):
             ctx.resolved[id(node)] = _resolve_call(node, ctx, methods, nondiff_methods)

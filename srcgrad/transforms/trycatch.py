@@ -36,6 +36,7 @@ from .. import runtime
 from . import astutil as A
 from .context import Context
 from .desugar import own_nodes
+from .resolve import static_value
 
 _REFUSED = (gast.Yield, gast.YieldFrom, gast.Try, gast.With)
 
@@ -166,7 +167,6 @@ class _Leaving(gast.NodeTransformer):
 
 
 def _static(node, ctx: Context):
-    from .resolve import static_value
     try:
         return static_value(node, ctx)
     except KeyError:

@@ -9,6 +9,7 @@ import gast
 
 from . import astutil as A
 from .context import Context
+from .resolve import static_value
 
 _UNSUPPORTED = {
     gast.Await: ("'await'", "Differentiate a synchronous function."),
@@ -53,7 +54,6 @@ def is_no_grad_block(node, ctx: Context) -> bool:
     if not isinstance(expr, gast.Call) or expr.args or expr.keywords:
         return False
     try:
-        from .resolve import static_value
         manager = static_value(expr.func, ctx)
         return isinstance(manager, type) and getattr(manager, "__srcgrad_stops_gradient__",
                                                      False)
