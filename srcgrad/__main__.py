@@ -9,6 +9,8 @@ import importlib.util
 import os
 import sys
 
+import srcgrad
+
 
 def _load_function(spec: str):
     path, _, name = spec.rpartition(":")
@@ -64,8 +66,6 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("--wrt", default="0",
                       help="comma-separated parameter names or indices (default: 0)")
     args = parser.parse_args(argv)
-
-    import srcgrad
     fn = _load_function(args.target)
     items = [int(w) if w.strip().isdigit() else w.strip() for w in args.wrt.split(",")]
     wrt = items[0] if len(items) == 1 else tuple(items)

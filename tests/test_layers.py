@@ -219,8 +219,6 @@ def test_the_allowed_lazy_imports_still_exist():
 PRIVATE_CROSSINGS = {
     # pickles of tensors made before the facade's split name _tensor._rebuild
     ("srcgrad._tensor", "srcgrad.autograd.tensor_data"),
-    ("srcgrad.transforms.batch", "srcgrad.transforms.reverse"),
-    ("srcgrad.transforms.reverse", "srcgrad.transforms.cleanup"),
 }
 
 

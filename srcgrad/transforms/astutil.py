@@ -175,3 +175,17 @@ def own_nodes(node):
     for child in gast.iter_child_nodes(node):
         if not isinstance(child, (gast.FunctionDef, gast.Lambda)):
             yield from own_nodes(child)
+
+
+def parameters(names) -> gast.arguments:
+    """The parameter list ``(a, b, ...)`` of a generated function."""
+    return gast.arguments(args=[gast.Name(id=n, ctx=gast.Param(), annotation=None,
+                                          type_comment=None) for n in names],
+                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[])
+
+
+def function_def(name: str, args: gast.arguments, body: list) -> gast.FunctionDef:
+    """``def name(args): body``, undecorated."""
+    return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
+                            type_comment=None, type_params=[])

@@ -26,7 +26,7 @@ import numpy as np
 from .. import batching
 from . import astutil as A
 from .activity import definitions
-from .context import Context
+from .context import Context, factory_module
 from .resolve import BINOPS, static_value
 
 _COMPARES = {gast.Lt: operator.lt, gast.LtE: operator.le, gast.Gt: operator.gt,
@@ -413,7 +413,6 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
     ``call_helper`` is the function generated code calls for each function call with
     batched arguments: ``call(fn, args, kwargs, batched_keys, size)``.
     """
-    from .reverse import _factory, _function
     batched = batched_names(tree, ctx, set(inputs))
     size = ctx.namer.unique("_B")
     batcher = _Batcher(ctx, batched, size)
@@ -438,6 +437,6 @@ def batch(tree: gast.FunctionDef, ctx: Context, inputs: tuple[str, ...],
     name = tree.name if tree.name != "_lambda" else "lambda"
     docstring = body[:1] if body and isinstance(body[0], gast.Expr) and isinstance(
         body[0].value, gast.Constant) and isinstance(body[0].value.value, str) else []
-    fn = _function(f"{name}_batched", A.signature_of(tree.args),
+    fn = A.function_def(f"{name}_batched", A.signature_of(tree.args),
                    docstring + first + body[len(docstring):])
-    return _factory(ctx, [fn], [fn.name])
+    return factory_module(ctx, [fn], [fn.name])

@@ -167,13 +167,7 @@ def _k_argument(marker: gast.Call):
 
 
 def _function(name: str, params: list[str], body: list, at) -> gast.FunctionDef:
-    args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
-                                          type_comment=None) for p in params],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                          kwarg=None, defaults=[])
-    fdef = gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                            type_comment=None, type_params=[])
-    return A.located(fdef, at)
+    return A.located(A.function_def(name, A.parameters(params), body), at)
 
 
 def _locate_all(node, at) -> None:

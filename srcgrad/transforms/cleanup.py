@@ -11,12 +11,12 @@ _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul
          gast.Div: operator.truediv, gast.Pow: operator.pow}
 
 
-def _number(node):
+def number(node):
     """The value of a numeric literal (``2``, ``-3.5``), else None."""
     if isinstance(node, gast.Constant) and type(node.value) in (int, float):
         return node.value
     if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
-        inner = _number(node.operand)
+        inner = number(node.operand)
         return None if inner is None else -inner
     return None
 
@@ -27,7 +27,7 @@ class _Simplify(gast.NodeTransformer):
         # pow_base_grad(x, c) with a constant c != 0 is c * x ** (c - 1): say so in the code
         if isinstance(node.func, gast.Name) and node.func.id.startswith("pow_base_grad") \
                 and len(node.args) == 2 and not node.keywords:
-            c = _number(node.args[1])
+            c = number(node.args[1])
             if c is not None and c != 0:
                 power = gast.BinOp(left=node.args[0], op=gast.Pow(),
                                    right=gast.Constant(value=c - 1, kind=None))
@@ -50,7 +50,7 @@ class _Simplify(gast.NodeTransformer):
     def visit_BinOp(self, node, children_done: bool = False):
         if not children_done:
             self.generic_visit(node)
-        left, right = _number(node.left), _number(node.right)
+        left, right = number(node.left), number(node.right)
         fold = _FOLD.get(type(node.op))
         if fold is not None and left is not None and right is not None:
             try:
@@ -66,7 +66,7 @@ class _Simplify(gast.NodeTransformer):
             # a + -b is a - b: one pass over the data instead of two
             return gast.BinOp(left=node.left, op=gast.Sub(), right=node.right.operand)
         if isinstance(node.op, gast.Mult) and isinstance(node.right, gast.BinOp) \
-                and isinstance(node.right.op, gast.Mult) and _number(node.right.left) is not None:
+                and isinstance(node.right.op, gast.Mult) and number(node.right.left) is not None:
             # g * (2 * x) reads better as g * 2 * x (same value up to rounding order)
             return gast.BinOp(left=gast.BinOp(left=node.left, op=gast.Mult(),
                                               right=node.right.left),

@@ -5,11 +5,13 @@ import builtins
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import gast
 import numpy as np
 
 from ..errors import Location, UnsupportedSyntaxError
 from ..naming import Namer
 from ..source import FunctionSource
+from . import astutil as A
 
 
 @dataclass
@@ -130,3 +132,15 @@ class Context:
         name = self.namer.unique(preferred)
         self.helpers[name] = obj
         return name
+
+
+def factory_module(ctx: Context, functions: list, returned: list[str]) -> gast.Module:
+    """``def _make(_rt, helpers..., closure vars...): <functions>; return (<returned>,)``: the
+    module a generator hands to codegen. Helpers no function reads (the cleanup pass rewrote
+    their every use away) are dropped from ``ctx.helpers`` and not passed in."""
+    used = set().union(*[A.names_read(f) for f in functions])
+    ctx.helpers = {name: obj for name, obj in ctx.helpers.items() if name in used}
+    args = A.parameters([ctx.rt] + list(ctx.helpers) + sorted(ctx.closure))
+    ret = gast.Return(value=gast.Tuple(elts=[A.load(n) for n in returned], ctx=gast.Load()))
+    return gast.Module(body=[A.function_def("_make", args, list(functions) + [ret])],
+                       type_ignores=[])

@@ -29,7 +29,7 @@ from . import adjoint_tape_op, inline
 from .binding import bind_rule_call, nondiff_guard
 from .cleanup import simplify
 from .desugar import regroup_contexts
-from .context import Context, DynamicCall
+from .context import Context, DynamicCall, factory_module
 from .resolve import BINOPS, UNARYOPS
 
 __all__ = ["forward"]
@@ -676,22 +676,5 @@ def forward(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         args.posonlyargs = tangent_params + args.posonlyargs
     else:
         args.args = tangent_params + args.args
-    fn = _function(fn_name, args, body)
-    return _factory(ctx, fn)
-
-
-def _function(name, args, body) -> gast.FunctionDef:
-    return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                            type_comment=None, type_params=[])
-
-
-def _factory(ctx: Context, fn: gast.FunctionDef) -> gast.Module:
-    """``def _make(_rt, helpers..., closure vars...): def f_jvp(...): ...; return (f_jvp,)``."""
-    params = [ctx.rt] + list(ctx.helpers) + sorted(ctx.closure)
-    args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
-                                          type_comment=None) for p in params],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                          kwarg=None, defaults=[])
-    ret = gast.Return(value=gast.Tuple(elts=[A.load(fn.name)], ctx=gast.Load()))
-    make = _function("_make", args, [fn, ret])
-    return gast.Module(body=[make], type_ignores=[])
+    fn = A.function_def(fn_name, args, body)
+    return factory_module(ctx, [fn], [fn.name])

@@ -42,9 +42,9 @@ from .adjoint_facts import (
     join,
 )
 from .binding import bind_rule_call, nondiff_guard
-from .cleanup import _number, simplify
+from .cleanup import number, simplify
 from .combine import combine_contributions
-from .context import Context, DynamicCall
+from .context import Context, DynamicCall, factory_module
 from .copies import propagate_copies
 from .desugar import regroup_contexts
 from .prune_tape import dead_restores, remove_statements
@@ -458,7 +458,7 @@ class ReverseGenerator:
         for k, a in active:
             # an elementwise result has the operand's shape when the others are numbers
             if ctx.scalar_mode or same or (elementwise and all(
-                    _number(o) is not None for o in operands if o is not a)):
+                    number(o) is not None for o in operands if o is not a)):
                 exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
             add = self.accumulate_item if hands_lazy_items(rule) else self.accumulate
@@ -469,7 +469,7 @@ class ReverseGenerator:
         """Whether every name among ``args`` has, by construction, the same shape (so an
         elementwise operation on them broadcasts nothing)."""
         roots = {self.facts.shape_root.get(a.id) for a in args if isinstance(a, gast.Name)}
-        others = [a for a in args if not isinstance(a, gast.Name) and _number(a) is None]
+        others = [a for a in args if not isinstance(a, gast.Name) and number(a) is None]
         return len(roots) == 1 and None not in roots and not others
 
     def same_shape(self, expr, operand):
@@ -659,7 +659,7 @@ class ReverseGenerator:
 
 def _trip_count(iter_call):
     """``len(range(...))``, or the number itself when the bounds are integer literals."""
-    bounds = [_number(a) for a in iter_call.args]
+    bounds = [number(a) for a in iter_call.args]
     if all(type(b) is int for b in bounds) and 1 <= len(bounds) <= 3 and (
             len(bounds) < 3 or bounds[2] != 0):
         return A.const(len(range(*bounds)))
@@ -781,14 +781,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
         counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
         fwd_body, bwd_body = release_dead(fwd_body, counters), release_dead(bwd_body, counters)
-    fwd = _function(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
-    bwd_args = gast.arguments(args=[A.store(gen.saved_name), A.store(seed)], posonlyargs=[],
-                              vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
-                              defaults=[])
-    for a in bwd_args.args:
-        a.ctx = gast.Param()
-    bwd = _function(f"{name}_bwd", bwd_args, bwd_body)
-    return _factory(ctx, [fwd, bwd], [fwd.name, bwd.name])
+    fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
+    bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
+    return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
 
 
 def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
@@ -803,28 +798,6 @@ def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
         return backward
     doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
     return remove_statements(backward, doomed)
-
-
-def _function(name, args, body) -> gast.FunctionDef:
-    return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
-                            type_comment=None, type_params=[])
-
-
-def _factory(ctx: Context, functions, returned) -> gast.Module:
-    """``def _make(_rt, helpers..., closure vars...): <functions>; return them``."""
-    used = set()
-    for f in functions:
-        used |= A.names_read(f)
-    # helpers whose every use the cleanup pass rewrote away are not passed in
-    ctx.helpers = {name: obj for name, obj in ctx.helpers.items() if name in used}
-    params = [ctx.rt] + list(ctx.helpers) + sorted(ctx.closure)
-    args = gast.arguments(args=[gast.Name(id=p, ctx=gast.Param(), annotation=None,
-                                          type_comment=None) for p in params],
-                          posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
-                          kwarg=None, defaults=[])
-    ret = gast.Return(value=gast.Tuple(elts=[A.load(n) for n in returned], ctx=gast.Load()))
-    make = _function("_make", args, list(functions) + [ret])
-    return gast.Module(body=[make], type_ignores=[])
 
 
 def _elementwise(fn) -> bool:
