@@ -160,7 +160,7 @@ def dynamic_jvp(fn, args, kwargs, tangents, kw_tangents):
     func = function_key(fn)
     if not hasattr(func, "__code__"):
         raise MissingRuleError(getattr(fn, "__qualname__", repr(fn)))
-    names = _cached_param_names(func)
+    names = parameter_names(func)
     bound = (fn.__self__,) if inspect.ismethod(fn) else ()
     offset = len(bound)
     by_index = {}
@@ -205,17 +205,6 @@ def _transposed_vjp(rule, value, args, kwargs, ds, bound):
     fwd, bwd = get_adjoint(caller, (0,)).sweeps_for(caller)
     _, saved = fwd(np.zeros_like(value), value, *args, *kwargs.values(), rule.vjp)
     return bwd(saved, dense)[0]
-
-
-_PARAM_NAMES: "weakref.WeakKeyDictionary[Any, list]" = weakref.WeakKeyDictionary()
-
-
-def _cached_param_names(func) -> list[str]:
-    """Parameter names by code object (inspect.signature is slow on every call)."""
-    names = _PARAM_NAMES.get(func.__code__)
-    if names is None:
-        names = _PARAM_NAMES[func.__code__] = parameter_names(func)
-    return names
 
 
 def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):

@@ -8,7 +8,10 @@ __all__ = ["SCALAR_TYPES", "Wrt", "function_key", "integer_leaf", "normalize_wrt
            "parameter_names"]
 
 import inspect
+import types
+import weakref
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -28,15 +31,27 @@ def function_key(fn: Callable):
     return getattr(fn, "__func__", fn)
 
 
+# by function object, not code object: the wrappers one decorator makes share their code but
+# not their signature (functools.wraps points inspect.signature at each wrapped function)
+_NAMES: "weakref.WeakKeyDictionary[Any, list[str]]" = weakref.WeakKeyDictionary()
+
+
 def parameter_names(fn: Callable) -> list[str]:
     """Names of the parameters of ``fn`` an argument can bind (not ``*args``/``**kwargs``);
-    empty when Python cannot tell its signature."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return []
-    return [p.name for p in sig.parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    empty when Python cannot tell its signature. Cached per function: run-time dispatch asks
+    on every call, and inspect.signature takes several microseconds."""
+    cacheable = type(fn) is types.FunctionType
+    names = _NAMES.get(fn) if cacheable else None
+    if names is None:
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):
+            return []
+        names = [p.name for p in sig.parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        if cacheable:
+            _NAMES[fn] = names
+    return list(names)
 
 
 def normalize_wrt(fn: Callable, wrt: Wrt) -> tuple[tuple[int, ...], bool]:
