@@ -905,6 +905,13 @@ def _holds_floats(value) -> bool:
     return False
 
 
+def refuse_mutable(value, message: str) -> None:
+    """Raise unless ``value`` is a number, which ``p *= 2`` in a callee run as plain Python
+    rebinds; on an array, a list or a dict it is an in-place change the tape would miss."""
+    if not isinstance(value, (int, float, complex, np.generic)):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
 def refuse_shared_array(value, message: str) -> None:
     """Raise when ``value`` is an array: an in-place update of it could change another
     name's value, which srcgrad's functional rewriting would not see."""

@@ -43,8 +43,15 @@ def _register_helper_rules() -> None:
     # run-time refusals of in-place updates (desugar.py): on the whole batch, a slice of an
     # array is a slice of the batch of it, and a copy is a copy
     for check in (runtime.refuse_viewed, runtime.refuse_shared_array,
-                  runtime.refuse_item_update):
+                  runtime.refuse_item_update, runtime.refuse_handed_over):
         batching.register(check, _on_the_batch)
+    batching.register(runtime.refuse_mutable, _per_example)
+
+
+def _per_example(fn, args, kwargs, batched, size):
+    """A batch of numbers is an array: check the first example's value instead."""
+    value = args[0][0] if batched[0] else args[0]
+    return fn(value, *args[1:], **kwargs)
 
 
 def _on_the_batch(fn, args, kwargs, batched, size):

@@ -488,15 +488,32 @@ def plain_call_rebinding_a_number_argument(x):
     return np.sum(x)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "since faaa8c5, transforms.check_plain_calls refuses a call whose callee updates a "
-    "parameter with an augmented assignment (`c *= 2.0`) when a differentiable value is "
-    "passed for it, also when that value is a number, which `*=` rebinds and cannot change "
-    "in place (5ab7597 returned the right gradient)"))
+def _append_to(xs, v):
+    xs += [v]                    # a list: extended in place, the caller's too
+    return 0.0
+
+
+def plain_call_extending_a_list_argument(x):
+    kept = [x[0]]
+    _append_to(kept, x[1])       # result unused: the callee runs as plain Python
+    return np.sum(x) + kept[-1] * 0.0 + len(kept)
+
+
+# Was refused (a strict xfail since faaa8c5): transforms.check_plain_calls refused a call
+# whose callee updates a parameter with an augmented assignment (`c *= 2.0`) when a
+# differentiable value is passed for it, also when that value is a number, which `*=`
+# rebinds. It is now refused at run time for anything but a number (runtime.refuse_mutable).
 def test_callee_rebinding_a_number_argument_is_not_refused():
     """fuzzer seed 0 programs 136, 166, 271 and 11 more of 2,750 (run at faaa8c5): refused
     with "h0() changing its differentiable argument 'c' in place is not supported"."""
     check_grad(plain_call_rebinding_a_number_argument, (X3,))
+    _, tangent = srcgrad.jvp(plain_call_rebinding_a_number_argument, (X3,), (X3,))
+    assert tangent == pytest.approx(np.sum(X3))
+
+
+def test_callee_extending_a_list_argument_is_still_refused():
+    with pytest.raises(srcgrad.SrcgradError, match="_append_to.. changing"):
+        srcgrad.grad(plain_call_extending_a_list_argument)(X3.copy())
 
 
 # == a parameter overwritten with a value that carries no gradient, in a branch or a loop =====

@@ -171,6 +171,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
                       and node.targets[0].id in ctx.active}
     statements = {id(c): stmt for stmt in gast.walk(tree) if isinstance(stmt, gast.stmt)
                   for c in gast.walk(stmt) if isinstance(c, gast.Call)}
+    guards: dict[int, list] = {}
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
@@ -183,15 +184,57 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         if not varied:
             continue
         try:
-            mutated = mutated_parameters(get_source(r.obj).tree)
+            callee = get_source(r.obj).tree
         except SrcgradError:
             continue
+        mutated = mutated_parameters(callee)
+        surely = mutated_parameters(callee, augmented=False)  # (p += ... alone: by value)
         names = _param_names(r.obj)
+        whole = isinstance(node, (gast.Expr, gast.Assign)) and node.value is call
         for i, a in varied:
-            if i < len(names) and names[i] in mutated:
-                ctx.problem(node, f"{r.name}() changing its differentiable argument "
-                                  f"'{names[i]}' in place",
-                            "Return the new value instead, or pass a copy.")
+            if i >= len(names) or names[i] not in mutated:
+                continue
+            what = f"{r.name}() changing its differentiable argument '{names[i]}' in place"
+            hint = "Return the new value instead, or pass a copy."
+            if names[i] in surely or not (isinstance(a, gast.Name) or whole):
+                ctx.problem(node, what, hint)
+                continue
+            # on a number, p *= 2 rebinds p: refused at run time for anything else
+            if not isinstance(a, gast.Name):  # the call is the statement: its arguments
+                guards.setdefault(id(node), []).extend(_hoist_arguments(call, ctx, node))
+                a = dict(A.bind_arguments(names, 0, call))[i]
+            guards.setdefault(id(node), []).append(A.expr_stmt(A.call(
+                A.attr(ctx.rt, "refuse_mutable"), A.load(a.id),
+                A.const(f"{ctx.location(node)}: {what} is not supported. {hint}")), at=node))
+    if guards:
+        _insert_before(tree, guards)
+
+
+def _hoist_arguments(call, ctx: Context, at) -> list:
+    """``t1 = a1; t2 = a2...`` for the arguments of ``call`` that are not names yet, which
+    then reads the temporaries; in order, so each is evaluated when it was."""
+    out = []
+    for holder, attr in [(call.args, i) for i in range(len(call.args))] + \
+            [(k, "value") for k in call.keywords]:
+        value = holder[attr] if isinstance(holder, list) else getattr(holder, attr)
+        if isinstance(value, (gast.Name, gast.Constant)):
+            continue
+        tmp = ctx.namer.fresh()
+        out.append(A.assign(tmp, value, at=at))
+        if isinstance(holder, list):
+            holder[attr] = A.load(tmp)
+        else:
+            setattr(holder, attr, A.load(tmp))
+    return out
+
+
+def _insert_before(tree, guards: dict) -> None:
+    """Put ``guards[id(statement)]`` before each such statement, in every block of ``tree``."""
+    for node in gast.walk(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and any(id(s) in guards for s in block):
+                setattr(node, field, [g for s in block for g in guards.pop(id(s), []) + [s]])
 
 
 def _param_names(fn) -> list[str]:

@@ -162,9 +162,11 @@ def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
     return frozenset(changed & params)
 
 
-def mutated_parameters(tree: gast.FunctionDef) -> frozenset[str]:
+def mutated_parameters(tree: gast.FunctionDef, augmented: bool = True) -> frozenset[str]:
     """Parameters whose object the function changes in place (``p[i] = ...``, ``p.a = ...``,
-    ``p += ...`` on an array, ``p.append(...)``): the caller sees those changes."""
+    ``p += ...`` on an array, ``p.append(...)``): the caller sees those changes. Without
+    ``augmented``, ``p += ...`` does not count: on a number it rebinds ``p``, and only the
+    argument's value tells."""
     params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
               if isinstance(a, gast.Name)}
     changed = set()
@@ -172,7 +174,8 @@ def mutated_parameters(tree: gast.FunctionDef) -> frozenset[str]:
         if isinstance(node, (gast.Subscript, gast.Attribute)) \
                 and isinstance(node.ctx, (gast.Store, gast.Del)):
             changed.add(_root_name(node))
-        elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+        elif augmented and isinstance(node, gast.AugAssign) \
+                and isinstance(node.target, gast.Name):
             changed.add(node.target.id)
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and node.func.attr in _MUTATORS:
