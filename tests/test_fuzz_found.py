@@ -893,3 +893,31 @@ def update_before_a_rebinding(x):
 # the caller's y: a silent wrong gradient (found writing the tests above)
 def test_update_of_a_parameter_before_it_is_rebound():
     assert_right_or_refused(update_before_a_rebinding, X3)
+
+
+# == an alias made after an in-place update ======================================================
+# fuzzer seed 22 program 0 (and most of that run's remaining refusals): `y += ...` was refused
+# because `v = y` appeared later in the function; aliases and views were collected for the
+# whole function, also those no earlier statement had made (desugar.made_before).
+
+def aliased_after_the_update(x):
+    y = x * 2.0
+    y += 0.5 * (y + y)
+    if np.sum(x) > 10.0:
+        z = y
+        return np.sum(z)
+    return np.sum(y * y)
+
+
+def aliased_after_the_update_in_a_loop(x):
+    y = x * 2.0
+    z = x
+    for _ in range(2):
+        y += 1.0                 # the second time, numpy changes z as well
+        z = y
+    return np.sum(z * y)
+
+
+def test_alias_made_after_an_in_place_update():
+    check_grad(aliased_after_the_update, (X3,))
+    assert_right_or_refused(aliased_after_the_update_in_a_loop, X3)

@@ -277,19 +277,25 @@ class _Desugar:
         # names that share their value with another name (y = x): an element assignment
         # through one would, in Python, change the other too
         self.aliased: set[str] = set()
+        # where each alias or view was made (see made_before)
+        self.sites: dict[str, list] = {}
         for node in gast.walk(tree) if tree is not None else ():
+            names = set()
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Name):
                 for t in node.targets:
                     if isinstance(t, gast.Name):
-                        self.aliased |= {t.id, node.value.id}
+                        names |= {t.id, node.value.id}
             elif isinstance(node, gast.Assign) and len(node.targets) > 1:
-                self.aliased |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+                names |= {t.id for t in node.targets if isinstance(t, gast.Name)}
             elif isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple) \
                     and isinstance(node.value, gast.Tuple) \
                     and len(node.targets[0].elts) == len(node.value.elts):
                 for t, v in zip(node.targets[0].elts, node.value.elts):  # a, b = y, e
                     if isinstance(t, gast.Name) and isinstance(v, gast.Name):
-                        self.aliased |= {t.id, v.id}
+                        names |= {t.id, v.id}
+            self.aliased |= names
+            for name in names:
+                self.sites.setdefault(name, []).append(_start(node))
         # parameters hold the caller's objects until a statement dominating the current one
         # rebinds them (block() keeps this set so): updating one in place (an array: '+=',
         # an element store) changes the caller's too, which the functional rewrite would
@@ -327,6 +333,8 @@ class _Desugar:
                 self.captured |= A.names_read(node)
             elif isinstance(node, (gast.For, gast.While, gast.Try)):
                 self.spans.append((_start(node), _end(node)))
+        self.loops = [(_start(n), _end(n)) for n in gast.walk(tree) if isinstance(
+            n, (gast.For, gast.While))] if tree is not None else []
         # views assigned earlier in the statements that dominate the current one, by the
         # array they view (y -> {v} after v = y[:1]): updating y in place changes v
         self.view_of: dict[str, set[str]] = {}
@@ -344,10 +352,15 @@ class _Desugar:
         self.views: set[str] = set()
         for node in gast.walk(tree) if tree is not None else ():
             if isinstance(node, gast.Assign) and _may_be_view(node.value):
-                self.views |= {t.id for t in node.targets if isinstance(t, gast.Name)}
+                names = {t.id for t in node.targets if isinstance(t, gast.Name)}
             elif isinstance(node, gast.For) and isinstance(node.target, gast.Name) \
                     and A.names_read(node.iter) & ctx.varied:
-                self.views.add(node.target.id)  # the rows of an array
+                names = {node.target.id}  # the rows of an array
+            else:
+                continue
+            self.views |= names
+            for name in names:
+                self.sites.setdefault(name, []).append(_start(node))
 
     def block(self, stmts: list) -> list:
         outer = {k: set(v) for k, v in self.view_of.items()}
@@ -812,18 +825,32 @@ class _Desugar:
         return names[i]
 
     # -- assignments -----------------------------------------------------------------------
-    def shares_data(self, name: str) -> bool:
-        return name in self.aliased or name in self.views or name in self.callers
+    def shares_data(self, name: str, s=None) -> bool:
+        """Whether, at ``s``, ``name`` may hold its caller's object, or one another name
+        holds or views (an alias or a view made by a statement that may run before ``s``)."""
+        if name in self.callers:
+            return True
+        return (name in self.aliased or name in self.views) and self.made_before(name, s)
+
+    def made_before(self, name: str, s) -> bool:
+        """Whether a statement making ``name`` an alias or a view may run before ``s``: it
+        comes earlier in the text, or a loop holds both (an alias made after an in-place
+        update cannot see it, unless a next iteration updates again)."""
+        start = _start(s) if s is not None else None
+        sites = self.sites.get(name) or [None]
+        return start is None or any(
+            at is None or at < start or any(a <= at <= b and a <= start <= b
+                                              for a, b in self.loops) for at in sites)
 
     def visit_AugAssign(self, s):
         target = s.target
         guard = []
         sources = self.sources_of(target.id) if isinstance(target, gast.Name) else []
-        if isinstance(target, gast.Name) and not self.shares_data(target.id) and sources:
+        if isinstance(target, gast.Name) and not self.shares_data(target.id, s) and sources:
             # made from other names by a call, a display...: numpy changes them too if it is
             # a view of one of them (v = helper(y) returning y[:2])
             guard = [self.sources_guard(target.id, sources, s)]
-        elif isinstance(target, gast.Name) and self.shares_data(target.id) \
+        elif isinstance(target, gast.Name) and self.shares_data(target.id, s) \
                 and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
             # On an array, '+=' updates in place what another name may also see; on a number
             # it rebinds. Which one only the run time knows: it refuses the array case.
@@ -913,7 +940,7 @@ class _Desugar:
                 return self.parameter_guard(base.id, s) + self.functional_setitem(
                     target, s.value, s)
             shared = []
-            if isinstance(base, gast.Name) and self.shares_data(base.id):
+            if isinstance(base, gast.Name) and self.shares_data(base.id, s):
                 sources = self.sources_of(base.id)
                 what = (f"assignment into an element of '{base.id}', which may share its "
                         f"data with another array (an alias, a slice, a row, a reshape)")
