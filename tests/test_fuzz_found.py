@@ -921,3 +921,35 @@ def aliased_after_the_update_in_a_loop(x):
 def test_alias_made_after_an_in_place_update():
     check_grad(aliased_after_the_update, (X3,))
     assert_right_or_refused(aliased_after_the_update_in_a_loop, X3)
+
+
+# == a run-time check naming a deleted temporary ================================================
+# fuzzer seed 23 program 566 (and seed 11 program 4): hvp raised UnboundLocalError '_t8'. Forward
+# mode over a generated sweep ran desugar on generated code, whose release pass deletes
+# temporaries after their last use; an in-place update's check named a temporary the update's
+# target had been made from, deleted since. After `del t` no name reaches the data through t.
+
+def _updates_then_stores(x, y):
+    x -= (x[-1, :] ** 2) * (x[:1] + (y * np.ones(3)))
+    v2 = np.zeros((2, 3))
+    v2[1, 0] += 1.0 / (2.0 + np.cos((np.mean((v2[:, [0]])))))
+    v5 = np.zeros(3)
+    for i in range(3):
+        v5[i] = y
+    return np.sum(x) + v5
+
+
+def _sum_sin_of_updates(x, y):
+    return np.sum(np.sin(_updates_then_stores(x, y)))
+
+
+def test_hvp_through_a_check_of_a_deleted_temporary():
+    x = np.array([[-0.24, 0.98, -0.76], [0.61, 0.35, 0.88]])
+    v = (np.ones_like(x), 1.0)
+    product = srcgrad.hvp(_sum_sin_of_updates, (x.copy(), -0.67), v)
+    grad = srcgrad.grad(_sum_sin_of_updates, wrt=(0, 1))
+    eps = 1e-6
+    plus, minus = grad(x + eps, -0.67 + eps), grad(x - eps, -0.67 - eps)
+    for p, m, h in zip(plus, minus, product):
+        np.testing.assert_allclose(h, (np.asarray(p) - np.asarray(m)) / (2 * eps), rtol=1e-5,
+                                   atol=1e-6)

@@ -382,7 +382,16 @@ class _Desugar:
         may whatever else is made from ``y`` other than by an operator: what a function
         returns (``v = first(y)``), a container holding it (``d = [y[:2], 1.0]``), a loop's
         target (``for r in [y]``). Which of them really shares data is decided at run time
-        (``refuse_viewed``, np.may_share_memory), so taking in too many costs a check."""
+        (``refuse_viewed``, np.may_share_memory), so taking in too many costs a check.
+        After ``del v`` no name reaches ``v``'s data through ``v`` any more (and a run-time
+        check naming it would fail: generated code deletes its temporaries)."""
+        if isinstance(s, gast.Delete):
+            gone = set().union(*[A.names_written(t) for t in s.targets])
+            for name in gone:
+                self.view_of.pop(name, None)
+            for names in self.view_of.values():
+                names -= gone
+            return
         if isinstance(s, gast.For):
             views, bases = A.names_written(s.target), A.names_read(s.iter)
         elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
