@@ -941,11 +941,12 @@ def refuse_viewed(value, views, message: str) -> None:
         raise UnsupportedSyntaxError.from_message(message)
 
 
-def refuse_handed_over(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
-    """Before ``x = helper(x)`` (desugar.hand_over): raise when ``value``, which the helper
-    will update in place, is an array that another of the caller's variables (``names``,
-    those bound in ``frame``) or an array it reads from its globals (``outside``) shares data
-    with: Python would change those too, srcgrad's rewrite of the helper would not."""
+def refuse_shared_locals(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
+    """Before an in-place update of ``value`` that srcgrad rewrites as a new value (a helper
+    handed the array, desugar.hand_over; an alias updated, desugar.alias_guard): raise when
+    it is an array that another variable (``names``, those bound in the function's
+    ``frame``) or a global array (``outside``) shares data with. Python would change those
+    too; the rewrite would not."""
     if isinstance(value, np.ndarray):
         refuse_viewed(value, [frame[n] for n in names if n in frame] + list(outside), message)
 

@@ -43,7 +43,7 @@ def _register_helper_rules() -> None:
     # run-time refusals of in-place updates (desugar.py): on the whole batch, a slice of an
     # array is a slice of the batch of it, and a copy is a copy
     for check in (runtime.refuse_viewed, runtime.refuse_shared_array,
-                  runtime.refuse_item_update, runtime.refuse_handed_over):
+                  runtime.refuse_item_update, runtime.refuse_shared_locals):
         batching.register(check, _on_the_batch)
     batching.register(runtime.refuse_mutable, _per_example)
 

@@ -408,7 +408,7 @@ defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, lin
         second_order=False, name="runtime.as_tuple")
 nondifferentiable(rt.refuse_shared_array)
 nondifferentiable(rt.refuse_viewed)
-nondifferentiable(rt.refuse_handed_over)
+nondifferentiable(rt.refuse_shared_locals)
 nondifferentiable(rt.refuse_mutable)
 nondifferentiable(rt.refuse_item_update)
 nondifferentiable(rt.last_write_mask)

@@ -277,8 +277,10 @@ class _Desugar:
         # names that share their value with another name (y = x): an element assignment
         # through one would, in Python, change the other too
         self.aliased: set[str] = set()
-        # where each alias or view was made (see made_before)
+        # where each alias or view was made (see made_before), and the names an assignment
+        # made each name share its object with (v = y: v and y; alias_guard)
         self.sites: dict[str, list] = {}
+        self.partners: dict[str, set[str]] = {}
         for node in gast.walk(tree) if tree is not None else ():
             names = set()
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Name):
@@ -296,6 +298,7 @@ class _Desugar:
             self.aliased |= names
             for name in names:
                 self.sites.setdefault(name, []).append(_start(node))
+                self.partners.setdefault(name, set()).update(names)
         # parameters hold the caller's objects until a statement dominating the current one
         # rebinds them (block() keeps this set so): updating one in place (an array: '+=',
         # an element store) changes the caller's too, which the functional rewrite would
@@ -579,7 +582,7 @@ class _Desugar:
         frame = A.call(A.load("locals"))
         names = gast.Tuple(elts=[A.const(n) for n in others], ctx=gast.Load())
         values = gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load())
-        return self.check("refuse_handed_over", A.load(name), frame, names, values,
+        return self.check("refuse_shared_locals", A.load(name), frame, names, values,
                           message=message, at=s)
 
     def is_global(self, name: str) -> bool:
@@ -841,6 +844,29 @@ class _Desugar:
             return True
         return (name in self.aliased or name in self.views) and self.made_before(name, s)
 
+    def alias_guard(self, name: str, sources: list[str], message: str, s):
+        """For ``name``, which an assignment made share its object with other names (``v =
+        y``) but is neither a parameter holding the caller's object nor a view: the run-time
+        check that none of those names (those bound then, or globals), nor the names it was
+        made from, shares its data. None when one of them cannot be checked from here."""
+        if name in self.callers or name in self.views:
+            return None
+        partners, todo = set(), [name]
+        while todo:  # (a = b; c = a: a, b and c share one object)
+            for other in self.partners.get(todo.pop(), ()):
+                if other not in partners:
+                    partners.add(other)
+                    todo.append(other)
+        partners = (partners | set(sources)) - {name}
+        local = sorted(p for p in partners if p in self.scope_names)
+        outside = sorted(p for p in partners - set(local) if self.is_global(p))
+        if not partners or set(local) | set(outside) != partners:
+            return None
+        return self.check("refuse_shared_locals", A.load(name), A.call(A.load("locals")),
+                          gast.Tuple(elts=[A.const(n) for n in local], ctx=gast.Load()),
+                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                          message=message, at=s)
+
     def made_before(self, name: str, s) -> bool:
         """Whether a statement making ``name`` an alias or a view may run before ``s``: it
         comes earlier in the text, or a loop holds both (an alias made after an in-place
@@ -872,10 +898,13 @@ class _Desugar:
                        + (f" A caller may also hand the array over: y = "
                           f"{self.ctx.fn.__name__}(y, ...), y read no more after the call."
                           if target.id in self.ctx.params and not self.ctx.entry else ""))
+            aliases = self.alias_guard(target.id, sources, message, s)
             if sources and target.id not in self.callers | self.aliased:
                 # where its value came from is known: refused only if it still shares data
                 # with one of those (a slice does, a fancy index or an operator's result not)
                 guard = [self.refuse_sharing(target.id, sources, message, s)]
+            elif aliases is not None:  # v = y earlier: refused only if they still share
+                guard = [aliases]
             else:
                 guard = [self.check("refuse_shared_array", A.load(target.id),
                                     message=message, at=s)]
@@ -955,14 +984,17 @@ class _Desugar:
                         f"data with another array (an alias, a slice, a row, a reshape)")
                 hint = (f"Copy it first ({base.id} = {base.id}.copy()), so the update "
                         f"cannot silently apply to one name only.")
-                if not sources or base.id in self.callers | self.aliased:
-                    self.ctx.problem(s, what, hint)
-                    return [s]
-                # where its value came from is known: refused at run time only if it still
-                # shares data with one of those
                 message = (f"{self.ctx.location(s)}: {what} is not supported (in "
                            f"{self.ctx.fn.__name__}()). {hint}")
-                shared = [self.refuse_sharing(base.id, sources, message, s)]
+                aliases = self.alias_guard(base.id, sources, message, s)
+                if aliases is not None and (base.id in self.aliased or not sources):
+                    shared = [aliases]  # v = y earlier: refused only if they still share
+                elif not sources or base.id in self.callers | self.aliased:
+                    self.ctx.problem(s, what, hint)
+                    return [s]
+                else:  # where its value came from is known: refused at run time only if
+                    # it still shares data with one of those
+                    shared = [self.refuse_sharing(base.id, sources, message, s)]
             if isinstance(base, gast.Name) and not shared:
                 sources = self.sources_of(base.id)
                 if sources:
