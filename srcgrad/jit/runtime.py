@@ -505,3 +505,78 @@ def _setitem_zeroed(g, x, index):
         return zeroed
     raise TypingError(f"srcgrad: compiled gradients of element stores into {g} are not "
                       f"supported")
+
+
+# -- vjp's cotangent, forward mode's tangents ----------------------------------------------
+
+cotangent = _stub("cotangent")
+tangent_like = _stub("tangent_like")
+SUPPORTED = SUPPORTED | {"cotangent", "tangent_like"}
+
+
+@overload(cotangent)
+def _cotangent(value, g):
+    """The seed of a compiled vjp: the cotangent ``g`` (checked against the value's shape
+    before the call, and again here for arrays), a float for a scalar output."""
+    value = _unwrap(value)
+    if _is_scalar(value) and _is_scalar(g):
+        if isinstance(g, types.Complex) or isinstance(value, types.Complex):
+            raise TypingError("srcgrad: compiled vjps of complex values are not supported")
+        return lambda value, g: float(g)
+    if isinstance(value, types.Array) and isinstance(g, types.Array) and g.ndim == value.ndim:
+        def same(value, g):
+            if g.shape != value.shape:
+                raise ValueError("srcgrad: the cotangent's shape differs from the output's")
+            return np.ascontiguousarray(g)
+        return same
+    raise TypingError(f"srcgrad: a cotangent of type {g} for an output of type {value}")
+
+
+@overload(tangent_like)
+def _tangent_like(d, x):
+    """A tangent passed to a callee: an array smaller than its value broadcast to the
+    value's shape (a scalar, the lazy zero, stays one)."""
+    x = _unwrap(x)
+    if _is_scalar(d) or not isinstance(x, types.Array):
+        return lambda d, x: d
+    if isinstance(d, types.Array) and d.ndim == x.ndim:
+        dtype = _float_dtype(d)
+
+        def spread(d, x):
+            if d.shape == x.shape:
+                return np.ascontiguousarray(d)
+            out = np.empty(x.shape, dtype)
+            out[...] = d
+            return out
+        return spread
+    raise TypingError(f"srcgrad: a tangent of type {d} for a value of type {x}")
+
+
+broadcast_like = _stub("broadcast_like")
+SUPPORTED = SUPPORTED | {"broadcast_like"}
+
+
+@overload(broadcast_like)
+def _broadcast_like(d, ans):
+    """A tangent contribution ``d`` broadcast to the shape of the result ``ans``."""
+    ans = _unwrap(ans)
+    if not isinstance(ans, types.Array):
+        if _is_scalar(d):
+            return lambda d, ans: d
+        raise TypingError(f"srcgrad: a tangent of type {d} for a scalar result")
+    dtype = _float_dtype(d)
+    if isinstance(d, types.Array) and d.ndim == ans.ndim:
+        def same_rank(d, ans):
+            if d.shape == ans.shape:
+                return np.ascontiguousarray(d)
+            out = np.empty(ans.shape, dtype)
+            out[...] = d
+            return out
+        return same_rank
+    if _is_scalar(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
+        def spread(d, ans):
+            out = np.empty(ans.shape, dtype)
+            out[...] = d
+            return out
+        return spread
+    raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")

@@ -12,7 +12,7 @@ of the tape rather than assume it.
 """
 from __future__ import annotations
 
-__all__ = ["Sweeps", "fuse", "split", "tape_to_stacks", "JitRewriteError"]
+__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -346,10 +346,11 @@ def _check_shapes(sweeps: Sweeps) -> None:
         raise JitRewriteError("a backward sweep taking other than (saved, g)")
 
 
-def fuse(module: ast.Module, callees: set[str],
-         adjoint_of: dict[str, str]) -> tuple[ast.Module, str]:
+def fuse(module: ast.Module, callees: set[str], adjoint_of: dict[str, str],
+         cotangent: bool = False) -> tuple[ast.Module, str]:
     """The factory of one function ``<name>_grad(*params) -> (value, gradients)`` running
-    the forward sweep, seeding the output's adjoint, then the backward sweep; and its name."""
+    the forward sweep, seeding the output's adjoint, then the backward sweep; and its name.
+    With ``cotangent``, ``<name>_vjp(*params, _g)``: the seed is the cotangent ``_g``."""
     module = drop_stand_ins(copy.deepcopy(module))
     sweeps = split(module)
     _check_shapes(sweeps)
@@ -362,11 +363,17 @@ def fuse(module: ast.Module, callees: set[str],
     seed_name = bwd.args.args[1].arg
     body = list(fwd.body[:-1])
     body.append(ast.Assign(targets=[ast.Name(id=value_name, ctx=ast.Store())], value=value))
+    seed_args = [ast.Name(id=value_name, ctx=ast.Load())]
+    if cotangent:
+        g_name = fresh_name("_g", taken)
+        fwd.args.args = fwd.args.args + [ast.arg(arg=g_name)]
+        seed_args.append(ast.Name(id=g_name, ctx=ast.Load()))
     body.append(ast.Assign(
         targets=[ast.Name(id=seed_name, ctx=ast.Store())],
         value=ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
-                                          attr="seed", ctx=ast.Load()),
-                       args=[ast.Name(id=value_name, ctx=ast.Load())], keywords=[])))
+                                          attr="cotangent" if cotangent else "seed",
+                                          ctx=ast.Load()),
+                       args=seed_args, keywords=[])))
     back = [s for s in bwd.body[:max(k, 0)] if not _is_comment(s)]
     targets = unpack.targets[0].elts if isinstance(unpack.targets[0], ast.Tuple) else []
     if len(targets) != len(saved.elts):
@@ -385,13 +392,56 @@ def fuse(module: ast.Module, callees: set[str],
                                                  grads], ctx=ast.Load())))
     body, _ = tape_to_stacks(body, taken)
     body = rename_callees(body, callees)
-    name = fwd.name[:-len("_fwd")] + "_grad" if fwd.name.endswith("_fwd") else fwd.name + "_grad"
+    suffix = "_vjp" if cotangent else "_grad"
+    name = _entry_name(fwd.name, suffix)
     fused = copy.copy(fwd)
     fused.name, fused.body = name, body
     make = sweeps.make
     make.args = _callee_args(make.args, callees)
     make.body = [fused, ast.Return(value=ast.Name(id=name, ctx=ast.Load()))]
     return module, name
+
+
+def _entry_name(fwd_name: str, suffix: str) -> str:
+    return fwd_name.removesuffix("_fwd") + suffix
+
+
+class _DropPushes(ast.NodeTransformer):
+    """The forward sweep without its tape: pushes and the tape's creation removed."""
+
+    def visit_Expr(self, node):
+        return None if _call_of(node.value, TAPE, "push") else node
+
+    def visit_Assign(self, node):
+        return None if _call_of(node.value, "_rt", "Tape") else self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id == TAPE:
+            raise JitRewriteError("a use of the tape other than push and pop", node)
+        return node
+
+
+def forward_only(module: ast.Module, callees: set[str]) -> ast.Module:
+    """The factory of ``<name>_value(*params) -> value``: the forward sweep alone, with no
+    tape (nothing pops it), what vjp returns before any cotangent is known."""
+    module = drop_stand_ins(copy.deepcopy(module))
+    sweeps = split(module)
+    _check_shapes(sweeps)
+    fwd = sweeps.fwd
+    value = fwd.body[-1].value.elts[0]
+    body = fwd.body[:-1] + [ast.Return(value=value)]
+    dropper = _DropPushes()
+    body = [s for s in (dropper.visit(s) for s in body) if s is not None]
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With)) and not node.body:
+            node.body = [ast.Pass()]
+    body = rename_callees(body, callees)
+    name = _entry_name(fwd.name, "_value")
+    fwd.name, fwd.body = name, body
+    make = sweeps.make
+    make.args = _callee_args(make.args, callees)
+    make.body = [fwd, ast.Return(value=ast.Name(id=name, ctx=ast.Load()))]
+    return module
 
 
 def compiled_pair(module: ast.Module, callees: set[str],
@@ -449,3 +499,27 @@ def _callee_args(args: ast.arguments, callees: set[str]) -> ast.arguments:
             params.append(a)
     args.args = params
     return args
+
+
+class _MatmulOperator(ast.NodeTransformer):
+    """``np.matmul(a, b)`` (forward mode's tangent of ``a @ b``) -> ``a @ b``: numba compiles
+    the operator (1-d and 2-d operands), not the function."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "matmul" \
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
+                and len(node.args) == 2 and not node.keywords:
+            return _located(ast.BinOp(left=node.args[0], op=ast.MatMult(),
+                                      right=node.args[1]), node)
+        return node
+
+
+def matmul_operators(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with each ``<numpy>.matmul(a, b)`` written ``a @ b``; ``numpy_names`` are
+    the global names bound to the numpy module."""
+    return _MatmulOperator(numpy_names).visit(module)
