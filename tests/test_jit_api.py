@@ -182,3 +182,45 @@ def test_hessian_and_hvp_refused_under_jit_true_and_interpreted_under_auto():
         np.testing.assert_allclose(srcgrad.hvp(cube, (x,), (x,), jit="auto"), 6 * x * x)
     with pytest.raises(srcgrad.SrcgradError, match="jit= takes"):
         srcgrad.hessian(cube, jit="yes")
+
+
+# -- the per-call fast path: what it checks instead of the builds -----------------------------
+
+DEPTH = 2.0
+
+
+def innermost(x):
+    return x * DEPTH
+
+
+def middle(x):
+    return innermost(x) * x
+
+
+def outermost(x):
+    return middle(x) + x
+
+
+def test_fast_path_sees_a_global_rebound_two_callees_down():
+    global DEPTH
+    g = srcgrad.grad(outermost, jit=True)
+    assert g(1.5) == pytest.approx(2 * 2.0 * 1.5 + 1)
+    assert g(1.5) == pytest.approx(2 * 2.0 * 1.5 + 1)  # (through the fast path)
+    try:
+        DEPTH = 5.0
+        assert g(1.5) == pytest.approx(2 * 5.0 * 1.5 + 1)
+    finally:
+        DEPTH = 2.0
+
+
+def test_fast_path_sees_reassigned_code():
+    def f(x):
+        return x * x
+
+    def other(x):
+        return x * x * x
+
+    g = srcgrad.grad(f, jit=True)
+    assert g(2.0) == 4.0 and g(2.0) == 4.0
+    f.__code__ = other.__code__
+    assert g(2.0) == pytest.approx(12.0)

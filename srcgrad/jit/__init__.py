@@ -262,6 +262,8 @@ class _SourceView:
 
 def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
     from ..rules import registry
+    from .build import guard
+    from .errors import translate
 
     f, indices, single, mode = spec
     entry = _Entry(f, "grad", auto)
@@ -269,18 +271,43 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
 
     def adjoint_now(kind):
         # the cache lookup of adjoint() costs more than the compiled Euler loop's tape:
-        # reuse the last adjoint while the rules are the same and it serves f
+        # reuse the last adjoint while the rules are the same and it serves f, with the same
+        # code (an adjoint holds f itself: serves(f) cannot see f.__code__ reassigned)
         last = state.get("adjoint")
         version = registry.version()
-        if last is not None and last[0] == version and last[1].serves(f):
+        if last is not None and last[0] == version and last[2] is f.__code__ \
+                and last[1].serves(f):
             adj = last[1]
         else:
             adj = adjoint()
-            state["adjoint"] = (version, adj)
+            state["adjoint"] = (version, adj, f.__code__)
         return adj.scalar_variant() if kind == "scalars" and adj.scalar_closed else adj
 
     signature = inspect.signature(f)
     n_params = len(signature.parameters)
+    # argument kind -> (Guard, Compiled): while the guard holds, a call runs the compiled
+    # function it was made for without checking the builds again (jit=True; under "auto"
+    # every call goes through the entry, which remembers the argument types that fell back)
+    fast: dict = {}
+
+    def through_entry(kind, args):
+        adj = adjoint_now(kind)
+        key = entry.key(adj, args)
+        if auto and key in entry.fallback:
+            return None
+        try:
+            result = entry.call(adj, args, key)
+        except JitUnsupportedError as e:
+            if not auto:
+                raise
+            warnings.warn(f"jit='auto' runs the interpreted gradient: {e}", RuntimeWarning,
+                          stacklevel=3)
+            return None
+        if not auto:
+            compiled = entry.last[1]
+            checks = guard(compiled, adj, f, registry.version())
+            fast[kind] = None if checks is None else (checks, compiled)
+        return result
 
     @functools.wraps(f)
     def gradient(*args, **kwargs):
@@ -291,24 +318,32 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
                 return interpreted(*args, **kwargs)  # (its message)
             bound.apply_defaults()
             args = bound.args
-        kind = _argument_kind(args, indices)
+        for a in args:
+            if type(a) is not float:
+                kind = _argument_kind(args, indices)
+                break
+        else:
+            kind = "scalars"
         if kind == "interpreted":
             return interpreted(*args)  # (its checks and messages; Python's big ints)
         if kind == "subclass":
             _fall_back(auto, _subclass_refusal(f, args), stacklevel=2)
             return interpreted(*args)
-        adj = adjoint_now(kind)
-        key = entry.key(adj, args)
-        if auto and key in entry.fallback:
-            return interpreted(*args)
-        try:
-            value, grads = entry.call(adj, args, key)
-        except JitUnsupportedError as e:
-            if not auto:
+        path = fast.get(kind)
+        if path is not None and path[0].holds(registry.version(), f):
+            compiled = path[1]
+            try:
+                value, grads = compiled.functions[0](*args, *compiled.arguments(f)) \
+                    if compiled.inputs else compiled.functions[0](*args)
+            except Exception as e:
+                if _compile_failure(e):  # (new argument types: numba compiles again)
+                    raise translate(e, f) from None
                 raise
-            warnings.warn(f"jit='auto' runs the interpreted gradient: {e}", RuntimeWarning,
-                          stacklevel=2)
-            return interpreted(*args)
+        else:
+            result = through_entry(kind, args)
+            if result is None:
+                return interpreted(*args)
+            value, grads = result
         if value is None:
             raise SrcgradError(f"{f.__qualname__}() returned None: there is nothing to "
                                f"differentiate")
@@ -316,8 +351,11 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
             raise SrcgradError(
                 f"grad requires {f.__qualname__}() to return a scalar, but it returned a value "
                 f"of shape {np.shape(value)}. For non-scalar outputs use srcgrad.vjp(f, *args).")
-        grads = [_like_input(grads[k], args[i]) for k, i in enumerate(indices)]
-        g = grads[0] if single else tuple(grads)
+        if single:
+            x = args[indices[0]]
+            g = grads[0] if type(x) is float else _like_input(grads[0], x)
+        else:
+            g = tuple(_like_input(grads[k], args[i]) for k, i in enumerate(indices))
         return (value, g) if mode.value_first else g
 
     gradient.__srcgrad_adjoint__ = lambda: _SourceView(entry, adjoint)

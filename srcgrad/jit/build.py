@@ -10,7 +10,8 @@ to the user's).
 """
 from __future__ import annotations
 
-__all__ = ["Compiled", "compiled_forward", "compiled_gradient", "compiled_pair", "shown_text"]
+__all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compiled_pair",
+           "guard", "shown_text"]
 
 import ast
 import os
@@ -85,6 +86,49 @@ class Compiled(NamedTuple):
     def arguments(self, fn) -> list:
         """The values passed after the user's arguments, read now."""
         return [source.read(fn) for source in self.inputs]
+
+
+class Guard(NamedTuple):
+    """Identity checks that, while they all hold (and the rules are at ``version``), imply
+    ``compiled.current(adj, fn)`` and ``adj.serves(fn)``: each ``namespace[name] is value``.
+    Made once, so that a call checks a few dictionary entries, not the builds again."""
+
+    version: int
+    code: Any  # fn.__code__ when made (code can be reassigned)
+    checks: tuple  # ((namespace dict, name, value), ...)
+
+    def holds(self, version: int, fn) -> bool:
+        if version != self.version or fn.__code__ is not self.code:
+            return False
+        for namespace, name, value in self.checks:
+            if namespace.get(name, _MISSING) is not value:
+                return False
+        return True
+
+
+_MISSING = object()
+
+
+def guard(compiled: Compiled, adj, fn, version: int) -> Guard | None:
+    """A ``Guard`` for calling ``compiled`` (current for ``adj``) on behalf of ``fn``, or
+    None when the checks need more than global names (closure cells, module attributes):
+    then every call checks the builds."""
+    if adj._closure_assumptions or getattr(fn, "__closure__", None):
+        return None
+    checks, builds, todo = [], [adj], [compiled]
+    while todo:  # (the callees' callees too)
+        part = todo.pop()
+        builds.extend(callee for callee, _ in part.callees)
+        todo.extend(part.parts)
+    for build in builds:
+        if build._closure_assumptions:
+            return None
+        checks.extend((build._globals, name, obj) for name, obj in build._assumptions)
+    for source, value in compiled.frozen:
+        if source.where != "global" or len(source.path) != 1:
+            return None
+        checks.append((source.namespace, source.path[0], value))
+    return Guard(version, fn.__code__, tuple(checks))
 
 
 def _build_of(adj):
