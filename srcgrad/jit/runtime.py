@@ -511,7 +511,8 @@ def _setitem_zeroed(g, x, index):
 
 cotangent = _stub("cotangent")
 tangent_like = _stub("tangent_like")
-SUPPORTED = SUPPORTED | {"cotangent", "tangent_like"}
+broadcast_like = _stub("broadcast_like")
+SUPPORTED = SUPPORTED | {"cotangent", "tangent_like", "broadcast_like"}
 
 
 @overload(cotangent)
@@ -540,20 +541,9 @@ def _tangent_like(d, x):
     if _is_scalar(d) or not isinstance(x, types.Array):
         return lambda d, x: d
     if isinstance(d, types.Array) and d.ndim == x.ndim:
-        dtype = _float_dtype(d)
-
-        def spread(d, x):
-            if d.shape == x.shape:
-                return np.ascontiguousarray(d)
-            out = np.empty(x.shape, dtype)
-            out[...] = d
-            return out
-        return spread
+        return lambda d, x: broadcast_like(d, x)
     raise TypingError(f"srcgrad: a tangent of type {d} for a value of type {x}")
 
-
-broadcast_like = _stub("broadcast_like")
-SUPPORTED = SUPPORTED | {"broadcast_like"}
 
 
 @overload(broadcast_like)
