@@ -224,3 +224,16 @@ def test_fast_path_sees_reassigned_code():
     assert g(2.0) == 4.0 and g(2.0) == 4.0
     f.__code__ = other.__code__
     assert g(2.0) == pytest.approx(12.0)
+
+
+def test_source_under_auto_says_the_interpreted_code_ran():
+    def keeps_a_list(x):
+        parts = [x, x * 2.0]
+        return parts[0] * parts[1]
+
+    g = srcgrad.grad(keeps_a_list, jit="auto")
+    with pytest.warns(RuntimeWarning, match="jit='auto'"):
+        assert g(3.0) == pytest.approx(12.0)
+    text = srcgrad.source(g)
+    assert text.startswith("# jit='auto' ran the interpreted code on the last call:")
+    assert "def keeps_a_list_fwd(x):" in text

@@ -164,6 +164,7 @@ class _Entry:
         self.f, self.variant, self.auto, self.resolve = f, variant, auto, resolve
         self.last = None  # (build, Compiled)
         self.fallback: set = set()
+        self.note = None  # under auto: why the last call ran the interpreted code
 
     def compiled(self, build):
         from .build import compiled_forward, compiled_gradient
@@ -251,6 +252,9 @@ class _SourceView:
     def source(self) -> str:
         last = self._entry.last
         build = last[0] if last is not None and not last[0].stale() else self._build()
+        if self._entry.note is not None:
+            return (f"# jit='auto' ran the interpreted code on the last call: "
+                    f"{self._entry.note}\n{build.source}")
         try:
             return self._entry.source(build)
         except JitUnsupportedError as e:
@@ -302,7 +306,9 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
                 raise
             warnings.warn(f"jit='auto' runs the interpreted gradient: {e}", RuntimeWarning,
                           stacklevel=3)
+            entry.note = str(e)
             return None
+        entry.note = None
         if not auto:
             compiled = entry.last[1]
             checks = guard(compiled, adj, f, registry.version())
