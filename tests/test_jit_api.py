@@ -237,3 +237,16 @@ def test_source_under_auto_says_the_interpreted_code_ran():
     text = srcgrad.source(g)
     assert text.startswith("# jit='auto' ran the interpreted code on the last call:")
     assert "def keeps_a_list_fwd(x):" in text
+
+
+def test_fast_path_holds_for_a_function_reading_a_builtin():
+    # the build assumes 'range' is no global (a sentinel, not None): the guard must agree
+    from srcgrad.jit.build import guard
+    from srcgrad.rules import registry
+
+    g = srcgrad.grad(euler, jit=True)
+    g(0.3, 10)
+    adj = srcgrad.grad(euler).__srcgrad_adjoint__().scalar_variant()
+    compiled = srcgrad.jit.build.compiled_gradient(adj, euler)
+    checks = guard(compiled, adj, euler, registry.version())
+    assert checks is not None and checks.holds(registry.version(), euler)

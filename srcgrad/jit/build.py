@@ -26,6 +26,7 @@ import numpy as np
 from .. import codegen
 from ..generated import describe
 from ..transforms import normalize, prepare
+from ..transforms.context import _UNBOUND  # (a build's assumption that a name is unbound)
 from . import runtime as jit_runtime
 from .errors import JitUnsupportedError, located_error
 from .inputs import RefusedRead, external_reads
@@ -101,12 +102,9 @@ class Guard(NamedTuple):
         if version != self.version or fn.__code__ is not self.code:
             return False
         for namespace, name, value in self.checks:
-            if namespace.get(name, _MISSING) is not value:
+            if namespace.get(name, _UNBOUND) is not value:
                 return False
         return True
-
-
-_MISSING = object()
 
 
 def guard(compiled: Compiled, adj, fn, version: int) -> Guard | None:
