@@ -26,7 +26,7 @@ import numpy as np
 from .. import codegen
 from ..generated import describe
 from ..transforms import normalize, prepare
-from ..transforms.context import _UNBOUND  # (a build's assumption that a name is unbound)
+from ..transforms.context import _UNBOUND
 from . import runtime as jit_runtime
 from .errors import JitUnsupportedError, located_error
 from .inputs import RefusedRead, external_reads
@@ -102,6 +102,7 @@ class Guard(NamedTuple):
         if version != self.version or fn.__code__ is not self.code:
             return False
         for namespace, name, value in self.checks:
+            # (_UNBOUND: a build's assumption that a name is no global, as generated.py reads it)
             if namespace.get(name, _UNBOUND) is not value:
                 return False
         return True
