@@ -351,7 +351,11 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
     try:
         if variant in ("grad", "vjp"):
-            tree, _ = fuse(tree, helpers.callees, adjoint_of, cotangent=variant == "vjp")
+            # (the scalar variant runs only on float or int arguments, the differentiated
+            # ones floats: those parameters' tapes can be float64 arrays)
+            floats = frozenset(ctx.wrt_names) if adj.scalar_mode else frozenset()
+            tree, _ = fuse(tree, helpers.callees, adjoint_of, cotangent=variant == "vjp",
+                           floats=floats)
         elif variant == "value":
             tree = forward_only(tree, helpers.callees)
         elif variant == "pair":

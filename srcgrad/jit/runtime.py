@@ -570,3 +570,27 @@ def _broadcast_like(d, ans):
             return out
         return spread
     raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
+
+
+# -- float tapes preallocated from trip counts (sweeps.preallocate) -------------------------
+
+float_tape = _stub("float_tape")
+tape_store = _stub("tape_store")
+SUPPORTED = SUPPORTED | {"float_tape", "tape_store"}
+
+
+@overload(float_tape)
+def _float_tape(n):
+    return lambda n: np.empty(max(n, 0), np.float64)
+
+
+@overload(tape_store)
+def _tape_store(tape, pos, value):
+    """``tape[pos] = value`` for a float (float64 holds a float32 exactly); anything else is
+    refused: storing it would convert it."""
+    if isinstance(value, types.Float):
+        def store(tape, pos, value):
+            tape[pos] = value
+        return store
+    raise TypingError(f"srcgrad: a float parameter becomes a {value} inside a loop; the "
+                      f"compiled scalar gradient keeps such loops' values as floats")
