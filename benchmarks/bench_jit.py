@@ -297,6 +297,7 @@ def main() -> None:
         print(f"| {name} | {_us(t_hand)} (1.00x) | {t_interp / t_hand:.2f}x | "
               f"{t_jit / t_hand:.3f}x ({_us(t_jit)}) | {t_interp / t_jit:.1f}x | {first:.2f} s |")
     primal_bound()
+    other_apis()
     if jax is None:
         print("\n(jax is not installed: no jax.jit column)")
         return
@@ -324,6 +325,24 @@ def primal_bound() -> None:
     print(f"\nEuler loop: numba-compiled primal, no gradient: {_us(t_primal)}, "
           f"{t_interp / t_primal:.1f}x faster than the interpreted gradient (the most any "
           f"gradient, which also needs 1000 cosines, could gain)")
+
+
+def other_apis() -> None:
+    """jit= on vjp and jvp (the Euler loop): interpreted against compiled, first call too."""
+    print("\n| Euler loop, 1000 steps | interpreted | jit | jit speed-up | jit first call |")
+    print("|---|---|---|---|---|")
+    cases = [("vjp, value and pullback(1.0)",
+              lambda jit: srcgrad.vjp(euler, 0.5, jit=jit)[1](1.0)),
+             ("jvp", lambda jit: srcgrad.jvp(euler, (0.5,), (1.0,), jit=jit))]
+    for name, run in cases:
+        start = time.perf_counter()
+        got = run(True)
+        first = time.perf_counter() - start
+        check(got, run(False), name)
+        t_interp = best_time(run, (False,))
+        t_jit = best_time(run, (True,))
+        print(f"| {name} | {_us(t_interp)} | {_us(t_jit)} | {t_interp / t_jit:.1f}x | "
+              f"{first:.2f} s |")
 
 
 def _us(seconds: float) -> str:

@@ -32,7 +32,7 @@ from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
 from .transforms.binding import scatter_rule_grads
 from .transforms.reverse import reverse
-from .jit import jit_gradient, unwrap_numba
+from .jit import jit_gradient, jit_vjp, unwrap_numba
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 
@@ -468,14 +468,15 @@ def _starred_grad(f, wrt, mode: GradMode, verbose: bool):
 
 @user_tracebacks
 def vjp(f: Callable, *args, has_aux: bool = False, checkpoint: int | None = None,
-        **kwargs) -> tuple:
+        jit: bool | str = False, **kwargs) -> tuple:
     """``(value, pullback)``: ``pullback(g)`` returns one gradient per positional argument.
 
     Arguments that cannot carry a gradient (integers, bools, strings, None) get ``None``.
     With ``has_aux=True``, ``f`` returns ``(value, aux)`` and the result is
-    ``(value, pullback, aux)``; aux is not differentiated.
+    ``(value, pullback, aux)``; aux is not differentiated. ``jit=True``/``"auto"``: compiled
+    by numba, as for ``grad`` (docs/jit.md).
     """
-    f = as_function(f, "vjp")
+    f = as_function(unwrap_numba(f), "vjp")
     wrt = tuple(i for i, a in enumerate(args) if integer_leaf(a) is None
                 and not isinstance(a, (str, type(None))))
     _check_differentiable(f, wrt, args)
@@ -483,6 +484,10 @@ def vjp(f: Callable, *args, has_aux: bool = False, checkpoint: int | None = None
         f = route(f, args, kwargs)
     func, lead = unbind(f)  # a bound method: self first, not differentiated
     adj = get_entry_adjoint(func, tuple(i + len(lead) for i in wrt))
+    made = None if jit is False else jit_vjp(adj, f, args, kwargs, wrt, jit, has_aux=has_aux,
+                                             bound_method=bool(lead), checkpoint=checkpoint)
+    if made is not None:
+        return made
     fwd, bwd = adj.sweeps_for(func)
     with default_checkpoints(checkpoint):  # K of marked loops that give none
         value, saved = fwd(*lead, *args, **kwargs)

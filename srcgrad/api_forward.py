@@ -37,6 +37,7 @@ from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize
                         parameter_names)
 from .generated import (Generated, cached_build, consuming, own_attributes, remember,
                         remembered)
+from .jit import jit_forward, refuse_second_order
 from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
@@ -464,13 +465,15 @@ def _differentiable(x) -> bool:
 
 
 @user_tracebacks
-def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
+def jvp(f: Callable, primals: Sequence, tangents: Sequence, *,
+        jit: bool | str = False) -> tuple[Any, Any]:
     """``(value, tangent)``: ``f(*primals)`` and its directional derivative along
     ``tangents`` (one per primal, structured like it), by forward mode.
 
     A tangent of ``None`` (or the scalar ``0.0``) marks an argument as not varied: no tangent
     code runs for it, which is cheaper than an array of zeros. Primals that cannot carry a
     derivative (integers, bools, strings, None, functions) ignore their tangent.
+    ``jit=True``/``"auto"``: compiled by numba, as for ``grad`` (docs/jit.md).
     """
     primals = check_sequence("jvp", "primals", primals)
     tangents = check_sequence("jvp", "tangents", tangents)
@@ -493,6 +496,9 @@ def jvp(f: Callable, primals: Sequence, tangents: Sequence) -> tuple[Any, Any]:
     if scalar and built.scalar_closed:
         built = built.scalar_variant()
     jf = built.function_for(function_key(fn))
+    if jit is not False:  # numba-compiled (srcgrad/jit)
+        jf, built = jit_forward(built, fn, jf, jit, lambda site: get_forward(
+            site.func, site.wrt, consumed=site.consumed), primals)
     remember(given, "jvp", [built])  # srcgrad.source(f, "jvp")
     value, tangent = jf(*[tangents[i] for i in wrt], *primals)
     return value, runtime.densify(tangent, value)
@@ -750,11 +756,14 @@ def _jacrev_loop(bwd, saved, x, out_shape, dtype=np.float64, *, several: bool = 
 jacobian = jacrev
 
 
-def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Callable:
+def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
+            jit: bool | str = False) -> Callable:
     """The Hessian of scalar ``f`` with respect to argument ``wrt`` (or JAX's ``argnums``):
     forward mode over the generated gradient (``jacfwd(grad(f, wrt))``), shape
     ``in.shape + in.shape``. For a tuple of arguments, a nested tuple of blocks:
-    ``result[i][j]`` differentiates with respect to argument i, then argument j."""
+    ``result[i][j]`` differentiates with respect to argument i, then argument j.
+    ``jit=True`` raises ``JitUnsupportedError`` (no compiled form yet); "auto" warns."""
+    refuse_second_order("hessian", jit)
     f = as_function(f, "hessian")
     indices, single = _wrt_indices("hessian", f, wrt, argnums)
     if single:
@@ -769,10 +778,13 @@ def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None) -> Cal
                           lambda: [b for block in blocks for b in block.__srcgrad_source__()])
 
 
-def hvp(f: Callable, primals: Sequence, tangents: Sequence) -> Any:
+def hvp(f: Callable, primals: Sequence, tangents: Sequence, *,
+        jit: bool | str = False) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
-    one product per primal (a single value when there is one primal)."""
+    one product per primal (a single value when there is one primal). ``jit=`` as for
+    ``hessian``."""
+    refuse_second_order("hvp", jit)
     primals = check_sequence("hvp", "primals", primals)
     tangents = check_sequence("hvp", "tangents", tangents)
     f = as_function(f, "hvp")

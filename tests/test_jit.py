@@ -167,7 +167,10 @@ def test_data_dependent_trip_counts_recompute(compiled):
 def test_uses_compiled_code(compiled):
     compiled["euler"](0.3)
     text = srcgrad.source(compiled["euler"])
-    assert "def euler_grad(x):" in text and "_stack_x.append(x)" in text
+    assert "def euler_grad(x):" in text
+    # (x, a float parameter, pushed once per iteration of a loop of known trip count: its
+    # tape is a float64 array of that size)
+    assert "_stack_x = _rt.float_tape(_n1)" in text and "x = _stack_x[_pos_x]" in text
     assert "_rt.Tape" not in text and "# backward sweep" in text
 
 

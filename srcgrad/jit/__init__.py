@@ -13,12 +13,21 @@ numba is optional: this package is imported only when ``jit`` is asked for.
 """
 from __future__ import annotations
 
-__all__ = ["jit_gradient", "JitUnsupportedError", "unwrap_numba", "is_available"]
+__all__ = [
+    "JitUnsupportedError",
+    "is_available",
+    "jit_forward",
+    "jit_gradient",
+    "jit_vjp",
+    "refuse_second_order",
+    "unwrap_numba",
+]
 
 import functools
 import importlib.util
 import inspect
 import warnings
+import weakref
 from typing import Any, Callable
 
 import numpy as np
@@ -45,19 +54,6 @@ def unwrap_numba(f: Any) -> Any:
 def _require_numba() -> None:
     if not is_available():
         raise SrcgradError("jit=True needs numba: pip install 'srcgrad[jit]' (or numba>=0.61)")
-
-
-class _SourceView:
-    """What ``srcgrad.source`` shows for a compiled gradient: the compiled variant's text."""
-
-    def __init__(self, state: dict, adjoint: Callable):
-        self._state, self._adjoint = state, adjoint
-
-    @property
-    def source(self) -> str:
-        from .build import compiled_gradient
-        adj = self._state.get("last") or self._adjoint()
-        return compiled_gradient(adj).source
 
 
 def _raised_by_numba_compiler(e: Exception) -> bool:
@@ -150,50 +146,174 @@ def jit_gradient(interpreted: Callable, option: Any) -> Callable:
     return _compiled_wrapper(interpreted, spec, adjoint, auto)
 
 
-def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
-    import numba
+def _compile_failure(e: Exception) -> bool:
+    """Whether ``e`` comes from numba compiling (not all of its compile errors are
+    NumbaErrors), not from the compiled code running."""
     from numba.core.errors import NumbaError
+    return isinstance(e, NumbaError) or type(e).__module__.startswith("numba.") \
+        or _raised_by_numba_compiler(e)
 
+
+class _Entry:
+    """The compiled ``variant`` of one function's builds, as its wrapper calls it: the last
+    compiled variant reused while current (a rebound global, helper or rule rebuilds),
+    numba's compile errors translated, and under ``jit="auto"`` the argument types that fell
+    back remembered."""
+
+    def __init__(self, f, variant: str, auto: bool, resolve=None):
+        self.f, self.variant, self.auto, self.resolve = f, variant, auto, resolve
+        self.last = None  # (build, Compiled)
+        self.fallback: set = set()
+        self.note = None  # under auto: why the last call ran the interpreted code
+
+    def compiled(self, build):
+        from .build import compiled_forward, compiled_gradient
+        last = self.last
+        if last is not None and last[0] is build and last[1].current(build, self.f):
+            return last[1]
+        if self.resolve is not None:
+            compiled = compiled_forward(build, self.resolve, self.f)
+        else:
+            compiled = compiled_gradient(build, self.f, self.variant)
+        self.last = (build, compiled)
+        return compiled
+
+    def key(self, build, args):
+        import numba
+        return (id(build), tuple(numba.typeof(a) for a in args)) if self.auto else None
+
+    def call(self, build, args, key=None, fixed=None):
+        """The compiled function's result for ``args`` (every parameter, by position);
+        ``JitUnsupportedError`` where numba cannot compile it, remembered under auto.
+        ``fixed``: ``(Compiled, inputs)`` to run instead of the current variant and the
+        values it reads from outside now."""
+        from .errors import translate
+        compiled, inputs = fixed or (None, None)
+        if compiled is None:
+            compiled = self.compiled(build)
+            inputs = compiled.arguments(self.f)
+        try:  # (arrays the code reads from globals and closures: passed, never frozen)
+            return compiled.functions[0](*args, *inputs)
+        except JitUnsupportedError:
+            self.fallback.add(key)
+            raise
+        except Exception as e:
+            if _compile_failure(e):
+                self.fallback.add(key)
+                raise translate(e, self.f) from None
+            raise
+
+    def source(self, build) -> str:
+        from .build import shown_text
+        return shown_text(self.compiled(build))
+
+
+# build -> {variant: (_Entry, _SourceView)}: the last entry of each variant of a build, so
+# that a vjp or jvp called again reuses its checks, and srcgrad.source(f, "jvp") (which
+# remembers what ran weakly) finds the view alive while the build is
+_LAST_ENTRIES: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
+
+
+def _entry_of(build, f, variant: str, auto: bool, resolve=None) -> tuple:
+    """``(entry, source view)`` of ``build``'s compiled ``variant`` for ``f``."""
+    entries = _LAST_ENTRIES.setdefault(build, {})
+    found = entries.get(variant)
+    if found is None or found[0].f is not f or found[0].auto != auto:
+        entry = _Entry(f, variant, auto, resolve)
+        found = entries[variant] = (entry, _SourceView(entry, lambda: build))
+    return found
+
+
+def _fall_back(auto: bool, what: str, stacklevel: int = 3) -> None:
+    """Under ``jit="auto"``, warn that the interpreted code runs; else raise."""
+    if not auto:
+        raise JitUnsupportedError(f"{what}; or use jit=False.")
+    warnings.warn(f"jit='auto' runs the interpreted code: {what}", RuntimeWarning,
+                  stacklevel=stacklevel + 1)
+
+
+def _subclass_refusal(f, args) -> str:
+    kinds = sorted({type(a).__name__ for a in args if isinstance(a, np.ndarray)
+                    and type(a) is not np.ndarray})
+    return (f"an argument of {f.__qualname__}() is a {', '.join(kinds)}, which numba would "
+            f"compute with as a plain ndarray (np.matrix's '*' is a matrix product): pass "
+            f"np.asarray(...)")
+
+
+class _SourceView:
+    """What ``srcgrad.source`` shows for a compiled gradient or pullback: the compiled
+    variant's text (the one the last call ran, else the one the next call compiles), or
+    under ``jit="auto"``, when numba cannot compile it, the interpreted code and why."""
+
+    def __init__(self, entry: _Entry, build: Callable):
+        self._entry, self._build = entry, build
+
+    @property
+    def source(self) -> str:
+        last = self._entry.last
+        build = last[0] if last is not None and not last[0].stale() else self._build()
+        if self._entry.note is not None:
+            return (f"# jit='auto' ran the interpreted code on the last call: "
+                    f"{self._entry.note}\n{build.source}")
+        try:
+            return self._entry.source(build)
+        except JitUnsupportedError as e:
+            if not self._entry.auto:
+                raise
+            return (f"# jit='auto' runs the interpreted code here: {e}\n"
+                    f"{build.source}")
+
+
+def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
     from ..rules import registry
-    from .build import compiled_gradient
+    from .build import guard
     from .errors import translate
 
     f, indices, single, mode = spec
-    state: dict = {"fallback": set()}
-
-    def compiled_for(adj):
-        # the last one, while still current (a rebound global, helper or rule rebuilds)
-        last = state.get("compiled")
-        if last is not None and last[0] is adj and last[1].current(adj, f):
-            return last[1]
-        compiled = compiled_gradient(adj, f)
-        state["compiled"] = (adj, compiled)
-        return compiled
-
-    def run(adj, args):
-        compiled = compiled_for(adj)
-        try:  # (arrays the code reads from globals and closures: passed, never frozen)
-            return compiled.functions[0](*args, *compiled.arguments(f))
-        except Exception as e:  # numba's compile errors (not all are NumbaErrors)
-            if isinstance(e, NumbaError) or type(e).__module__.startswith("numba.") \
-                    or _raised_by_numba_compiler(e):
-                raise translate(e, f) from None
-            raise
+    entry = _Entry(f, "grad", auto)
+    state: dict = {}
 
     def adjoint_now(kind):
         # the cache lookup of adjoint() costs more than the compiled Euler loop's tape:
-        # reuse the last adjoint while the rules are the same and it serves f
+        # reuse the last adjoint while the rules are the same and it serves f, with the same
+        # code (an adjoint holds f itself: serves(f) cannot see f.__code__ reassigned)
         last = state.get("adjoint")
         version = registry.version()
-        if last is not None and last[0] == version and last[1].serves(f):
+        if last is not None and last[0] == version and last[2] is f.__code__ \
+                and last[1].serves(f):
             adj = last[1]
         else:
             adj = adjoint()
-            state["adjoint"] = (version, adj)
+            state["adjoint"] = (version, adj, f.__code__)
         return adj.scalar_variant() if kind == "scalars" and adj.scalar_closed else adj
 
     signature = inspect.signature(f)
     n_params = len(signature.parameters)
+    # argument kind -> (Guard, Compiled): while the guard holds, a call runs the compiled
+    # function it was made for without checking the builds again (jit=True; under "auto"
+    # every call goes through the entry, which remembers the argument types that fell back)
+    fast: dict = {}
+
+    def through_entry(kind, args):
+        adj = adjoint_now(kind)
+        key = entry.key(adj, args)
+        if auto and key in entry.fallback:
+            return None
+        try:
+            result = entry.call(adj, args, key)
+        except JitUnsupportedError as e:
+            if not auto:
+                raise
+            warnings.warn(f"jit='auto' runs the interpreted gradient: {e}", RuntimeWarning,
+                          stacklevel=3)
+            entry.note = str(e)
+            return None
+        entry.note = None
+        if not auto:
+            compiled = entry.last[1]
+            checks = guard(compiled, adj, f, registry.version())
+            fast[kind] = None if checks is None else (checks, compiled)
+        return result
 
     @functools.wraps(f)
     def gradient(*args, **kwargs):
@@ -204,34 +324,32 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
                 return interpreted(*args, **kwargs)  # (its message)
             bound.apply_defaults()
             args = bound.args
-        kind = _argument_kind(args, indices)
+        for a in args:
+            if type(a) is not float:
+                kind = _argument_kind(args, indices)
+                break
+        else:
+            kind = "scalars"
         if kind == "interpreted":
             return interpreted(*args)  # (its checks and messages; Python's big ints)
         if kind == "subclass":
-            kinds = sorted({type(a).__name__ for a in args if isinstance(a, np.ndarray)
-                            and type(a) is not np.ndarray})
-            refusal = (f"an argument of {f.__qualname__}() is a {', '.join(kinds)}, which "
-                       f"numba would compute with as a plain ndarray (np.matrix's '*' is a "
-                       f"matrix product): pass np.asarray(...)")
-            if not auto:
-                raise JitUnsupportedError(f"{refusal}; or use jit=False.")
-            warnings.warn(f"jit='auto' runs the interpreted gradient: {refusal}",
-                          RuntimeWarning, stacklevel=2)
+            _fall_back(auto, _subclass_refusal(f, args), stacklevel=2)
             return interpreted(*args)
-        adj = adjoint_now(kind)
-        key = (id(adj), tuple(numba.typeof(a) for a in args)) if auto else None
-        if auto and key in state["fallback"]:
-            return interpreted(*args)
-        try:
-            value, grads = run(adj, args)
-        except JitUnsupportedError as e:
-            if not auto:
+        path = fast.get(kind)
+        if path is not None and path[0].holds(registry.version(), f):
+            compiled = path[1]
+            try:
+                value, grads = compiled.functions[0](*args, *compiled.arguments(f)) \
+                    if compiled.inputs else compiled.functions[0](*args)
+            except Exception as e:
+                if _compile_failure(e):  # (new argument types: numba compiles again)
+                    raise translate(e, f) from None
                 raise
-            state["fallback"].add(key)
-            warnings.warn(f"jit='auto' runs the interpreted gradient: {e}", RuntimeWarning,
-                          stacklevel=2)
-            return interpreted(*args)
-        state["last"] = adj
+        else:
+            result = through_entry(kind, args)
+            if result is None:
+                return interpreted(*args)
+            value, grads = result
         if value is None:
             raise SrcgradError(f"{f.__qualname__}() returned None: there is nothing to "
                                f"differentiate")
@@ -239,11 +357,179 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
             raise SrcgradError(
                 f"grad requires {f.__qualname__}() to return a scalar, but it returned a value "
                 f"of shape {np.shape(value)}. For non-scalar outputs use srcgrad.vjp(f, *args).")
-        grads = [_like_input(grads[k], args[i]) for k, i in enumerate(indices)]
-        g = grads[0] if single else tuple(grads)
+        if single:
+            x = args[indices[0]]
+            g = grads[0] if type(x) is float else _like_input(grads[0], x)
+        else:
+            g = tuple(_like_input(grads[k], args[i]) for k, i in enumerate(indices))
         return (value, g) if mode.value_first else g
 
-    gradient.__srcgrad_adjoint__ = lambda: _SourceView(state, adjoint)
+    gradient.__srcgrad_adjoint__ = lambda: _SourceView(entry, adjoint)
     gradient.__srcgrad_grad__ = spec
     gradient.__srcgrad_jit__ = True
     return gradient
+
+
+# -- vjp, jvp, and the second order that has no compiled form ------------------------------
+
+def _check_option(option) -> bool:
+    """Whether ``option`` is "auto" (else True); anything else raises."""
+    if option not in (True, "auto"):
+        raise SrcgradError(f"jit= takes False, True or 'auto'; got {option!r}")
+    if not is_available():
+        if option == "auto":
+            return True
+        _require_numba()
+    return option == "auto"
+
+
+def _bind_all(f, args, kwargs):
+    """Every parameter of ``f``, by position (defaults applied), or None when ``f`` takes
+    keyword-only parameters, ``*args`` or ``**kwargs`` (no compiled form yet)."""
+    signature = inspect.signature(f)
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+           for p in signature.parameters.values()):
+        return None
+    bound = signature.bind(*args, **kwargs)  # (Python's message when they do not fit)
+    bound.apply_defaults()
+    return bound.args
+
+
+def _vjp_refusal(f, args, has_aux, bound_method, checkpoint) -> str | None:
+    if has_aux:
+        return "vjp(has_aux=True) has no compiled form yet"
+    if bound_method:
+        return f"{f.__qualname__}() is a bound method, which has no compiled vjp yet"
+    if checkpoint is not None:
+        return "vjp(checkpoint=...) has no compiled form yet"
+    kind = _argument_kind(args, ())
+    if kind == "subclass":
+        return _subclass_refusal(f, args)
+    if kind == "interpreted":
+        return "a Python int beyond +-2**31 (numba's int64 would wrap around)"
+    return None
+
+
+def _prepared_cotangent(g, out):
+    """The cotangent as the compiled vjp takes it: a float for a scalar output, an array
+    (of floats) for an array output."""
+    if isinstance(out, np.ndarray) and out.ndim > 0:
+        g = np.asarray(g)
+        return g if g.dtype.kind in "fc" else g.astype(np.float64)
+    return complex(g) if isinstance(g, complex) else float(np.asarray(g).reshape(()))
+
+
+def _snapshot(values) -> tuple:
+    """``values`` with every array (also in tuples) copied."""
+    return tuple(v.copy() if isinstance(v, np.ndarray) else _snapshot(v)
+                 if isinstance(v, tuple) else v for v in values)
+
+
+def jit_vjp(adj, f, args: tuple, kwargs: dict, wrt: tuple, option, *, has_aux=False,
+            bound_method=False, checkpoint=None):
+    """``(value, pullback)`` of ``srcgrad.vjp(f, *args, jit=option)``, compiled: the value
+    from the forward sweep without a tape, each ``pullback(g)`` from one compiled function
+    running the forward sweep again, then the backward sweep seeded with ``g`` (the tape
+    never leaves compiled code). None under ``jit="auto"`` when the interpreted vjp should
+    run (with a warning); ``JitUnsupportedError`` under ``jit=True``."""
+    from ..boundary import check_cotangent
+    from ..generated import remember
+    auto = _check_option(option)
+    if not is_available():
+        warnings.warn("numba is not installed: jit='auto' runs the interpreted vjp",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    positional = _bind_all(f, args, kwargs)
+    refusal = _vjp_refusal(f, args, has_aux, bound_method, checkpoint)
+    if positional is None:
+        refusal = (f"{f.__qualname__}() has keyword-only parameters, *args or **kwargs, "
+                   f"which have no compiled vjp yet")
+    if refusal is not None:
+        _fall_back(auto, refusal)
+        return None
+    values, _ = _entry_of(adj, f, "value", auto)
+    pullbacks, shown = _entry_of(adj, f, "vjp", auto)
+    try:
+        out = values.call(adj, positional)
+        # each pullback runs the forward sweep again: on the arguments and outside data as
+        # they are now (copies), through the code as it is now, as the interpreted pullback
+        # pops values saved now
+        compiled = pullbacks.compiled(adj)
+        fixed = (compiled, _snapshot(compiled.arguments(f)))
+    except JitUnsupportedError as e:
+        _fall_back(auto, str(e))
+        return None
+    positional = _snapshot(positional)
+    if isinstance(out, tuple):
+        _fall_back(auto, f"{f.__qualname__}() returns a tuple, which has no compiled vjp yet")
+        return None
+
+    def pullback(g):
+        check_cotangent(g, out)
+        _, grads = pullbacks.call(adj, (*positional, _prepared_cotangent(g, out)),
+                                  fixed=fixed)
+        result: list = [None] * len(args)
+        for k, i in enumerate(wrt):
+            result[i] = _like_input(grads[k], args[i])
+        return tuple(result)
+
+    pullback.__srcgrad_adjoint__ = lambda: shown
+    remember(f, "vjp", [shown])  # srcgrad.source(f, "vjp")
+    return out, pullback
+
+
+def jit_forward(built, fn, interpreted: Callable, option, resolve, primals: tuple):
+    """``(jvp function, what srcgrad.source shows)`` for ``srcgrad.jvp(f, ..., jit=option)``:
+    the forward-mode build ``built`` of ``fn`` compiled, called like ``interpreted`` (its
+    generated jvp function) as ``(*tangents, *primals)``; ``resolve(call_site)`` is the
+    build a call of a user helper runs. Under ``jit="auto"``, where numba cannot compile it,
+    ``interpreted`` with a warning."""
+    auto = _check_option(option)
+    if not is_available():
+        warnings.warn("numba is not installed: jit='auto' runs the interpreted jvp",
+                      RuntimeWarning, stacklevel=3)
+        return interpreted, built
+    entry, shown = _entry_of(built, fn, "jvp", auto, resolve)
+    try:
+        _bind_all(fn, primals, {}) is not None or _fall_back(
+            False, f"{fn.__qualname__}() has keyword-only parameters, *args or **kwargs, "
+                   f"which have no compiled jvp yet")
+        kind = _argument_kind(primals, ())
+        if kind != "general" and kind != "scalars":
+            _fall_back(False, _subclass_refusal(fn, primals) if kind == "subclass" else
+                       "a Python int beyond +-2**31 (numba's int64 would wrap around)")
+    except JitUnsupportedError as e:
+        _fall_back(auto, str(e).removesuffix("; or use jit=False."))
+        return interpreted, built
+
+    def compiled_jvp(*arguments):
+        n = len(arguments) - len(primals)
+        positional = _bind_all(fn, arguments[n:], {})
+        try:
+            value, tangent = entry.call(built, (*arguments[:n], *positional))
+        except JitUnsupportedError as e:
+            if not auto:
+                raise
+            warnings.warn(f"jit='auto' runs the interpreted jvp: {e}", RuntimeWarning,
+                          stacklevel=3)
+            return interpreted(*arguments)
+        return value, _like_input(tangent, value) if isinstance(value, (
+            np.ndarray, np.floating)) else tangent
+
+    return compiled_jvp, shown
+
+
+def refuse_second_order(api: str, option) -> None:
+    """``hessian``/``hvp`` with ``jit=``: no compiled form (forward mode over the generated
+    sweeps, which keep their tapes as Python objects); ``JitUnsupportedError`` under
+    ``jit=True``, a warning under ``jit="auto"`` (the interpreted one runs)."""
+    if option is False:
+        return
+    auto = _check_option(option)
+    what = (f"srcgrad.{api} has no compiled form yet (it runs forward mode over the "
+            f"generated gradient, whose tape numba cannot compile)")
+    if not auto:
+        raise JitUnsupportedError(f"{what}; use jit=False, or jit='auto' to run the "
+                                  f"interpreted {api} with a warning.")
+    warnings.warn(f"jit='auto' runs the interpreted {api}: {what}", RuntimeWarning,
+                  stacklevel=3)

@@ -1,49 +1,67 @@
 """Compiling rewritten sweeps with numba: the factory's text, its helpers, the dispatcher.
 
-One ``Compiled`` per adjoint (and per scalar variant): the fused ``<name>_grad`` for an
-entry function, or the ``(fwd, bwd)`` pair for a callee, both ``numba.njit`` dispatchers
-made from the factory's text registered with linecache (numba reads the source from there
-for its messages; srcgrad maps those lines back to the user's).
+One ``Compiled`` per generated build (an adjoint, its scalar variant, a forward-mode build)
+and variant: for an entry function the fused ``<name>_grad`` (seeded with 1), ``<name>_vjp``
+(seeded with a cotangent argument) or ``<name>_value`` (the forward sweep without a tape);
+for a callee the ``(fwd, bwd)`` pair; the forward mode's ``<name>_jvp`` as generated. All are
+``numba.njit`` dispatchers made from the text that ``srcgrad.source`` shows, registered with
+linecache (numba reads the source from there for its messages; srcgrad maps those lines back
+to the user's).
 """
 from __future__ import annotations
 
-__all__ = ["Compiled", "compiled_gradient", "compiled_pair"]
+__all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compiled_pair",
+           "guard", "shown_text"]
 
 import ast
+import os
 import threading
-import types
 import weakref
 from typing import Any, NamedTuple
 
 import gast
 import numba
+import numpy as np
 
 from .. import codegen
+from ..generated import describe
 from ..transforms import normalize, prepare
+from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
 from .errors import JitUnsupportedError, located_error
 from .inputs import RefusedRead, external_reads
-from .sweeps import JitRewriteError, fresh_name, fuse, runtime_calls
+from .sweeps import (
+    JitRewriteError,
+    drop_stand_ins,
+    forward_only,
+    fresh_name,
+    fuse,
+    matmul_operators,
+    runtime_calls,
+)
 from .sweeps import compiled_pair as pair_tree
 
 _LOCK = threading.RLock()
-_ENTRIES: "weakref.WeakKeyDictionary[Any, Compiled]" = weakref.WeakKeyDictionary()
-_PAIRS: "weakref.WeakKeyDictionary[Any, Compiled]" = weakref.WeakKeyDictionary()
+# build -> {variant: Compiled}; variants: "grad", "vjp", "value" (entry functions), "pair"
+# (a callee's sweeps), "jvp" and "jvp callee" (forward mode)
+_COMPILED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 _BUILDING: set = set()
+_ENTRY_VARIANTS = ("grad", "vjp", "value", "jvp")
 
 
 class Compiled(NamedTuple):
     """A compiled variant of one adjoint."""
 
-    source: str  # the text shown by srcgrad.source (the factory and what it returns)
+    source: str  # the text shown by srcgrad.source: a header, then the compiled functions
     filename: str  # its linecache pseudo-filename
-    functions: tuple  # numba dispatchers: (grad,) or (fwd, bwd)
+    functions: tuple  # numba dispatchers: (grad,), (vjp,), (value,), (jvp,) or (fwd, bwd)
     key: tuple  # (source, build) of the interpreted adjoint it was made from
     inputs: tuple  # Sources of the values passed on every call, in parameter order (after
     # the user's for an entry, before them for a callee's pair): see inputs.py
     frozen: tuple  # (Source, value) of what numba froze into the code, its callees' too:
     # rebuilt when one is rebound (numba reads a global once; Python on every call)
     callees: tuple  # (adjoint, its build) of each callee compiled in: rebuilt when one is
+    parts: tuple  # the Compiled of each callee, shown after this one by srcgrad.source
 
     def current(self, adj, fn=None) -> bool:
         """Whether this is still what ``adj`` compiles to: same build of the adjoint (a
@@ -71,6 +89,47 @@ class Compiled(NamedTuple):
         return [source.read(fn) for source in self.inputs]
 
 
+class Guard(NamedTuple):
+    """Identity checks that, while they all hold (and the rules are at ``version``), imply
+    ``compiled.current(adj, fn)`` and ``adj.serves(fn)``: each ``namespace[name] is value``.
+    Made once, so that a call checks a few dictionary entries, not the builds again."""
+
+    version: int
+    code: Any  # fn.__code__ when made (code can be reassigned)
+    checks: tuple  # ((namespace dict, name, value), ...)
+
+    def holds(self, version: int, fn) -> bool:
+        if version != self.version or fn.__code__ is not self.code:
+            return False
+        for namespace, name, value in self.checks:
+            # (UNBOUND: a build's assumption that a name is no global, as generated.py reads it)
+            if namespace.get(name, UNBOUND) is not value:
+                return False
+        return True
+
+
+def guard(compiled: Compiled, adj, fn, version: int) -> Guard | None:
+    """A ``Guard`` for calling ``compiled`` (current for ``adj``) on behalf of ``fn``, or
+    None when the checks need more than global names (closure cells, module attributes):
+    then every call checks the builds."""
+    if adj._closure_assumptions or getattr(fn, "__closure__", None):
+        return None
+    checks, builds, todo = [], [adj], [compiled]
+    while todo:  # (the callees' callees too)
+        part = todo.pop()
+        builds.extend(callee for callee, _ in part.callees)
+        todo.extend(part.parts)
+    for build in builds:
+        if build._closure_assumptions:
+            return None
+        checks.extend((build._globals, name, obj) for name, obj in build._assumptions)
+    for source, value in compiled.frozen:
+        if source.where != "global" or len(source.path) != 1:
+            return None
+        checks.append((source.namespace, source.path[0], value))
+    return Guard(version, fn.__code__, tuple(checks))
+
+
 def _build_of(adj):
     """What changes each time an adjoint is (re)built: its compiled factory."""
     return getattr(adj, "_make", None)
@@ -80,45 +139,79 @@ def _is_adjoint(obj) -> bool:
     return all(hasattr(obj, a) for a in ("generate", "fn", "wrt", "scalar_mode"))
 
 
+def _is_call_site(obj) -> bool:
+    """A forward-mode call site (api_forward's): calls the jvp of ``obj.func`` for ``obj.wrt``."""
+    return type(obj).__name__ == "CallSite" and hasattr(obj, "func") and hasattr(obj, "wrt")
+
+
 def _generated_tree(adj) -> tuple[ast.Module, Any]:
-    """The adjoint's generated ``_make`` module as an ``ast`` tree, and its context."""
+    """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
     ctx.scalar_mode = adj.scalar_mode
     module = adj.generate(normalize(ctx), ctx)
     return gast.gast_to_ast(module), ctx
 
 
-def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool) -> tuple[dict, list, tuple]:
-    """The callee adjoints' compiled pairs by name, the values the factory's parameters get,
-    and the callee adjoints with their builds."""
+class _Helpers(NamedTuple):
+    """What a factory's parameters get, and the callees compiled in."""
+
+    callees: set  # factory parameters naming a callee's sweeps (``helper_adj``)
+    calls: dict  # name called in the compiled code -> the callee's Compiled
+    values: list  # the factory's arguments, in order
+    adjoints: tuple  # (callee build, its build) of each callee
+    parts: tuple  # the callees' Compiled, once each
+
+
+def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
+    """The compiled callees and the values the factory's parameters get; ``resolve`` gives
+    the forward-mode build a call site of generated jvp code calls."""
     if getattr(ctx, "closure", None) and not entry:
         raise JitUnsupportedError(
             f"{adj.fn.__qualname__}() reads variables of an enclosing function "
             f"({', '.join(sorted(ctx.closure))}) and is called from a compiled gradient; "
             f"compiled callees need module-level functions: pass those values as arguments, "
             f"or use jit=False.")
-    callees, values, adjoints = {}, [jit_runtime], []
+    callees, calls, values, adjoints, parts = set(), {}, [jit_runtime], [], []
     params = [a.arg for a in tree.body[0].args.args]
     for name, obj in zip(params[1:], ctx.helpers.values()):
-        if _is_adjoint(obj):
-            callees[name] = _callee_pair(obj)
-            values.extend(callees[name].functions)
+        if _is_adjoint(obj) and obj.kind == "adjoint":
+            pair = _callee_pair(obj)
+            callees.add(name)
+            calls.update({f"{name}_fwd": pair, f"{name}_bwd": pair})
+            values.extend(pair.functions)
             adjoints.append((obj, _build_of(obj)))
+            parts.append(pair)
+        elif _is_call_site(obj) and resolve is not None:
+            built = resolve(obj)
+            callee = _cached(built, "jvp callee", resolve=resolve)
+            calls[name] = callee
+            values.extend(callee.functions)
+            adjoints.append((built, _build_of(built)))
+            parts.append(callee)
         elif getattr(obj, "__name__", None) in jit_runtime.RULE_HELPERS and \
                 getattr(obj, "__module__", "").startswith("srcgrad.rules"):
             values.append(jit_runtime.RULE_HELPERS[obj.__name__])
+        elif type(obj).__name__ == "SparseCallSite":
+            raise located_error(
+                f"forward mode calls {obj.fn.__qualname__}() here with tangents that may be "
+                f"zero at run time, picking the helper's jvp per call, which has no compiled "
+                f"form yet", ctx, _use_of(tree, name))
         else:
             label = getattr(obj, "__qualname__", type(obj).__name__)
-            use = next((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
-                        and getattr(n, "lineno", None)), None)
             raise located_error(
-                f"the gradient here needs '{label}', which has no compiled form (a rule "
-                f"helper numba cannot run, a function passed in or made at run time, a "
-                f"method)", ctx, use)
+                f"the {'derivative' if resolve else 'gradient'} here needs '{label}', which "
+                f"has no compiled form (a rule helper numba cannot run, a function passed in "
+                f"or made at run time, a method)", ctx, _use_of(tree, name))
     # the closure's cells, as the factory's last parameters: what numba may freeze
     # (modules, functions) is checked per call; data is passed instead (inputs.py)
     values.extend(ctx.closure[name] for name in params[1 + len(ctx.helpers):])
-    return callees, values, tuple(adjoints)
+    unique = tuple({id(p): p for p in parts}.values())
+    return _Helpers(callees, calls, values, tuple(adjoints), unique)
+
+
+def _use_of(tree, name: str):
+    return next((n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == name
+                 and getattr(n, "lineno", None)), None)
 
 
 def _callee_pair(adj) -> Compiled:
@@ -152,25 +245,64 @@ def _check_runtime_calls(tree: ast.Module, ctx) -> None:
             ctx, node)
 
 
-def _compile(tree: ast.Module, ctx, adj, values: list, label: str) -> tuple[str, str, tuple]:
-    """The text of ``tree``, its pseudo-filename, and njit dispatchers of what it makes."""
-    source = codegen.to_source(tree)
+_TITLES = {
+    "grad": "compiled gradient of {f}, with respect to {wrt}",
+    "vjp": "compiled vjp of {f} (seeded with the cotangent _g), with respect to {wrt}",
+    "value": "compiled forward sweep of {f}, without a tape (the value vjp returns)",
+    "pair": "compiled forward and backward sweeps of {f}, with respect to {wrt}",
+    "jvp": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
+    "jvp callee": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
+}
+
+
+def _header(ctx, adj, variant: str, params: list, values: list, inputs: tuple) -> list:
+    """The comment above the shown compiled functions: what they are, what each name the
+    factory binds stands for, and the parameters added for values read on every call."""
     src = ctx.src
-    lines = codegen.line_map(tree, source, lambda node: src.first_line + node.lineno - 1)
-    namespace = codegen.compile_source(
-        source, label, {}, codegen.UserLines(src.filename, adj.fn.__name__, lines))
-    filename = namespace["__srcgrad_file__"]
-    make = namespace["_make"]
-    make = types.FunctionType(make.__code__, getattr(adj.fn, "__globals__", {}), "_make")
+    where = f"{adj.fn.__qualname__} ({os.path.basename(src.filename)}:{src.first_line})"
+    title = _TITLES[variant].format(f=where, wrt=", ".join(ctx.wrt_names) or "nothing")
+    scalar = ", for scalar arguments" if adj.scalar_mode else ""
+    lines = [f"srcgrad: {title}{scalar}; numba nopython mode", "names srcgrad binds:"]
+    for name, value in zip(params, values):
+        if value is jit_runtime:
+            what = "srcgrad.jit.runtime (numba versions of srcgrad.runtime's helpers)"
+        elif isinstance(value, numba.core.registry.CPUDispatcher) or hasattr(value, "py_func"):
+            what = f"compiled {getattr(value, '__name__', name)} (shown below)"
+        else:
+            what = describe(value)
+        lines.append(f"  {name} = {what}")
+    if inputs:
+        labels = ", ".join(source.label() for source in inputs)
+        lines.append(f"parameters added for data read from outside, passed on every call: "
+                     f"{labels}")
+    return lines
+
+
+def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
+             inputs: tuple) -> tuple[str, str, tuple]:
+    """The text of ``tree``'s functions as shown, its pseudo-filename, and njit dispatchers
+    of the functions its factory returns, compiled from that text."""
+    factory = codegen.take_apart(tree)
+    make_params = [a.arg for a in tree.body[0].args.args]
+    values = [values[make_params.index(p)] for p in factory.params]  # (deduplicated)
+    header = _header(ctx, adj, variant, factory.params, values, inputs)
+    source = codegen.show(factory.functions, header)
+    src = ctx.src
+    lines = codegen.line_map(ast.Module(body=factory.functions, type_ignores=[]), source,
+                             lambda node: src.first_line + node.lineno - 1)
+    label = f"{adj.fn.__name__} {'scalar ' if adj.scalar_mode else ''}jit {variant}"
+    make, filename = codegen.compile_factory(
+        source, factory.params, factory.returned, label,
+        codegen.UserLines(src.filename, adj.fn.__name__, lines))
+    make = type(make)(make.__code__, getattr(adj.fn, "__globals__", {}), "_make")
     made = make(*values)
-    made = made if isinstance(made, tuple) else (made,)
-    # a callee's sweeps are called only from compiled code: no Python entry point (numba
+    # a callee's functions are called only from compiled code: no Python entry point (numba
     # cannot box a tuple of lists, the stacks in a callee's saved values)
-    options = {} if len(made) == 1 else {"no_cpython_wrapper": True}
+    options = {} if variant in _ENTRY_VARIANTS else {"no_cpython_wrapper": True}
     return source, filename, tuple(numba.njit(fn, **options) for fn in made)
 
 
-def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, callees: dict) -> tuple:
+def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, calls: dict) -> tuple:
     """The compiled functions of ``tree`` taking, as parameters, every array (and other
     data) they or their callees read from outside (inputs.py): the sources of those
     parameters, in order, and of what stays frozen in the code."""
@@ -186,13 +318,13 @@ def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, callees: dict) -> tupl
     frozen = list(reads.frozen)
     taken = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
         a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)} | set(params.values())
-    for pair in callees.values():  # (what a callee reads, its caller passes it)
-        frozen.extend(pair.frozen)
-        for source in pair.inputs:
+    for callee in {id(c): c for c in calls.values()}.values():
+        frozen.extend(callee.frozen)  # (what a callee reads, its caller passes it)
+        for source in callee.inputs:
             if source.key not in params:
                 params[source.key] = fresh_name("_" + "_".join(source.path), taken)
                 sources.append(source)
-    _pass_to_callees(funcs, callees, params)
+    _pass_to_callees(funcs, calls, params)
     new = [ast.arg(arg=params[source.key]) for source in sources]
     for func in funcs:
         if entry:  # (the wrapper passes every argument, defaults applied)
@@ -203,63 +335,100 @@ def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, callees: dict) -> tupl
     return tuple(sources), tuple(frozen)
 
 
-def _pass_to_callees(funcs: list, callees: dict, params: dict) -> None:
-    """Each call of a callee's compiled sweep gets, first, the values that callee reads."""
-    sweeps = {f"{name}_{part}": pair for name, pair in callees.items()
-              for part in ("fwd", "bwd")}
+def _pass_to_callees(funcs: list, calls: dict, params: dict) -> None:
+    """Each call of a callee's compiled function gets, first, the values that callee reads."""
     for func in funcs:
         for node in ast.walk(func):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
-                    and node.func.id in sweeps:
+                    and node.func.id in calls:
                 first = [ast.Name(id=params[s.key], ctx=ast.Load())
-                         for s in sweeps[node.func.id].inputs]
+                         for s in calls[node.func.id].inputs]
                 node.args = first + node.args
 
 
-def _build(adj, entry: bool) -> Compiled:
+def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast.Module:
+    """``tree`` (the generated factory) rewritten into the compiled ``variant``."""
+    adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
+    try:
+        if variant in ("grad", "vjp"):
+            # (the scalar variant runs only on float or int arguments, the differentiated
+            # ones floats: those parameters' tapes can be float64 arrays)
+            floats = frozenset(ctx.wrt_names) if adj.scalar_mode else frozenset()
+            tree, _ = fuse(tree, helpers.callees, adjoint_of, cotangent=variant == "vjp",
+                           floats=floats)
+        elif variant == "value":
+            tree = forward_only(tree, helpers.callees)
+        elif variant == "pair":
+            tree = pair_tree(tree, helpers.callees, adjoint_of)
+            _give_defaults(tree, adj.fn, ctx)
+        else:  # forward mode: no tape; a callee's defaults as a pair's
+            numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
+                           if value is np}
+            tree = matmul_operators(drop_stand_ins(tree), numpy_names)
+            if variant == "jvp callee":
+                _give_defaults(tree, adj.fn, ctx)
+    except JitRewriteError as e:
+        raise located_error(e.what, ctx, e.node) from None
+    return tree
+
+
+def _build(adj, variant: str, resolve=None) -> Compiled:
     key = (adj.source, _build_of(adj))
+    entry = variant in _ENTRY_VARIANTS
     with _LOCK:
-        if id(adj) in _BUILDING:
+        if (id(adj), variant) in _BUILDING:
             raise JitUnsupportedError(
                 f"{adj.fn.__qualname__}() is recursive; numba cannot compile recursive "
                 f"gradients here: use jit=False.")
-        _BUILDING.add(id(adj))
+        _BUILDING.add((id(adj), variant))
         try:
             tree, ctx = _generated_tree(adj)
-            callees, values, adjoints = _bind_helpers(tree, ctx, adj, entry)
-            adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
-            try:
-                if entry:
-                    tree, _ = fuse(tree, callees, adjoint_of)
-                else:
-                    tree = pair_tree(tree, callees, adjoint_of)
-                    _give_defaults(tree, adj.fn, ctx)
-            except JitRewriteError as e:
-                raise located_error(e.what, ctx, e.node) from None
+            helpers = _bind_helpers(tree, ctx, adj, entry, resolve)
+            tree = _rewrite(tree, ctx, adj, variant, helpers)
             _check_runtime_calls(tree, ctx)
-            inputs, frozen = _pass_inputs(tree, ctx, adj, entry, callees)
-            kind = "jit" if entry else "jit pair"
-            label = f"{adj.fn.__name__} {'scalar ' if adj.scalar_mode else ''}{kind}"
-            source, filename, functions = _compile(tree, ctx, adj, values, label)
-            return Compiled(source, filename, functions, key, inputs, frozen, adjoints)
+            inputs, frozen = _pass_inputs(tree, ctx, adj, entry, helpers.calls)
+            source, filename, functions = _compile(tree, ctx, adj, helpers.values, variant,
+                                                   inputs)
+            return Compiled(source, filename, functions, key, inputs, frozen,
+                            helpers.adjoints, helpers.parts)
         finally:
-            _BUILDING.discard(id(adj))
+            _BUILDING.discard((id(adj), variant))
 
 
-def _cached(cache, adj, entry: bool, fn=None) -> Compiled:
+def _cached(adj, variant: str, fn=None, resolve=None) -> Compiled:
     with _LOCK:
-        found = cache.get(adj)
+        variants = _COMPILED.setdefault(adj, {})
+        found = variants.get(variant)
         if found is None or not found.current(adj, fn):
-            found = cache[adj] = _build(adj, entry)
+            found = variants[variant] = _build(adj, variant, resolve)
         return found
 
 
-def compiled_gradient(adj, fn=None) -> Compiled:
-    """The fused, compiled ``<name>_grad`` of an entry function's adjoint, for ``fn`` (a
-    function sharing its build, whose closure cells it reads; by default ``adj.fn``)."""
-    return _cached(_ENTRIES, adj, True, fn)
+def compiled_gradient(adj, fn=None, variant: str = "grad") -> Compiled:
+    """The compiled ``variant`` ("grad", "vjp" or "value") of an entry function's adjoint,
+    for ``fn`` (a function sharing its build, whose closure cells it reads; by default
+    ``adj.fn``)."""
+    return _cached(adj, variant, fn)
 
 
 def compiled_pair(adj) -> Compiled:
     """The compiled forward and backward sweeps of a callee's adjoint."""
-    return _cached(_PAIRS, adj, False)
+    return _cached(adj, "pair")
+
+
+def compiled_forward(built, resolve, fn=None) -> Compiled:
+    """The compiled jvp function of a forward-mode build; ``resolve(call_site)`` is the
+    forward-mode build a call site in its code calls (compiled too)."""
+    return _cached(built, "jvp", fn, resolve)
+
+
+def shown_text(compiled: Compiled) -> str:
+    """What ``srcgrad.source`` shows: the compiled functions, then each callee's, once."""
+    shown, todo = [], [compiled]
+    while todo:
+        part = todo.pop(0)
+        if any(part is s for s in shown):
+            continue
+        shown.append(part)
+        todo.extend(part.parts)
+    return "\n\n".join(part.source for part in shown)

@@ -13,7 +13,7 @@ import re
 from .. import codegen
 from ..errors import UnsupportedFeatureError
 
-_HINT = "use jit=False (the interpreted gradient), or jit='auto' to fall back to it with a warning"
+_HINT = "use jit=False (interpreted), or jit='auto' to fall back to it with a warning"
 
 
 class JitUnsupportedError(UnsupportedFeatureError):
@@ -25,7 +25,7 @@ def located_error(what: str, ctx, node=None) -> JitUnsupportedError:
     src = ctx.src
     lineno = getattr(node, "lineno", None)
     line = src.first_line + lineno - 1 if lineno else src.first_line
-    return JitUnsupportedError(f"{src.filename}:{line}: {what}, in a compiled gradient of "
+    return JitUnsupportedError(f"{src.filename}:{line}: {what}, in compiled code of "
                                f"{ctx.fn.__qualname__}(); {_HINT}.")
 
 
@@ -120,7 +120,7 @@ def translate(exc: Exception, fn) -> JitUnsupportedError:
         first = next((ln for ln in lines if not ln.startswith("Failed in")), "")
         what = f"numba cannot compile this: {first[:300]}"
     prefix = f"{where}: " if where else ""
-    error = JitUnsupportedError(f"{prefix}{what}, in the compiled gradient of "
+    error = JitUnsupportedError(f"{prefix}{what}, in compiled code of "
                                 f"{getattr(fn, '__qualname__', fn)}(); {_HINT}.")
     error.numba_message = message
     return error

@@ -505,3 +505,92 @@ def _setitem_zeroed(g, x, index):
         return zeroed
     raise TypingError(f"srcgrad: compiled gradients of element stores into {g} are not "
                       f"supported")
+
+
+# -- vjp's cotangent, forward mode's tangents ----------------------------------------------
+
+cotangent = _stub("cotangent")
+tangent_like = _stub("tangent_like")
+broadcast_like = _stub("broadcast_like")
+SUPPORTED = SUPPORTED | {"cotangent", "tangent_like", "broadcast_like"}
+
+
+@overload(cotangent)
+def _cotangent(value, g):
+    """The seed of a compiled vjp: the cotangent ``g`` (checked against the value's shape
+    before the call, and again here for arrays), a float for a scalar output."""
+    value = _unwrap(value)
+    if _is_scalar(value) and _is_scalar(g):
+        if isinstance(g, types.Complex) or isinstance(value, types.Complex):
+            raise TypingError("srcgrad: compiled vjps of complex values are not supported")
+        return lambda value, g: float(g)
+    if isinstance(value, types.Array) and isinstance(g, types.Array) and g.ndim == value.ndim:
+        def same(value, g):
+            if g.shape != value.shape:
+                raise ValueError("srcgrad: the cotangent's shape differs from the output's")
+            return np.ascontiguousarray(g)
+        return same
+    raise TypingError(f"srcgrad: a cotangent of type {g} for an output of type {value}")
+
+
+@overload(tangent_like)
+def _tangent_like(d, x):
+    """A tangent passed to a callee: an array smaller than its value broadcast to the
+    value's shape (a scalar, the lazy zero, stays one)."""
+    x = _unwrap(x)
+    if _is_scalar(d) or not isinstance(x, types.Array):
+        return lambda d, x: d
+    if isinstance(d, types.Array) and d.ndim == x.ndim:
+        return lambda d, x: broadcast_like(d, x)
+    raise TypingError(f"srcgrad: a tangent of type {d} for a value of type {x}")
+
+
+
+@overload(broadcast_like)
+def _broadcast_like(d, ans):
+    """A tangent contribution ``d`` broadcast to the shape of the result ``ans``."""
+    ans = _unwrap(ans)
+    if not isinstance(ans, types.Array):
+        if _is_scalar(d):
+            return lambda d, ans: d
+        raise TypingError(f"srcgrad: a tangent of type {d} for a scalar result")
+    dtype = _float_dtype(d)
+    if isinstance(d, types.Array) and d.ndim == ans.ndim:
+        def same_rank(d, ans):
+            if d.shape == ans.shape:
+                return np.ascontiguousarray(d)
+            out = np.empty(ans.shape, dtype)
+            out[...] = d
+            return out
+        return same_rank
+    if _is_scalar(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
+        def spread(d, ans):
+            out = np.empty(ans.shape, dtype)
+            out[...] = d
+            return out
+        return spread
+    raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
+
+
+# -- float tapes preallocated from trip counts (sweeps.preallocate) -------------------------
+
+float_tape = _stub("float_tape")
+tape_store = _stub("tape_store")
+SUPPORTED = SUPPORTED | {"float_tape", "tape_store"}
+
+
+@overload(float_tape)
+def _float_tape(n):
+    return lambda n: np.empty(max(n, 0), np.float64)
+
+
+@overload(tape_store)
+def _tape_store(tape, pos, value):
+    """``tape[pos] = value`` for a float (float64 holds a float32 exactly); anything else is
+    refused: storing it would convert it."""
+    if isinstance(value, types.Float):
+        def store(tape, pos, value):
+            tape[pos] = value
+        return store
+    raise TypingError(f"srcgrad: a float parameter becomes a {value} inside a loop; the "
+                      f"compiled scalar gradient keeps such loops' values as floats")

@@ -12,7 +12,7 @@ of the tape rather than assume it.
 """
 from __future__ import annotations
 
-__all__ = ["Sweeps", "fuse", "split", "tape_to_stacks", "JitRewriteError"]
+__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -346,10 +346,12 @@ def _check_shapes(sweeps: Sweeps) -> None:
         raise JitRewriteError("a backward sweep taking other than (saved, g)")
 
 
-def fuse(module: ast.Module, callees: set[str],
-         adjoint_of: dict[str, str]) -> tuple[ast.Module, str]:
+def fuse(module: ast.Module, callees: set[str], adjoint_of: dict[str, str],
+         cotangent: bool = False, floats: frozenset = frozenset()) -> tuple[ast.Module, str]:
     """The factory of one function ``<name>_grad(*params) -> (value, gradients)`` running
-    the forward sweep, seeding the output's adjoint, then the backward sweep; and its name."""
+    the forward sweep, seeding the output's adjoint, then the backward sweep; and its name.
+    With ``cotangent``, ``<name>_vjp(*params, _g)``: the seed is the cotangent ``_g``.
+    ``floats``: parameters known to hold floats in every loop (see ``preallocate``)."""
     module = drop_stand_ins(copy.deepcopy(module))
     sweeps = split(module)
     _check_shapes(sweeps)
@@ -362,11 +364,17 @@ def fuse(module: ast.Module, callees: set[str],
     seed_name = bwd.args.args[1].arg
     body = list(fwd.body[:-1])
     body.append(ast.Assign(targets=[ast.Name(id=value_name, ctx=ast.Store())], value=value))
+    seed_args = [ast.Name(id=value_name, ctx=ast.Load())]
+    if cotangent:
+        g_name = fresh_name("_g", taken)
+        fwd.args.args = fwd.args.args + [ast.arg(arg=g_name)]
+        seed_args.append(ast.Name(id=g_name, ctx=ast.Load()))
     body.append(ast.Assign(
         targets=[ast.Name(id=seed_name, ctx=ast.Store())],
         value=ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
-                                          attr="seed", ctx=ast.Load()),
-                       args=[ast.Name(id=value_name, ctx=ast.Load())], keywords=[])))
+                                          attr="cotangent" if cotangent else "seed",
+                                          ctx=ast.Load()),
+                       args=seed_args, keywords=[])))
     back = [s for s in bwd.body[:max(k, 0)] if not _is_comment(s)]
     targets = unpack.targets[0].elts if isinstance(unpack.targets[0], ast.Tuple) else []
     if len(targets) != len(saved.elts):
@@ -383,15 +391,59 @@ def fuse(module: ast.Module, callees: set[str],
     grads = bwd.body[-1].value
     body.append(ast.Return(value=ast.Tuple(elts=[ast.Name(id=value_name, ctx=ast.Load()),
                                                  grads], ctx=ast.Load())))
-    body, _ = tape_to_stacks(body, taken)
+    body, stacks = tape_to_stacks(body, taken)
+    body = preallocate(body, {v: stacks[v] for v in floats if v in stacks}, taken)
     body = rename_callees(body, callees)
-    name = fwd.name[:-len("_fwd")] + "_grad" if fwd.name.endswith("_fwd") else fwd.name + "_grad"
+    suffix = "_vjp" if cotangent else "_grad"
+    name = _entry_name(fwd.name, suffix)
     fused = copy.copy(fwd)
     fused.name, fused.body = name, body
     make = sweeps.make
     make.args = _callee_args(make.args, callees)
     make.body = [fused, ast.Return(value=ast.Name(id=name, ctx=ast.Load()))]
     return module, name
+
+
+def _entry_name(fwd_name: str, suffix: str) -> str:
+    return fwd_name.removesuffix("_fwd") + suffix
+
+
+class _DropPushes(ast.NodeTransformer):
+    """The forward sweep without its tape: pushes and the tape's creation removed."""
+
+    def visit_Expr(self, node):
+        return None if _call_of(node.value, TAPE, "push") else node
+
+    def visit_Assign(self, node):
+        return None if _call_of(node.value, "_rt", "Tape") else self.generic_visit(node)
+
+    def visit_Name(self, node):
+        if node.id == TAPE:
+            raise JitRewriteError("a use of the tape other than push and pop", node)
+        return node
+
+
+def forward_only(module: ast.Module, callees: set[str]) -> ast.Module:
+    """The factory of ``<name>_value(*params) -> value``: the forward sweep alone, with no
+    tape (nothing pops it), what vjp returns before any cotangent is known."""
+    module = drop_stand_ins(copy.deepcopy(module))
+    sweeps = split(module)
+    _check_shapes(sweeps)
+    fwd = sweeps.fwd
+    value = fwd.body[-1].value.elts[0]
+    body = fwd.body[:-1] + [ast.Return(value=value)]
+    dropper = _DropPushes()
+    body = [s for s in (dropper.visit(s) for s in body) if s is not None]
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With)) and not node.body:
+            node.body = [ast.Pass()]
+    body = rename_callees(body, callees)
+    name = _entry_name(fwd.name, "_value")
+    fwd.name, fwd.body = name, body
+    make = sweeps.make
+    make.args = _callee_args(make.args, callees)
+    make.body = [fwd, ast.Return(value=ast.Name(id=name, ctx=ast.Load()))]
+    return module
 
 
 def compiled_pair(module: ast.Module, callees: set[str],
@@ -449,3 +501,137 @@ def _callee_args(args: ast.arguments, callees: set[str]) -> ast.arguments:
             params.append(a)
     args.args = params
     return args
+
+
+class _MatmulOperator(ast.NodeTransformer):
+    """``np.matmul(a, b)`` (forward mode's tangent of ``a @ b``) -> ``a @ b``: numba compiles
+    the operator (1-d and 2-d operands), not the function."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "matmul" \
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
+                and len(node.args) == 2 and not node.keywords:
+            return _located(ast.BinOp(left=node.args[0], op=ast.MatMult(),
+                                      right=node.args[1]), node)
+        return node
+
+
+def matmul_operators(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with each ``<numpy>.matmul(a, b)`` written ``a @ b``; ``numpy_names`` are
+    the global names bound to the numpy module."""
+    return _MatmulOperator(numpy_names).visit(module)
+
+
+# -- float tapes preallocated from trip counts -------------------------------------------
+
+def _trip_count(before, loop) -> str | None:
+    """The variable holding ``loop``'s trip count, when the statement ``before`` it
+    computes it as the generated sweeps do: ``_n1 = len(range(n))`` (or ``_n1 = 1000``) right
+    before ``for i in range(n)`` (or ``range(1000)``)."""
+    if not (isinstance(before, ast.Assign) and len(before.targets) == 1
+            and isinstance(before.targets[0], ast.Name) and isinstance(loop, ast.For)
+            and isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name)
+            and loop.iter.func.id == "range" and not loop.orelse):
+        return None
+    value = before.value
+    counted = isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+        and value.func.id == "len" and len(value.args) == 1 \
+        and ast.dump(value.args[0]) == ast.dump(loop.iter)
+    constant = isinstance(value, ast.Constant) and type(value.value) is int \
+        and len(loop.iter.args) == 1 and isinstance(loop.iter.args[0], ast.Constant) \
+        and loop.iter.args[0].value == value.value
+    return before.targets[0].id if counted or constant else None
+
+
+def _stack_call(node, stack: str, method: str) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+        and isinstance(node.func.value, ast.Name) and node.func.value.id == stack \
+        and node.func.attr == method
+
+
+def _pushes_of(loop: ast.For, stack: str, whole: list) -> int:
+    """How many times each iteration of ``loop`` appends to ``stack``: the appends must be
+    statements of its body itself, and none be anywhere else in ``whole``; else 0."""
+    here = [s for s in loop.body if isinstance(s, ast.Expr) and _stack_call(s.value, stack,
+                                                                             "append")]
+    everywhere = [n for s in whole for n in ast.walk(s) if _stack_call(n, stack, "append")]
+    exits = any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(loop))
+    return 0 if exits or len(here) != len(everywhere) else len(here)
+
+
+class _ArrayTape(ast.NodeTransformer):
+    """``_stack_x.append(x)`` -> ``_stack_x[_pos_x] = x; _pos_x += 1`` and
+    ``x = _stack_x.pop()`` -> ``_pos_x -= 1; x = _stack_x[_pos_x]``."""
+
+    def __init__(self, stack: str, pos: str):
+        self.stack, self.pos = stack, pos
+
+    def _index(self, ctx):
+        return ast.Subscript(value=ast.Name(id=self.stack, ctx=ast.Load()),
+                             slice=ast.Name(id=self.pos, ctx=ast.Load()), ctx=ctx)
+
+    def _step(self, op):
+        return ast.AugAssign(target=ast.Name(id=self.pos, ctx=ast.Store()), op=op,
+                             value=ast.Constant(value=1))
+
+    def visit_Expr(self, node):
+        if _stack_call(node.value, self.stack, "append"):
+            store = ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                                attr="tape_store", ctx=ast.Load()),
+                             args=[ast.Name(id=self.stack, ctx=ast.Load()),
+                                   ast.Name(id=self.pos, ctx=ast.Load()),
+                                   node.value.args[0]], keywords=[])
+            return [_located(ast.Expr(value=store), node),
+                    _located(self._step(ast.Add()), node)]
+        return node
+
+    def visit_Assign(self, node):
+        if _stack_call(node.value, self.stack, "pop"):
+            load = ast.Assign(targets=node.targets, value=self._index(ast.Load()))
+            return [_located(self._step(ast.Sub()), node), _located(load, node)]
+        return self.generic_visit(node)
+
+
+def preallocate(body: list, stacks: dict[str, str], taken: set[str]) -> list:
+    """``body`` with the stacks of ``stacks`` (variable -> stack) that hold floats, pushed once
+    or more per iteration of a top-level ``for`` loop whose trip count is computed before it,
+    made float64 arrays of that size indexed by a position (numba's list append and pop
+    cost about 12% of a scalar loop's gradient). Only variables known to hold floats in
+    every iteration are given (a float64 tape holds a float32 exactly); ``_rt.tape_store``
+    refuses, at compile time, any other value, rather than convert it."""
+    for var, stack in sorted(stacks.items()):
+        for k in range(1, len(body)):
+            count_var = _trip_count(body[k - 1], body[k])
+            count = _pushes_of(body[k], stack, body) if count_var else 0
+            if count:
+                break
+        else:
+            continue
+        pos = fresh_name(f"_pos{var}" if var.startswith("_") else f"_pos_{var}", taken)
+        size = ast.Name(id=count_var, ctx=ast.Load())
+        if count > 1:
+            size = ast.BinOp(left=size, op=ast.Mult(), right=ast.Constant(value=count))
+        alloc = ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                            attr="float_tape", ctx=ast.Load()),
+                         args=[size], keywords=[])
+        start = [ast.Assign(targets=[ast.Name(id=stack, ctx=ast.Store())], value=alloc),
+                 ast.Assign(targets=[ast.Name(id=pos, ctx=ast.Store())],
+                            value=ast.Constant(value=0))]
+        body = [s for s in body if not (isinstance(s, ast.Assign) and isinstance(
+            s.targets[0], ast.Name) and s.targets[0].id == stack and isinstance(
+            s.value, ast.List))]
+        k = next(i for i, s in enumerate(body) if i > 0
+                 and _trip_count(body[i - 1], s) == count_var and _pushes_of(s, stack, body))
+        body = body[:k] + start + body[k:]
+        rewriter = _ArrayTape(stack, pos)
+        out = []
+        for s in body:
+            new = rewriter.visit(s)
+            out.extend(new if isinstance(new, list) else [new])
+        body = out
+    return body
