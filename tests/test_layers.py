@@ -184,9 +184,9 @@ def test_the_facade_imports_the_package_at_module_level_only():
 # -- imports inside functions only where the layers cannot order them ---------------------------
 # A function-level import of a lower layer hides a dependency the module could state at its
 # top. Those left inside functions import a module of the same layer that imports them back
-# (api <-> api_forward <-> vmap: a gradient differentiated again; _tensor <-> autograd), or
-# are listed here: jit/ is being edited in parallel (issue 14).
-LAZY_DOWNWARD = {("srcgrad.jit.__init__", "srcgrad.rules")}
+# (api <-> api_forward <-> vmap: a gradient differentiated again), or jit/build.py, which
+# imports numba, an optional extra, when a compiled gradient is first asked for.
+LAZY_DOWNWARD: set = set()
 
 
 def lazy_downward_imports() -> set:

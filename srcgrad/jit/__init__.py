@@ -32,8 +32,11 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..boundary import check_cotangent
 from ..errors import SrcgradError
-from .errors import JitUnsupportedError
+from ..generated import remember
+from ..rules import registry
+from .errors import JitUnsupportedError, translate
 
 _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
 
@@ -187,7 +190,6 @@ class _Entry:
         ``JitUnsupportedError`` where numba cannot compile it, remembered under auto.
         ``fixed``: ``(Compiled, inputs)`` to run instead of the current variant and the
         values it reads from outside now."""
-        from .errors import translate
         compiled, inputs = fixed or (None, None)
         if compiled is None:
             compiled = self.compiled(build)
@@ -265,9 +267,7 @@ class _SourceView:
 
 
 def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
-    from ..rules import registry
     from .build import guard
-    from .errors import translate
 
     f, indices, single, mode = spec
     entry = _Entry(f, "grad", auto)
@@ -432,8 +432,6 @@ def jit_vjp(adj, f, args: tuple, kwargs: dict, wrt: tuple, option, *, has_aux=Fa
     running the forward sweep again, then the backward sweep seeded with ``g`` (the tape
     never leaves compiled code). None under ``jit="auto"`` when the interpreted vjp should
     run (with a warning); ``JitUnsupportedError`` under ``jit=True``."""
-    from ..boundary import check_cotangent
-    from ..generated import remember
     auto = _check_option(option)
     if not is_available():
         warnings.warn("numba is not installed: jit='auto' runs the interpreted vjp",
