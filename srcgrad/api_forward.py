@@ -29,7 +29,7 @@ from .tracebacks import user_tracebacks
 from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
                   nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
-                           RuleCall, UserCall, record_derivative)
+                           ReceiverlessCall, RuleCall, UserCall, record_derivative)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
                      SrcgradError)
 from .rules import is_nondifferentiable, lookup
@@ -276,6 +276,10 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
 def dynamic_backward_jvp(record, g, d_record, d_g):
     """Forward mode of ``api.dynamic_backward``: ``((positional, keyword), tangents)``."""
     zero = runtime.ZERO
+    if isinstance(record, ReceiverlessCall):  # a static or class method: None for obj
+        (positional, keyword), (d_positional, d_keyword) = dynamic_backward_jvp(
+            record.record, g, runtime.part(d_record, 0), d_g)
+        return ([None] + list(positional), keyword), ([zero] + list(d_positional), d_keyword)
     if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain f
         (positional, keyword), (d_positional, d_keyword) = dynamic_backward_jvp(
             record.record, g, runtime.part(d_record, APPLY_RECORD), d_g)

@@ -76,6 +76,8 @@ def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
 
 def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
     """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
+    if _receiverless(obj, name):  # a static or class method: obj is not an argument
+        return dynamic_jvp(getattr(obj, name), args, kwargs, tuple(tangents), kw_tangents)
     method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
@@ -90,6 +92,11 @@ def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
 
 def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
     """Forward mode of ``method_fwd``; ``tangents`` align with ``(obj, name) + args``."""
+    if _receiverless(obj, name):  # as method_fwd: a ReceiverlessCall record
+        (value, record), (d_value, d_record) = dynamic_forward_jvp(
+            getattr(obj, name), args, kwargs, tuple(tangents[2:]), kw_tangents)
+        return (value, ReceiverlessCall(record)), \
+            (d_value, record_derivative(ReceiverlessCall, record=d_record))
     method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
@@ -127,9 +134,27 @@ def _redispatch_fwd(helper, args, kwargs):
         return _call_fwd_fwd(args[0], args[1:], kwargs, 1)
     if helper is runtime.method_fwd:
         obj, name = args[0], args[1]
+        if _receiverless(obj, name):  # as method_fwd: obj.name(*rest), a ReceiverlessCall
+            (value, record), inner = _call_fwd_fwd(getattr(obj, name), tuple(args[2:]),
+                                                   kwargs, 1)
+            return (value, ReceiverlessCall(record)), Redispatch(_receiverless_fwd_bwd, inner)
         return _call_fwd_fwd(_method_target(obj, name), (obj,) + tuple(args[2:]), kwargs, 2,
                              receiver=True)
     return _call_bwd_fwd(args[0], args[1])
+
+
+def _receiverless(obj, name) -> bool:
+    """Whether method_fwd calls ``obj.name`` without ``obj``: a static or class method."""
+    return (type(obj), name) not in CONTAINER_METHODS and isinstance(
+        inspect.getattr_static(type(obj), name, None), (staticmethod, classmethod))
+
+
+def _receiverless_fwd_bwd(inner, g):
+    """Gradients of ``method_fwd(obj, name, *rest)``'s arguments, for a static or class
+    method, from the cotangent of its ``(value, ReceiverlessCall(record))``: none for obj
+    and the name, the call's for the rest (``inner`` ran it as ``call_fwd(fn, *rest)``)."""
+    grads, g_kwargs = inner.backward(inner.data, (part(g, 0), part(part(g, 1), 0)))
+    return [ZERO, ZERO] + list(grads[1:]), g_kwargs
 
 
 def _method_target(obj, name):
@@ -180,6 +205,10 @@ def _call_fwd_bwd(data, g):
 
 def _call_bwd_fwd(record, g):
     """``call_bwd(record, g)`` whose ``(positional, keyword)`` result can be differentiated."""
+    if isinstance(record, ReceiverlessCall):  # a static or class method: no obj gradient
+        (positional, keyword), inner = _call_bwd_fwd(record.record, g)
+        return ([None] + list(positional), keyword), \
+            Redispatch(_receiverless_bwd_bwd, (inner, len(positional)))
     if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain f
         (positional, keyword), inner = _call_bwd_fwd(record.record, g)
         result = [None, tuple(ZERO if p is None else p for p in positional),
@@ -217,6 +246,16 @@ def _call_bwd_bwd(data, g):
     (g_saved, g_g), _ = dynamic_backward(inner, tuple(g_grads[i] for i in record.wrt))
     g_record = record_derivative(UserCall, saved=_zero_if_none(g_saved))
     return [g_record, _zero_if_none(g_g)], {}
+
+
+def _receiverless_bwd_bwd(data, g):
+    """Gradients of ``call_bwd``'s ``(ReceiverlessCall(record), g)`` from the cotangent of
+    its ``([None, *positional], keyword)`` result."""
+    inner, n = data
+    g_positional = part(g, 0)
+    inner_cotangent = ([part(g_positional, i + 1) for i in range(n)], part(g, 1))
+    (g_record, g_g), _ = inner.backward(inner.data, inner_cotangent)
+    return [record_derivative(ReceiverlessCall, record=g_record), g_g], {}
 
 
 def _apply_bwd_bwd(data, g):
