@@ -26,7 +26,7 @@ from . import runtime
 from .api_forward import CallSite, SparseCallSite, get_forward, source_function
 from .adapters import has_starred_parameters
 from .errors import SrcgradError
-from .generated import Generated, cached_build, own_attributes
+from .generated import Generated, cached_build, consuming, own_attributes
 from .rules import lookup
 from .rules._helpers import expand_reduced, expand_to
 from .rules.operators import matmul_left, matmul_right
@@ -84,18 +84,20 @@ class Batched(Generated):
         return module
 
 
-def get_batched(fn: Callable, positions: tuple[int, ...], quiet: bool = False):
+def get_batched(fn: Callable, positions: tuple[int, ...], quiet: bool = False,
+                consumed: frozenset = frozenset()):
     """``(build, None)`` for ``fn`` with parameters ``positions`` batched, or ``(None, why)``
-    when its body cannot be batched (with a warning unless ``quiet``)."""
+    when its body cannot be batched (with a warning unless ``quiet``). ``consumed``: the
+    parameters its call site hands over (Context.consumed)."""
     func = function_key(fn)
     failed = _FAILED.get(func.__code__, {})
-    if positions in failed:
-        return None, failed[positions]
+    if (positions, consumed) in failed:
+        return None, failed[positions, consumed]
     try:
-        return cached_build(_CACHE, Batched, func, positions), None
+        return cached_build(_CACHE, consuming(Batched, consumed), func, positions), None
     except SrcgradError as e:
         why = str(e)
-        _FAILED.setdefault(func.__code__, {})[positions] = why
+        _FAILED.setdefault(func.__code__, {})[positions, consumed] = why
         if quiet:
             return None, why
         name = getattr(func, "__qualname__", "f")
@@ -121,9 +123,10 @@ def _transformable(fn) -> bool:
     return module.split(".")[0] not in ("numpy", "scipy", "srcgrad")
 
 
-def batched_call(fn, args, kwargs, batched, size: int):
+def batched_call(fn, args, kwargs, batched, size: int, consumed: tuple = ()):
     """``fn(*args, **kwargs)`` for every example at once; ``batched`` names the positions
-    and keywords holding batched values. Generated batched code calls this."""
+    and keywords holding batched values, ``consumed`` the parameters the call site hands
+    over. Generated batched code calls this."""
     batched = batching.really_batched(args, kwargs, batched)
     if not batched:  # only Python numbers, the same for every example
         return batching.lift(fn(*args, **kwargs), size)
@@ -145,7 +148,7 @@ def batched_call(fn, args, kwargs, batched, size: int):
             positions.add(names.index(key))
         else:
             positions.add(key + len(bound))
-    built, _ = get_batched(func, tuple(sorted(positions)))
+    built, _ = get_batched(func, tuple(sorted(positions)), consumed=frozenset(consumed))
     if built is None:
         return batching.per_example(fn, args, kwargs, set(batched), size)
     if not built.speculative:

@@ -1009,3 +1009,12 @@ def test_alias_still_sharing_data_is_refused(fn):
     with pytest.raises(srcgrad.SrcgradError, match="share"):
         srcgrad.grad(fn)(X3.copy())
     np.testing.assert_array_equal(G3, [1.0, 2.0, 3.0])
+
+
+def test_vmap_of_a_function_handing_an_array_over():
+    """vmap batched the helper without knowing its call site handed the array over: its
+    in-place update was refused at run time."""
+    xs = np.random.default_rng(2).standard_normal((4, 3))
+    batched = srcgrad.vmap(hands_over_in_a_loop)(xs)
+    np.testing.assert_allclose(batched, [hands_over_in_a_loop(x.copy()) for x in xs],
+                               rtol=1e-12)

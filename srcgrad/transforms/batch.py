@@ -375,12 +375,17 @@ class _Batcher:
                 [(k.arg, k.value) for k in call.keywords]
             return self.helper("apply_method", func.value, A.const(func.attr),
                                _tuple(call.args), _dict(call.keywords), self.mask(items))
-        return self.apply(func, call.args, call.keywords, stmt)
+        return self.apply(func, call.args, call.keywords, stmt,
+                          getattr(call, "srcgrad_consumed", ()))
 
-    def apply(self, fn, args, keywords, stmt) -> gast.Call:
+    def apply(self, fn, args, keywords, stmt, consumed=()) -> gast.Call:
+        """``batched_call(fn, args, kwargs, batched, size[, handed over])``; the names of the
+        parameters the call site hands over (desugar.hand_over) go along, so the callee's
+        batched build may update them in place too."""
         items = list(enumerate(args)) + [(k.arg, k.value) for k in keywords]
+        extra = [_tuple([A.const(n) for n in sorted(consumed)])] if consumed else []
         return A.call(A.load(self.ctx_call), fn, _tuple(args), _dict(keywords),
-                      self.mask(items), A.load(self.size))
+                      self.mask(items), A.load(self.size), *extra)
 
 
 def _tuple(items) -> gast.Tuple:
