@@ -1018,3 +1018,28 @@ def test_vmap_of_a_function_handing_an_array_over():
     batched = srcgrad.vmap(hands_over_in_a_loop)(xs)
     np.testing.assert_allclose(batched, [hands_over_in_a_loop(x.copy()) for x in xs],
                                rtol=1e-12)
+
+
+# == a view made by a chain of views =============================================================
+# fuzzer seed 25 program 366 (wrong at the start of this session too): `y = x.reshape(1,
+# 3).reshape(3)` was not taken for a view of x, since the variable under the outer reshape is a
+# call, so `x -= x` changed y in numpy but not in srcgrad's rewrite: a silent wrong value and
+# gradient. The root of a chain of views is followed now, and a view expression whose root is
+# not known takes every name it reads for a candidate.
+
+def view_by_a_chain_of_reshapes(x):
+    y = (x.reshape(1, 3)).reshape(3)
+    x -= x                       # numpy: y becomes zeros as well
+    return np.sum(x + y)
+
+
+def view_of_a_transposed_row(x):
+    m = x * np.ones((2, 1))
+    r = m[0].T[::-1]
+    m *= 2.0                     # numpy: r changes as well
+    return np.sum(r * x)
+
+
+@pytest.mark.parametrize("fn", [view_by_a_chain_of_reshapes, view_of_a_transposed_row])
+def test_view_made_by_a_chain_of_views(fn):
+    assert_right_or_refused(fn, X3)

@@ -417,7 +417,9 @@ class _Desugar:
                 and isinstance(s.targets[0], gast.Name):
             views = {s.targets[0].id}
             if _may_be_view(s.value):
-                bases = _viewed_names(s.value)
+                # (names read, when which one is viewed is not known: more checks, never
+                # a view missed)
+                bases = _viewed_names(s.value) or A.names_read(s.value)
             elif isinstance(s.value, _NO_SHARED_DATA):
                 return
             else:
@@ -1496,14 +1498,25 @@ def _viewed_name(value) -> str | None:
         names = sorted(_viewed_names(value))
         return names[0] if names else None
     if isinstance(value, (gast.Subscript, gast.Attribute)):
-        return _root(value.value)
+        return _view_root(value.value)
     if isinstance(value, gast.Call):
         func = value.func
         if isinstance(func, gast.Attribute) and not (isinstance(func.value, gast.Name)
                                                      and func.value.id in ("np", "numpy")):
-            return _root(func.value)  # y.reshape(...)
+            return _view_root(func.value)  # y.reshape(...)
         if value.args:
-            return _root(value.args[0])  # np.reshape(y, ...)
+            return _view_root(value.args[0])  # np.reshape(y, ...)
+    return None
+
+
+def _view_root(value) -> str | None:
+    """The variable at the root of a chain of views: ``y`` in ``y[0]``,
+    ``y.reshape(1, 3).reshape(3)``, ``np.transpose(y.T)``. (A chain through anything else,
+    an operator or another call, makes new data: None.)"""
+    if isinstance(value, gast.Name):
+        return value.id
+    if _may_be_view(value):
+        return _viewed_name(value)
     return None
 
 
