@@ -1043,3 +1043,35 @@ def view_of_a_transposed_row(x):
 @pytest.mark.parametrize("fn", [view_by_a_chain_of_reshapes, view_of_a_transposed_row])
 def test_view_made_by_a_chain_of_views(fn):
     assert_right_or_refused(fn, X3)
+
+
+# == a view made in a branch, or later in a loop ================================================
+# fuzzer seed 25 program 1294 (wrong at the start of this session too): `v3 = x.reshape(1, 3)`
+# in an `if`, then `v3 -= ...` after it; the facts of what may see whose data were kept only
+# for the statements dominating the update, and a name made later from v3 made v3's check
+# precise, against that name alone: x changed in numpy, not in srcgrad. Every name any
+# statement relates to the updated one is now checked at run time (unseen_views_guard).
+
+def view_made_in_a_branch_then_updated(x):
+    v = np.array([[1.0, 2.0, 3.0]])
+    if np.sin(x[2]) <= 0.9:
+        v = x.reshape(1, 3)
+    w = np.sum(v) * 2.0
+    v -= np.square(v) / (1.5 + np.cos(w))   # numpy: x changes too when the branch ran
+    return np.sum(x * x) + w
+
+
+def view_made_later_in_a_loop(x):
+    y = x * 1.0
+    v = x * 2.0
+    total = 0.0
+    for _ in range(2):
+        v -= 1.0                 # the second time, v is a view of y
+        v = y[:3]
+        total = total + np.sum(y * x)
+    return total
+
+
+@pytest.mark.parametrize("fn", [view_made_in_a_branch_then_updated, view_made_later_in_a_loop])
+def test_view_made_in_a_branch_or_later_in_a_loop(fn):
+    assert_right_or_refused(fn, X3)

@@ -338,6 +338,16 @@ class _Desugar:
                 self.spans.append((_start(node), _end(node)))
         self.loops = [(_start(n), _end(n)) for n in gast.walk(tree) if isinstance(
             n, (gast.For, gast.While))] if tree is not None else []
+        # every relation "may see the data of" any statement makes, wherever it is (view_of
+        # keeps only those of the statements dominating the current one): what a view made
+        # in a branch, or later in a loop, may still see (unseen_views_guard)
+        self.may_share: dict[str, set[str]] = {}
+        for node in gast.walk(tree) if tree is not None else ():
+            relation = _view_relation(node) if isinstance(node, gast.stmt) else None
+            for view in relation[0] if relation else ():
+                for base in relation[1] - {view}:
+                    self.may_share.setdefault(view, set()).add(base)
+                    self.may_share.setdefault(base, set()).add(view)
         # views assigned earlier in the statements that dominate the current one, by the
         # array they view (y -> {v} after v = y[:1]): updating y in place changes v
         self.view_of: dict[str, set[str]] = {}
@@ -395,37 +405,10 @@ class _Desugar:
             for names in self.view_of.values():
                 names -= gone
             return
-        if isinstance(s, gast.For):
-            views, bases = A.names_written(s.target), A.names_read(s.iter)
-        elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
-                and isinstance(s.value.func, gast.Attribute) \
-                and s.value.func.attr in _STORING_METHODS:
-            # xs.append(v), d.update(...): the container now holds what its arguments hold
-            views = {_root(s.value.func.value)} - {None}
-            bases = set().union(*[A.names_read(a) for a in s.value.args],
-                                *[A.names_read(k.value) for k in s.value.keywords])
-        elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], (gast.Subscript, gast.Attribute)):
-            views, bases = {_root(s.targets[0])} - {None}, A.names_read(s.value)  # d[k] = v
-        elif isinstance(s, gast.AugAssign):  # xs += [v]: a list extended in place
-            views, bases = {_root(s.target)} - {None}, A.names_read(s.value)
-        elif isinstance(s, gast.Assign) and (len(s.targets) > 1 or not isinstance(
-                s.targets[0], gast.Name)):  # a, b = y, e; a = b = y
-            views = set().union(*[A.names_written(t) for t in s.targets])
-            bases = A.names_read(s.value)
-        elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name):
-            views = {s.targets[0].id}
-            if _may_be_view(s.value):
-                # (names read, when which one is viewed is not known: more checks, never
-                # a view missed)
-                bases = _viewed_names(s.value) or A.names_read(s.value)
-            elif isinstance(s.value, _NO_SHARED_DATA):
-                return
-            else:
-                bases = A.names_read(s.value)
-        else:
+        relation = _view_relation(s)
+        if relation is None:
             return
+        views, bases = relation
         for view in views:
             for base in bases - {view}:
                 for root in [base] + [b for b, vs in self.view_of.items() if base in vs]:
@@ -869,6 +852,42 @@ class _Desugar:
                           gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
                           message=message, at=s)
 
+    def unseen_views_guard(self, name: str, s, guards: list) -> list:
+        """Before ``name`` changes in place: the run-time check against every name that may
+        share its data by any statement of the function (a view made in a branch, or later
+        in a loop, which the dominating facts of ``view_of`` do not have), less those the
+        ``guards`` already check. ``refuse_shared_locals`` skips the names not bound then."""
+        checked = {name}
+        for g in guards:
+            call = g.value if isinstance(g, gast.Expr) else None
+            helper = getattr(getattr(call, "func", None), "attr", None)
+            if helper == "refuse_shared_array":
+                return []  # every array is refused
+            for arg in call.args if helper in ("refuse_viewed", "refuse_shared_locals") else ():
+                if isinstance(arg, gast.Tuple):
+                    checked |= {e.id if isinstance(e, gast.Name) else e.value
+                                for e in arg.elts}
+        component, todo = set(), [name]
+        while todo:
+            for other in self.may_share.get(todo.pop(), ()):
+                if other not in component:
+                    component.add(other)
+                    todo.append(other)
+        local = sorted(n for n in component - checked if n in self.scope_names)
+        outside = sorted(n for n in component - checked
+                         if n not in self.scope_names and self.is_global(n))
+        if not local and not outside:
+            return []
+        which = ", ".join(local + outside)
+        message = (f"{self.ctx.location(s)}: an in-place update of '{name}' while {which} may "
+                   f"share its data (numpy would change both) is not supported (in "
+                   f"{self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
+                   f"write {name} = ... to make a new array.")
+        return [self.check("refuse_shared_locals", A.load(name), A.call(A.load("locals")),
+                           gast.Tuple(elts=[A.const(n) for n in local], ctx=gast.Load()),
+                           gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                           message=message, at=s)]
+
     def made_before(self, name: str, s) -> bool:
         """Whether a statement making ``name`` an alias or a view may run before ``s``: it
         comes earlier in the text, or a loop holds both (an alias made after an in-place
@@ -912,6 +931,8 @@ class _Desugar:
                                     message=message, at=s)]
         if isinstance(target, gast.Name):
             guard = self.view_guard(target.id, s) + guard
+            if (A.names_read(s.value) | {target.id}) & self.ctx.varied:
+                guard += self.unseen_views_guard(target.id, s, guard)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
             loc = self.ctx.location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
@@ -1003,6 +1024,8 @@ class _Desugar:
                     shared = [self.sources_guard(base.id, sources, s)]
             guard = shared + (self.view_guard(base.id, s) if isinstance(base, gast.Name)
                               else [])
+            if isinstance(base, gast.Name):
+                guard += self.unseen_views_guard(base.id, s, guard)
             if isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
                 inner = target.value
                 message = (f"{self.ctx.location(s)}: assignment into an element of an array "
@@ -1474,6 +1497,44 @@ _NO_SHARED_DATA = (gast.Compare, gast.BoolOp, gast.Constant, gast.JoinedStr)
 _VIEW_FUNCTIONS = {"reshape", "ravel", "transpose", "swapaxes", "moveaxis", "squeeze",
                    "expand_dims", "broadcast_to", "view", "T", "real", "imag", "diagonal",
                    "asarray", "atleast_1d", "atleast_2d", "atleast_3d", "flat"}
+
+
+def _view_relation(s):
+    """``(views, bases)`` of a statement: after it, each name in ``views`` may see the data of
+    each name in ``bases`` (``v = y[:1]``, ``d[k] = v``, ``xs.append(v)``, a loop target...),
+    or None when it makes no such relation."""
+    if isinstance(s, gast.For):
+        views, bases = A.names_written(s.target), A.names_read(s.iter)
+    elif isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) \
+            and isinstance(s.value.func, gast.Attribute) \
+            and s.value.func.attr in _STORING_METHODS:
+        # xs.append(v), d.update(...): the container now holds what its arguments hold
+        views = {_root(s.value.func.value)} - {None}
+        bases = set().union(*[A.names_read(a) for a in s.value.args],
+                            *[A.names_read(k.value) for k in s.value.keywords])
+    elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], (gast.Subscript, gast.Attribute)):
+        views, bases = {_root(s.targets[0])} - {None}, A.names_read(s.value)  # d[k] = v
+    elif isinstance(s, gast.AugAssign):  # xs += [v]: a list extended in place
+        views, bases = {_root(s.target)} - {None}, A.names_read(s.value)
+    elif isinstance(s, gast.Assign) and (len(s.targets) > 1 or not isinstance(
+            s.targets[0], gast.Name)):  # a, b = y, e; a = b = y
+        views = set().union(*[A.names_written(t) for t in s.targets])
+        bases = A.names_read(s.value)
+    elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], gast.Name):
+        views = {s.targets[0].id}
+        if _may_be_view(s.value):
+            # (names read, when which one is viewed is not known: more checks, never
+            # a view missed)
+            bases = _viewed_names(s.value) or A.names_read(s.value)
+        elif isinstance(s.value, _NO_SHARED_DATA):
+            return None
+        else:
+            bases = A.names_read(s.value)
+    else:
+        return None
+    return views, bases
 
 
 def _viewed_names(value) -> set[str]:
