@@ -192,10 +192,13 @@ def test_each_statement_is_differentiated_once(monkeypatch):
     import srcgrad.api
     from srcgrad.transforms.reverse import ReverseGenerator
 
-    visits = {}
+    visits, alive = {}, []
     original = ReverseGenerator.backward_stmt
 
     def counting(self, s, state):
+        # (kept alive: grad builds a scalar variant too, and a node freed in between could
+        # lend its id to one of the other build's)
+        alive.append(s)
         visits[id(s)] = visits.get(id(s), 0) + 1
         return original(self, s, state)
 
