@@ -4,6 +4,7 @@ functional updates through runtime helpers); loops over varied sequences iterate
 """
 from __future__ import annotations
 
+import inspect
 import types
 
 import gast
@@ -58,6 +59,7 @@ def _end(node) -> tuple | None:
 
 
 _MUTATED: dict = {}
+_STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS  # (*args, **kwargs: fixed-arity adapters)
 
 
 def _mutated_parameters(fn, depth: int = 0) -> frozenset:
@@ -80,7 +82,7 @@ def _mutated_parameters(fn, depth: int = 0) -> frozenset:
             continue
         callee = fn.__globals__.get(call.func.id)
         if not isinstance(callee, types.FunctionType) or lookup(callee) is not None \
-                or callee.__code__.co_flags & 0x0C:
+                or callee.__code__.co_flags & _STARRED:
             continue
         inner = _mutated_parameters(callee, depth + 1)
         names = list(callee.__code__.co_varnames[:callee.__code__.co_argcount
@@ -529,7 +531,7 @@ class _Desugar:
         except (KeyError, AttributeError):
             return None
         if not isinstance(fn, types.FunctionType) or hasattr(fn, "__srcgrad_grad__") \
-                or fn.__code__.co_flags & 0x0C or lookup(fn) is not None:  # (*args, **kw)
+                or fn.__code__.co_flags & _STARRED or lookup(fn) is not None:
             return None
         return fn
 
