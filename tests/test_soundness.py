@@ -624,3 +624,48 @@ def test_an_operand_with_its_own_operators_outside_wrt_is_refused():
     s = SquaresOnMultiplyHolding(np.array([1.0, 2.0]))  # was an object array of arrays
     with pytest.raises(SrcgradError, match="array of Python objects"):
         srcgrad.grad(times_argument_object, wrt=1)(s, np.array([3.0, 4.0]))
+
+
+# -- single-pass iterators: a generator or map consumed twice is not a list ---------------------
+# (each gave a silent wrong value and gradient: both sums counted the items, where Python's
+# second sum of the exhausted iterator is 0)
+def _sum_twice(items):
+    return sum(items) + sum(items)
+
+
+def generator_passed_to_a_helper(x):
+    return np.sum(_sum_twice(v * 2 for v in [x, x]))
+
+
+def map_passed_to_a_helper(x):
+    return np.sum(_sum_twice(map(np.sin, [x, x])))
+
+
+def map_object_read_twice(x):
+    m = map(np.sin, [x, 2 * x])
+    a = sum(m)
+    b = sum(m)
+    return np.sum(a + b)
+
+
+@pytest.mark.parametrize("f", [generator_passed_to_a_helper, map_passed_to_a_helper,
+                               map_object_read_twice])
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_single_pass_iterators_are_refused_not_read_as_lists(f, mode):
+    x = np.array([0.1, 0.2])
+    with pytest.raises(SrcgradError, match="test_soundness.py:"):
+        if mode == "grad":
+            srcgrad.value_and_grad(f)(x)
+        else:
+            srcgrad.jvp(f, (x,), (x,))
+
+
+def map_consumed_by_a_for_loop_and_numpy(x):
+    total = 0.0
+    for v in map(np.sin, [x, x ** 2]):
+        total = total + v
+    return np.sum(total * sum(map(np.cos, [x, 3 * x])))
+
+
+def test_map_consumed_at_once_is_differentiated():
+    check_grad(map_consumed_by_a_for_loop_and_numpy, (np.array([0.1, 0.2, -0.4]),))

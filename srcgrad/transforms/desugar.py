@@ -1320,7 +1320,8 @@ class _CompHoister(gast.NodeTransformer):
         self.owner, self.pre, self.at = owner, pre, at
         # generator expressions whose consumer takes all their items at once
         self.consumed: set[int] = set()
-        if isinstance(at, gast.For) and isinstance(at.iter, gast.GeneratorExp):
+        if isinstance(at, gast.For) and (isinstance(at.iter, gast.GeneratorExp)
+                                         or _is_map_call(at.iter, owner.ctx)):
             self.consumed.add(id(at.iter))
 
     def visit_Lambda(self, node):
@@ -1344,21 +1345,29 @@ class _CompHoister(gast.NodeTransformer):
         return node
 
     def visit_Call(self, node):
-        if not (isinstance(node.func, gast.Name) and node.func.id in ("next", "iter")):
-            self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)}
+        if _consumes_at_once(node, self.owner.ctx):
+            self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)
+                              or _is_map_call(a, self.owner.ctx)}
         return self.visit_map(node)
 
     def visit_map(self, node):
-        """``map(f, xs)`` of differentiable values is ``[f(v) for v in xs]`` (a list, which
-        every use of map's iterator also accepts)."""
-        if (isinstance(node.func, gast.Name) and node.func.id == "map" and len(node.args) == 2
-                and not node.keywords and A.names_read(node) & self.owner.ctx.varied
-                and _builtin(node.func.id, self.owner.ctx)):
-            item = self.owner.ctx.namer.unique("_v")
+        """``map(f, xs)`` of differentiable values consumed at once (like a generator
+        expression) is ``[f(v) for v in xs]``. Anywhere else its single-pass iterator would
+        differ from a list (a second ``sum(m)`` is 0), so it is left to be refused."""
+        if (id(node) in self.consumed and A.names_read(node) & self.owner.ctx.varied
+                and _is_map_call(node, self.owner.ctx)):
+            items = [self.owner.ctx.namer.unique("_v") for _ in node.args[1:]]
+            if len(items) == 1:  # map(f, xs)
+                target, seq = A.store(items[0]), node.args[1]
+            else:  # map(f, xs, ys): zip's items, as long as the shortest
+                target = gast.Tuple(elts=[A.store(v) for v in items], ctx=gast.Store())
+                seq = gast.Call(func=A.load("zip"), args=node.args[1:], keywords=[])
+                if not _builtin("zip", self.owner.ctx):
+                    self.generic_visit(node)
+                    return node
             comp = gast.ListComp(
-                elt=gast.Call(func=node.args[0], args=[A.load(item)], keywords=[]),
-                generators=[gast.comprehension(target=A.store(item), iter=node.args[1],
-                                               ifs=[], is_async=0)])
+                elt=gast.Call(func=node.args[0], args=[A.load(v) for v in items], keywords=[]),
+                generators=[gast.comprehension(target=target, iter=seq, ifs=[], is_async=0)])
             return self.visit_ListComp(A.located(comp, node))
         self.generic_visit(node)
         return node
@@ -1474,6 +1483,50 @@ def _is_range(node, ctx: Context) -> bool:
     try:
         import builtins
         return ctx.lookup_static("range") is builtins.range
+    except (KeyError, AttributeError):
+        return False
+
+
+def _is_map_call(node, ctx: Context) -> bool:
+    """``node`` is ``map(f, xs, ...)`` (builtin map, also under another name)."""
+    return (isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
+            and len(node.args) >= 2 and not node.keywords
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+            and _is_builtin(node.func.id, "map", ctx))
+
+
+def _consumers() -> frozenset:
+    """Functions that read every item of an iterable argument once, during the call, and keep
+    no iterator over it: a generator or map there may be the list of its items."""
+    import builtins
+    import functools
+    import math
+    names = ("sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all",
+             "dict")
+    return frozenset(id(f) for f in (
+        *(getattr(builtins, n) for n in names), math.fsum, math.prod, functools.reduce,
+        np.fromiter))
+# (np.array of a generator is a 0-d object array, np.stack/concatenate refuse one: not here)
+
+
+_CONSUMERS = _consumers()
+
+
+def _consumes_at_once(call, ctx: Context) -> bool:
+    try:
+        return id(static_value(call.func, ctx)) in _CONSUMERS
+    except KeyError:
+        return False
+
+
+def _is_builtin(name: str, builtin: str, ctx: Context) -> bool:
+    """``name`` refers to the builtin ``builtin`` (``_map = map`` counts) in the function's
+    scope."""
+    import builtins
+    if name in ctx.local_names:
+        return False
+    try:
+        return ctx.lookup_static(name) is getattr(builtins, builtin)
     except (KeyError, AttributeError):
         return False
 
