@@ -118,6 +118,7 @@ def _build_direct(func, n: int, keys: tuple):
     code = func.__code__
     names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     positional = names[:code.co_argcount]
+    posonly = positional[:code.co_posonlyargcount]
     i = code.co_argcount + code.co_kwonlyargcount
     vararg = code.co_varnames[i] if code.co_flags & inspect.CO_VARARGS else None
     kwarg = code.co_varnames[i + bool(vararg)] if code.co_flags & inspect.CO_VARKEYWORDS \
@@ -130,7 +131,7 @@ def _build_direct(func, n: int, keys: tuple):
                         f"arguments but {n} were given")
     rest = {}
     for k in keys:
-        if k in names and k not in args:
+        if k in names and k not in args and k not in posonly:  # else it goes to **kwargs
             args[k] = k
         elif kwarg is not None:
             rest[k] = k
@@ -141,7 +142,9 @@ def _build_direct(func, n: int, keys: tuple):
     if kwarg is not None:
         args[kwarg] = "{" + ", ".join(f"{k!r}: {k}" for k in rest) + "}"
     signature = ", ".join(params + (["*"] + list(keys) if keys else []))
-    call = ", ".join(f"{name}={value}" for name, value in args.items())
+    # positional-only parameters cannot be named in the call
+    call = ", ".join(value if name in posonly else f"{name}={value}"
+                     for name, value in args.items())
     source = f"def adapter({signature}):\n    return twin({call})\n"
     name = f"{func.__name__} adapter".replace("<lambda>", "lambda")
     return _compiled(source, name, "adapter", {"twin": twin_of(func)})

@@ -73,12 +73,28 @@ def relocated_traceback(e: BaseException):
         _add_note(e, f"srcgrad: raised at {filename}:{line} in {function}()"
                   + (f": {text}" if text else "")
                   + f"\n  (generated code: {generated}, line {tb.tb_lineno}"
-                  + (f": {generated_text})" if generated_text else ")"))
+                  + (f": {generated_text})" if generated_text else ")")
+                  + _callers(inner[:-1], (filename, line)))
     try:
         e._srcgrad_relocated = True
     except AttributeError:
         pass
     return new
+
+
+def _callers(outer, innermost) -> str:
+    """Lines naming the user lines that called the one raising, innermost first: a refusal
+    inside a library function srcgrad differentiates (collections' ``_replace``, scipy's
+    source) then names the user's call site too."""
+    lines, seen = [], {innermost}
+    for _, (filename, function, line) in reversed(outer):
+        if (filename, line) in seen:
+            continue
+        seen.add((filename, line))
+        text = _source_line(filename, line)
+        lines.append(f"\n  called from {filename}:{line} in {function}()"
+                     + (f": {text}" if text else ""))
+    return "".join(lines)
 
 
 def _add_note(e: BaseException, note: str) -> None:

@@ -143,6 +143,27 @@ def partial_of_partial(x):
     return np.sum(functools.partial(inner)(np.cos(x)))
 
 
+def _scaled_by_keyword(v, /, **kw):
+    # 'v' is positional-only: the keyword v= below goes to **kw, as in Python
+    return v * kw["v"] + kw.get("w", 0.0)
+
+
+def positional_only_and_kwargs(x):
+    return np.sum(_scaled_by_keyword(x, v=np.sin(x), w=x ** 2))
+
+
+_map = map  # an alias, as collections' namedtuple methods use
+
+
+def map_over_two_sequences(x):
+    return np.sum(sum(map(_pair, [x, 2 * x], [np.cos(x), x])))
+
+
+def map_by_alias_over_unequal_lengths(x):
+    # map stops at the shortest sequence, like zip
+    return np.sum(sum(_map(lambda a, b: a * b, [x, x ** 2, x ** 3], (np.sin(x), x))))
+
+
 # -- 4. function values reading differentiable variables -----------------------------------
 def _apply_twice(f, v):
     return f(v) + f(2 * v)
@@ -267,7 +288,8 @@ def test_unhandled_exception_propagates_after_finally():
 
 CASES = [rnn_step_with_varargs_helper, kwargs_helper, varargs_lambda, through_a_generic_decorator, starred_call_arguments,
          double_starred_call_arguments, zip_of_starred_pairs, partial_mapped_over_data,
-         partial_of_partial, lambda_value_capturing_active, lambdas_stored_in_a_list,
+         partial_of_partial, positional_only_and_kwargs, map_over_two_sequences,
+         map_by_alias_over_unequal_lengths, lambda_value_capturing_active, lambdas_stored_in_a_list,
          lambda_returned_from_a_helper, nested_def_passed_as_value, nonlocal_accumulator]
 
 
