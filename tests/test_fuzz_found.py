@@ -9,6 +9,7 @@ as the right value and gradient, never the value of a copy.
 """
 from __future__ import annotations
 
+import gast
 import numpy as np
 import pytest
 
@@ -1075,3 +1076,49 @@ def view_made_later_in_a_loop(x):
 @pytest.mark.parametrize("fn", [view_made_in_a_branch_then_updated, view_made_later_in_a_loop])
 def test_view_made_in_a_branch_or_later_in_a_loop(fn):
     assert_right_or_refused(fn, X3)
+
+
+# == an attribute chain on a comprehension's variable ==========================================
+# fuzzer seed 28 program 204 (wrong before this session; the generator did not write
+# generator expressions then): `sum(u.T.T for u in [y * ...])` had a zero gradient in y. The
+# comprehension's variable is renamed (`_u`) by desugar, and ANF took a chain on a name it did
+# not know as a local for a module reference like `np.linalg.norm`, so `_t = _u.T.T` stayed
+# whole, and the backward sweep skipped an operand that was not a name. ANF now counts the
+# names earlier passes bind as locals, and the backward sweep raises an InternalError on an
+# active operand it cannot read.
+
+def attribute_chain_in_a_generator(x):
+    return np.sum(np.sin(sum(u.T.T for u in [x * np.ones((2, 3))])))
+
+
+def attribute_chain_in_a_list_comprehension(x):
+    rows = [u.real.T * u for u in [x, x[::-1]]]
+    return np.sum(rows[0] + np.cos(rows[1]))
+
+
+@pytest.mark.parametrize("fn", [attribute_chain_in_a_generator,
+                                attribute_chain_in_a_list_comprehension])
+def test_attribute_chain_on_a_comprehension_variable(fn):
+    check_grad(fn, (X3,))
+    v = np.array([0.2, -0.7, 0.4])
+    _, tangent = srcgrad.jvp(fn, (X3,), (v,))
+    numeric = (fn(X3 + 1e-6 * v) - fn(X3 - 1e-6 * v)) / 2e-6
+    assert np.isclose(tangent, numeric, rtol=1e-6, atol=1e-8)
+    h = srcgrad.hessian(fn)(X3)
+    g = srcgrad.grad(fn)
+    numeric_h = np.stack([(g(X3 + 1e-6 * e) - g(X3 - 1e-6 * e)) / 2e-6 for e in np.eye(3)])
+    assert np.allclose(h, numeric_h, rtol=1e-5, atol=1e-6)
+
+
+def test_an_operand_the_backward_sweep_cannot_read_is_an_internal_error(monkeypatch):
+    # the safety net under the ANF fix: without it, the same program must not give a number
+    from srcgrad.transforms import anf
+    monkeypatch.setattr(anf, "is_static_ref", lambda node, ctx: isinstance(
+        node, gast.Attribute) and isinstance(node.value, gast.Attribute))
+
+    def chain(x):
+        u = x * 2.0
+        return np.sum(u.real.T)
+
+    with pytest.raises(srcgrad.InternalError, match="not a name after normalization"):
+        srcgrad.grad(chain)(X3)

@@ -189,3 +189,8 @@ def function_def(name: str, args: gast.arguments, body: list) -> gast.FunctionDe
     """``def name(args): body``, undecorated."""
     return gast.FunctionDef(name=name, args=args, body=body, decorator_list=[], returns=None,
                             type_comment=None, type_params=[])
+
+
+# expressions ANF splits when they read differentiable values, so that the transforms see names
+# as their operands: meeting one of them there with an active name inside is a broken invariant
+SPLIT_BY_ANF = (gast.Attribute, gast.Subscript, gast.BinOp, gast.UnaryOp, gast.IfExp)

@@ -119,8 +119,15 @@ class ForwardGenerator:
 
     def kind_of(self, node, st: _State) -> str | None:
         """Tangent kind of an operand (None: zero)."""
-        if isinstance(node, gast.Name) and node.id in self.ctx.active:
-            return st.kind(node.id)
+        if isinstance(node, gast.Name):
+            return st.kind(node.id) if node.id in self.ctx.active else None
+        if isinstance(node, gast.Starred):  # (refused by the caller when active)
+            return self.kind_of(node.value, st)
+        if isinstance(node, A.SPLIT_BY_ANF) and A.names_read(node) & self.ctx.active:
+            # never a silently missing tangent (nested calls of helpers without a derivative,
+            # `_rt.shape_like(t)` in generated sweeps, stay whole and carry none)
+            raise InternalError("forward", f"the active operand of {type(node).__name__} is "
+                                f"not a name after normalization")
         return None
 
     def tangent(self, node, st: _State):

@@ -341,13 +341,20 @@ class ReverseGenerator:
             return self.element_contributions(value, v, state, s)
         if isinstance(value, gast.Call):
             return self.call_contributions(value, v, state, s)
-        if isinstance(value, gast.Constant):
-            return []
-        return []
+        self.unnormalized(value, s)
+        return []  # constants, comparisons, lambdas, f-strings: no derivative
+
+    def unnormalized(self, node, s) -> None:
+        """An expression reading active names in a form the normalization should have split:
+        an internal error, never a silently missing contribution."""
+        if isinstance(node, A.SPLIT_BY_ANF) and A.names_read(node) & self.ctx.active:
+            raise InternalError("reverse", f"the active operand of {type(node).__name__} is "
+                                f"not a name after normalization", self.ctx.location(s))
 
     def subscript_contributions(self, value, v, state, s) -> list:
         base = value.value
         if not self.is_active(base):
+            self.unnormalized(base, s)
             return []
         b = self.adj(base.id)
         acc = ZERO if b in state.zero else A.load(b)
@@ -382,6 +389,7 @@ class ReverseGenerator:
             return self.rule_contributions(r.obj, [value.value], {}, v, state, s)
         base = value.value
         if not self.is_active(base):
+            self.unnormalized(base, s)
             return []
         b = self.adj(base.id)
         acc = ZERO if b in state.zero else A.load(b)
@@ -423,6 +431,8 @@ class ReverseGenerator:
         ctx = self.ctx
         if rule is None:
             raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
+        for a in list(args) + list(keywords.values()):
+            self.unnormalized(a, s)
         bound = bind_rule_call(rule, args, keywords)
         # an active operand the rule does not differentiate would silently get no gradient
         out = [nondiff_guard(ctx, rule, what, a, s) for what, _, a in bound.nondiff
