@@ -164,6 +164,18 @@ def map_by_alias_over_unequal_lengths(x):
     return np.sum(sum(_map(lambda a, b: a * b, [x, x ** 2, x ** 3], (np.sin(x), x))))
 
 
+def map_of_lambdas_reading_a_reassigned_variable(x):
+    # consumed at once, map(lambda u: e, xs) is [e for u in xs]: the lambdas read y as it is
+    # at that point, as Python's calls do (a function value kept for later is refused)
+    y = x * 2.0
+    y = np.sin(y)
+    total = sum(map(lambda u: u * y, [x, x ** 2]))
+    for t in map(lambda a, b: a * b * y, [x], (np.cos(x), x)):
+        total = total + t
+    y = y + 1.0
+    return np.sum(total * y)
+
+
 # -- 4. function values reading differentiable variables -----------------------------------
 def _apply_twice(f, v):
     return f(v) + f(2 * v)
@@ -289,7 +301,8 @@ def test_unhandled_exception_propagates_after_finally():
 CASES = [rnn_step_with_varargs_helper, kwargs_helper, varargs_lambda, through_a_generic_decorator, starred_call_arguments,
          double_starred_call_arguments, zip_of_starred_pairs, partial_mapped_over_data,
          partial_of_partial, positional_only_and_kwargs, map_over_two_sequences,
-         map_by_alias_over_unequal_lengths, lambda_value_capturing_active, lambdas_stored_in_a_list,
+         map_by_alias_over_unequal_lengths,
+         map_of_lambdas_reading_a_reassigned_variable, lambda_value_capturing_active, lambdas_stored_in_a_list,
          lambda_returned_from_a_helper, nested_def_passed_as_value, nonlocal_accumulator]
 
 

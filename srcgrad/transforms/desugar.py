@@ -11,7 +11,7 @@ import gast
 import numpy as np
 
 from . import astutil as A
-from ..errors import SrcgradError
+from ..errors import InternalError, SrcgradError
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
@@ -220,6 +220,16 @@ class _FunctionValues(gast.NodeTransformer):
     def __init__(self, ctx: Context, lifted: dict, assigned_lambdas: set, tree):
         self.ctx, self.lifted, self.assigned = ctx, lifted, assigned_lambdas
         self.bound: set[int] = set()  # the Name nodes now inside a bind (no keywords added)
+        # lambdas that map(...) consumed at once will inline (_CompHoister.visit_map): their
+        # body runs right there, reading the variables as they are, so nothing to bind
+        self.inlined: set[int] = set()
+        for node in A.own_nodes(tree):
+            calls = [node.iter] if isinstance(node, gast.For) else node.args if (
+                isinstance(node, gast.Call) and _consumes_at_once(node, ctx)) else []
+            for call in calls:
+                if _is_map_call(call, ctx) and _plain_lambda(call.args[0], len(call.args) - 1):
+                    call.args[0].srcgrad_inlined = True
+                    self.inlined.add(id(call.args[0]))
         self.stores: dict[str, int] = {}
         for node in gast.walk(tree):  # (a comprehension's variable takes several values)
             for name in A.names_written(node) if isinstance(
@@ -260,6 +270,9 @@ class _FunctionValues(gast.NodeTransformer):
 
     def visit_Lambda(self, node):
         if id(node) in self.assigned:
+            return node
+        if id(node) in self.inlined:
+            node.body = self.visit(node.body)
             return node
         own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         captured = sorted((A.names_read(node.body) - own) & self.ctx.varied
@@ -1354,21 +1367,32 @@ class _CompHoister(gast.NodeTransformer):
         """``map(f, xs)`` of differentiable values consumed at once (like a generator
         expression) is ``[f(v) for v in xs]``. Anywhere else its single-pass iterator would
         differ from a list (a second ``sum(m)`` is 0), so it is left to be refused."""
-        if (id(node) in self.consumed and A.names_read(node) & self.owner.ctx.varied
-                and _is_map_call(node, self.owner.ctx)):
-            items = [self.owner.ctx.namer.unique("_v") for _ in node.args[1:]]
+        varied = _is_map_call(node, self.owner.ctx) and bool(
+            A.names_read(node) & self.owner.ctx.varied)
+        if varied and id(node) in self.consumed and (
+                len(node.args) == 2 or _builtin("zip", self.owner.ctx)):
+            fn = node.args[0]
+            if _plain_lambda(fn, len(node.args) - 1):
+                # map(lambda u: e, xs) is [e for u in xs]: the lambda runs at once, reading
+                # the variables it closes over as they are now, as the comprehension does
+                items = [a.id for a in fn.args.args]
+            else:
+                items = [self.owner.ctx.namer.unique("_v") for _ in node.args[1:]]
             if len(items) == 1:  # map(f, xs)
                 target, seq = A.store(items[0]), node.args[1]
             else:  # map(f, xs, ys): zip's items, as long as the shortest
                 target = gast.Tuple(elts=[A.store(v) for v in items], ctx=gast.Store())
                 seq = gast.Call(func=A.load("zip"), args=node.args[1:], keywords=[])
-                if not _builtin("zip", self.owner.ctx):
-                    self.generic_visit(node)
-                    return node
+            elt = fn.body if _plain_lambda(fn, len(items)) else \
+                gast.Call(func=fn, args=[A.load(v) for v in items], keywords=[])
             comp = gast.ListComp(
-                elt=gast.Call(func=node.args[0], args=[A.load(v) for v in items], keywords=[]),
+                elt=elt,
                 generators=[gast.comprehension(target=target, iter=seq, ifs=[], is_async=0)])
             return self.visit_ListComp(A.located(comp, node))
+        if varied and getattr(node.args[0], "srcgrad_inlined", False):
+            # its captured variables were not bound, counting on this lowering
+            raise InternalError("desugar", "a map(lambda ...) marked for inlining was not "
+                                "lowered", self.owner.ctx.location(node))
         self.generic_visit(node)
         return node
 
@@ -1493,6 +1517,13 @@ def _is_map_call(node, ctx: Context) -> bool:
             and len(node.args) >= 2 and not node.keywords
             and not any(isinstance(a, gast.Starred) for a in node.args)
             and _is_builtin(node.func.id, "map", ctx))
+
+
+def _plain_lambda(fn, n: int) -> bool:
+    """``lambda a, b: ...`` taking exactly ``n`` positional parameters, nothing else."""
+    a = getattr(fn, "args", None)
+    return (isinstance(fn, gast.Lambda) and len(a.args) == n and not a.posonlyargs
+            and a.vararg is None and a.kwarg is None and not a.kwonlyargs and not a.defaults)
 
 
 def _consumers() -> frozenset:
