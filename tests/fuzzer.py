@@ -200,7 +200,7 @@ class _Expressions:
                         ("kink", 0.6), ("call", 1.5 if self.callable_for(shape) else 0),
                         ("container", 1 if self.containers_for(shape) else 0),
                         ("ifexp", 0.3), ("where", 0.3 if shape != SCALAR else 0),
-                        ("stack", 0.3 if shape == VEC else 0)]
+                        ("stack", 0.3 if shape == VEC else 0), ("iterate", 0.4)]
         kinds, weights = zip(*options)
         kind = self.rng.choices(kinds, weights)[0]
         return getattr(self, "expr_" + kind)(shape, depth)
@@ -258,6 +258,23 @@ class _Expressions:
     def expr_stack(self, shape, depth):
         items = [self.expr(SCALAR, depth - 1) for _ in range(3)]
         return f"np.array([{', '.join(items)}])"
+
+    def expr_iterate(self, shape, depth):
+        """The language's iteration idioms over a few items: a generator expression or a map
+        over a lambda, consumed by sum (single-pass iterators: issue 9)."""
+        item_shape = self.pick([s for s in SHAPES if fits(s, shape)])
+        items = [self.expr(item_shape, depth - 1) for _ in range(self.rng.randrange(1, 4))]
+        seq = f"[{', '.join(items)}]" if self.chance(0.7) else f"({', '.join(items)},)"
+        u = self.fresh("u")
+        saved = self.vars
+        self.vars = dict(saved, **{u: Var(u, "array", item_shape, frozen=True)})
+        try:
+            body = self.expr(shape, depth - 1)
+        finally:
+            self.vars = saved
+        if self.chance(0.5):
+            return f"sum({body} for {u} in {seq})"
+        return f"sum(map(lambda {u}: {body}, {seq}))"
 
     def callable_for(self, shape):
         helpers = [h for h in self.helpers if h.shape == shape]
