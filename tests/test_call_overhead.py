@@ -151,7 +151,7 @@ def test_function_redefined_between_calls_is_its_own_gradient():
     first = srcgrad.grad(f)
     assert first(2.0) == 3.0
 
-    def f(x):  # noqa: F811  (a new function under the old name)
+    def f(x):  # (a new function under the old name)
         return x * 5.0
     assert srcgrad.grad(f)(2.0) == 5.0 and first(2.0) == 3.0
 
@@ -265,3 +265,153 @@ def test_lookup_helper_in_isolation():
     f.__code__ = (lambda: None).__code__
     assert last.get(f, lambda: made.append(5) or Build(True)) is not third
     assert made == [1, 3, 4, 5]
+
+
+# -- trip counts pushed once: slots of the saved tuple (transforms/tape_once.py) -------------
+def _saved_of(fn, *args, wrt=(0,)):
+    return api.get_adjoint(fn, wrt).fwd(*args)[1]
+
+
+def _taped(saved) -> bool:
+    return any(isinstance(v, srcgrad.runtime.Tape) for v in saved)
+
+
+def doubling(x):
+    y = x * 2.0
+    while np.linalg.norm(y) < 100.0:
+        y = y * 2.0
+    return np.sum(y * y)
+
+
+def two_loops(x, n):
+    y = x
+    for _ in range(n):
+        y = np.sin(y) + y
+    while np.sum(y * y) < 50.0:
+        y = y * 1.5
+    return np.sum(y)
+
+
+def nested_loops(x, n):
+    y = x
+    for i in range(n):
+        k = 0
+        while k < i:
+            y = y * 1.1 + np.sin(y)
+            k = k + 1
+    return np.sum(y)
+
+
+def loop_in_branch(x, flag):
+    y = x
+    if flag:
+        while np.sum(y) < 10.0:
+            y = y * 2.0
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, -1.2, 0.5]), np.array([100.0, 1.0, 1.0])])
+def test_a_while_loop_outside_others_needs_no_tape(x):
+    from fdcheck import check_grad
+    assert not _taped(_saved_of(doubling, x))
+    check_grad(doubling, (x,))
+
+
+@pytest.mark.parametrize("n", [0, 1, 3])
+def test_two_top_level_loops_save_both_counts(n):
+    from fdcheck import check_grad
+    x = np.array([0.2, 0.4])
+    saved = _saved_of(two_loops, x, n)
+    # both counts are saved (the for loop's is len(range(n))); its y is still taped
+    counts = [v for v in saved if type(v) is int]
+    assert len(counts) == 2 and n in counts and _taped(saved)
+    check_grad(two_loops, (x, n))
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_a_count_pushed_in_a_loop_stays_on_the_tape(n):
+    from fdcheck import check_grad
+    x = np.array([0.2, -0.3])
+    src = srcgrad.source(srcgrad.grad(nested_loops))
+    assert src.count(".push(_n") == 1  # the inner loop's count, once per outer iteration
+    check_grad(nested_loops, (x, n))
+
+
+@pytest.mark.parametrize("flag", [True, False])
+def test_a_count_pushed_in_a_branch_stays_on_the_tape(flag):
+    from fdcheck import check_grad
+    x = np.array([0.5, 0.25])
+    assert _taped(_saved_of(loop_in_branch, x, flag))
+    check_grad(loop_in_branch, (x, flag))
+
+
+def test_saved_count_serves_repeated_pullbacks_and_second_order():
+    x = np.array([0.3, -1.2, 0.5])
+    _, pullback = srcgrad.vjp(doubling, x)
+    first, second = pullback(1.0)[0], pullback(2.0)[0]
+    assert np.array_equal(second, 2.0 * first)
+    h = srcgrad.hvp(doubling, (x,), (np.array([1.0, 0.0, 0.0]),))
+    k = 6  # 2 * 2**k * |x| crosses 100
+    assert np.allclose(np.ravel(h), [2.0 * 4.0 ** (k + 1), 0.0, 0.0])
+    assert np.allclose(srcgrad.grad(lambda x: np.sum(srcgrad.grad(doubling)(x)))(x),
+                       np.full(3, 2.0 * 4.0 ** (k + 1)))
+
+
+def test_saved_once_on_small_trees():
+    import gast
+
+    from srcgrad.transforms.tape_once import saved_once
+
+    def stmts(text):
+        return gast.parse(text).body
+
+    fwd = stmts("_n1 = 0\nwhile c:\n    _n1 = _n1 + 1\n_tape.push(_n1)\n_tape.push(_n2)\n"
+                "_n2 = 5\n_tape.push(_n3)\nfor i in r:\n    _tape.push(_n3)\n")
+    bwd = stmts("_n3 = _tape.pop()\n_n2 = _tape.pop()\n_n1 = _tape.pop()\n"
+                "for k in range(_n1):\n    pass\n")
+    new_fwd, new_bwd, once = saved_once(fwd, bwd, "_tape", {"_n1", "_n2", "_n3"})
+    # _n2 is written after its push (the saved value would differ); _n3 is pushed in a loop too
+    assert once == ["_n1"]
+    assert len(new_fwd) == len(fwd) - 1 and len(new_bwd) == len(bwd) - 1
+    # the push and the pop of _n1 are gone
+    assert all(s is not fwd[2] for s in new_fwd) and all(s is not bwd[2] for s in new_bwd)
+    # a count popped inside a loop of the backward sweep stays on the tape
+    bwd2 = stmts("for k in r:\n    _n1 = _tape.pop()\n")
+    assert saved_once(fwd, bwd2, "_tape", {"_n1"})[2] == []
+    # a name that is not a trip count is left alone
+    assert saved_once(fwd, bwd, "_tape", {"_n9"})[2] == []
+
+
+# -- matmul's cotangents on 2-d ndarrays -------------------------------------------------------
+def test_matmul_cotangents_of_2d_arrays_skip_np_transpose(monkeypatch):
+    from srcgrad.rules.operators import matmul_left, matmul_right
+    rng = np.random.default_rng(3)
+    x, y, g = rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), \
+        rng.standard_normal((4, 5))
+    want_left, want_right = g @ np.transpose(y), np.transpose(x) @ g
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("np.transpose ran")
+
+    monkeypatch.setattr(np, "transpose", refuse)
+    assert np.array_equal(matmul_left(g, x, y), want_left)
+    assert np.array_equal(matmul_right(g, x, y), want_right)
+    f32 = matmul_right(g.astype(np.float32), x.astype(np.float32), y.astype(np.float32))
+    assert f32.dtype == np.float32
+
+
+def test_matmul_cotangents_of_other_operands_keep_numpy_functions():
+    from srcgrad.rules.operators import matmul_left, matmul_right
+
+    class Sub(np.ndarray):
+        pass
+
+    rng = np.random.default_rng(4)
+    x, y, g = rng.standard_normal((4, 3)), rng.standard_normal((3, 5)), \
+        rng.standard_normal((4, 5))
+    assert np.array_equal(matmul_left(g, x.view(Sub), y.view(Sub)), g @ y.T)
+    assert np.array_equal(matmul_right(g, x.view(Sub), y.view(Sub)), x.T @ g)
+    # 1-d operands take the general path
+    v = rng.standard_normal(3)
+    assert np.allclose(matmul_left(np.ones(5), v, y), y.sum(axis=1))
+    assert np.allclose(matmul_right(np.ones(5), v, y), np.outer(v, np.ones(5)))
