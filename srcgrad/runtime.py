@@ -103,6 +103,8 @@ def unbroadcast(g, x):
     if extra:
         g = reduce(g, axis=tuple(range(extra)))
         gshape = gshape[extra:]
+        if gshape == shape and shape:
+            return g  # (a bias added to a batch: only leading axes were broadcast)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[i] != 1)
     if axes:
         g = reduce(g, axis=axes, keepdims=True)
