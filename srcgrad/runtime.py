@@ -81,6 +81,8 @@ ZERO = 0.0
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing numpy broadcasting)."""
+    if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape:
+        return g  # the commonest case, once per operand of each step: attribute reads only
     if type(g) is not _ndarray:
         # A scalar adjoint belongs to a scalar result, whose operands were scalars too.
         # (This is the hot path of scalar code: one type check.)

@@ -401,3 +401,12 @@ def test_unbroadcast_sums_leading_axes_like_numpy(gshape, xshape):
     assert np.shape(got) == np.shape(x) and np.array_equal(got, want)
     if not xshape:  # a python float's cotangent: a number, not a 0-d array
         assert not isinstance(got, np.ndarray)
+
+
+def test_unbroadcast_of_same_shaped_arrays_is_the_cotangent_itself():
+    from srcgrad.runtime import unbroadcast
+    g = np.ones((2, 3), np.float32)
+    assert unbroadcast(g, np.zeros((2, 3))) is g
+    assert unbroadcast(g, np.zeros((3,))).shape == (3,)  # (not the same shape: summed)
+    sub = np.zeros((2, 3)).view(type("Sub", (np.ndarray,), {}))
+    assert unbroadcast(g, sub) is g  # other operand types take the general path, same result
