@@ -5,8 +5,8 @@ in the generator they run on the normalized tree; everything around it lives her
 """
 from __future__ import annotations
 
-__all__ = ["Generated", "BuildCache", "cached_build", "LastBuild", "runtime_alias", "describe", "remember",
-           "remembered", "own_attributes"]
+__all__ = ["Generated", "BuildCache", "cached_build", "LastBuild", "runtime_alias", "describe",
+           "remember", "remembered", "own_attributes"]
 
 import abc
 import ast
