@@ -5,8 +5,9 @@
         y = y * 2
 
 The loop runs a data-dependent number of times k, so y = x * 2**k and the vector-Jacobian
-product with v is v * 2**k. srcgrad records the trip count on its tape in the forward sweep
-and replays the loop backwards in the backward sweep; the printed source shows both.
+product with v is v * 2**k. srcgrad counts the trips in the forward sweep, hands the count to
+the backward sweep in its saved values, and replays the loop backwards there; the printed
+source shows both.
 """
 import numpy as np
 

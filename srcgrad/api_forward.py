@@ -16,7 +16,6 @@ import itertools
 import types
 import os
 import warnings
-import weakref
 from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
@@ -35,7 +34,7 @@ from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailable
 from .rules import is_nondifferentiable, lookup
 from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize_wrt,
                         parameter_names)
-from .generated import (Generated, cached_build, consuming, own_attributes, remember,
+from .generated import (BuildCache, Generated, cached_build, consuming, own_attributes, remember,
                         remembered)
 from .jit import jit_forward, refuse_second_order
 from .transforms import astutil as A
@@ -43,7 +42,7 @@ from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
 
-_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_CACHE = BuildCache()
 
 
 class Forward(Generated):

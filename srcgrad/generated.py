@@ -5,8 +5,8 @@ in the generator they run on the normalized tree; everything around it lives her
 """
 from __future__ import annotations
 
-__all__ = ["Generated", "cached_build", "runtime_alias", "describe", "remember",
-           "remembered", "own_attributes"]
+__all__ = ["Generated", "BuildCache", "cached_build", "LastBuild", "runtime_alias", "describe",
+           "remember", "remembered", "own_attributes"]
 
 import abc
 import ast
@@ -159,7 +159,10 @@ class Generated(abc.ABC):
         if self._rules_version != registry.version():
             return True
         g = self._globals
-        return any(g.get(name, UNBOUND) is not obj for name, obj in self._assumptions)
+        for name, obj in self._assumptions:  # (a loop: any() of a generator costs ~1 us)
+            if g.get(name, UNBOUND) is not obj:
+                return True
+        return False
 
     def functions_for(self, fn: Callable | None = None) -> tuple:
         """The generated functions for ``fn``, a function sharing this build's code."""
@@ -287,12 +290,14 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
             per_code = cache[code] = {}
         for old in [s for s in per_code if s[-1] != rules_version]:
             del per_code[old]
+            cache.changed()
         builds = per_code.setdefault(slot, [])
         for built in builds:
             if built.serves(fn):
                 if not debug:
                     return built
                 builds.remove(built)
+                cache.changed()
                 break
         built = cls(fn, wrt)
         builds.append(built)
@@ -301,6 +306,65 @@ def cached_build(cache, cls: type, fn: Callable, wrt: tuple[int, ...],
         except BaseException:
             builds.remove(built)
             raise
+        return built
+
+
+class BuildCache(weakref.WeakKeyDictionary):
+    """The builds of one kind, by code object (see ``cached_build``). ``epoch`` changes
+    whenever builds leave it (cleared, popped, replaced), so that a call site remembering
+    the build it got last (``LastBuild``) looks it up again."""
+
+    def __init__(self):
+        super().__init__()
+        self.epoch = 0
+
+    def changed(self) -> None:
+        self.epoch += 1
+
+    def clear(self) -> None:
+        self.changed()
+        super().clear()
+
+    def pop(self, key, *default):
+        self.changed()
+        return super().pop(key, *default)
+
+    def popitem(self):
+        self.changed()
+        return super().popitem()
+
+    def __delitem__(self, key) -> None:
+        self.changed()
+        super().__delitem__(key)
+
+
+class LastBuild:
+    """The build ``cached_build`` gave one call site (a gradient function) last, handed
+    out again without the cache's lookups (~2 us per call) while the cache would give the
+    same: the function runs the same code object (``f.__code__`` can be assigned, and a
+    build holding ``f`` itself would not see it), no build left ``cache`` since (its
+    epoch), no user's rule changed since (all read before the lookup, so a change during
+    it makes a miss), and the build ``serves`` the function: globals and resolved closure
+    values. Whether a global the build resolved was rebound is checked per call as before,
+    by ``functions_for`` (``stale``)."""
+
+    __slots__ = ("_cache", "_last")
+
+    def __init__(self, cache: BuildCache):
+        self._cache = cache
+        # (build, code, epoch, rules version), assigned at once: threads see all or none
+        self._last: tuple | None = None
+
+    def get(self, fn: Callable, lookup: Callable[[], Generated]) -> Generated:
+        """The remembered build if it still holds for ``fn``, else ``lookup()``'s."""
+        last = self._last
+        if last is not None and last[1] is fn.__code__ and last[2] == self._cache.epoch \
+                and last[3] == registry.version() and last[0].serves(fn):
+            return last[0]
+        code, epoch, version = fn.__code__, self._cache.epoch, registry.version()
+        built = lookup()
+        remember = built.serves(fn) and built.fn.__code__ is code
+        self._last = (built, code, epoch, version) if remember else None
         return built
 
 

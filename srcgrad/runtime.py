@@ -81,6 +81,8 @@ ZERO = 0.0
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing numpy broadcasting)."""
+    if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape:
+        return g  # the commonest case, once per operand of each step: attribute reads only
     if type(g) is not _ndarray:
         # A scalar adjoint belongs to a scalar result, whose operands were scalars too.
         # (This is the hot path of scalar code: one type check.)
@@ -103,6 +105,8 @@ def unbroadcast(g, x):
     if extra:
         g = reduce(g, axis=tuple(range(extra)))
         gshape = gshape[extra:]
+        if gshape == shape and shape:
+            return g  # (a bias added to a batch: only leading axes were broadcast)
     axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[i] != 1)
     if axes:
         g = reduce(g, axis=axes, keepdims=True)

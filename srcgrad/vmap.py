@@ -26,7 +26,7 @@ from . import runtime
 from .api_forward import CallSite, SparseCallSite, get_forward, source_function
 from .adapters import has_starred_parameters
 from .errors import SrcgradError
-from .generated import Generated, cached_build, consuming, own_attributes
+from .generated import BuildCache, Generated, cached_build, consuming, own_attributes
 from .rules import lookup
 from .rules._helpers import expand_reduced, expand_to
 from .rules.operators import matmul_left, matmul_right
@@ -60,7 +60,7 @@ def _on_the_batch(fn, args, kwargs, batched, size):
 
 _register_helper_rules()
 
-_CACHE: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_CACHE = BuildCache()
 # why a function cannot be batched, by code object and batched positions
 _FAILED: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
 

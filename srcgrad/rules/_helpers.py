@@ -115,16 +115,20 @@ def expand_reduced(g, x, axis=None, keepdims=False):
 
 def expand_to(g, x, axis=None, keepdims=False):
     """Spread a reduction's cotangent ``g`` over every element of ``x`` that was reduced."""
-    if axis is None and (type(g) is float or isinstance(g, np.generic)):
-        return _spread_scalar(g, np.shape(x))
+    if axis is None and (type(g) is float or isinstance(g, np.generic) or (
+            type(g) is np.ndarray and g.ndim == 0 and not g.dtype.hasobject)):
+        # (a 0-d array too: grad seeds a numpy scalar result with one; x.shape, because
+        # np.shape costs as much as building the view)
+        return _spread_scalar(g, x.shape if type(x) is np.ndarray else np.shape(x))
     return np.broadcast_to(expand_reduced(g, x, axis, keepdims), np.shape(x))
 
 
 def _spread_scalar(g, shape):
-    """``np.broadcast_to(g, shape)`` for a number ``g``: the same read-only zero-stride view,
-    built directly (np.broadcast_to costs ~5 us; every ``np.sum``/``np.mean`` of a whole
-    array spreads its cotangent this way once per backward sweep)."""
-    value = np.asarray(g)
+    """``np.broadcast_to(g, shape)`` for a number or a 0-d array ``g``: the same read-only
+    zero-stride view (of ``g``'s own element when it is an array), built directly
+    (np.broadcast_to costs ~5 us; every ``np.sum``/``np.mean`` of a whole array spreads its
+    cotangent this way once per backward sweep)."""
+    value = g if type(g) is np.ndarray else np.asarray(g)
     out = np.ndarray(shape, value.dtype, value, 0, (0,) * len(shape))
     out.flags.writeable = False
     return out

@@ -19,7 +19,8 @@ sweep never reads, and the ifs and loops that leaves with nothing to do (issue 1
 Lean code (issue 11), each step a pass of its own run on the generated sweeps: copies
 propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
-stand-ins (shape_reads.py), temporaries deleted after their last use (release.py).
+stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
+(tape_once.py), temporaries deleted after their last use (release.py).
 """
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
+from .tape_once import saved_once
 
 ZERO = A.const(0.0)
 
@@ -731,6 +733,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     gen.shape_only = shape_only_names(backward, ctx.rt, ctx.helpers) - set(ctx.params)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
+    forward, backward, once = saved_once(forward, backward, gen.tape,
+                                         set(gen.count_names.values()))
 
     primal = _primal_names(tree, ctx) | set(gen.call_saves.values())
     uses_tape = any(isinstance(n, gast.Attribute) and n.attr == "push"
@@ -740,7 +744,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     # it came in with (kept by reference at entry), not the last one it held
     rebound = {n for s in body for n in A.names_written(s)}
     initial = {p: ctx.namer.unique(f"_{p}_in") for p in ctx.wrt_names if p in rebound}
-    saved = sorted((gen.needed & primal) - set(ctx.params) - {gen.tape}, key=_natural)
+    saved = sorted(((gen.needed & primal) | set(once)) - set(ctx.params) - {gen.tape},
+                   key=_natural)
     saved = [p for p in ctx.params if p in gen.needed or p in ctx.wrt_names] \
         + [initial[p] for p in ctx.wrt_names if p in initial] + saved
     if uses_tape:

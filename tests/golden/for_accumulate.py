@@ -16,14 +16,12 @@ def for_accumulate_fwd(x, n):
         _tape.push(_rt.shape_like(total))
         total = _t2
         _tape.push(i)
-    _tape.push(_n1)
-    return total, (_tape, x, _rt.shape_like(_t1), i, _rt.shape_like(total))
+    return total, (_tape, x, _n1, _rt.shape_like(_t1), i, _rt.shape_like(total))
 
 
 def for_accumulate_bwd(_saved, btotal):
     # backward sweep
-    _tape, x, _t1, i, total = _saved
-    _n1 = _tape.pop()
+    _tape, x, _n1, _t1, i, total = _saved
     bx = 0.0
     for _k1 in range(_n1):
         i = _tape.pop()

@@ -4,21 +4,18 @@
 
 def while_loop_fwd(x):
     # forward sweep
-    _tape = _rt.Tape()
     y = x
     _n1 = 0
     while y < 10.0:
         _n1 = _n1 + 1
         _t1 = y * 1.5
         y = _t1
-    _tape.push(_n1)
-    return y, (_tape, x)
+    return y, (x, _n1)
 
 
 def while_loop_bwd(_saved, by):
     # backward sweep
-    _tape, x = _saved
-    _n1 = _tape.pop()
+    x, _n1 = _saved
     for _k1 in range(_n1):
         # _inputs.py:33  y = y * 1.5
         by = by * 1.5
