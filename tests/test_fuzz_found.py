@@ -1122,3 +1122,55 @@ def test_an_operand_the_backward_sweep_cannot_read_is_an_internal_error(monkeypa
 
     with pytest.raises(srcgrad.InternalError, match="not a name after normalization"):
         srcgrad.grad(chain)(X3)
+
+
+# == copies that looked like views, and hand-over inside an augmented assignment ================
+# fuzzer seed 29 program 270 (refused): `a += a[[-1]].reshape(3)` in a helper counted the
+# reshape of an advanced-indexing copy as a possible view of `a`, and `x -= h(np.stack(...))`
+# did not hand the new array over, as `y = h(np.stack(...))` does.
+
+def _grow_in_place(a):
+    for _ in range(2):
+        a += a[[-1]].reshape(3) * 0.5
+    return a * 1.0
+
+
+def helper_updating_a_new_array_inside_augassign(x):
+    y = x * 1.0
+    y -= np.sum(_grow_in_place(np.stack([x, x ** 2])), axis=0)
+    return np.sum(np.sin(y))
+
+
+def view_of_an_advanced_index_copy(x):
+    y = x * 2.0
+    v = y[[0, 2, 1]].reshape(3)  # a copy: updating v leaves y alone
+    v += x
+    return np.sum(v * y)
+
+
+def view_of_a_basic_index_updated(x):
+    y = x * 2.0
+    w = y[:, None].reshape(3)  # a view: updating w changes y
+    w *= 2.0
+    return np.sum(w * y)
+
+
+def helper_updating_the_augassign_target(x):
+    # Python: _grow_in_place changes y, then y -= (its result); nothing is handed over
+    y = x * 1.0
+    y -= _grow_in_place(y)
+    return np.sum(y * y)
+
+
+@pytest.mark.parametrize("fn", [helper_updating_a_new_array_inside_augassign,
+                                view_of_an_advanced_index_copy])
+def test_copies_are_not_views_and_new_arrays_are_handed_over(fn):
+    check_grad(fn, (X3,))
+    _, tangent = srcgrad.jvp(fn, (X3,), (np.ones(3),))
+    assert np.isclose(tangent, (fn(X3 + 1e-6) - fn(X3 - 1e-6)) / 2e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("fn", [helper_updating_the_augassign_target,
+                                view_of_a_basic_index_updated])
+def test_updates_through_views_or_handed_targets_are_right_or_refused(fn):
+    assert_right_or_refused(fn, X3)

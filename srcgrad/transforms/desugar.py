@@ -379,7 +379,8 @@ class _Desugar:
         self.nested: list[set[str]] = []  # local names of the nested defs being desugared
         self.views: set[str] = set()
         for node in gast.walk(tree) if tree is not None else ():
-            if isinstance(node, gast.Assign) and _may_be_view(node.value):
+            if isinstance(node, gast.Assign) and _may_be_view(node.value) \
+                    and not _fresh_chain(node.value):
                 names = {t.id for t in node.targets if isinstance(t, gast.Name)}
             elif isinstance(node, gast.For) and isinstance(node.target, gast.Name) \
                     and A.names_read(node.iter) & ctx.varied:
@@ -480,8 +481,8 @@ class _Desugar:
         call node's ``srcgrad_consumed``). Python would also change whatever else shares
         ``x``'s data: refused at run time if another variable of this function, or an array
         it reads from its globals, does."""
-        if not isinstance(s, (gast.Assign, gast.Return, gast.Expr)) or s.value is None \
-                or self.nested or _start(s) is None:
+        if not isinstance(s, (gast.Assign, gast.AugAssign, gast.Return, gast.Expr)) \
+                or s.value is None or self.nested or _start(s) is None:
             return []
         guards = []
         for call in gast.walk(s.value):
@@ -497,7 +498,8 @@ class _Desugar:
             for i, arg in A.bind_arguments(params, 0, call) or []:
                 if params[i] not in mutated:
                     continue
-                if isinstance(arg, gast.Name) and self.dead_after(arg.id, s, call):
+                if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
+                        and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
                     handed.add(params[i])
                     guards.append(self.handed_over_guard(arg.id, fn, params[i], s))
                 elif self.fresh(arg) and not _may_be_view(arg):
@@ -1610,6 +1612,8 @@ def _view_relation(s):
     elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
             and isinstance(s.targets[0], gast.Name):
         views = {s.targets[0].id}
+        if _may_be_view(s.value) and _fresh_chain(s.value):
+            return None
         if _may_be_view(s.value):
             # (names read, when which one is viewed is not known: more checks, never
             # a view missed)
@@ -1667,6 +1671,38 @@ def _view_root(value) -> str | None:
     return None
 
 
+def _copying_index(index) -> bool:
+    """An index numpy's advanced indexing reads, which always copies: a list or a list
+    comprehension, ``np.array([...])``, also as one part of a tuple (``y[[0, 2]]``,
+    ``y[:, [0]]``, ``y[np.array([True, False])]``)."""
+    if isinstance(index, gast.Tuple):
+        return any(_copying_index(e) for e in index.elts)
+    if isinstance(index, (gast.List, gast.ListComp)):
+        return True
+    return (isinstance(index, gast.Call) and isinstance(index.func, gast.Attribute)
+            and isinstance(index.func.value, gast.Name) and index.func.value.id in ("np", "numpy")
+            and index.func.attr == "array" and len(index.args) == 1
+            and isinstance(index.args[0], gast.List))
+
+
+def _fresh_chain(value) -> bool:
+    """A chain of views whose bottom makes new data (``a[[-1]].reshape(3)``, ``(a + 1).T``):
+    it shares no variable's data."""
+    while _may_be_view(value) and not isinstance(value, gast.IfExp):
+        if isinstance(value, (gast.Subscript, gast.Attribute)):
+            value = value.value
+        elif isinstance(value.func, gast.Attribute) and not (
+                isinstance(value.func.value, gast.Name)
+                and value.func.value.id in ("np", "numpy")):
+            value = value.func.value
+        elif value.args:
+            value = value.args[0]
+        else:
+            return False
+    return isinstance(value, (gast.BinOp, gast.UnaryOp)) or (
+        isinstance(value, gast.Subscript) and _copying_index(value.slice))
+
+
 def _may_be_view(value) -> bool:
     """A value that may share memory with another: indexing, or a function or method known
     to return views (reshape, transpose, ...); a conditional expression one of whose branches
@@ -1675,7 +1711,7 @@ def _may_be_view(value) -> bool:
         return any(isinstance(b, gast.Name) or _may_be_view(b)
                    for b in (value.body, value.orelse))
     if isinstance(value, gast.Subscript):
-        return True
+        return not _copying_index(value.slice)
     if isinstance(value, gast.Attribute):
         return value.attr in _VIEW_FUNCTIONS
     if isinstance(value, gast.Call):
