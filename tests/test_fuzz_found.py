@@ -1174,3 +1174,40 @@ def test_copies_are_not_views_and_new_arrays_are_handed_over(fn):
                                 view_of_a_basic_index_updated])
 def test_updates_through_views_or_handed_targets_are_right_or_refused(fn):
     assert_right_or_refused(fn, X3)
+
+
+# == plain-run helpers updating a new array in place ============================================
+# fuzzer seed 29 programs 106, 136 and 352 (refused): a helper run as plain Python (its result
+# carries no gradient) or differentiated, updating in place an argument its caller passes as
+# a new array (np.mean(...), an advanced-indexing copy z[[0, 2]]), which nothing else holds.
+
+def _double_in_place(a):
+    a *= 2.0
+    return a
+
+
+def plain_helper_updating_a_new_array(x):
+    unused = {"a": _double_in_place(np.mean(x.reshape(3, 1), axis=1, keepdims=True))}
+    return np.sum(x * x) + len(unused)
+
+
+def helper_updating_an_advanced_index_copy(x):
+    return np.sum(np.sin(_double_in_place(x[[0, 2]])) * x[1])
+
+
+def plain_helper_updating_a_view(x):
+    y = x * 1.0
+    unused = [_double_in_place(y[1:])]   # numpy changes y
+    return np.sum(y * x) + len(unused)
+
+
+@pytest.mark.parametrize("fn", [plain_helper_updating_a_new_array,
+                                helper_updating_an_advanced_index_copy])
+def test_helpers_may_update_new_arrays_passed_to_them(fn):
+    check_grad(fn, (X3,))
+    _, tangent = srcgrad.jvp(fn, (X3,), (np.ones(3),))
+    assert np.isclose(tangent, (fn(X3 + 1e-6) - fn(X3 - 1e-6)) / 2e-6, rtol=1e-6)
+
+
+def test_a_plain_helper_updating_a_view_is_right_or_refused():
+    assert_right_or_refused(plain_helper_updating_a_view, X3)

@@ -191,9 +191,10 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         surely = mutated_parameters(callee, augmented=False)  # (p += ... alone: by value)
         names = _param_names(r.obj)
         whole = isinstance(node, (gast.Expr, gast.Assign)) and node.value is call
+        handed = getattr(call, "srcgrad_consumed", frozenset())
         for i, a in varied:
-            if i >= len(names) or names[i] not in mutated:
-                continue
+            if i >= len(names) or names[i] not in mutated or names[i] in handed:
+                continue  # (a new array, or a variable read no more: desugar.hand_over)
             what = f"{r.name}() changing its differentiable argument '{names[i]}' in place"
             hint = "Return the new value instead, or pass a copy."
             if names[i] in surely or not (isinstance(a, gast.Name) or whole):

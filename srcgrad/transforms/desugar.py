@@ -513,6 +513,8 @@ class _Desugar:
         conditional one of those, nor what a Python function of the user's (which may return
         its argument) or an unresolved callee returns. (Views, ``np.asarray(p)``, are
         tracked as views.)"""
+        if isinstance(value, gast.Subscript) and _copying_index(value.slice):
+            return True  # y[[0, 2]]: advanced indexing copies
         if isinstance(value, (gast.Name, gast.Subscript, gast.Attribute, gast.IfExp,
                               gast.NamedExpr, gast.Starred)):
             return False
