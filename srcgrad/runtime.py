@@ -14,6 +14,9 @@ __all__ = [
     "add_at",
     "zeros_like",
     "densify",
+    "add_into",
+    "subtract_into",
+    "times_unit",
     "ZERO",
     "is_zero",
     "part",
@@ -57,6 +60,8 @@ from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatur
 _ndarray = np.ndarray
 _generic = np.generic
 _add_reduce = np.add.reduce
+_np_add = np.add
+_np_subtract = np.subtract
 _getrefcount = sys.getrefcount
 # References to an adjoint array owned by one generated frame while add_at runs: the
 # frame's variable, add_at's parameter, and getrefcount's own argument.
@@ -252,6 +257,37 @@ def _densify_struct(g, x):
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return type(x)(*items)
     return type(x)(items)
+
+
+def add_into(a, b):
+    """``a + b``, computed into ``a``'s own buffer when that gives the same array (``a`` a
+    writable ndarray, ``b`` an ndarray of its shape and dtype): the backward sweep's in-place
+    accumulation (transforms/inplace.py), which calls it only for an ``a`` the sweep made and
+    nothing else refers to. Anything else gets ``a + b`` itself."""
+    if type(a) is _ndarray and type(b) is _ndarray and a.shape == b.shape \
+            and a.dtype == b.dtype and a.ndim and a.flags.writeable:
+        return _np_add(a, b, out=a)
+    return a + b
+
+
+def subtract_into(a, b):
+    """``a - b`` as ``add_into`` computes ``a + b``."""
+    if type(a) is _ndarray and type(b) is _ndarray and a.shape == b.shape \
+            and a.dtype == b.dtype and a.ndim and a.flags.writeable:
+        return _np_subtract(a, b, out=a)
+    return a - b
+
+
+def times_unit(one, y):
+    """``one * y`` for ``one`` an array of ones or the number one (a ``grad`` seed, or its
+    spread over an array): ``y`` itself when that is the same array to the last bit (a real
+    floating ndarray the product neither broadcasts nor casts). The result may then be ``y``:
+    transforms/unit_seed.py uses it only where it is read as an operand of arithmetic."""
+    if type(y) is _ndarray and y.dtype.kind == "f" and (
+            type(one) is float or type(one) is _ndarray and one.dtype == y.dtype
+            and (one.shape == y.shape or not one.ndim)):
+        return y
+    return one * y
 
 
 def add(a, b):

@@ -31,6 +31,7 @@ import numpy as np
 from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
+from ..rules._helpers import expand_to
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
@@ -47,10 +48,12 @@ from .combine import combine_contributions
 from .context import Context, DynamicCall, factory_module
 from .copies import propagate_copies
 from .desugar import regroup_contexts
+from .inplace import accumulate_in_place
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
+from .unit_seed import skip_unit_products
 
 ZERO = A.const(0.0)
 
@@ -718,6 +721,12 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
     backward = _prune_restores(gen, backward, body)
+    if ctx.lean and not ctx.scalar_mode:
+        grads = {ctx.namer.adjoint(p) for p in ctx.wrt_names}
+        # (the name rules' code calls expand_to by; an unused helper is dropped later)
+        spread = ctx.helper(expand_to, "expand_to")
+        backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
+        backward = accumulate_in_place(backward, all_adjoints, ctx.rt)
     gen.shape_only = shape_only_names(backward, ctx.rt, ctx.helpers) - set(ctx.params)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
