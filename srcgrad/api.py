@@ -101,11 +101,20 @@ class LeanAdjoint(EntryAdjoint):
     lean = True
 
 
-def get_lean_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
-    """``get_entry_adjoint``'s sweeps in their ``grad``-only form (``LeanAdjoint``)."""
+class ValuelessAdjoint(LeanAdjoint):
+    """``LeanAdjoint`` for ``grad`` without the value: what only makes the value is probed
+    rather than computed (Context.discard_value)."""
+
+    discard_value = True
+
+
+def get_lean_adjoint(fn: Callable, wrt: tuple[int, ...], value: bool = True) -> Adjoint:
+    """``get_entry_adjoint``'s sweeps in their ``grad``-only form (``LeanAdjoint``; without
+    ``value``, a ``ValuelessAdjoint``)."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         return get_adjoint(fn, wrt)
-    return cached_build(_CACHE, LeanAdjoint, function_key(fn), wrt)
+    return cached_build(_CACHE, LeanAdjoint if value else ValuelessAdjoint,
+                        function_key(fn), wrt)
 
 
 def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
@@ -442,7 +451,9 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
             if state.get("shown") is not shown:
                 state["shown"] = shown
                 print(shown.source)
-        return (get_lean_adjoint if lean else get_entry_adjoint)(func, func_indices)
+        if lean:
+            return get_lean_adjoint(func, func_indices, mode.value_first)
+        return get_entry_adjoint(func, func_indices)
 
     @functools.wraps(f)
     @user_tracebacks

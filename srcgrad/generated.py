@@ -41,6 +41,7 @@ class Generated(abc.ABC):
     entry = False  # built for the function an API call differentiates itself (Context.entry)
     consumed: frozenset = frozenset()  # parameters its call site hands over (Context.consumed)
     lean = False  # the sweeps a grad call runs itself, never differentiated again (Context.lean)
+    discard_value = False  # ... whose value it discards (Context.discard_value)
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         self.fn = fn
@@ -68,6 +69,7 @@ class Generated(abc.ABC):
         ctx.entry = self.entry
         ctx.consumed = self.consumed
         ctx.lean = self.lean
+        ctx.discard_value = self.discard_value
         try:
             tree = normalize(ctx)
             module = self.generate(tree, ctx)

@@ -17,6 +17,10 @@ __all__ = [
     "add_into",
     "subtract_into",
     "times_unit",
+    "Probe",
+    "probe",
+    "computed",
+    "probed_result",
     "ZERO",
     "is_zero",
     "part",
@@ -48,8 +52,10 @@ __all__ = [
     "size_of",
 ]
 
+import math
 import sys
 import types
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -1147,16 +1153,81 @@ _STAND_IN_LIMIT = 1024  # distinct shapes kept; beyond that, stand-ins are made 
 def shape_like(x):
     """What a backward sweep that reads ``x`` only for its shape and dtype saves instead of
     ``x``: a read-only array of that shape and dtype whose elements all share one buffer
-    element (a few bytes, whatever the shape). Other values are returned unchanged."""
+    element (a few bytes, whatever the shape). Other values are returned unchanged; a
+    ``Probe`` gives the stand-in of the array it describes."""
+    if type(x) is Probe:
+        return _stand_in(x.shape, x.sample.dtype)
     if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
         return x
-    key = (x.shape, x.dtype)
+    return _stand_in(x.shape, x.dtype)
+
+
+def _stand_in(shape, dtype):
+    key = (shape, dtype)
     stand_in = _STAND_INS.get(key)
     if stand_in is None:
-        one = np.zeros(1, x.dtype)
+        one = np.zeros(1, dtype)
         one.flags.writeable = False
-        stand_in = _ndarray(x.shape, x.dtype, one, 0, (0,) * x.ndim)
+        stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
         if len(_STAND_INS) < _STAND_IN_LIMIT:
             _STAND_INS[key] = stand_in
     return stand_in
 
+
+
+# -- values nobody reads (transforms/dead_values.py) -------------------------------------------
+
+class Probe(NamedTuple):
+    """What the forward sweep of a ``grad`` keeps of a value that only feeds its discarded
+    result, or the shape the backward sweep reads: the shape, one element computed like the
+    value's first (so of its dtype), and how to compute the whole value if something needs
+    it after all. It never leaves the generated sweeps."""
+
+    sample: Any
+    shape: tuple
+    fn: Any
+    args: tuple
+
+
+_PROBED = 4096  # elements: smaller results are computed, as cheap as probing them
+
+
+def probe(fn, *args):
+    """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
+    ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
+    numbers and the result is large; else computed (operands that are probes first)."""
+    samples, shapes = [], []
+    for a in args:
+        t = type(a)
+        if t is Probe:
+            samples.append(a.sample)
+            shapes.append(a.shape)
+        elif t is _ndarray and a.dtype.kind in "biufc":
+            samples.append(a[(slice(0, 1),) * a.ndim])  # (empty if a is: its dtype counts)
+            shapes.append(a.shape)
+        elif t in (float, int, bool, complex) or isinstance(a, (np.number, np.bool_)):
+            samples.append(a)
+            shapes.append(())
+        else:
+            return fn(*[computed(a) for a in args])
+    shape = () if fn is np.sum or fn is np.mean else np.broadcast_shapes(*shapes)
+    if math.prod(shape if shape else shapes[0]) < _PROBED:
+        return fn(*[computed(a) for a in args])
+    return Probe(fn(*samples), shape, fn, args)
+
+
+def computed(value):
+    """The value a ``Probe`` describes, computed; other values as they are."""
+    if type(value) is Probe:
+        return value.fn(*[computed(a) for a in value.args])
+    return value
+
+
+def probed_result(value):
+    """A function's result as ``grad`` sees it in a sweep that does not compute it: for a
+    probe of a number (``np.sum`` of an array), its one element, of the type and dtype the
+    result has; other values (a probe of an array included, which grad then refuses for
+    its shape) computed."""
+    if type(value) is Probe and not value.shape:
+        return value.sample
+    return computed(value)

@@ -410,3 +410,129 @@ def test_grad_of_grad_and_hessian_differentiate_the_ordinary_sweeps():
     s2 = 1 - t * t
     want = 2 * s2 - 2 * x * t * s2 + (4 * x * x - 2) * np.exp(-x * x)
     assert np.allclose(h, np.diag(want))
+
+
+# -- dead_values: what only makes grad's discarded value is probed ----------------------------
+
+BIG = 5000  # (probes are made for results of runtime._PROBED elements and more)
+
+
+def _valueless(f, wrt=(0,)) -> str:
+    return get_lean_adjoint(f, wrt, value=False).source
+
+
+def test_only_what_makes_the_value_is_probed():
+    fwd = _valueless(elementwise).split("def elementwise_bwd")[0]
+    assert "_t2 = _rt.probe(mul, _t1, x)" in fwd
+    assert "_t6 = _rt.probe(add, _t2, _t5)" in fwd
+    assert "_t7 = _rt.probe(np.sum, _t6)" in fwd
+    assert "return _rt.probed_result(_t7)" in fwd
+    for live in ("_t1 = np.tanh(x)", "_t3 = -x", "_t4 = _t3 * x", "_t5 = np.exp(_t4)"):
+        assert live in fwd
+    assert "probe" not in get_lean_adjoint(elementwise, (0,)).source  # value_and_grad's
+
+
+def in_place_update(x):
+    y = x * 2.0
+    y[0] = 3.0
+    return np.sum(y * y + x)
+
+
+def looped(x):
+    s = x * 0.0
+    for _ in range(2):
+        s = s + np.sin(x)
+    return np.sum(s * x)
+
+
+def test_sweeps_with_updates_or_loops_compute_their_value():
+    assert "probe" not in _valueless(in_place_update)
+    assert "probe" not in _valueless(looped)
+    x = np.linspace(0.0, 1.0, BIG)
+    _same_as_ordinary(in_place_update, (x,))
+    _same_as_ordinary(looped, (x,))
+
+
+def test_probes_have_the_shape_and_dtype_of_the_value():
+    import operator
+    rng = np.random.default_rng(4)
+    a64 = rng.standard_normal((BIG, 2))
+    a32 = a64.astype(np.float32)
+    row = rng.standard_normal(2).astype(np.float32)
+    cases = [(operator.mul, a64, a32), (operator.add, a32, 2.0), (operator.truediv, a32, 3),
+             (operator.pow, a32, 2), (operator.sub, a32, np.float64(1.0)),
+             (operator.mul, a32, np.array(2.0)), (operator.add, a32, row),
+             (operator.mul, a32, 1j), (operator.neg, a32), (np.tanh, a32),
+             (np.exp, a64.astype(np.float16)), (np.sin, a64 > 0), (np.maximum, a32, a64[:, :1]),
+             (np.sum, a32), (np.sum, a64 > 0), (np.mean, a32), (np.sum, a64.astype(complex))]
+    for fn, *args in cases:
+        want = fn(*args)
+        got = runtime.probe(fn, *args)
+        assert type(got) is runtime.Probe, fn
+        assert np.shape(want) == got.shape and np.result_type(want) == got.sample.dtype, fn
+        assert np.array_equal(runtime.computed(got), want)
+        if not got.shape:
+            assert type(runtime.probed_result(got)) is type(want)
+    chained = runtime.probe(np.sum, runtime.probe(operator.mul, runtime.probe(np.tanh, a32),
+                                                  a32))
+    assert runtime.computed(chained) == np.sum(np.tanh(a32) * a32)
+    stand_in = runtime.shape_like(runtime.probe(operator.mul, a32, a64))
+    assert stand_in.shape == a64.shape and stand_in.dtype == np.float64
+
+
+def test_probes_are_not_made_for_small_or_unknown_values():
+    import operator
+    small = np.ones(10)
+    assert type(runtime.probe(operator.mul, small, small)) is np.ndarray
+    assert runtime.probe(operator.mul, 2.0, 3.0) == 6.0
+    big = np.ones(BIG)
+    as_list = [1.0] * BIG
+    probed = runtime.probe(np.tanh, big)
+    out = runtime.probe(operator.mul, probed, as_list)  # a list: computed, the probe too
+    assert type(out) is np.ndarray and np.array_equal(out, np.tanh(big) * as_list)
+    masked = np.ma.masked_array(big, mask=big > 2)
+    assert type(runtime.probe(operator.add, masked, big)) is np.ma.MaskedArray
+    assert runtime.probe(operator.add, big, np.array([1.0] * BIG, object)).dtype == object
+    with pytest.raises(ValueError):
+        runtime.probe(operator.add, big, np.ones(BIG + 1))  # (as the operation raises)
+    big_probe = runtime.probe(np.tanh, big)
+    assert np.array_equal(runtime.probed_result(big_probe), np.tanh(big))
+
+
+def test_grad_of_large_arrays_without_the_value():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(BIG)
+    _same_as_ordinary(elementwise, (x,))
+    _same_as_ordinary(elementwise, (x.astype(np.float32),))
+    _same_as_ordinary(mixed, (x.astype(np.float32), x), (0, 1))
+    _same_as_ordinary(plus, (x, np.array([0.5])), (0, 1))
+    _same_as_ordinary(plus, (np.array([0.5]), x), (0, 1))
+    _same_as_ordinary(real_of_complex, (x + 1j * x[::-1],))
+    _same_as_ordinary(times, (x, x[::-1].copy()), (0, 1))
+    _same_as_ordinary(twice, (x,))
+    check_grad(elementwise, (x,))
+
+
+def with_a_list(x, w):
+    return np.sum(np.sin(x) * w + x)
+
+
+def test_an_operand_that_is_not_an_array_has_the_value_computed():
+    x = np.linspace(0.0, 1.0, BIG)
+    _same_as_ordinary(with_a_list, (x, list(x)))
+
+
+def not_a_number(x):
+    return np.tanh(x) * x
+
+
+def complex_valued(x):
+    return np.sum(x * 1j)
+
+
+def test_grad_still_refuses_results_that_are_not_real_numbers():
+    x = np.linspace(0.0, 1.0, BIG)
+    with pytest.raises(srcgrad.SrcgradError, match=r"return a scalar.*shape \(5000,\)"):
+        srcgrad.grad(not_a_number)(x)
+    with pytest.raises(srcgrad.SrcgradError, match="complex"):
+        srcgrad.grad(complex_valued)(x)

@@ -74,6 +74,9 @@ class Context:
     # the backward sweep may skip products by ones and accumulate in place (unit_seed.py,
     # inplace.py)
     lean: bool = False
+    # ... and the value is discarded too (grad, not value_and_grad): the forward sweep may
+    # probe what only makes the value (dead_values.py)
+    discard_value: bool = False
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

@@ -47,6 +47,7 @@ from .cleanup import number, simplify
 from .combine import combine_contributions
 from .context import Context, DynamicCall, factory_module
 from .copies import propagate_copies
+from .dead_values import probe_dead_values
 from .desugar import regroup_contexts
 from .inplace import accumulate_in_place
 from .prune_tape import dead_restores, remove_statements
@@ -727,7 +728,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         spread = ctx.helper(expand_to, "expand_to")
         backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
         backward = accumulate_in_place(backward, all_adjoints, ctx.rt)
-    gen.shape_only = shape_only_names(backward, ctx.rt, ctx.helpers) - set(ctx.params)
+    gen.shape_only = shape_only_names(backward, ctx.rt, _callees(ctx, backward)) \
+        - set(ctx.params)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
@@ -759,9 +761,16 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
-    saved_tuple = gast.Tuple(elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
+    # (the lean sweeps run their backward once: a list it empties, so that each saved array
+    # is freed after its last use rather than held by the caller until the sweep ends)
+    lean = ctx.lean and not ctx.scalar_mode
+    saved_tuple = (gast.List if lean else gast.Tuple)(
+        elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
     fwd_body.append(A.located(gast.Return(value=gast.Tuple(elts=[result_expr, saved_tuple],
                                                              ctx=gast.Load())), ret))
+
+    if ctx.lean and ctx.discard_value and not ctx.scalar_mode:
+        fwd_body = probe_dead_values(fwd_body, ctx)
 
     bwd_body = [codegen.comment("backward sweep")]
     if saved:
@@ -770,6 +779,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         value = A.load(gen.saved_name) if len(saved) > 1 else gast.Subscript(
             value=A.load(gen.saved_name), slice=A.const(0), ctx=gast.Load())
         bwd_body.append(A.assign(target, value))
+        if lean:
+            bwd_body.append(A.expr_stmt(A.call(A.attr(gen.saved_name, "clear"))))
     bwd_body += backward
     grads = []
     generated = ctx.src.filename.startswith("<srcgrad")
@@ -789,7 +800,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     name = tree.name if tree.name != "_lambda" else "lambda"
     if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
         counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
-        fwd_body, bwd_body = release_dead(fwd_body, counters), release_dead(bwd_body, counters)
+        fwd_body = release_dead(fwd_body, counters)
+        bwd_body = release_dead(bwd_body, counters, unpacked=lean)
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
@@ -807,6 +819,16 @@ def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
         return backward
     doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
     return remove_statements(backward, doomed)
+
+
+def _callees(ctx: Context, stmts: list) -> dict:
+    """What the names ``stmts`` call stand for: the factory's helpers, and the user's globals
+    that ``Context.helper`` used for them (bound there to the same objects)."""
+    called = {n.func.id for s in stmts for n in gast.walk(s)
+              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)}
+    out = {name: ctx.globals[name] for name in called if name in ctx.globals
+           and name not in ctx.local_names and name not in ctx.closure}
+    return {**out, **ctx.helpers}
 
 
 def _elementwise(fn) -> bool:
