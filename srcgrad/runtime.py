@@ -1155,8 +1155,8 @@ def shape_like(x):
     ``x``: a read-only array of that shape and dtype whose elements all share one buffer
     element (a few bytes, whatever the shape). Other values are returned unchanged; a
     ``Probe`` gives the stand-in of the array it describes."""
-    if type(x) is Probe:
-        return _stand_in(x.shape, x.sample.dtype)
+    if type(x) is Probe:  # (of a number: its one element, of the number's type)
+        return _stand_in(x.shape, x.sample.dtype) if x.shape else x.sample
     if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
         return x
     return _stand_in(x.shape, x.dtype)
@@ -1196,6 +1196,11 @@ def probe(fn, *args):
     """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
     ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
     numbers and the result is large; else computed (operands that are probes first)."""
+    for a in args:  # (the common case first: small operands, computed at once)
+        if type(a) is Probe or type(a) is _ndarray and a.size >= _PROBED:
+            break
+    else:
+        return fn(*args)
     samples, shapes = [], []
     for a in args:
         t = type(a)

@@ -16,6 +16,7 @@ from srcgrad.api import _seed, get_entry_adjoint, get_lean_adjoint
 from srcgrad.codegen import to_source
 from srcgrad.rules._helpers import expand_to
 from srcgrad.transforms.inplace import accumulate_in_place
+from srcgrad.transforms.remat import recompute_negations
 from srcgrad.transforms.unit_seed import skip_unit_products
 
 
@@ -146,7 +147,8 @@ def test_accumulations_into_what_the_sweep_did_not_make_allocate():
 
 def test_an_array_read_by_other_code_is_no_longer_owned():
     for use in ("by = bx", "by = f(bx)", "by = bx[1:]", "by = bx.T", "by = _rt.add(bx, 1)",
-                "by = (bx, 1)", "f(bx)", "del bx"):
+                "by = (bx, 1)", "f(bx)", "del bx", "by = lambda: bx * 2",
+                "by = (bx * k for k in t1)"):
         out = _in_place(f"""
             bx = b1 * t1
             {use}
@@ -536,3 +538,59 @@ def test_grad_still_refuses_results_that_are_not_real_numbers():
         srcgrad.grad(not_a_number)(x)
     with pytest.raises(srcgrad.SrcgradError, match="complex"):
         srcgrad.grad(complex_valued)(x)
+
+
+# -- remat: saved negations computed again where read -----------------------------------------
+
+def _negations(body_src: str, backward_src: str, needed=("n", "v", "x"), params=("x",),
+               once=("n", "v"), shape_only=frozenset()):
+    needed = set(needed)
+    out = recompute_negations(_stmts(backward_src), _stmts(body_src), needed, list(params),
+                              set(once), frozenset(shape_only))
+    return _text(out), needed
+
+
+def test_a_negation_of_a_parameter_read_once_is_computed_again():
+    text, needed = _negations("n = -x\ny = n * x", "b1 = g * x\nbx = g * n")
+    assert text.splitlines()[1] == "bx = g * -x" and "n" not in needed and "x" in needed
+    text, needed = _negations("v = x * 2.0\nn = -v", "bx = g * n")
+    assert text == "bx = g * -v" and "n" not in needed
+
+
+def test_a_negation_read_twice_in_a_loop_or_for_its_shape_is_saved():
+    for backward in ("b1 = g * n\nbx = b1 * n", "for k in r:\n    bx = g * n",
+                     "if c:\n    bx = g * n"):
+        text, needed = _negations("n = -x", backward)
+        assert "-x" not in text and "n" in needed, backward
+    text, needed = _negations("n = -x", "b1 = _rt.unbroadcast(g, n)", shape_only={"n"})
+    assert "-x" not in text and "n" in needed
+
+
+def test_a_negation_of_a_value_that_changes_or_is_not_saved_is_saved():
+    cases = [("n = -x\nx = x * 2.0", {}),  # the parameter is rebound
+             ("n = -v", {"once": ("n",)}),  # v assigned more than once
+             ("n = -v", {"needed": ("n",)}),  # v not saved: saving it instead gains nothing
+             ("n = -v", {"shape_only": {"v"}}),  # v saved as a stand-in of its shape
+             ("n = -x", {"once": ("v",)})]  # n itself assigned more than once
+    for body, options in cases:
+        text, needed = _negations(body, "bx = g * n", **options)
+        assert text == "bx = g * n" and "n" in needed, (body, options)
+
+
+def test_grad_recomputes_the_negation():
+    source = _valueless(elementwise)
+    assert "bx = b_t4 * -x" in source and "[x, _t1, _t5, _rt.shape_like(_t6)]" in source
+
+
+def negated(x):
+    y = np.sin(x)
+    z = -y
+    return np.sum(np.exp(z) * y + z * x)
+
+
+def test_grad_with_negations_of_intermediate_values():
+    for n in (7, BIG):
+        x = np.linspace(-1.0, 1.0, n)
+        _same_as_ordinary(negated, (x,))
+        check_grad(negated, (x,))
+    assert "-y" in _valueless(negated).split("_bwd")[1]

@@ -133,8 +133,14 @@ def names_kept(node) -> set[str]:
     ``a[i]``, ``a.T``, ``b = a``), where ``a`` in ``a * 2`` only gives its elements."""
     consumed = {id(child) for n in gast.walk(node) if is_fresh(n)
                 for child in gast.iter_child_nodes(n) if isinstance(child, gast.Name)}
+    # (a lambda or a comprehension may read its names later, or repeatedly: never consumed)
+    deferred = {id(m) for n in gast.walk(node) if isinstance(n, _DEFERRED)
+                for m in gast.walk(n)}
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
-            and isinstance(n.ctx, gast.Load) and id(n) not in consumed}
+            and isinstance(n.ctx, gast.Load) and (id(n) not in consumed or id(n) in deferred)}
+
+
+_DEFERRED = (gast.Lambda, gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
 
 def is_atomic(node) -> bool:

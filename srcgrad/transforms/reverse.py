@@ -52,6 +52,7 @@ from .desugar import regroup_contexts
 from .inplace import accumulate_in_place
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
+from .remat import recompute_negations
 from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
 from .unit_seed import skip_unit_products
@@ -730,6 +731,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         backward = accumulate_in_place(backward, all_adjoints, ctx.rt)
     gen.shape_only = shape_only_names(backward, ctx.rt, _callees(ctx, backward)) \
         - set(ctx.params)
+    if ctx.lean and not ctx.scalar_mode:
+        stores = [n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                  and isinstance(n.ctx, (gast.Store, gast.Del))]
+        once = {n for n in stores if stores.count(n) == 1} - gen.facts.overwritten \
+            - set(ctx.params)
+        backward = recompute_negations(backward, body, gen.needed, ctx.params, once,
+                                       gen.shape_only)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
