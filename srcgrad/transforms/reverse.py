@@ -19,7 +19,10 @@ sweep never reads, and the ifs and loops that leaves with nothing to do (issue 1
 Lean code (issue 11), each step a pass of its own run on the generated sweeps: copies
 propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
-stand-ins (shape_reads.py), temporaries deleted after their last use (release.py).
+stand-ins (shape_reads.py), temporaries deleted after their last use (release.py). The
+sweeps ``grad`` runs itself (Context.lean) also skip products by the seed's ones
+(unit_seed.py), accumulate in place (inplace.py), compute saved negations again (remat.py)
+and, when the value is discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
@@ -723,21 +726,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
     backward = _prune_restores(gen, backward, body)
-    if ctx.lean and not ctx.scalar_mode:
-        grads = {ctx.namer.adjoint(p) for p in ctx.wrt_names}
-        # (the name rules' code calls expand_to by; an unused helper is dropped later)
-        spread = ctx.helper(expand_to, "expand_to")
-        backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
-        backward = accumulate_in_place(backward, all_adjoints, ctx.rt)
+    lean = ctx.lean and not ctx.scalar_mode  # (grad's own sweeps: see api.LeanAdjoint)
+    if lean:
+        backward = _lean_accumulation(ctx, backward, seed, all_adjoints)
     gen.shape_only = shape_only_names(backward, ctx.rt, _callees(ctx, backward)) \
         - set(ctx.params)
-    if ctx.lean and not ctx.scalar_mode:
-        stores = [n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
-                  and isinstance(n.ctx, (gast.Store, gast.Del))]
-        once = {n for n in stores if stores.count(n) == 1} - gen.facts.overwritten \
-            - set(ctx.params)
-        backward = recompute_negations(backward, body, gen.needed, ctx.params, once,
-                                       gen.shape_only)
+    if lean:
+        backward = _recomputed_negations(gen, tree, body, backward)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
 
@@ -771,13 +766,12 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
     # (the lean sweeps run their backward once: a list it empties, so that each saved array
     # is freed after its last use rather than held by the caller until the sweep ends)
-    lean = ctx.lean and not ctx.scalar_mode
     saved_tuple = (gast.List if lean else gast.Tuple)(
         elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
     fwd_body.append(A.located(gast.Return(value=gast.Tuple(elts=[result_expr, saved_tuple],
                                                              ctx=gast.Load())), ret))
 
-    if ctx.lean and ctx.discard_value and not ctx.scalar_mode:
+    if lean and ctx.discard_value:
         fwd_body = probe_dead_values(fwd_body, ctx)
 
     bwd_body = [codegen.comment("backward sweep")]
@@ -827,6 +821,25 @@ def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
         return backward
     doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
     return remove_statements(backward, doomed)
+
+
+def _lean_accumulation(ctx: Context, backward: list, seed: str, adjoints: set[str]) -> list:
+    """``grad``'s backward sweep: products by its seed's ones skipped, accumulations into
+    arrays it owns made in place."""
+    grads = {ctx.namer.adjoint(p) for p in ctx.wrt_names}
+    spread = ctx.helper(expand_to, "expand_to")  # (dropped later if the sweep reads it not)
+    backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
+    return accumulate_in_place(backward, adjoints, ctx.rt)
+
+
+def _recomputed_negations(gen: ReverseGenerator, tree, body: list, backward: list) -> list:
+    """``grad``'s backward sweep computing saved negations again (``gen.needed`` updated)."""
+    ctx = gen.ctx
+    stores = [n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+              and isinstance(n.ctx, (gast.Store, gast.Del))]
+    once = {n for n in stores if stores.count(n) == 1} - gen.facts.overwritten \
+        - set(ctx.params)
+    return recompute_negations(backward, body, gen.needed, ctx.params, once, gen.shape_only)
 
 
 def _callees(ctx: Context, stmts: list) -> dict:
