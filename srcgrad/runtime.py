@@ -17,6 +17,7 @@ __all__ = [
     "add_into",
     "subtract_into",
     "times_unit",
+    "negated_product",
     "Probe",
     "probe",
     "computed",
@@ -282,6 +283,28 @@ def subtract_into(a, b):
             and a.dtype == b.dtype and a.ndim and a.flags.writeable:
         return _np_subtract(a, b, out=a)
     return a - b
+
+
+_NUMBERS = (float, int, complex)
+
+
+def negated_product(product, a, b):
+    """``a * -b`` given ``product``, the value of ``a * b``: ``-product`` (the same to the last
+    bit: rounding is symmetric in sign) when all are numpy arrays or numbers, ``b`` and the
+    product real floating ones (negating an integer may wrap around; a complex product's
+    zeros may change sign) and ``a`` real; else ``a * -b``.
+    transforms/remat.py calls it where the backward sweep computed ``product`` already."""
+    kinds = []
+    for v in (product, a, b):
+        if type(v) is _ndarray or isinstance(v, _generic):
+            kinds.append(v.dtype.kind)
+        elif type(v) in _NUMBERS:
+            kinds.append("f" if type(v) is float else "c" if type(v) is complex else "i")
+        else:
+            return a * -b
+    if kinds[0] == "f" and kinds[2] == "f" and kinds[1] in "biuf":
+        return -product
+    return a * -b
 
 
 def times_unit(one, y):

@@ -551,7 +551,7 @@ def _negations(body_src: str, backward_src: str, needed=("n", "v", "x"), params=
 
 
 def test_a_negation_of_a_parameter_read_once_is_computed_again():
-    text, needed = _negations("n = -x\ny = n * x", "b1 = g * x\nbx = g * n")
+    text, needed = _negations("n = -x\ny = n * x", "b1 = h * x\nbx = g * n")
     assert text.splitlines()[1] == "bx = g * -x" and "n" not in needed and "x" in needed
     text, needed = _negations("v = x * 2.0\nn = -v", "bx = g * n")
     assert text == "bx = g * -v" and "n" not in needed
@@ -579,7 +579,8 @@ def test_a_negation_of_a_value_that_changes_or_is_not_saved_is_saved():
 
 def test_grad_recomputes_the_negation():
     source = _valueless(elementwise)
-    assert "bx = b_t4 * -x" in source and "[x, _t1, _t5, _rt.shape_like(_t6)]" in source
+    assert "bx = _rt.negated_product(b_t3, b_t4, x)" in source
+    assert "[x, _t1, _t5, _rt.shape_like(_t6)]" in source
 
 
 def negated(x):
@@ -594,3 +595,46 @@ def test_grad_with_negations_of_intermediate_values():
         _same_as_ordinary(negated, (x,))
         check_grad(negated, (x,))
     assert "-y" in _valueless(negated).split("_bwd")[1]
+
+
+def test_a_product_by_a_negation_computed_already_is_negated():
+    text, needed = _negations("n = -x", "b1 = g * x\nb2 = b1 * 2.0\nbx = n * g + 1.0")
+    assert text.splitlines()[2] == "bx = _rt.negated_product(b1, g, x) + 1.0"
+    assert "n" not in needed
+    text, _ = _negations("n = -x", "b1 = x * g\nbx = g * n")
+    assert text.splitlines()[1] == "bx = _rt.negated_product(b1, g, x)"
+    for between in ("b1 = b1 + 1.0", "g = g * 2.0", "for k in r:\n    b1 = k"):
+        text, _ = _negations("n = -x", f"b1 = g * x\n{between}\nbx = g * n")
+        assert text.splitlines()[-1] == "bx = g * -x", between
+    text, _ = _negations("n = -x", "b1 = g * x * 2.0\nbx = g * n")  # (not the product)
+    assert text.splitlines()[-1] == "bx = g * -x"
+
+
+def test_negated_product_is_the_product_by_the_negation():
+    rng = np.random.default_rng(6)
+    a, b = rng.standard_normal(50), rng.standard_normal(50)
+    b[:3] = [0.0, -0.0, np.inf]
+    out = runtime.negated_product(a * b, a, b)
+    assert np.array_equal(out, a * -b) and np.array_equal(np.signbit(out), np.signbit(a * -b))
+    with np.errstate(invalid="ignore"):  # (complex products of infinities: nan)
+        cases = [(a.astype(np.float32), b.astype(np.float32)), (2.5, b), (a, -1.5),
+                 (a + 1j * b, b - 1j * a), (a + 1j * b, b), (a, b + 0j),
+                 (a, b.astype(np.float32)), (np.arange(50) % 2 == 0, b), (3, np.float64(2.0))]
+    for a, b in cases:
+        with np.errstate(invalid="ignore"):
+            want = a * -b
+            out = runtime.negated_product(a * b, a, b)
+        assert type(out) is type(want) and np.asarray(out).dtype == np.asarray(want).dtype
+        assert np.array_equal(out, want, equal_nan=True)
+        assert np.array_equal(np.signbit(np.real(out)), np.signbit(np.real(want)))
+        assert np.array_equal(np.signbit(np.imag(out)), np.signbit(np.imag(want)))
+    # an integer b whose negation wraps around: -(a * b) is not a * -b
+    ints = np.array([-128, 5], np.int8)
+    for a in (np.array([0.5, 2.0]), 0.5, np.array([3, 1], np.int8)):
+        want = a * -ints
+        assert np.array_equal(runtime.negated_product(a * ints, a, ints), want)
+    unsigned = np.array([1, 200], np.uint8)
+    assert np.array_equal(runtime.negated_product(0.5 * unsigned, 0.5, unsigned),
+                          0.5 * -unsigned)
+    with pytest.raises(TypeError):  # (a list: computed as written, which Python refuses)
+        runtime.negated_product([1.0], 2.0, [1.0])

@@ -839,7 +839,8 @@ def _recomputed_negations(gen: ReverseGenerator, tree, body: list, backward: lis
               and isinstance(n.ctx, (gast.Store, gast.Del))]
     once = {n for n in stores if stores.count(n) == 1} - gen.facts.overwritten \
         - set(ctx.params)
-    return recompute_negations(backward, body, gen.needed, ctx.params, once, gen.shape_only)
+    return recompute_negations(backward, body, gen.needed, ctx.params, once, gen.shape_only,
+                               ctx.rt)
 
 
 def _callees(ctx: Context, stmts: list) -> dict:
