@@ -7,9 +7,10 @@ hand-written gradient's.
 
     python benchmarks/bench_memory.py [--quick] [--rounds N] [--show]
 
-``--show`` prints each generated source. Times are the process's CPU time (user + system,
-page faults included), which other processes on a shared machine disturb far less than the
-wall clock; ``--wall`` measures the wall clock instead.
+``--show`` prints the generated source each gradient runs (``grad``'s lean variant of the
+sweeps ``srcgrad.source`` shows: see api.LeanAdjoint). Times are the process's CPU time
+(user + system, page faults included), which other processes on a shared machine disturb
+far less than the wall clock; ``--wall`` measures the wall clock instead.
 """
 from __future__ import annotations
 
@@ -39,6 +40,7 @@ from bench_grad import (
 )
 
 import srcgrad
+from srcgrad.api import get_lean_adjoint
 
 
 class Workload(NamedTuple):
@@ -117,8 +119,8 @@ def main(quick: bool = False, rounds: int = 7, show: bool = False, wall: bool = 
         wrt = w.wrt[0] if len(w.wrt) == 1 else w.wrt
         g = srcgrad.grad(w.fn, wrt=wrt)
         check(w, g)
-        if show:
-            print(srcgrad.source(g))
+        if show:  # what grad runs: the lean variant of the sweeps srcgrad.source shows
+            print(get_lean_adjoint(w.fn, w.wrt, value=False).source)
         ta, tb, ratio = time_ratio(lambda g=g, w=w: g(*w.args), lambda w=w: w.by_hand(*w.args),
                                    max(1, w.number // (3 if quick else 1)),
                                    3 if quick else rounds,

@@ -92,6 +92,31 @@ class EntryAdjoint(Adjoint):
     entry = True
 
 
+class LeanAdjoint(EntryAdjoint):
+    """The sweeps ``grad`` runs itself for a gradient: seeded with one, the value and the
+    arrays of the backward sweep seen by nobody else, never differentiated again (a gradient
+    differentiated again runs an ``EntryAdjoint``'s): products by ones skipped, adjoints
+    accumulated in place (Context.lean)."""
+
+    lean = True
+
+
+class ValuelessAdjoint(LeanAdjoint):
+    """``LeanAdjoint`` for ``grad`` without the value: what only makes the value is probed
+    rather than computed (Context.discard_value)."""
+
+    discard_value = True
+
+
+def get_lean_adjoint(fn: Callable, wrt: tuple[int, ...], value: bool = True) -> Adjoint:
+    """``get_entry_adjoint``'s sweeps in their ``grad``-only form (``LeanAdjoint``; without
+    ``value``, a ``ValuelessAdjoint``)."""
+    if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
+        return get_adjoint(fn, wrt)
+    return cached_build(_CACHE, LeanAdjoint if value else ValuelessAdjoint,
+                        function_key(fn), wrt)
+
+
 def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
     """``get_adjoint`` for the function an API call differentiates itself. A function made by
     srcgrad (a gradient differentiated again) keeps its ordinary adjoint."""
@@ -416,22 +441,30 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     func = f.__func__ if bound else f
     func_indices = tuple(i + len(bound) for i in indices)
 
-    last = LastBuild(_CACHE)
+    # the last build each kind of call got, handed out again while it holds (LastBuild)
+    last, last_lean = LastBuild(_CACHE), LastBuild(_CACHE)
+    # seeded with one (a real one: not under has_aux or holomorphic), whose sweeps nothing
+    # else sees: the lean sweeps (LeanAdjoint)
+    lean = not (mode.has_aux or mode.holomorphic or mode.elementwise)
 
-    def adjoint():
+    def adjoint(lean: bool = False):
         # looked up on every call (the last build, checked): the cache decides when code is
         # rebuilt
-        adj = last.get(func, lambda: get_entry_adjoint(func, func_indices))
-        if verbose and state.get("shown") is not adj:
-            state["shown"] = adj
-            print(adj.source)
-        return adj
+        if verbose:  # (the sweeps srcgrad.source shows, of which the lean ones are a variant)
+            shown = last.get(func, lambda: get_entry_adjoint(func, func_indices))
+            if state.get("shown") is not shown:
+                state["shown"] = shown
+                print(shown.source)
+        if lean:
+            return last_lean.get(func, lambda: get_lean_adjoint(func, func_indices,
+                                                                mode.value_first))
+        return last.get(func, lambda: get_entry_adjoint(func, func_indices))
 
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
-        adj = adjoint()
+        adj = adjoint(lean)
         if adj.scalar_closed and not kwargs and all(type(a) in SCALAR_TYPES for a in args) \
                 and not mode.has_aux:
             adj = adj.scalar_variant()

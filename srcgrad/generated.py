@@ -40,6 +40,8 @@ class Generated(abc.ABC):
     kind = "generated"  # shown in the linecache pseudo-filename
     entry = False  # built for the function an API call differentiates itself (Context.entry)
     consumed: frozenset = frozenset()  # parameters its call site hands over (Context.consumed)
+    lean = False  # the sweeps a grad call runs itself, never differentiated again (Context.lean)
+    discard_value = False  # ... whose value it discards (Context.discard_value)
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         self.fn = fn
@@ -66,6 +68,8 @@ class Generated(abc.ABC):
         ctx.scalar_mode = self.scalar_mode
         ctx.entry = self.entry
         ctx.consumed = self.consumed
+        ctx.lean = self.lean
+        ctx.discard_value = self.discard_value
         try:
             tree = normalize(ctx)
             module = self.generate(tree, ctx)

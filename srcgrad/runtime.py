@@ -14,6 +14,14 @@ __all__ = [
     "add_at",
     "zeros_like",
     "densify",
+    "add_into",
+    "subtract_into",
+    "times_unit",
+    "negated_product",
+    "Probe",
+    "probe",
+    "computed",
+    "probed_result",
     "ZERO",
     "is_zero",
     "part",
@@ -45,8 +53,10 @@ __all__ = [
     "size_of",
 ]
 
+import math
 import sys
 import types
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,6 +67,8 @@ from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatur
 _ndarray = np.ndarray
 _generic = np.generic
 _add_reduce = np.add.reduce
+_np_add = np.add
+_np_subtract = np.subtract
 _getrefcount = sys.getrefcount
 # References to an adjoint array owned by one generated frame while add_at runs: the
 # frame's variable, add_at's parameter, and getrefcount's own argument.
@@ -256,6 +268,59 @@ def _densify_struct(g, x):
     if isinstance(x, tuple) and hasattr(x, "_fields"):
         return type(x)(*items)
     return type(x)(items)
+
+
+def add_into(a, b):
+    """``a + b``, computed into ``a``'s own buffer when that gives the same array (``a`` a
+    writable ndarray, ``b`` an ndarray of its shape and dtype): the backward sweep's in-place
+    accumulation (transforms/inplace.py), which calls it only for an ``a`` the sweep made and
+    nothing else refers to. Anything else gets ``a + b`` itself."""
+    if type(a) is _ndarray and type(b) is _ndarray and a.shape == b.shape \
+            and a.dtype == b.dtype and a.ndim and a.flags.writeable:
+        return _np_add(a, b, out=a)
+    return a + b
+
+
+def subtract_into(a, b):
+    """``a - b`` as ``add_into`` computes ``a + b``."""
+    if type(a) is _ndarray and type(b) is _ndarray and a.shape == b.shape \
+            and a.dtype == b.dtype and a.ndim and a.flags.writeable:
+        return _np_subtract(a, b, out=a)
+    return a - b
+
+
+_NUMBERS = (float, int, complex)
+
+
+def negated_product(product, a, b):
+    """``a * -b`` given ``product``, the value of ``a * b``: ``-product`` (the same to the last
+    bit: rounding is symmetric in sign) when all are numpy arrays or numbers, ``b`` and the
+    product real floating ones (negating an integer may wrap around; a complex product's
+    zeros may change sign) and ``a`` real; else ``a * -b``.
+    transforms/remat.py calls it where the backward sweep computed ``product`` already."""
+    kinds = []
+    for v in (product, a, b):
+        if type(v) is _ndarray or isinstance(v, _generic):
+            kinds.append(v.dtype.kind)
+        elif type(v) in _NUMBERS:
+            kinds.append("f" if type(v) is float else "c" if type(v) is complex else "i")
+        else:
+            return a * -b
+    if kinds[0] == "f" and kinds[2] == "f" and kinds[1] in "biuf":
+        return -product
+    return a * -b
+
+
+def times_unit(one, y):
+    """``one * y`` for ``one`` an array of ones or the number one (a ``grad`` seed, or its
+    spread over an array): ``y`` itself when that is the same array to the last bit (a real
+    floating ndarray the product neither broadcasts nor casts). The result may then be ``y``:
+    transforms/unit_seed.py uses it only where it is read as an operand of arithmetic."""
+    if type(y) is _ndarray and y.dtype.kind == "f" and (
+            type(one) is float or type(one) is _ndarray and one.dtype == y.dtype
+            and (one.shape == y.shape or not one.ndim)):
+        return y
+    return one * y
 
 
 def add(a, b):
@@ -1115,16 +1180,86 @@ _STAND_IN_LIMIT = 1024  # distinct shapes kept; beyond that, stand-ins are made 
 def shape_like(x):
     """What a backward sweep that reads ``x`` only for its shape and dtype saves instead of
     ``x``: a read-only array of that shape and dtype whose elements all share one buffer
-    element (a few bytes, whatever the shape). Other values are returned unchanged."""
+    element (a few bytes, whatever the shape). Other values are returned unchanged; a
+    ``Probe`` gives the stand-in of the array it describes."""
+    if type(x) is Probe:  # (of a number: its one element, of the number's type)
+        return _stand_in(x.shape, x.sample.dtype) if x.shape else x.sample
     if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
         return x
-    key = (x.shape, x.dtype)
+    return _stand_in(x.shape, x.dtype)
+
+
+def _stand_in(shape, dtype):
+    key = (shape, dtype)
     stand_in = _STAND_INS.get(key)
     if stand_in is None:
-        one = np.zeros(1, x.dtype)
+        one = np.zeros(1, dtype)
         one.flags.writeable = False
-        stand_in = _ndarray(x.shape, x.dtype, one, 0, (0,) * x.ndim)
+        stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
         if len(_STAND_INS) < _STAND_IN_LIMIT:
             _STAND_INS[key] = stand_in
     return stand_in
 
+
+
+# -- values nobody reads (transforms/dead_values.py) -------------------------------------------
+
+class Probe(NamedTuple):
+    """What the forward sweep of a ``grad`` keeps of a value that only feeds its discarded
+    result, or the shape the backward sweep reads: the shape, one element computed like the
+    value's first (so of its dtype), and how to compute the whole value if something needs
+    it after all. It never leaves the generated sweeps."""
+
+    sample: Any
+    shape: tuple
+    fn: Any
+    args: tuple
+
+
+_PROBED = 4096  # elements: smaller results are computed, as cheap as probing them
+
+
+def probe(fn, *args):
+    """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
+    ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
+    numbers and the result is large; else computed (operands that are probes first)."""
+    for a in args:  # (the common case first: small operands, computed at once)
+        if type(a) is Probe or type(a) is _ndarray and a.size >= _PROBED:
+            break
+    else:
+        return fn(*args)
+    samples, shapes = [], []
+    for a in args:
+        t = type(a)
+        if t is Probe:
+            samples.append(a.sample)
+            shapes.append(a.shape)
+        elif t is _ndarray and a.dtype.kind in "biufc":
+            samples.append(a[(slice(0, 1),) * a.ndim])  # (empty if a is: its dtype counts)
+            shapes.append(a.shape)
+        elif t in (float, int, bool, complex) or isinstance(a, (np.number, np.bool_)):
+            samples.append(a)
+            shapes.append(())
+        else:
+            return fn(*[computed(a) for a in args])
+    shape = () if fn is np.sum or fn is np.mean else np.broadcast_shapes(*shapes)
+    if math.prod(shape if shape else shapes[0]) < _PROBED:
+        return fn(*[computed(a) for a in args])
+    return Probe(fn(*samples), shape, fn, args)
+
+
+def computed(value):
+    """The value a ``Probe`` describes, computed; other values as they are."""
+    if type(value) is Probe:
+        return value.fn(*[computed(a) for a in value.args])
+    return value
+
+
+def probed_result(value):
+    """A function's result as ``grad`` sees it in a sweep that does not compute it: for a
+    probe of a number (``np.sum`` of an array), its one element, of the type and dtype the
+    result has; other values (a probe of an array included, which grad then refuses for
+    its shape) computed."""
+    if type(value) is Probe and not value.shape:
+        return value.sample
+    return computed(value)

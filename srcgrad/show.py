@@ -28,7 +28,9 @@ def source(obj: Any, kind: str | None = None) -> str:
 
     - a function made by ``grad``, ``value_and_grad`` or ``elementwise_grad``: its forward
       and backward sweeps (``f_fwd``, ``f_bwd``; called with Python or numpy scalars only, a
-      gradient may run a variant of them specialized to scalars, without unbroadcasting);
+      gradient may run a variant of them specialized to scalars, without unbroadcasting,
+      and ``grad``/``value_and_grad`` otherwise run a lean variant seeded with one, which
+      skips products by ones and accumulates in place: ``api.get_lean_adjoint(f, wrt)``);
     - a pullback returned by ``vjp``: the sweeps it runs;
     - a function made by ``jacfwd``: the forward-mode function ``f_jvp``; by ``jacrev`` or
       ``jacobian``: the sweeps; by ``hessian``: forward mode over the generated gradient

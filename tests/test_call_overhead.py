@@ -106,14 +106,20 @@ def test_an_ndarray_subclass_is_still_refused():
 
 # -- the last build a gradient function used -------------------------------------------------
 def _counting(monkeypatch):
+    """Lookups of a gradient's sweeps, ordinary or lean (grad's own: api.get_lean_adjoint)."""
     calls = []
-    original = api.get_entry_adjoint
+    entry, lean = api.get_entry_adjoint, api.get_lean_adjoint
 
     def counted(fn, wrt):
         calls.append(fn)
-        return original(fn, wrt)
+        return entry(fn, wrt)
+
+    def counted_lean(fn, wrt, value=True):
+        calls.append(fn)
+        return lean(fn, wrt, value)
 
     monkeypatch.setattr(api, "get_entry_adjoint", counted)
+    monkeypatch.setattr(api, "get_lean_adjoint", counted_lean)
     return calls
 
 

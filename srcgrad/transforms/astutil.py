@@ -115,6 +115,34 @@ def names_written(node) -> set[str]:
             if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del))}
 
 
+# operators whose result, on numpy arrays and numbers, is a new value holding no reference
+# to its operands (an array made by a ufunc or a matrix product)
+FRESH_OPS = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow,
+             gast.MatMult)
+
+
+def is_fresh(node) -> bool:
+    """Arithmetic (``a * b``, ``-a``): its value is new, it keeps no reference to operands."""
+    return isinstance(node, gast.BinOp) and isinstance(node.op, FRESH_OPS) or isinstance(
+        node, gast.UnaryOp) and isinstance(node.op, gast.USub)
+
+
+def names_kept(node) -> set[str]:
+    """Names ``node`` reads other than as a direct operand of arithmetic: the places where
+    their value itself may be passed on, stored, returned, or viewed (``a`` in ``f(a)``,
+    ``a[i]``, ``a.T``, ``b = a``), where ``a`` in ``a * 2`` only gives its elements."""
+    consumed = {id(child) for n in gast.walk(node) if is_fresh(n)
+                for child in gast.iter_child_nodes(n) if isinstance(child, gast.Name)}
+    # (a lambda or a comprehension may read its names later, or repeatedly: never consumed)
+    deferred = {id(m) for n in gast.walk(node) if isinstance(n, _DEFERRED)
+                for m in gast.walk(n)}
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+            and isinstance(n.ctx, gast.Load) and (id(n) not in consumed or id(n) in deferred)}
+
+
+_DEFERRED = (gast.Lambda, gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
+
+
 def is_atomic(node) -> bool:
     """Names, constants and (tuples/slices of) them: operands that need no temporary."""
     if isinstance(node, (gast.Name, gast.Constant)):

@@ -70,6 +70,13 @@ class Context:
     # parameters whose argument the call site hands over (``x = helper(x)``, the caller's x
     # read no more): the function may update them in place too, like an entry (desugar.py)
     consumed: frozenset = frozenset()
+    # the sweeps a ``grad`` call runs itself, seeded with one and never differentiated again:
+    # the backward sweep may skip products by ones and accumulate in place (unit_seed.py,
+    # inplace.py)
+    lean: bool = False
+    # ... and the value is discarded too (grad, not value_and_grad): the forward sweep may
+    # probe what only makes the value (dead_values.py)
+    discard_value: bool = False
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

@@ -16,19 +16,26 @@ import gast
 from . import astutil as A
 
 
-def _bound_at_top(body: list) -> dict[str, int]:
-    """Names a top-level ``name = value`` binds, with the index of the first such binding."""
+def _bound_at_top(body: list, unpacked: bool) -> dict[str, int]:
+    """Names a top-level ``name = value`` binds (with ``unpacked``, ``a, b = value`` too),
+    with the index of the first such binding."""
     first: dict[str, int] = {}
     for i, s in enumerate(body):
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name):
-            first.setdefault(s.targets[0].id, i)
+        if isinstance(s, gast.Assign) and len(s.targets) == 1:
+            target = s.targets[0]
+            names = [target] if isinstance(target, gast.Name) else target.elts if unpacked \
+                and isinstance(target, gast.Tuple) else []
+            for n in names:
+                if isinstance(n, gast.Name):
+                    first.setdefault(n.id, i)
     return first
 
 
-def release_dead(body: list, keep: set[str] = frozenset()) -> list:
+def release_dead(body: list, keep: set[str] = frozenset(), unpacked: bool = False) -> list:
     """``body`` (a sweep's statements, ending with its return) with ``del`` statements after
-    the last mention of each top-level temporary not in ``keep``.
+    the last mention of each top-level temporary not in ``keep``; with ``unpacked``, also of
+    the names a top-level assignment unpacks (a backward sweep's saved values, which only
+    then are freed, when the sweep emptied the list holding them).
 
     Nothing is deleted from a body that inspects its own namespace (``locals()``, ``eval``...),
     nor a name a nested function or lambda mentions (it may read it later), nor a name
@@ -44,7 +51,7 @@ def release_dead(body: list, keep: set[str] = frozenset()) -> list:
             captured |= set(n.names)
         elif isinstance(n, gast.Delete):  # deleted by the code itself already
             captured |= {t.id for t in n.targets if isinstance(t, gast.Name)}
-    bound = _bound_at_top(body)
+    bound = _bound_at_top(body, unpacked)
     last: dict[str, int] = {}
     for i, s in enumerate(body):
         for n in gast.walk(s):

@@ -20,7 +20,10 @@ Lean code (issue 11), each step a pass of its own run on the generated sweeps: c
 propagated (copies.py), repeated contributions combined (combine.py), pops nobody reads
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
 stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
-(tape_once.py), temporaries deleted after their last use (release.py).
+(tape_once.py), temporaries deleted after their last use (release.py). The sweeps ``grad``
+runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), accumulate
+in place (inplace.py), compute saved negations again (remat.py) and, when the value is
+discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
@@ -32,6 +35,7 @@ import numpy as np
 from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
+from ..rules._helpers import expand_to
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
@@ -47,12 +51,16 @@ from .cleanup import number, simplify
 from .combine import combine_contributions
 from .context import Context, DynamicCall, factory_module
 from .copies import propagate_copies
+from .dead_values import probe_dead_values
 from .desugar import regroup_contexts
+from .inplace import accumulate_in_place
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
+from .remat import recompute_negations
 from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
 from .tape_once import saved_once
+from .unit_seed import skip_unit_products
 
 ZERO = A.const(0.0)
 
@@ -730,7 +738,13 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
     backward = _prune_restores(gen, backward, body)
-    gen.shape_only = shape_only_names(backward, ctx.rt, ctx.helpers) - set(ctx.params)
+    lean = ctx.lean and not ctx.scalar_mode  # (grad's own sweeps: see api.LeanAdjoint)
+    if lean:
+        backward = _lean_accumulation(ctx, backward, seed, all_adjoints)
+    gen.shape_only = shape_only_names(backward, ctx.rt, _callees(ctx, backward)) \
+        - set(ctx.params)
+    if lean:
+        backward = _recomputed_negations(gen, tree, body, backward)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
     forward, backward, once = saved_once(forward, backward, gen.tape,
@@ -765,9 +779,15 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd_body += [A.assign(initial[p], A.load(p)) for p in ctx.wrt_names if p in initial]
     fwd_body += forward
     result_expr = A.load(result) if result else A.deepcopy(ret.value)
-    saved_tuple = gast.Tuple(elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
+    # (the lean sweeps run their backward once: a list it empties, so that each saved array
+    # is freed after its last use rather than held by the caller until the sweep ends)
+    saved_tuple = (gast.List if lean else gast.Tuple)(
+        elts=[gen.saved_value(n) for n in saved], ctx=gast.Load())
     fwd_body.append(A.located(gast.Return(value=gast.Tuple(elts=[result_expr, saved_tuple],
                                                              ctx=gast.Load())), ret))
+
+    if lean and ctx.discard_value:
+        fwd_body = probe_dead_values(fwd_body, ctx)
 
     bwd_body = [codegen.comment("backward sweep")]
     if saved:
@@ -776,6 +796,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         value = A.load(gen.saved_name) if len(saved) > 1 else gast.Subscript(
             value=A.load(gen.saved_name), slice=A.const(0), ctx=gast.Load())
         bwd_body.append(A.assign(target, value))
+        if lean:
+            bwd_body.append(A.expr_stmt(A.call(A.attr(gen.saved_name, "clear"))))
     bwd_body += backward
     grads = []
     generated = ctx.src.filename.startswith("<srcgrad")
@@ -795,7 +817,8 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     name = tree.name if tree.name != "_lambda" else "lambda"
     if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
         counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
-        fwd_body, bwd_body = release_dead(fwd_body, counters), release_dead(bwd_body, counters)
+        fwd_body = release_dead(fwd_body, counters)
+        bwd_body = release_dead(bwd_body, counters, unpacked=lean)
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
@@ -813,6 +836,36 @@ def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
         return backward
     doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
     return remove_statements(backward, doomed)
+
+
+def _lean_accumulation(ctx: Context, backward: list, seed: str, adjoints: set[str]) -> list:
+    """``grad``'s backward sweep: products by its seed's ones skipped, accumulations into
+    arrays it owns made in place."""
+    grads = {ctx.namer.adjoint(p) for p in ctx.wrt_names}
+    spread = ctx.helper(expand_to, "expand_to")  # (dropped later if the sweep reads it not)
+    backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
+    return accumulate_in_place(backward, adjoints, ctx.rt)
+
+
+def _recomputed_negations(gen: ReverseGenerator, tree, body: list, backward: list) -> list:
+    """``grad``'s backward sweep computing saved negations again (``gen.needed`` updated)."""
+    ctx = gen.ctx
+    stores = [n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+              and isinstance(n.ctx, (gast.Store, gast.Del))]
+    once = {n for n in stores if stores.count(n) == 1} - gen.facts.overwritten \
+        - set(ctx.params)
+    return recompute_negations(backward, body, gen.needed, ctx.params, once, gen.shape_only,
+                               ctx.rt)
+
+
+def _callees(ctx: Context, stmts: list) -> dict:
+    """What the names ``stmts`` call stand for: the factory's helpers, and the user's globals
+    that ``Context.helper`` used for them (bound there to the same objects)."""
+    called = {n.func.id for s in stmts for n in gast.walk(s)
+              if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)}
+    out = {name: ctx.globals[name] for name in called if name in ctx.globals
+           and name not in ctx.local_names and name not in ctx.closure}
+    return {**out, **ctx.helpers}
 
 
 def _elementwise(fn) -> bool:
