@@ -26,6 +26,7 @@ import ctypes.util
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 LANES = 4  # doubles per libmvec call (the AVX2 variant, "d")
@@ -83,25 +84,51 @@ def available() -> frozenset:
     return _AVAILABLE
 
 
-def _block_intrinsic(name: str):
-    """``block(src, dst, k)``: ``dst[k:k+LANES] = name(src[k:k+LANES])`` by one libmvec call
-    (``src`` and ``dst`` 1-d C-contiguous float64 arrays, ``k + LANES <= size``)."""
+def _loop_intrinsic(name: str):
+    """``loop(src, dst)``: ``dst.flat[i] = name(src.flat[i])`` for every element, four per
+    libmvec call, the last partial block through a buffer padded with 0.5 (in every
+    function's domain); ``src`` and ``dst`` C-contiguous float64 arrays of one size. One
+    intrinsic, so that numba types and lowers no array code of its own here (the shape
+    checks of slices and reshapes compile their error messages: a second per call site)."""
     symbol = _symbol(name)
 
     @intrinsic
-    def block(typingctx, src, dst, k):
+    def loop(typingctx, src, dst):
         def codegen(context, builder, signature, args):
-            vector = ir.VectorType(ir.DoubleType(), LANES)
-            fn = builder.module.globals.get(symbol) or ir.Function(
-                builder.module, ir.FunctionType(vector, [vector]), symbol)
+            double = ir.DoubleType()
+            vector = ir.VectorType(double, LANES)
+            fn = cgutils.get_or_insert_function(builder.module,
+                                                ir.FunctionType(vector, [vector]), symbol)
             a, b = (context.make_array(t)(context, builder, v)
-                    for t, v in zip(signature.args[:2], args[:2]))
-            load = builder.bitcast(builder.gep(a.data, [args[2]]), vector.as_pointer())
-            store = builder.bitcast(builder.gep(b.data, [args[2]]), vector.as_pointer())
-            builder.store(builder.call(fn, [builder.load(load, align=1)]), store, align=1)
+                    for t, v in zip(signature.args, args))
+            n = a.nitems
+            lanes = ir.Constant(n.type, LANES)
+            whole = builder.sub(n, builder.srem(n, lanes))
+
+            def call(load_from, store_to):
+                value = builder.load(builder.bitcast(load_from, vector.as_pointer()), align=1)
+                builder.store(builder.call(fn, [value]),
+                              builder.bitcast(store_to, vector.as_pointer()), align=1)
+
+            with cgutils.for_range_slice(builder, ir.Constant(n.type, 0), whole, lanes,
+                                         n.type) as (k, _):
+                call(builder.gep(a.data, [k]), builder.gep(b.data, [k]))
+            rest = builder.sub(n, whole)
+            with builder.if_then(builder.icmp_signed(">", rest, ir.Constant(n.type, 0))):
+                pad = cgutils.alloca_once(builder, vector)
+                builder.store(ir.Constant(vector, [0.5] * LANES), pad)
+                lane = builder.bitcast(pad, double.as_pointer())
+                with cgutils.for_range(builder, rest) as j:
+                    builder.store(builder.load(builder.gep(a.data, [builder.add(whole,
+                                                                                 j.index)])),
+                                  builder.gep(lane, [j.index]))
+                call(pad, pad)
+                with cgutils.for_range(builder, rest) as j:
+                    builder.store(builder.load(builder.gep(lane, [j.index])),
+                                  builder.gep(b.data, [builder.add(whole, j.index)]))
             return context.get_dummy_value()
-        return types.void(src, dst, types.intp), codegen
-    return block
+        return types.void(src, dst), codegen
+    return loop
 
 
 def _stub(name: str):
@@ -111,22 +138,19 @@ def _stub(name: str):
     return stub
 
 
-def _simd_array(block):
-    """The compiled ``name(x)`` of a float64 array of rank >= 1: whole blocks in place, the
-    last partial block through a padded buffer."""
+def _simd_array(loop, contiguous: bool):
+    """The compiled ``name(x)`` of a float64 array of rank >= 1 (C-contiguous result)."""
+    if contiguous:
+        def apply_c(x):
+            out = np.empty(x.shape, np.float64)
+            loop(x, out)
+            return out
+        return apply_c
+
     def apply(x):
-        src = np.ascontiguousarray(x).reshape(x.size)
+        src = np.ascontiguousarray(x)
         out = np.empty(x.shape, np.float64)
-        dst = out.reshape(x.size)
-        whole = x.size - x.size % LANES
-        for k in range(0, whole, LANES):
-            block(src, dst, k)
-        if whole < x.size:
-            pad = np.zeros(LANES, np.float64)
-            pad[:x.size - whole] = src[whole:]
-            res = np.empty(LANES, np.float64)
-            block(pad, res, 0)
-            dst[whole:] = res[:x.size - whole]
+        loop(src, out)
         return out
     return apply
 
@@ -134,14 +158,13 @@ def _simd_array(block):
 def _register(name: str):
     stub = _stub(name)
     numpy_fn = getattr(np, name)
-    block = _block_intrinsic(name)
-    simd = _simd_array(block)
+    loop = _loop_intrinsic(name)
 
     @overload(stub)
     def _impl(x):
         if name in available() and isinstance(x, types.Array) and x.ndim >= 1 \
                 and x.dtype == types.float64:
-            return simd
+            return _simd_array(loop, x.layout == "C")
         return lambda x: numpy_fn(x)  # (numba's own, as without the rewrite)
     return stub
 
