@@ -258,11 +258,20 @@ def _ndim(t) -> int:
     return t.ndim if isinstance(t, types.Array) else 0
 
 
+def _contiguous(t) -> bool:
+    """Whether an array of numba type ``t`` (and so its transpose) is C- or Fortran-ordered,
+    as numba's ``np.dot`` of 2-d arrays needs (it passes either to BLAS without a copy)."""
+    t = _unwrap(t)
+    return isinstance(t, types.Array) and t.layout in ("C", "F")
+
+
 @overload(matmul_left)
 def _matmul_left(g, x, y):
     nx, ny = _ndim(x), _ndim(y)
     if nx == 2 and ny == 2:
-        return lambda g, x, y: np.dot(g, np.ascontiguousarray(y.T))
+        if _contiguous(g) and _contiguous(y):  # (BLAS reads y.T as a transposed y)
+            return lambda g, x, y: np.dot(g, y.T)
+        return lambda g, x, y: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(y.T))
     if nx == 1 and ny == 2:
         return lambda g, x, y: np.dot(y, np.ascontiguousarray(g))
     if nx == 2 and ny == 1:
@@ -277,7 +286,9 @@ def _matmul_left(g, x, y):
 def _matmul_right(g, x, y):
     nx, ny = _ndim(x), _ndim(y)
     if nx == 2 and ny == 2:
-        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), g)
+        if _contiguous(x) and _contiguous(g):
+            return lambda g, x, y: np.dot(x.T, g)
+        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), np.ascontiguousarray(g))
     if nx == 1 and ny == 2:
         return lambda g, x, y: np.outer(x, g)
     if nx == 2 and ny == 1:
