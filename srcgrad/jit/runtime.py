@@ -121,18 +121,18 @@ def _sum_to_shape(g, shape):
             for j in range(n):
                 flat_out[j] += flat_g[base + j]
         return out
-    strides = np.zeros(len(gshape), np.int64)
-    step = 1
-    for j in range(len(shape) - 1, -1, -1):
-        if shape[j] != 1:
-            strides[j + lead] = step
-        step *= shape[j]
+    # (the offset in ``out`` of each element of ``g``, from its index along the axes ``out``
+    # has; no array of strides: its np.zeros would be one more function to compile)
     for k in range(g.size):
         rest = k
         offset = 0
-        for d in range(len(gshape) - 1, -1, -1):
-            offset += (rest % gshape[d]) * strides[d]
+        step = 1
+        for d in range(len(gshape) - 1, lead - 1, -1):
+            here = rest % gshape[d]
             rest //= gshape[d]
+            if shape[d - lead] != 1:
+                offset += here * step
+            step *= shape[d - lead]
         flat_out[offset] += flat_g[k]
     return out
 

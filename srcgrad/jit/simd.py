@@ -169,8 +169,4 @@ def _register(name: str):
     return stub
 
 
-tanh = _register("tanh")
-exp = _register("exp")
-log = _register("log")
-sin = _register("sin")
-cos = _register("cos")
+tanh, exp, log, sin, cos = (_register(name) for name in FUNCTIONS)
