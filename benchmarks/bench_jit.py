@@ -1,6 +1,7 @@
 """Compiled gradients (jit=True) against interpreted srcgrad and hand-written numpy gradients.
 
-Run: taskset -c 1 python benchmarks/bench_jit.py. Prints the steady-state time per gradient
+Run: taskset -c 1 python benchmarks/bench_jit.py (add --fresh for each first call in a
+fresh process instead, numba's and JAX's start-up included). Prints the steady-state time per gradient
 call of each (best of several repeats), as ratios to the hand-written gradient, and the first
 call's time (numba's compile included); then, when jax is installed (never a dependency of
 srcgrad), jax.jit(jax.grad(f)) on the same workloads: steady state and first call (trace and
@@ -345,9 +346,60 @@ def other_apis() -> None:
               f"{first:.2f} s |")
 
 
+def first_call(kind: str, index: int, variant: int) -> float:
+    """Seconds of the first call of workload ``index``'s compiled gradient in this process:
+    srcgrad's (``kind`` "srcgrad") or JAX's ``variant``-th version (``kind`` "jax")."""
+    name, f, hand, args, wrt = WORKLOADS[index]
+    if kind == "srcgrad":
+        g = srcgrad.grad(f, wrt=wrt, jit=True)
+        start = time.perf_counter()
+        g(*args)
+        return time.perf_counter() - start
+    jax = jax_columns()
+    fn, how = jax_workloads(jax)[name][variant]
+    return time_jax(jax, fn, how, args, wrt, hand, name).get("first", float("nan"))
+
+
+def fresh_first_calls(repeat: int = 3) -> None:
+    """Each first call in a fresh process (median of ``repeat``): numba's and JAX's one-time
+    start-up included, which the in-process column pays only on the first workload (and
+    later workloads there reuse helpers compiled for earlier ones)."""
+    import statistics
+    import subprocess
+    import sys
+    jax = jax_columns()
+    print("\n| workload | srcgrad jit first call, fresh process | JAX first call, fresh process "
+          "| srcgrad / JAX |")
+    print("|---|---|---|---|")
+    def median(kind, index, variant=0):
+        runs = [subprocess.run([sys.executable, __file__, "--first", kind, str(index),
+                                str(variant)], capture_output=True, text=True, check=True)
+                for _ in range(repeat)]
+        return statistics.median(float(r.stdout.split()[-1]) for r in runs)
+
+    for index, (name, *_) in enumerate(WORKLOADS):
+        ours = median("srcgrad", index)
+        versions = jax_workloads(jax)[name] if jax is not None else []
+        for variant, (_, how) in enumerate(versions):
+            theirs = median("jax", index, variant)
+            if math.isnan(theirs):  # (reverse mode through lax.while_loop)
+                print(f"| {name} | {ours:.2f} s | {how}: raises | - |")
+            else:
+                print(f"| {name} | {ours:.2f} s | {how or 'as is'}: {theirs:.2f} s | "
+                      f"{ours / theirs:.2f} |")
+        if not versions:
+            print(f"| {name} | {ours:.2f} s | - | - |")
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} us" if seconds < 1e-3 else f"{seconds * 1e3:.2f} ms"
 
 
 if __name__ == "__main__":
-    main()
+    import sys
+    if sys.argv[1:2] == ["--first"]:  # (one first call, in the process fresh_first_calls made)
+        print(first_call(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+    elif sys.argv[1:] == ["--fresh"]:
+        fresh_first_calls()
+    else:
+        main()

@@ -359,6 +359,27 @@ def test_more_constructs(f, args):
     check_grad(f, args, grads=(got,))
 
 
+def two_products(W, x):
+    return np.sum(np.tanh(x @ W) * (x @ W))
+
+
+@pytest.mark.parametrize("layout", ["C", "F", "strided"])
+def test_matmul_adjoints_for_every_layout(layout):
+    """The adjoints of ``@`` hand C- and Fortran-ordered operands to BLAS transposed, without
+    a copy; strided ones are copied first."""
+    rng = np.random.default_rng(4)
+    W, x = rng.standard_normal((6, 4)), rng.standard_normal((5, 6))
+    if layout == "F":
+        W, x = np.asfortranarray(W), np.asfortranarray(x)
+    elif layout == "strided":
+        W, x = rng.standard_normal((6, 8))[:, ::2], rng.standard_normal((5, 12))[:, 1::2]
+    got = srcgrad.grad(two_products, wrt=(0, 1), jit=True)(W, x)
+    want = srcgrad.grad(two_products, wrt=(0, 1))(W, x)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-14)
+    check_grad(two_products, (W, x), grads=got, wrt=(0, 1))
+
+
 RATE = 0.5
 
 

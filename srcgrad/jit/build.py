@@ -28,6 +28,7 @@ from ..generated import describe
 from ..transforms import normalize, prepare
 from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
+from . import simd
 from .errors import JitUnsupportedError, located_error
 from .inputs import RefusedRead, external_reads
 from .sweeps import (
@@ -38,6 +39,7 @@ from .sweeps import (
     fuse,
     matmul_operators,
     runtime_calls,
+    simd_math,
 )
 from .sweeps import compiled_pair as pair_tree
 
@@ -349,6 +351,8 @@ def _pass_to_callees(funcs: list, calls: dict, params: dict) -> None:
 def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast.Module:
     """``tree`` (the generated factory) rewritten into the compiled ``variant``."""
     adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
+    numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
+                   if value is np}
     try:
         if variant in ("grad", "vjp"):
             # (the scalar variant runs only on float or int arguments, the differentiated
@@ -362,14 +366,12 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
             tree = pair_tree(tree, helpers.callees, adjoint_of)
             _give_defaults(tree, adj.fn, ctx)
         else:  # forward mode: no tape; a callee's defaults as a pair's
-            numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
-                           if value is np}
             tree = matmul_operators(drop_stand_ins(tree), numpy_names)
             if variant == "jvp callee":
                 _give_defaults(tree, adj.fn, ctx)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
-    return tree
+    return simd_math(tree, numpy_names, simd.FUNCTIONS)
 
 
 def _build(adj, variant: str, resolve=None) -> Compiled:

@@ -121,18 +121,18 @@ def _sum_to_shape(g, shape):
             for j in range(n):
                 flat_out[j] += flat_g[base + j]
         return out
-    strides = np.zeros(len(gshape), np.int64)
-    step = 1
-    for j in range(len(shape) - 1, -1, -1):
-        if shape[j] != 1:
-            strides[j + lead] = step
-        step *= shape[j]
+    # (the offset in ``out`` of each element of ``g``, from its index along the axes ``out``
+    # has; no array of strides: its np.zeros would be one more function to compile)
     for k in range(g.size):
         rest = k
         offset = 0
-        for d in range(len(gshape) - 1, -1, -1):
-            offset += (rest % gshape[d]) * strides[d]
+        step = 1
+        for d in range(len(gshape) - 1, lead - 1, -1):
+            here = rest % gshape[d]
             rest //= gshape[d]
+            if shape[d - lead] != 1:
+                offset += here * step
+            step *= shape[d - lead]
         flat_out[offset] += flat_g[k]
     return out
 
@@ -258,11 +258,20 @@ def _ndim(t) -> int:
     return t.ndim if isinstance(t, types.Array) else 0
 
 
+def _contiguous(t) -> bool:
+    """Whether an array of numba type ``t`` (and so its transpose) is C- or Fortran-ordered,
+    as numba's ``np.dot`` of 2-d arrays needs (it passes either to BLAS without a copy)."""
+    t = _unwrap(t)
+    return isinstance(t, types.Array) and t.layout in ("C", "F")
+
+
 @overload(matmul_left)
 def _matmul_left(g, x, y):
     nx, ny = _ndim(x), _ndim(y)
     if nx == 2 and ny == 2:
-        return lambda g, x, y: np.dot(g, np.ascontiguousarray(y.T))
+        if _contiguous(g) and _contiguous(y):  # (BLAS reads y.T as a transposed y)
+            return lambda g, x, y: np.dot(g, y.T)
+        return lambda g, x, y: np.dot(np.ascontiguousarray(g), np.ascontiguousarray(y.T))
     if nx == 1 and ny == 2:
         return lambda g, x, y: np.dot(y, np.ascontiguousarray(g))
     if nx == 2 and ny == 1:
@@ -277,7 +286,9 @@ def _matmul_left(g, x, y):
 def _matmul_right(g, x, y):
     nx, ny = _ndim(x), _ndim(y)
     if nx == 2 and ny == 2:
-        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), g)
+        if _contiguous(x) and _contiguous(g):
+            return lambda g, x, y: np.dot(x.T, g)
+        return lambda g, x, y: np.dot(np.ascontiguousarray(x.T), np.ascontiguousarray(g))
     if nx == 1 and ny == 2:
         return lambda g, x, y: np.outer(x, g)
     if nx == 2 and ny == 1:
@@ -594,3 +605,10 @@ def _tape_store(tape, pos, value):
         return store
     raise TypingError(f"srcgrad: a float parameter becomes a {value} inside a loop; the "
                       f"compiled scalar gradient keeps such loops' values as floats")
+
+
+# -- elementwise transcendentals of float64 arrays with SIMD calls (sweeps.simd_math) -----
+
+from .simd import cos, exp, log, sin, tanh  # noqa: F401 (what _rt.tanh(a) names)
+
+SUPPORTED = SUPPORTED | {"cos", "exp", "log", "sin", "tanh"}

@@ -12,7 +12,7 @@ of the tape rather than assume it.
 """
 from __future__ import annotations
 
-__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators", "split", "tape_to_stacks"]
+__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators", "simd_math", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -525,6 +525,37 @@ def matmul_operators(module: ast.Module, numpy_names: set[str]) -> ast.Module:
     """``module`` with each ``<numpy>.matmul(a, b)`` written ``a @ b``; ``numpy_names`` are
     the global names bound to the numpy module."""
     return _MatmulOperator(numpy_names).visit(module)
+
+
+class _SimdMath(ast.NodeTransformer):
+    """``np.tanh(a)`` -> ``_rt.tanh(a)`` (also ``exp``, ``log``, ``sin``, ``cos``): the
+    compiled helper computes a float64 array with SIMD calls (simd.py), anything else as
+    numba's ``np.tanh`` does."""
+
+    def __init__(self, numpy_names: set[str], functions: tuple):
+        self.numpy_names = numpy_names
+        self.functions = functions
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in self.functions \
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
+                and len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], ast.Starred):
+            rt = ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr=func.attr,
+                               ctx=ast.Load())
+            return _located(ast.Call(func=_located(rt, func), args=node.args, keywords=[]),
+                            node)
+        return node
+
+
+def simd_math(module: ast.Module, numpy_names: set[str], functions: tuple) -> ast.Module:
+    """``module`` with each ``<numpy>.<f>(a)`` of ``functions`` called through ``_rt``;
+    ``numpy_names`` are the global names bound to the numpy module (none of them assigned
+    in ``module``: a local ``np`` is left alone)."""
+    names = numpy_names - _assigned(module)
+    return _SimdMath(names, functions).visit(module) if names else module
 
 
 # -- float tapes preallocated from trip counts -------------------------------------------
