@@ -56,6 +56,7 @@ from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatur
 
 _ndarray = np.ndarray
 _generic = np.generic
+_float64 = np.float64
 _add_reduce = np.add.reduce
 _getrefcount = sys.getrefcount
 # References to an adjoint array owned by one generated frame while add_at runs: the
@@ -187,8 +188,10 @@ def densify(g, x):
     if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape and \
             g.dtype.kind in "fiu" and x.dtype.kind != "O":
         return g  # the common case, once per input and per saved array at higher order
-    if type(x) is float and type(g) is float:  # a float's: what the checks below return
+    if type(g) is float and type(x) is float:  # scalars: what the checks below return
         return g or ZERO
+    if type(g) is _float64 and (type(x) is float or type(x) is _float64):
+        return g
     if isinstance(x, (type, _FUNCTION_TYPES)):  # a class (the cls of a classmethod) or a
         return None  # function value carries no gradient
     if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
@@ -240,8 +243,8 @@ def _densify_items(g, x):
     if not (isinstance(x, tuple) and isinstance(g, (tuple, list))):
         return densify(g, x)
     # (most items of a saved tuple's cotangent are zero: tested here, not by a call each)
-    return tuple(ZERO if gi is None or (type(gi) is float and gi == 0.0)
-                 else _densify_items(gi, xi) for gi, xi in zip(g, x))
+    return tuple([ZERO if gi is None or (type(gi) is float and gi == 0.0)
+                  else _densify_items(gi, xi) for gi, xi in zip(g, x)])
 
 
 def _densify_object(g: dict, x):
@@ -306,6 +309,12 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
 
     Repeated fancy indices accumulate (``np.add.at``). Containers get container adjoints.
     """
+    if type(x) is tuple and type(index) is int:
+        # an item of a tuple (of a sweep's saved tuple, at higher order): what the general
+        # case below does, without its checks
+        items = list(acc) if isinstance(acc, (list, tuple)) else [ZERO] * len(x)
+        items[index] = add(items[index], g)
+        return tuple(items)
     if isinstance(x, np.ndarray) and type(g) is not _ndarray and not isinstance(
             g, (float, _generic)) and (is_foreign_array(g) or is_foreign_array(acc)) \
             and _is_simple_index(index):
