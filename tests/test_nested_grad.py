@@ -170,6 +170,33 @@ def test_elementwise_grad_inside():
                                1 - t ** 2 - 2 * x * t * (1 - t ** 2), rtol=1e-12)
 
 
+def energy(x, w):
+    return np.sum(w * np.sin(x) ** 2 + x ** 4)
+
+
+def force(x, w):
+    return -srcgrad.grad(energy)(x, w)
+
+
+def force_loss(x, w):
+    f = force(x, w)
+    return 0.5 * np.sum(f * f)
+
+
+def test_forward_mode_and_jacobians_through_an_inner_grad():
+    x, w = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, 0.5])
+    hessian = np.diag(-2 * w * np.cos(2 * x) - 12 * x ** 2)  # d force / dx
+    np.testing.assert_allclose(srcgrad.jacfwd(force)(x, w), hessian, rtol=1e-12)
+    np.testing.assert_allclose(srcgrad.jacrev(force)(x, w), hessian, rtol=1e-12)
+    v = np.array([0.2, 0.1, -0.4])
+    _, tangent = srcgrad.jvp(force, (x, w), (v, np.zeros(3)))
+    np.testing.assert_allclose(tangent, hessian @ v, rtol=1e-12)
+    # the Hessian of 0.5 |force|^2: J^T J + sum_k force_k * d2 force_k / dx2 (diagonal here)
+    third = np.diag(4 * w * np.sin(2 * x) - 24 * x)
+    expected = hessian.T @ hessian + np.diag(force(x, w)) @ third
+    np.testing.assert_allclose(srcgrad.hessian(force_loss)(x, w), expected, rtol=1e-10)
+
+
 # -- gradient_calls: a gradient made in the call is a known callee ----------------------------
 def test_gradient_made_in_the_call_is_differentiated_as_a_known_callee():
     shown = srcgrad.source(srcgrad.grad(rprime))
