@@ -372,6 +372,11 @@ def elementwise_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
                                 GradMode(elementwise=True), False), jit)
 
 
+# what the gradient_calls pass folds in ``grad(f)(x)`` (the same gradient for the same f)
+for _maker in (grad, value_and_grad, elementwise_grad):
+    _maker.__srcgrad_makes_gradient__ = True
+
+
 def _with_jit(gradient, jit):
     """``jit=True``/``"auto"``: ``gradient`` compiled by numba (srcgrad/jit, docs/jit.md)."""
     return gradient if jit is False else jit_gradient(gradient, jit)

@@ -66,6 +66,7 @@ from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatur
 
 _ndarray = np.ndarray
 _generic = np.generic
+_float64 = np.float64
 _add_reduce = np.add.reduce
 _np_add = np.add
 _np_subtract = np.subtract
@@ -203,6 +204,10 @@ def densify(g, x):
     if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape and \
             g.dtype.kind in "fiu" and x.dtype.kind != "O":
         return g  # the common case, once per input and per saved array at higher order
+    if type(g) is float and type(x) is float:  # scalars: what the checks below return
+        return g or ZERO
+    if type(g) is _float64 and (type(x) is float or type(x) is _float64):
+        return g
     if isinstance(x, (type, _FUNCTION_TYPES)):  # a class (the cls of a classmethod) or a
         return None  # function value carries no gradient
     if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
@@ -238,14 +243,24 @@ def densify(g, x):
 
 
 def densify_saved(g, x):
-    """``densify`` for the cotangent of a sweep's saved tuple (second order and up): its
-    items that are zero stay the lazy zero instead of becoming arrays of zeros, which the
-    generated code reading them (``part``, ``is_zero``) would then compute with."""
+    """``densify`` for the cotangent of an input of a backward sweep differentiated again
+    (its saved tuple, its seed): a tuple's items that are zero stay the lazy zero instead of
+    becoming arrays of zeros, which the generated code reading them (``part``, ``is_zero``)
+    would then compute with. Another value is densified as such. A namedtuple's cotangent
+    (a call record's, call_records.py) is a plain tuple like the records' own."""
+    if not isinstance(x, tuple):
+        return densify(g, x)
+    return _densify_items(g, x)
+
+
+def _densify_items(g, x):
     if is_zero(g):
         return ZERO
-    if type(x) is tuple and isinstance(g, (tuple, list)):
-        return tuple(densify_saved(gi, xi) for gi, xi in zip(g, x))
-    return densify(g, x)
+    if not (isinstance(x, tuple) and isinstance(g, (tuple, list))):
+        return densify(g, x)
+    # (most items of a saved tuple's cotangent are zero: tested here, not by a call each)
+    return tuple([ZERO if gi is None or (type(gi) is float and gi == 0.0)
+                  else _densify_items(gi, xi) for gi, xi in zip(g, x)])
 
 
 def _densify_object(g: dict, x):
@@ -363,6 +378,12 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
 
     Repeated fancy indices accumulate (``np.add.at``). Containers get container adjoints.
     """
+    if type(x) is tuple and type(index) is int:
+        # an item of a tuple (of a sweep's saved tuple, at higher order): what the general
+        # case below does, without its checks
+        items = list(acc) if isinstance(acc, (list, tuple)) else [ZERO] * len(x)
+        items[index] = add(items[index], g)
+        return tuple(items)
     if isinstance(x, np.ndarray) and type(g) is not _ndarray and not isinstance(
             g, (float, _generic)) and (is_foreign_array(g) or is_foreign_array(acc)) \
             and _is_simple_index(index):

@@ -32,6 +32,7 @@ from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall
 from .desugar import desugar
 from .exits import lower_exits
+from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .nonlocals import lower_nonlocal
 from .resolve import BINOPS, UNARYOPS, resolve
@@ -50,6 +51,7 @@ PIPELINE: list[tuple[str, Callable]] = [
     ("route_calls", route_calls),
     ("lower_exits", lower_exits),
     ("index_tricks", lower_index_tricks),
+    ("fold_gradient_calls", fold_gradient_calls),
     ("anf", to_anf),
     ("protect_try_bodies", protect_try_bodies),
     ("resolve", resolve),

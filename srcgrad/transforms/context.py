@@ -114,6 +114,8 @@ class Context:
         """The object a free name refers to (closure, global, builtin), or raise KeyError."""
         if name in self.local_names:
             raise KeyError(name)
+        if name in self.helpers:  # (a pass bound it: gradient_calls.py)
+            return self.helpers[name]
         if name in self.closure:
             value = self.closure[name]
             if not isinstance(value, _PLAIN_DATA):  # data is read at run time, per instance

@@ -800,18 +800,20 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
             bwd_body.append(A.expr_stmt(A.call(A.attr(gen.saved_name, "clear"))))
     bwd_body += backward
     grads = []
-    generated = ctx.src.filename.startswith("<srcgrad")
+    sweep_inputs = _sweep_inputs(ctx)
     for p in ctx.wrt_names:
         b = ctx.namer.adjoint(p)
         value = A.load(initial.get(p, p))
-        # a sweep's saved tuple, differentiated again: only generated code reads its
-        # cotangent (item by item, through _rt.part), so zero items stay lazy zeros
-        saved = generated and p.startswith("_saved")
-        if b in state.zero:
-            grads.append(A.const(0.0) if saved else A.call(A.attr(rt, "zeros_like"), value))
+        if p in sweep_inputs:
+            # the inputs of a backward sweep differentiated again (its saved tuple, its
+            # seed): only generated code reads their cotangents, tuples item by item
+            # (through _rt.part), so a tuple's zero items stay lazy zeros
+            grads.append(A.call(A.attr(rt, "densify_saved"),
+                                A.const(0.0) if b in state.zero else A.load(b), value))
+        elif b in state.zero:
+            grads.append(A.call(A.attr(rt, "zeros_like"), value))
         else:
-            grads.append(A.call(A.attr(rt, "densify_saved" if saved else "densify"),
-                                A.load(b), value))
+            grads.append(A.call(A.attr(rt, "densify"), A.load(b), value))
     bwd_body.append(gast.Return(value=gast.Tuple(elts=grads, ctx=gast.Load())))
 
     name = tree.name if tree.name != "_lambda" else "lambda"
@@ -822,6 +824,18 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
+
+
+def _sweep_inputs(ctx: Context) -> set[str]:
+    """The parameters of ``ctx``'s function that only generated code passes, when it is a
+    generated backward sweep ``f_bwd(_saved, b_result)`` (or another generated function
+    taking a ``_saved`` tuple): the saved tuple, and the backward sweep's seed."""
+    if not ctx.src.filename.startswith("<srcgrad"):
+        return set()
+    inputs = {p for p in ctx.params if p.startswith("_saved")}
+    if len(ctx.params) == 2 and ctx.params[0].startswith("_saved"):
+        inputs.add(ctx.params[1])
+    return inputs
 
 
 def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:

@@ -1,0 +1,295 @@
+"""grad called inside differentiated code (issue 9): values at every order against written-out
+derivatives and finite differences, and what each optimisation of that path keeps.
+
+The functions are module globals on purpose: ``srcgrad.grad(f)(x)`` of a global ``f`` is
+made at transform time (transforms/gradient_calls.py); closures and locals are not.
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import polygamma
+
+import srcgrad
+from srcgrad import runtime
+from srcgrad.call_records import UserCall
+
+# benchmarks/bench_nested.py: autograd's negative_binomial_maxlike, whose rprime(r) calls
+# srcgrad.grad(loglike)(r, p(r)), and the same derivative written out (rprime_written)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+from bench_nested import DATA, loglike, p_of, rprime, rprime_written
+
+
+def rprime_local(r):
+    g = srcgrad.grad(loglike)  # a local: dispatched at run time, not folded
+    return g(r, p_of(r))
+
+
+def central(f, x, eps=1e-5):
+    return (f(x + eps) - f(x - eps)) / (2 * eps)
+
+
+# -- values at every order ---------------------------------------------------------------------
+def test_negative_binomial_derivatives_match_the_written_out_ones():
+    n, s = len(DATA), np.sum(DATA)
+    for r in (0.7, 2.0, 5.5):
+        p = s / (n * r + s)
+        dp = -s * n / (n * r + s) ** 2
+        assert rprime(r) == pytest.approx(rprime_written(r), rel=1e-12)
+        second = np.sum(polygamma(1, r + DATA)) - n * polygamma(1, r) - n * dp / (1 - p)
+        assert srcgrad.grad(rprime)(r) == pytest.approx(second, rel=1e-10)
+        assert srcgrad.grad(srcgrad.grad(rprime))(r) == pytest.approx(
+            srcgrad.grad(srcgrad.grad(rprime_written))(r), rel=1e-10)
+        assert srcgrad.grad(srcgrad.grad(rprime))(r) == pytest.approx(
+            central(srcgrad.grad(rprime_written), r), rel=1e-6)
+
+
+def test_fourth_order_through_the_inner_gradient():
+    g3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(rprime)))
+    w3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(rprime_written)))
+    assert g3(2.0) == pytest.approx(w3(2.0), rel=1e-9)
+
+
+def test_local_gradient_function_gives_the_same_derivatives():
+    for order in (1, 2):
+        mine, local = rprime, rprime_local
+        for _ in range(order):
+            mine, local = srcgrad.grad(mine), srcgrad.grad(local)
+        assert local(1.3) == pytest.approx(mine(1.3), rel=1e-12)
+
+
+def quartic(x, y):
+    return x ** 4 * y + np.sin(x * y)
+
+
+def value_times_slope(x, y):
+    v, g = srcgrad.value_and_grad(quartic)(x, y)  # the inner value IS used
+    return v * g
+
+
+def value_times_slope_written(x, y):
+    v = x ** 4 * y + np.sin(x * y)
+    g = 4 * x ** 3 * y + y * np.cos(x * y)
+    return v * g
+
+
+def test_value_and_grad_inside_with_its_value_used():
+    x, y = 0.8, 1.7
+    for wrt in (0, 1):
+        got = srcgrad.grad(value_times_slope, wrt=wrt)(x, y)
+        written = srcgrad.grad(value_times_slope_written, wrt=wrt)(x, y)
+        assert got == pytest.approx(written, rel=1e-12)
+    second = srcgrad.grad(srcgrad.grad(value_times_slope))(x, y)
+    assert second == pytest.approx(
+        central(lambda t: srcgrad.grad(value_times_slope_written)(t, y), x), rel=1e-6)
+
+
+def two_args(x, y):
+    return np.sum(np.exp(x * y) + x ** 2 * np.cos(y))
+
+
+def by_argnums(x, y):
+    return srcgrad.grad(two_args, argnums=1)(x, y) * x
+
+
+def by_positional_wrt(x, y):
+    return srcgrad.grad(two_args, 1)(x, y) * x
+
+
+def by_both(x, y):
+    gx, gy = srcgrad.grad(two_args, wrt=(0, 1))(x, y)
+    return gx * gy
+
+
+def test_inner_grad_with_argnums_and_a_tuple_of_wrt():
+    x, y = 0.6, 1.1
+    dy = x * np.exp(x * y) - x ** 2 * np.sin(y)
+    dx = y * np.exp(x * y) + 2 * x * np.cos(y)
+    assert by_argnums(x, y) == pytest.approx(dy * x, rel=1e-12)
+    assert by_positional_wrt(x, y) == pytest.approx(dy * x, rel=1e-12)
+    assert by_both(x, y) == pytest.approx(dx * dy, rel=1e-12)
+    for f in (by_argnums, by_positional_wrt, by_both):
+        assert srcgrad.grad(f, wrt=0)(x, y) == pytest.approx(
+            central(lambda t, f=f: f(t, y), x), rel=1e-6)
+        assert srcgrad.grad(f, wrt=1)(x, y) == pytest.approx(
+            central(lambda t, f=f: f(x, t), y), rel=1e-6)
+    assert srcgrad.grad(srcgrad.grad(by_both))(x, y) == pytest.approx(
+        central(lambda t: srcgrad.grad(by_both)(t, y), x), rel=1e-6)
+
+
+def looped(x, n):
+    s = 0.0
+    for i in range(n):
+        s = s + np.sin(x * (i + 1)) / (i + 1)
+    return s
+
+
+def slope_of_looped(x):
+    return srcgrad.grad(looped)(x, 4) ** 2
+
+
+def test_inner_grad_of_a_function_with_a_loop():
+    x = 0.9
+    slope = sum(np.cos(x * k) for k in range(1, 5))
+    curvature = -sum(k * np.sin(x * k) for k in range(1, 5))
+    assert slope_of_looped(x) == pytest.approx(slope ** 2, rel=1e-12)
+    assert srcgrad.grad(slope_of_looped)(x) == pytest.approx(2 * slope * curvature, rel=1e-12)
+    third = -sum(k * k * np.cos(x * k) for k in range(1, 5))
+    assert srcgrad.grad(srcgrad.grad(slope_of_looped))(x) == pytest.approx(
+        2 * curvature ** 2 + 2 * slope * third, rel=1e-10)
+
+
+def with_aux(x):
+    return x ** 3, {"note": x * 2.0}
+
+
+def through_aux(x):
+    g, aux = srcgrad.grad(with_aux, has_aux=True)(x)
+    return g * aux["note"]  # 3x^2 * 2x = 6x^3
+
+
+def test_inner_grad_with_aux():
+    assert srcgrad.grad(through_aux)(0.7) == pytest.approx(18 * 0.7 ** 2, rel=1e-12)
+    assert srcgrad.grad(srcgrad.grad(through_aux))(0.7) == pytest.approx(36 * 0.7, rel=1e-12)
+
+
+def tanh_of(x):
+    return np.tanh(x)
+
+
+def elementwise_inside(x):
+    return np.sum(srcgrad.elementwise_grad(tanh_of)(x) * x)
+
+
+def test_elementwise_grad_inside():
+    x = np.array([0.1, -0.4, 0.9])
+    # d/dx sum(x * (1 - tanh^2 x)) = 1 - t^2 - 2 x t (1 - t^2)
+    t = np.tanh(x)
+    np.testing.assert_allclose(srcgrad.grad(elementwise_inside)(x),
+                               1 - t ** 2 - 2 * x * t * (1 - t ** 2), rtol=1e-12)
+
+
+def energy(x, w):
+    return np.sum(w * np.sin(x) ** 2 + x ** 4)
+
+
+def force(x, w):
+    return -srcgrad.grad(energy)(x, w)
+
+
+def force_loss(x, w):
+    f = force(x, w)
+    return 0.5 * np.sum(f * f)
+
+
+def test_forward_mode_and_jacobians_through_an_inner_grad():
+    x, w = np.array([0.3, -0.7, 1.1]), np.array([1.0, 2.0, 0.5])
+    hessian = np.diag(-2 * w * np.cos(2 * x) - 12 * x ** 2)  # d force / dx
+    np.testing.assert_allclose(srcgrad.jacfwd(force)(x, w), hessian, rtol=1e-12)
+    np.testing.assert_allclose(srcgrad.jacrev(force)(x, w), hessian, rtol=1e-12)
+    v = np.array([0.2, 0.1, -0.4])
+    _, tangent = srcgrad.jvp(force, (x, w), (v, np.zeros(3)))
+    np.testing.assert_allclose(tangent, hessian @ v, rtol=1e-12)
+    # the Hessian of 0.5 |force|^2: J^T J + sum_k force_k * d2 force_k / dx2 (diagonal here)
+    third = np.diag(4 * w * np.sin(2 * x) - 24 * x)
+    expected = hessian.T @ hessian + np.diag(force(x, w)) @ third
+    np.testing.assert_allclose(srcgrad.hessian(force_loss)(x, w), expected, rtol=1e-10)
+
+
+# -- gradient_calls: a gradient made in the call is a known callee ----------------------------
+def test_gradient_made_in_the_call_is_differentiated_as_a_known_callee():
+    shown = srcgrad.source(srcgrad.grad(rprime))
+    assert "loglike_grad_adj" in shown and "call_fwd" not in shown
+    assert "call_fwd" in srcgrad.source(srcgrad.grad(rprime_local))
+
+
+def swapped(x):
+    return x ** 3
+
+
+def through_swapped(x):
+    return srcgrad.grad(swapped)(x) * x  # 3x^3
+
+
+def test_rebinding_the_inner_function_rebuilds():
+    global swapped
+    original = swapped
+    d = srcgrad.grad(through_swapped)
+    assert d(1.5) == pytest.approx(9 * 1.5 ** 2)
+    try:
+        def swapped(x):  # (rebinding the global, as a user's reload would)
+            return x ** 4
+
+        assert d(1.5) == pytest.approx(16 * 1.5 ** 3)  # 4x^4
+    finally:
+        swapped = original
+    assert d(1.5) == pytest.approx(9 * 1.5 ** 2)
+
+
+def _closure_over(f):
+    def h(x):
+        return srcgrad.grad(f)(x) * x
+    return h
+
+
+def cube(x):
+    return x ** 3
+
+
+def sine(x):
+    return np.sin(x)
+
+
+def test_closures_over_different_functions_keep_their_own():
+    # one def, two cells: each call differentiates its own f (not folded: see _static)
+    by_sin, by_cube = _closure_over(sine), _closure_over(cube)
+    assert srcgrad.grad(by_sin)(0.4) == pytest.approx(np.cos(0.4) - 0.4 * np.sin(0.4))
+    assert srcgrad.grad(by_cube)(0.4) == pytest.approx(9 * 0.4 ** 2)
+    assert srcgrad.grad(by_sin)(0.4) == pytest.approx(np.cos(0.4) - 0.4 * np.sin(0.4))
+
+
+def bad_wrt(x):
+    return srcgrad.grad(cube, wrt=3)(x)
+
+
+def test_an_inner_grad_it_refuses_is_refused_when_called():
+    with pytest.raises(srcgrad.SrcgradError):
+        bad_wrt(1.0)
+    with pytest.raises(srcgrad.SrcgradError):
+        srcgrad.grad(bad_wrt)(1.0)
+
+
+# -- lazy zero cotangents of a backward sweep's inputs ----------------------------------------
+def test_cotangents_of_sweep_inputs_keep_zero_items_lazy():
+    record = UserCall(bwd=None, saved=(np.ones(3), 2.0), n_self=0, names=["x"], n_args=1,
+                      kwargs={}, wrt=(0,))
+    g = runtime.densify_saved((0.0, (0.0, [0.0, 1.5], 0.0, 0.0, 0.0, 0.0, 0.0)),
+                              (np.ones(2), record))
+    assert g == (0.0, (0.0, (0.0, 1.5), 0.0, 0.0, 0.0, 0.0, 0.0))
+    # a value that is no tuple (an array seed) is densified as densify does
+    np.testing.assert_array_equal(runtime.densify_saved(0.0, np.ones(3)), np.zeros(3))
+
+
+def test_third_order_through_a_dispatched_gradient_makes_no_zero_arrays(monkeypatch):
+    g2 = srcgrad.grad(srcgrad.grad(rprime_local))
+    expected = g2(2.0)
+    made = []
+    zeros_like = runtime.zeros_like
+    monkeypatch.setattr(runtime, "zeros_like", lambda x: made.append(x) or zeros_like(x))
+    assert g2(2.0) == expected
+    assert made == []
+
+
+def test_fast_paths_of_the_runtime_helpers_give_what_the_general_case_gives():
+    # densify of scalars (every backward sweep's return, and saved cotangents at higher order)
+    assert type(runtime.densify(np.float64(2.5), 1.0)) is np.float64
+    assert type(runtime.densify(np.float64(0.0), np.float64(1.0))) is np.float64
+    assert runtime.densify(2.5, 1.0) == 2.5
+    assert str(runtime.densify(-0.0, 1.0)) == "0.0"  # the lazy zero, as zeros_like(1.0)
+    assert np.isnan(runtime.densify(float("nan"), 1.0))
+    # add_at into a plain tuple's cotangent (a saved tuple's item), and into a namedtuple's
+    assert runtime.add_at(0.0, (1.0, 2.0, 3.0), 1, 5.0) == (0.0, 5.0, 0.0)
+    assert runtime.add_at([1.0, 0.0, 2.0], (1.0, 2.0, 3.0), 2, 5.0) == (1.0, 0.0, 7.0)
+    record = UserCall(None, (), 0, [], 0, {}, ())
+    assert type(runtime.add_at(0.0, record, 1, 2.0)) is UserCall
