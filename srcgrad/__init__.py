@@ -25,6 +25,12 @@ from .vmap import VmapFallbackWarning, vmap
 from .show import source
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
 
+# entry points whose own machinery srcgrad cannot differentiate: called on differentiable
+# values inside a function being differentiated, they are refused at the caller's line
+for _f, _name in ((vjp, "vjp"), (jvp, "jvp"), (hvp, "hvp"), (vmap, "vmap")):
+    _f.__srcgrad_not_nested__ = _name
+del _f, _name
+
 __version__ = "0.1.0"
 
 from . import torch_api as _torch_api

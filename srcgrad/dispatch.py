@@ -25,7 +25,7 @@ from .api_forward import dynamic_backward_jvp, dynamic_forward_jvp, dynamic_jvp
 from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, Redispatch, RuleCall, UserCall,
                            record_derivative)
-from .errors import MissingRuleError
+from .errors import MissingRuleError, UnsupportedFeatureError
 from .rules import lookup
 from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part
 from .transforms.binding import scatter_rule_grads
@@ -39,7 +39,21 @@ def call_fwd(fn, *args, **kwargs):
     ``(value, record)``; ``call_bwd(record, g)`` gives ``(positional, keyword)`` gradients."""
     if fn is runtime.call_fwd or fn is runtime.method_fwd or fn is runtime.call_bwd:
         return _redispatch_fwd(fn, args, kwargs)
+    refuse_unnested(fn)
     return dynamic_forward(fn, args, kwargs)
+
+
+def refuse_unnested(fn) -> None:
+    """Refuse to differentiate a call of one of srcgrad's entry points whose machinery is not
+    differentiable (``__srcgrad_not_nested__``: vjp, jvp, hvp, a function vmap made); the
+    traceback's note names the user's line."""
+    api = getattr(fn, "__srcgrad_not_nested__", None)
+    if api is not None:
+        raise UnsupportedFeatureError(
+            f"srcgrad.{api}() called on differentiable values inside a function srcgrad "
+            f"differentiates is not supported. grad, value_and_grad, elementwise_grad, "
+            f"jacfwd, jacrev and hessian may be nested; write it with those or compute it "
+            f"outside.")
 
 
 def method_fwd(obj, name, *args, **kwargs):
@@ -71,6 +85,7 @@ def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
     """``(value, tangent)`` of a call to a function value known only at run time (argument,
     local def, lambda); ``tangents`` align with ``args`` (lazy zeros allowed), ``kw_tangents``
     maps keyword names to tangents."""
+    refuse_unnested(fn)
     return dynamic_jvp(fn, args, kwargs, tangents, kw_tangents)
 
 

@@ -291,7 +291,9 @@ def vmap(f: Callable, in_axes=0, out_axes: int = 0) -> Callable:
         out = batched_call(f, tuple(moved), kwargs, positions, size)
         return batching.map_leaves(lambda leaf: _move_out(leaf, out_axes, size), out)
 
-    return own_attributes(batched, lambda: [_SourceView(f, state, in_axes)])
+    batched = own_attributes(batched, lambda: [_SourceView(f, state, in_axes)])
+    batched.__srcgrad_not_nested__ = "vmap(f)"  # (dispatch.py refuses to differentiate it)
+    return batched
 
 
 class _SourceView:

@@ -916,3 +916,47 @@ def test_refusal_inside_library_code_names_the_users_line():
     last = str(info.value).splitlines()[-1]
     line = standardized.__code__.co_firstlineno + 1
     assert last.strip() == f"reached from {__file__}:{line} in standardized()"
+
+
+# -- srcgrad's own entry points that cannot be differentiated through -------------------------
+def _inner(x):
+    return np.sin(x) * x
+
+
+def _through_vjp(x):
+    _, pullback = srcgrad.vjp(_inner, x)
+    return np.sum(pullback(np.ones(3))[0] ** 2)
+
+
+def _through_jvp(x):
+    return np.sum(srcgrad.jvp(_inner, (x,), (np.ones(3),))[1] ** 2)
+
+
+def _through_hvp(x):
+    return np.sum(srcgrad.hvp(lambda y: np.sum(_inner(y)), (x,), (np.ones(3),)) ** 2)
+
+
+def _through_vmap(x):
+    return np.sum(srcgrad.vmap(_inner)(x[:, None]) ** 2)
+
+
+@pytest.mark.parametrize("fn, api", [(_through_vjp, "vjp"), (_through_jvp, "jvp"),
+                                     (_through_hvp, "hvp"), (_through_vmap, "vmap(f)")])
+def test_unnested_entry_points_are_refused_at_the_users_line(fn, api):
+    # (they raised inside srcgrad's own tracebacks.py/boundary.py/batching.py source)
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        srcgrad.grad(fn)(np.array([0.1, 0.2, 0.3]))
+    text = "\n".join([str(info.value), *getattr(info.value, "__notes__", [])])
+    assert f"srcgrad.{api}() called on differentiable values" in text
+    assert f"test_errors.py:{fn.__code__.co_firstlineno + 1}" in text or \
+        f"test_errors.py:{fn.__code__.co_firstlineno + 2}" in text, text
+    assert "srcgrad/tracebacks.py" not in text and "srcgrad/batching.py" not in text
+
+
+def _through_jacfwd(x):
+    return np.sum(srcgrad.jacfwd(_inner)(x) ** 2)
+
+
+def test_nestable_entry_points_still_nest():
+    x = np.array([0.1, 0.2, 0.3])
+    check_grad(_through_jacfwd, (x,))

@@ -97,8 +97,27 @@ def normalize(ctx: Context) -> gast.FunctionDef:
     ret = tree.body[-1]
     results = {ret.value.id} if isinstance(ret.value, gast.Name) else set()
     mark_active(tree, ctx, results)
+    _refuse_unnested_apis(tree, ctx)
     mark_scalar_closed(tree, ctx)
     return tree
+
+
+def _refuse_unnested_apis(tree: gast.FunctionDef, ctx: Context) -> None:
+    """srcgrad's entry points whose own machinery cannot be differentiated (vjp, jvp, hvp,
+    vmap: ``__srcgrad_not_nested__``), called on differentiable values: refused at the
+    user's line rather than inside srcgrad's source."""
+    for node in gast.walk(tree):
+        if not isinstance(node, gast.Call):
+            continue
+        api = getattr(getattr(ctx.resolved.get(id(node)), "obj", None),
+                      "__srcgrad_not_nested__", None)
+        if api is not None and A.names_read(node) & ctx.active:
+            ctx.problem(node, f"srcgrad.{api}() called on differentiable values inside a "
+                              f"function srcgrad differentiates",
+                        "grad, value_and_grad, elementwise_grad, jacfwd, jacrev and hessian "
+                        "may be nested; write the product with those (a jvp is "
+                        "jacfwd(f)(x) @ v) or compute it outside.")
+    ctx.raise_problems()
 
 
 def active_calls(tree: gast.FunctionDef, ctx: Context):
