@@ -65,3 +65,21 @@ def check_grad(f, args, wrt=(0,), grads=None, seed=0, eps=1e-6, rtol=1e-6, atol=
         assert abs(numeric - predicted) <= rtol * scale + atol, \
             f"finite differences {numeric!r} vs gradient {predicted!r}"
     return g
+
+
+def check_orders(f, x, direction=None, hessian=False, eps=1e-6):
+    """``f``'s gradient (check_grad), its jvp along ``direction`` (ones by default) and, with
+    ``hessian``, its Hessian, each against central differences: the first and second order
+    and forward mode of a scalar function of one array."""
+    import srcgrad
+    check_grad(f, (x,))
+    v = np.ones_like(x) if direction is None else direction
+    _, tangent = srcgrad.jvp(f, (x,), (v,))
+    numeric = (f(x + eps * v) - f(x - eps * v)) / (2 * eps)
+    assert np.isclose(tangent, numeric, rtol=1e-6, atol=1e-8), (tangent, numeric)
+    if hessian:
+        g = srcgrad.grad(f)
+        numeric_h = np.stack([(g(x + eps * e) - g(x - eps * e)) / (2 * eps)
+                              for e in np.eye(x.size).reshape((x.size,) + x.shape)])
+        assert np.allclose(srcgrad.hessian(f)(x), numeric_h.reshape(x.shape + x.shape),
+                           rtol=1e-5, atol=1e-6)
