@@ -7,6 +7,7 @@ __all__ = ["grad", "value_and_grad", "elementwise_grad", "vjp", "stop_gradient",
 
 import functools
 import inspect
+import types
 import weakref
 from typing import Any, Callable, NamedTuple
 
@@ -384,20 +385,41 @@ def _with_jit(gradient, jit):
 
 # gradients already made, by function and options: code that calls grad(f) on every call
 # (grad inside a function being differentiated, a Newton step) gets the same function back,
-# with its generated code and the wrappers that differentiate it again
+# with its generated code and the wrappers that differentiate it again. Kept in the function's
+# own __dict__ when it has one: a gradient refers to its function, so a global table of them
+# would keep every function ever differentiated alive; an attribute makes a cycle the garbage
+# collector frees with the function. (Tagged with the function's id: functools.wraps copies
+# __dict__ to a wrapper, which must not get this function's gradients.)
 _GRADIENTS: "weakref.WeakKeyDictionary[Any, dict]" = weakref.WeakKeyDictionary()
+_MADE = "__srcgrad_made__"
+
+
+def _made_for(f) -> dict | None:
+    """The gradients already made for ``f``, by options (a dict to add to), or None when
+    they cannot be kept."""
+    if type(f) is types.FunctionType:  # (a bound method would reach its function's)
+        attrs = f.__dict__
+        tagged = attrs.get(_MADE)
+        if tagged is None or tagged[0] != id(f):
+            tagged = attrs[_MADE] = (id(f), {})
+        return tagged[1]
+    try:  # (a builtin, a bound method, a partial, a callable object: as before)
+        return _GRADIENTS.setdefault(f, {})
+    except TypeError:  # not weakly referable
+        return None
 
 
 def _make_grad(f, wrt, mode: GradMode, verbose: bool):
     options = (wrt, mode)
+    made_for = None if verbose else _made_for(f)
     try:
-        made = None if verbose else _GRADIENTS.get(f, {}).get(options)
-    except TypeError:  # an unhashable wrt, or f not weakly referable
+        made = None if made_for is None else made_for.get(options)
+    except TypeError:  # an unhashable wrt
         return _new_grad(f, wrt, mode, verbose)
     if made is None:
         made = _new_grad(f, wrt, mode, verbose)
-        if not verbose:
-            _GRADIENTS.setdefault(f, {})[options] = made
+        if made_for is not None:
+            made_for[options] = made
     return made
 
 

@@ -416,3 +416,41 @@ def test_unbroadcast_of_same_shaped_arrays_is_the_cotangent_itself():
     assert unbroadcast(g, np.zeros((3,))).shape == (3,)  # (not the same shape: summed)
     sub = np.zeros((2, 3)).view(type("Sub", (np.ndarray,), {}))
     assert unbroadcast(g, sub) is g  # other operand types take the general path, same result
+
+
+def test_functions_passed_to_grad_are_freed():
+    # a global table of gradients kept every differentiated function (and its generated code)
+    # alive: each gradient refers to its function
+    import gc
+    import weakref
+
+    def make(k):
+        def f(x):
+            return np.sum(np.sin(x) * k)
+        return f
+
+    refs = []
+    for k in range(20):
+        f = make(k)
+        assert np.allclose(srcgrad.grad(f)(np.ones(3)), np.cos(np.ones(3)) * k)
+        refs.append(weakref.ref(f))
+        del f
+    gc.collect()
+    assert sum(r() is not None for r in refs) <= 1  # (the last build may be remembered)
+
+
+def test_a_function_gets_its_own_gradient_back_and_a_wrapper_does_not():
+    import functools
+
+    def f(x):
+        return np.sum(x * x)
+
+    g = srcgrad.grad(f)
+    assert srcgrad.grad(f) is g
+
+    @functools.wraps(f)  # copies f.__dict__, where f's gradients are kept
+    def wrapper(x):
+        return 3.0 * f(x)
+
+    assert srcgrad.grad(wrapper) is not g
+    assert np.allclose(srcgrad.grad(wrapper)(np.ones(2)), 6.0)
