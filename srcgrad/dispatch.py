@@ -25,7 +25,7 @@ from .api_forward import dynamic_backward_jvp, dynamic_forward_jvp, dynamic_jvp
 from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, Redispatch, RuleCall, UserCall,
                            record_derivative)
-from .errors import MissingRuleError, UnsupportedFeatureError
+from .errors import MissingRuleError, UnsupportedFeatureError, unnested_api
 from .rules import lookup
 from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part
 from .transforms.binding import scatter_rule_grads
@@ -49,11 +49,8 @@ def refuse_unnested(fn) -> None:
     traceback's note names the user's line."""
     api = getattr(fn, "__srcgrad_not_nested__", None)
     if api is not None:
-        raise UnsupportedFeatureError(
-            f"srcgrad.{api}() called on differentiable values inside a function srcgrad "
-            f"differentiates is not supported. grad, value_and_grad, elementwise_grad, "
-            f"jacfwd, jacrev and hessian may be nested; write it with those or compute it "
-            f"outside.")
+        what, hint = unnested_api(api)
+        raise UnsupportedFeatureError(f"{what} is not supported. {hint}")
 
 
 def method_fwd(obj, name, *args, **kwargs):

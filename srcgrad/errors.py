@@ -14,6 +14,7 @@ __all__ = [
     "InternalError",
     "UnsupportedFeatureError",
     "Location",
+    "unnested_api",
 ]
 
 from dataclasses import dataclass
@@ -125,3 +126,14 @@ class InternalError(SrcgradError):
         if self.location is not None:
             return self
         return InternalError(self.pass_name, self.detail, location)
+
+
+def unnested_api(api: str) -> tuple[str, str]:
+    """What is refused, and the hint, when srcgrad's entry point ``api`` (vjp, jvp, hvp, a
+    function vmap made: ``__srcgrad_not_nested__``) is called on differentiable values inside
+    a function srcgrad differentiates: its own machinery is not differentiable source."""
+    return (f"srcgrad.{api}() called on differentiable values inside a function srcgrad "
+            f"differentiates",
+            "grad, value_and_grad, elementwise_grad, jacfwd, jacrev and hessian may be "
+            "nested; write the product with those (a jvp is jacfwd(f)(x) @ v) or compute it "
+            "outside.")

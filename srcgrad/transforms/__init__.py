@@ -21,7 +21,7 @@ import numpy as np
 from .. import runtime
 from ..adapters import has_starred_parameters
 from ..codegen import to_source
-from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError
+from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unnested_api
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
@@ -91,9 +91,7 @@ def normalize(ctx: Context) -> gast.FunctionDef:
         ctx.raise_problems()
         if ctx.debug:
             print(f"# --- after {name} ---\n{to_source(tree)}", file=sys.stderr)
-    # names introduced by passes are locals too
-    ctx.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
-                        and isinstance(n.ctx, gast.Store)}
+    ctx.bind_locals(tree)  # (names introduced by the last passes are locals too)
     ret = tree.body[-1]
     results = {ret.value.id} if isinstance(ret.value, gast.Name) else set()
     mark_active(tree, ctx, results)
@@ -112,11 +110,7 @@ def _refuse_unnested_apis(tree: gast.FunctionDef, ctx: Context) -> None:
         api = getattr(getattr(ctx.resolved.get(id(node)), "obj", None),
                       "__srcgrad_not_nested__", None)
         if api is not None and A.names_read(node) & ctx.active:
-            ctx.problem(node, f"srcgrad.{api}() called on differentiable values inside a "
-                              f"function srcgrad differentiates",
-                        "grad, value_and_grad, elementwise_grad, jacfwd, jacrev and hessian "
-                        "may be nested; write the product with those (a jvp is "
-                        "jacfwd(f)(x) @ v) or compute it outside.")
+            ctx.problem(node, *unnested_api(api))
     ctx.raise_problems()
 
 

@@ -15,8 +15,7 @@ from .context import Context
 def to_anf(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     # the locals earlier passes introduced (a comprehension's renamed variable) are locals
     # too: `_u.real.T` must be split like `u.real.T`, not kept as a static `np.linalg.norm`
-    ctx.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
-                        and isinstance(n.ctx, (gast.Store, gast.Del))}
+    ctx.bind_locals(tree)
     tree.body = _ANF(ctx).block(tree.body)
     return tree
 

@@ -110,6 +110,12 @@ class Context:
         higher derivatives): its ``pop()`` stays a pop, not a functional list update."""
         return self.src.filename.startswith("<srcgrad") and name.startswith("_tape")
 
+    def bind_locals(self, tree) -> None:
+        """Count the names ``tree`` binds as locals: those the passes so far introduced (a
+        comprehension's renamed variable, ANF's ``_t1``) are never the module's globals."""
+        self.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                             and isinstance(n.ctx, (gast.Store, gast.Del))}
+
     def lookup_static(self, name: str):
         """The object a free name refers to (closure, global, builtin), or raise KeyError."""
         if name in self.local_names:

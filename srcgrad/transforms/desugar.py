@@ -1558,9 +1558,7 @@ def _is_builtin(name: str, builtin: str, ctx: Context) -> bool:
     """``name`` refers to the builtin ``builtin`` (``_map = map`` counts) in the function's
     scope."""
     import builtins
-    if name in ctx.local_names:
-        return False
-    try:
+    try:  # (a local name raises KeyError)
         return ctx.lookup_static(name) is getattr(builtins, builtin)
     except (KeyError, AttributeError):
         return False
@@ -1568,11 +1566,7 @@ def _is_builtin(name: str, builtin: str, ctx: Context) -> bool:
 
 def _builtin(name: str, ctx: Context) -> bool:
     """``name`` refers to the builtin of that name in the function's scope."""
-    import builtins
-    try:
-        return ctx.lookup_static(name) is getattr(builtins, name)
-    except (KeyError, AttributeError):
-        return False
+    return _is_builtin(name, name, ctx)
 
 
 # methods after which their object holds what their arguments hold

@@ -65,8 +65,7 @@ def resolve(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     nondiff_attrs, nondiff_methods = set(NONDIFF_ATTRIBUTES), set(NONDIFF_METHODS)
     # the temporaries earlier passes bound (ANF's _t1) are locals: a module global of the same
     # name (_t1 = np.sin) must not be taken for what a call of them runs
-    ctx.local_names |= {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
-                        and isinstance(n.ctx, (gast.Store, gast.Del))}
+    ctx.bind_locals(tree)
     for node in gast.walk(tree):
         if isinstance(node, gast.Call):
             ctx.resolved[id(node)] = _resolve_call(node, ctx, methods, nondiff_methods)
