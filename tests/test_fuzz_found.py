@@ -1199,3 +1199,31 @@ def test_helpers_may_update_new_arrays_passed_to_them(fn):
 
 def test_a_plain_helper_updating_a_view_is_right_or_refused():
     assert_right_or_refused(plain_helper_updating_a_view, X3)
+
+
+# == a function returning a signed literal ====================================================
+# Seed 33 program 208: `return -1.27` at the end of a function that reads its input was an
+# InternalError ("the body does not end with 'return name'") in grad, vjp, jvp and hvp. ANF
+# took `-1.27` for an operand needing no temporary (it is one inside an expression) and left
+# the UnaryOp in the return, which the sweeps accept only as a name or a constant.
+
+def returns_negative_literal(x):
+    for row in x.reshape(3, 1):
+        x = np.outer(row, row)
+    return -1.27
+
+
+def returns_positive_literal(x):
+    y = np.sin(x)  # noqa: F841 (computed, not returned)
+    return +2.5
+
+
+@pytest.mark.parametrize("fn", [returns_negative_literal, returns_positive_literal])
+def test_a_signed_literal_returned_has_zero_derivatives(fn):
+    assert np.array_equal(srcgrad.grad(fn)(X3), np.zeros(3))
+    value, g = srcgrad.value_and_grad(fn)(X3)
+    assert value == fn(X3) and np.array_equal(g, np.zeros(3))
+    assert srcgrad.jvp(fn, (X3,), (np.ones(3),)) == (fn(X3), 0.0)
+    assert np.array_equal(srcgrad.hessian(fn)(X3), np.zeros((3, 3)))
+    assert srcgrad.grad(lambda x: -3.0)(X3) is not None
+

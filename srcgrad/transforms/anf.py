@@ -52,6 +52,10 @@ class _ANF:
         if isinstance(s, gast.Return) and not isinstance(s.value, gast.Name):
             pre = []
             value = self.atom(s.value, pre, s)
+            if not isinstance(value, (gast.Name, gast.Constant)):  # return -1.27
+                tmp = self.ctx.namer.fresh()
+                pre.append(A.assign(tmp, value, at=s))
+                value = A.load(tmp)
             return pre + [A.located(gast.Return(value=value), s)]
         if isinstance(s, (gast.If, gast.For, gast.While)):
             s.body = self.block(s.body)
