@@ -1227,3 +1227,56 @@ def test_a_signed_literal_returned_has_zero_derivatives(fn):
     assert np.array_equal(srcgrad.hessian(fn)(X3), np.zeros((3, 3)))
     assert srcgrad.grad(lambda x: -3.0)(X3) is not None
 
+
+# == a 'with' block after an early exit =======================================================
+# Seed 0 program 167 (the generator's 'with' idiom): a 'with' block after a possible early
+# return raised numpy's "Token ... has already been used once" in grad, vjp, jvp and hvp.
+# Lowering the exits guards the statements after a `return` by `if not _ret`, but kept every
+# `_rt.exit_context` unguarded (right for a block the return is inside, which must exit
+# whatever happened); the exit of a block entered after the return ran twice, or without
+# its enter.
+
+def with_after_early_return(x):
+    if np.sum(x) <= -10.0:
+        return np.sum(x)
+    with np.errstate(all="ignore"):
+        v = x * np.log(x * x)
+    if np.sum(v) > 50.0:
+        return np.sum(x * x)
+    return np.sum(v * x)
+
+
+def with_after_break(x):
+    total = 0.0
+    for i in range(3):
+        if x[i] > 0.6:
+            break
+        with np.errstate(divide="ignore"):
+            total = total + np.sin(x[i]) * x
+    return np.sum(total * x)
+
+
+def return_inside_with(x):
+    with np.errstate(all="ignore"):
+        if np.sum(x) > 0.0:
+            return np.sum(np.exp(x))
+        y = x * 3.0
+    return np.sum(y * x)
+
+
+def nested_with_after_continue(x):
+    total = x * 0.0
+    for i in range(3):
+        if x[i] < 0.0:
+            continue
+        with np.errstate(all="ignore"), np.errstate(over="ignore"):
+            total = total + x[i] * np.tanh(x)
+    return np.sum(total)
+
+
+@pytest.mark.parametrize("fn", [with_after_early_return, with_after_break, return_inside_with,
+                                nested_with_after_continue])
+@pytest.mark.parametrize("x", [X3, -X3, np.array([0.9, 0.2, 0.4])])
+def test_a_with_block_after_an_early_exit_enters_and_exits_once(fn, x):
+    check_orders(fn, x, hessian=True)
+    assert np.geterr()["divide"] == "warn"  # every manager exited

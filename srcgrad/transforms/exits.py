@@ -85,7 +85,7 @@ class _Lowering:
         blocks the flag-setting statement is in: those run whatever it did."""
         out = []
         while rest:
-            ends = [j for j, r in enumerate(rest) if is_context_marker(r, self.ctx.rt, "exit")]
+            ends = self.outer_exits(rest)
             j = ends[0] if ends else len(rest)
             guarded = self.block(rest[:j], loop)
             if guarded:
@@ -98,6 +98,19 @@ class _Lowering:
                                                 for f in self.flags_set_by(r, loop)]))
             rest = rest[j + 1:]
         return out
+
+    def outer_exits(self, rest) -> list[int]:
+        """Where in ``rest`` a 'with' block entered before it exits (a block entered and
+        exited within ``rest`` is skipped with the rest: its exit is guarded too)."""
+        entered, ends = set(), []
+        for j, r in enumerate(rest):
+            enter = is_context_marker(r, self.ctx.rt, "enter")
+            leave = is_context_marker(r, self.ctx.rt, "exit")
+            if enter is not None:
+                entered.add(_manager(enter))
+            elif leave is not None and _manager(leave) not in entered:
+                ends.append(j)
+        return ends
 
     def stmt(self, s, loop) -> list:
         if isinstance(s, gast.Return):
@@ -147,6 +160,12 @@ class _Lowering:
             else:
                 out.extend(orelse)
         return out
+
+
+def _manager(marker) -> str | None:
+    """The name of the manager an enter_context/exit_context call reads."""
+    arg = marker.args[0] if marker.args else None
+    return arg.id if isinstance(arg, gast.Name) else None
 
 
 def _walk_same_loop(node):
