@@ -172,6 +172,7 @@ class Helper:
     defaults: list            # [(name, literal)] positional with default (scalars)
     kwonly: list              # [(name, literal)] keyword-only (scalars)
     shape: tuple              # result
+    kind: str = "plain"       # 'plain' | 'gen' (yields its items) | 'star' (*rest, **kw)
 
 
 @dataclass
@@ -291,6 +292,20 @@ class _Expressions:
         return self.helper_call(target, depth)
 
     def helper_call(self, h: Helper, depth) -> str:
+        if h.kind == "gen":  # a generator function, consumed where it is called
+            call = f"{h.name}({self.expr(h.params[0][1], depth - 1)})"
+            if self.chance(0.3):
+                return f"np.sum(np.stack(list({call})), axis=0)"
+            return f"sum({call})"
+        if h.kind == "star":
+            shape = h.params[0][1]
+            items = [self.expr(shape, depth - 1) for _ in range(self.rng.randrange(1, 4))]
+            keyword = [f"t={self.expr(SCALAR, depth - 1)}"] if self.chance(0.4) else []
+            if len(items) > 1 and self.chance(0.4):  # the rest spread from a list
+                return f"{h.name}({items[0]}, *[{', '.join(items[1:])}])"
+            if self.chance(0.2):
+                keyword = [f"**{{'t': {self.expr(SCALAR, depth - 1)}}}"]
+            return f"{h.name}({', '.join(items + keyword)})"
         required = [(n, self.expr(s, depth - 1)) for n, s in h.params]
         optional = [(n, self.expr(SCALAR, depth - 1)) for n, _ in h.defaults if self.chance(0.5)]
         kwonly = [(n, self.expr(SCALAR, depth - 1)) for n, _ in h.kwonly if self.chance(0.5)]
@@ -344,14 +359,15 @@ class _Statements:
     def statement(self) -> list[str]:
         options = [("assign", 5), ("reassign", 3), ("augassign", 2), ("store", 1.5),
                    ("if", 2), ("for", 1.5), ("while", 0.8), ("list", 1.2), ("tuple", 0.5),
-                   ("dict", 0.6), ("closure", 0.8), ("alias", 0.1), ("try", 0.2)]
+                   ("dict", 0.6), ("closure", 0.8), ("alias", 0.1), ("try", 0.2),
+                   ("idiom", 1.5)]
         if self.in_loop:
             options += [("exit", 1)]
         if self.in_main:
             options += [("early_return", 0.4)]
         if self.depth >= 2:  # no deeper nesting
             options = [o for o in options if o[0] not in ("if", "for", "while", "try",
-                                                          "closure")]
+                                                          "closure", "idiom")]
         kinds, weights = zip(*options)
         return getattr(self, "stmt_" + self.rng.choices(kinds, weights)[0])()
 
@@ -575,7 +591,129 @@ class _Statements:
                 f"    {name} = {fallback}"]
 
 
-class Generator(_Expressions, _Statements):
+class _Idioms:
+    """The language's idioms a tracing tool never sees (issue 9), one statement group each
+    (mixed into Generator)."""
+
+    def stmt_idiom(self):
+        kinds = ["walrus", "with", "raise", "match", "nonlocal", "starred", "dict_call"]
+        if any(h.kind == "plain" and len(h.params) == 1 for h in self.helpers):
+            kinds.append("partial")
+        return getattr(self, "idiom_" + self.pick(kinds))()
+
+    def indented(self, make) -> list[str]:
+        """Lines of a block that always runs (with, try): its names stay defined after it."""
+        self.depth += 1
+        try:
+            return ["    " + line for line in make()]
+        finally:
+            self.depth -= 1
+
+    def idiom_walrus(self):
+        name = self.fresh("w")
+        head = f"if ({name} := {self.expr(SCALAR, 1)}) {self.pick(['>', '<'])} " \
+               f"{literal(SCALAR, self.rng)}:"
+        self.new_array(name, SCALAR)
+        return [head] + self.block(lambda: self.statements(self.rng.randrange(1, 3)))
+
+    def idiom_with(self):
+        manager = self.pick(['np.errstate(divide="ignore", invalid="ignore")',
+                             "warnings.catch_warnings()", "np.errstate(all='ignore')"])
+        return [f"with {manager}:"] + self.indented(
+            lambda: self.statements(self.rng.randrange(1, 3)))
+
+    def idiom_raise(self):
+        """try/except/else/finally where the body may really raise: only the statements that
+        ran may be reversed."""
+        name, shape = self.fresh(), self.pick(SHAPES)
+        lines = ["try:", f"    if {self.condition()}:", "        raise ValueError('fuzz')",
+                 f"    {name} = {self.expr(shape)}", "except ValueError:",
+                 f"    {name} = {self.expr(shape)}"]
+        self.new_array(name, shape)
+        if self.chance(0.5):
+            lines += ["else:", f"    {name} = {name} * {paren(self.expr(SCALAR, 1))}"]
+        if self.chance(0.5):
+            other, s2 = self.fresh(), self.pick(SHAPES)
+            lines += ["finally:", f"    {other} = {self.expr(s2)}"]
+            self.new_array(other, s2)
+        return lines
+
+    def idiom_match(self):
+        name, shape = self.fresh(), self.pick(SHAPES)
+        first, second = self.expr(shape), self.expr(shape)
+        if self.chance(0.5):
+            lines = [f"match int({self.expr(SCALAR, 1)} > {literal(SCALAR, self.rng)}):",
+                     "    case 0:", f"        {name} = {first}",
+                     "    case _:", f"        {name} = {second}"]
+        else:  # a sequence pattern with a guard
+            p, q = self.fresh("p"), self.fresh("q")
+            pair = f"({self.expr(SCALAR, 1)}, {self.expr(shape, 1)})"
+            saved = self.vars
+            self.vars = dict(saved, **{p: Var(p, "array", SCALAR, frozen=True),
+                                       q: Var(q, "array", shape, frozen=True)})
+            try:
+                guarded = self.expr(shape)
+            finally:
+                self.vars = saved
+            lines = [f"match {pair}:",
+                     f"    case ({p}, {q}) if {p} > {literal(SCALAR, self.rng)}:",
+                     f"        {name} = {guarded}", "    case _:", f"        {name} = {second}"]
+        self.new_array(name, shape)
+        return lines
+
+    def idiom_nonlocal(self):
+        """A nested function accumulating into its caller's variable."""
+        acc, add, shape = self.fresh("acc"), self.fresh("add"), self.pick(SHAPES)
+        lines = [f"{acc} = {self.expr(shape)}"]
+        saved = self.vars
+        self.vars = {"t": Var("t", "array", shape, frozen=True),
+                     acc: Var(acc, "array", shape, frozen=True)}
+        try:
+            step = self.expr(shape, 1)
+        finally:
+            self.vars = saved
+        lines += [f"def {add}(t):", f"    nonlocal {acc}", f"    {acc} = {acc} + {step}"]
+        lines += [f"{add}({self.expr(shape, 1)})" for _ in range(self.rng.randrange(1, 3))]
+        self.new_array(acc, shape)
+        return lines
+
+    def idiom_starred(self):
+        shape = self.pick(SHAPES)
+        if self.chance(0.3):  # zip(*pairs): two tuples
+            other = self.pick(SHAPES)
+            pairs = [f"({self.expr(shape, 1)}, {self.expr(other, 1)})" for _ in range(2)]
+            a, b = self.fresh("t"), self.fresh("t")
+            self.vars[a] = Var(a, "tuple", parts=(shape, shape))
+            self.vars[b] = Var(b, "tuple", parts=(other, other))
+            return [f"{a}, {b} = zip(*[{', '.join(pairs)}])"]
+        items = [self.expr(shape, 1) for _ in range(self.rng.randrange(2, 4))]
+        one, rest = self.fresh(), self.fresh("lst")
+        target = f"{one}, *{rest}" if self.chance(0.6) else f"*{rest}, {one}"
+        self.new_array(one, shape)
+        self.vars[rest] = Var(rest, "list", shape)
+        return [f"{target} = [{', '.join(items)}]"]
+
+    def idiom_dict_call(self):
+        name = self.fresh("d")
+        parts = tuple((k, self.pick(SHAPES)) for k in ("a", "b")[:self.rng.randrange(1, 3)])
+        self.vars[name] = Var(name, "dict", parts=parts)
+        return [f"{name} = dict({', '.join(f'{k}={self.expr(s, 1)}' for k, s in parts)})"]
+
+    def idiom_partial(self):
+        h = self.pick([h for h in self.helpers if h.kind == "plain" and len(h.params) == 1])
+        bound = [(n, self.expr(SCALAR, 1)) for n, _ in h.defaults + h.kwonly if self.chance(0.7)]
+        made = f"functools.partial({h.name}{''.join(f', {n}={e}' for n, e in bound)})"
+        if self.chance(0.4):  # map(partial(f, params), data)
+            name = self.fresh()
+            items = [self.expr(h.params[0][1], 1) for _ in range(self.rng.randrange(1, 3))]
+            self.new_array(name, h.shape)
+            return [f"{name} = sum(map({made}, [{', '.join(items)}]))"]
+        name = self.fresh("g")
+        self.vars[name] = Var(name, "func", h.shape, parts=(h.params[0][1],))
+        return [f"{name} = {made}"]
+
+
+class Generator(_Expressions, _Statements, _Idioms):
     """Writes one random program; ``rng`` decides everything."""
 
     def __init__(self, rng: random.Random):
@@ -643,6 +781,34 @@ class Generator(_Expressions, _Statements):
         return [f"def {name}(a, c=0.5, depth=2):", "    if depth == 0:", "        return a",
                 f"    return {name}({step}, c=c, depth=depth - 1)"]
 
+    def generator_helper(self, index: int) -> list[str]:
+        """A generator function (issue 9): yields a few items, maybe stops early."""
+        name, shape = f"h{index}", self.pick(SHAPES)
+        self.vars = {"a": Var("a", "array", shape), "c": Var("c", "array", SCALAR)}
+        self.out_shape, self.in_main, self.in_loop = shape, False, False
+        n, j = self.rng.randrange(1, 4), self.fresh("j")
+        lines = [f"def {name}(a, c=0.5):", f"    yield {self.expr(shape, 1)}"]
+        self.vars[j] = Var(j, "index", bound=n)
+        lines.append(f"    for {j} in range({n}):")
+        if self.chance(0.3):
+            lines += [f"        if {self.condition()}:", "            return"]
+        lines.append(f"        yield {self.expr(shape, 1)}")
+        self.helpers.append(Helper(name, [("a", shape)], [("c", "0.5")], [], shape, "gen"))
+        return lines
+
+    def star_helper(self, index: int) -> list[str]:
+        """``def h(a, *rest, **kw)`` (autograd's rnn: concat_and_multiply(weights, *args))."""
+        name, shape = f"h{index}", self.pick(SHAPES)
+        self.vars = {"a": Var("a", "array", shape)}
+        self.out_shape, self.in_main, self.in_loop = shape, False, False
+        body = self.expr(shape, 1)
+        rest = self.pick(["sum(rest)", "sum(r * a for r in rest)",
+                          "len(rest) * a", "sum(np.tanh(r) for r in rest[::-1])"])
+        lines = [f"def {name}(a, *rest, **kw):",
+                 f"    return {body} + {rest} + kw.get('t', 0.0) * a"]
+        self.helpers.append(Helper(name, [("a", shape)], [], [], shape, "star"))
+        return lines
+
     def result(self, shape) -> str:
         """An expression of ``shape`` that reads the latest few variables."""
         recent = self.arrays()[-3:]
@@ -658,9 +824,11 @@ class Generator(_Expressions, _Statements):
         return self.pick(choices).format(e=v.name, i2=self.index(2), i3=self.index(3))
 
     def program(self) -> Program:
-        lines = ["import math", "", "import numpy as np", "", ""]
+        lines = ["import functools", "import math", "import warnings", "", "import numpy as np", "", ""]
         for k in range(self.rng.choice([0, 1, 1, 2, 2, 3])):
-            lines += (self.recursive_helper(k) if self.chance(0.1) else self.helper(k))
+            make = self.rng.choices([self.helper, self.recursive_helper, self.generator_helper,
+                                     self.star_helper], [0.72, 0.08, 0.1, 0.1])[0]
+            lines += make(k)
             lines += ["", ""]
         names = ["x", "y", "z"][:self.rng.choice([1, 2, 2, 3])]
         params = [(n, self.rng.choice(PARAM_SHAPES)) for n in names]
