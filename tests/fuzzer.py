@@ -1068,6 +1068,51 @@ class Checks:
             close_to_differences(h, lambda eps: differences(eps)[k],
                                  f"hvp H v [{c.program.params[k][0]}]")
 
+    def hessian(self, srcgrad):
+        """The Hessian with respect to the first argument (forward over reverse, batched over
+        the basis) times the direction, against differences of the gradient."""
+        c = self.case
+        h = np.asarray(srcgrad.hessian(c.loss)(*copies(c.args)), float)
+        v = np.asarray(c.direction[0], float)
+        product = np.tensordot(h, v, axes=v.ndim) if v.ndim else h * v
+        grad = srcgrad.grad(c.loss)
+        only_first = [c.direction[0]] + [np.zeros_like(d) for d in c.direction[1:]]
+
+        def differences(eps):
+            plus = grad(*combine(c.args, only_first, eps))
+            minus = grad(*combine(c.args, only_first, -eps))
+            return (np.asarray(plus, float) - np.asarray(minus, float)) / (2 * eps)
+        close_to_differences(product, differences, "hessian H v")
+
+    def jit(self, srcgrad):
+        """The compiled gradient (numba): refused with a SrcgradError or right."""
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            raise Unusable("numba is not installed") from None
+        c = self.case
+        n = len(c.args)
+        g = as_tuple(srcgrad.grad(c.loss, wrt=tuple(range(n)), jit=True)(*copies(c.args)), n)
+        self.shapes(g, "jit")
+        predicted = sum(vdot(gi, vi) for gi, vi in zip(g, c.direction))
+        close_to_differences(predicted, lambda eps: self.directional(c.loss, eps),
+                             "jit grad <g, v>")
+
+    def batch(self, srcgrad):
+        """vmap of the gradient over two points equals the gradient at each (the batched
+        rewrite of a generated sweep against the sweep itself)."""
+        c = self.case
+        n = len(c.args)
+        grad = srcgrad.grad(c.loss, wrt=tuple(range(n)))
+        points = [c.args, combine(c.args, c.direction, 0.01)]
+        stacked = [np.stack([np.asarray(p[k], float) for p in points]) for k in range(n)]
+        batched = as_tuple(srcgrad.vmap(grad)(*stacked), n)
+        for which, p in enumerate(points):
+            alone = as_tuple(grad(*copies(p)), n)
+            for k in range(n):
+                close(np.asarray(batched[k])[which], alone[k],
+                      f"vmap(grad) point {which} [{c.program.params[k][0]}]")
+
     def shapes(self, grads, what):
         for (name, shape), g in zip(self.case.program.params, grads):
             if np.shape(g) != shape:
@@ -1085,6 +1130,7 @@ class Checks:
 
 
 CHECKS = ("grad", "vjp", "jvp", "hvp")
+EXTRA_CHECKS = ("hessian", "jit", "batch")  # opt-in (--checks): slower, or need numba
 
 
 # -- one program --------------------------------------------------------------------------------
@@ -1175,7 +1221,8 @@ def time_limit(seconds: float):
 def run_check(checks: Checks, name: str):
     import srcgrad
     try:
-        with time_limit(TIMEOUT), warnings.catch_warnings(), np.errstate(all="ignore"):
+        limit = TIMEOUT * (4 if name == "jit" else 1)  # numba compiles each program
+        with time_limit(limit), warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             getattr(checks, name)(srcgrad)
         return "correct", ""
@@ -1253,11 +1300,13 @@ class Summary:
             lines.append(f"  {kind:9s} {self.count(kind)}")
         rate = self.count("refused") / tested if tested else 0.0
         lines.append(f"  refusal rate {rate:.1%} of {tested} tested programs")
-        for name in CHECKS:
+        for name in CHECKS + EXTRA_CHECKS:
+            if not any(name in r.outcomes for r in self.results):
+                continue
             kinds = collections.Counter(r.outcomes[name][0] for r in self.results
                                         if name in r.outcomes)
             cpu = sum(r.seconds.get(name, 0.0) for r in self.results)
-            lines.append(f"  {name:5s} " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+            lines.append(f"  {name:7s} " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
                          + f" ({cpu:.0f} s CPU)")
         regenerated = sum(r.attempts - 1 for r in self.results)
         lines.append(f"  regenerated {regenerated} times (plain failure, margin, size, kink)")
@@ -1287,33 +1336,33 @@ def describe(result: Result, seed: int) -> str:
 _WORKER: dict = {}
 
 
-def _start_worker(seed: int, directory: str) -> None:
-    _WORKER.update(seed=seed, directory=directory)
+def _start_worker(seed: int, directory: str, checks) -> None:
+    _WORKER.update(seed=seed, directory=directory, checks=checks)
 
 
 def _run_in_worker(index: int) -> Result:
-    return run_program(_WORKER["seed"], index, _WORKER["directory"])
+    return run_program(_WORKER["seed"], index, _WORKER["directory"], _WORKER["checks"])
 
 
-def results(programs: int, seed: int, start: int, directory: str, jobs: int):
+def results(programs: int, seed: int, start: int, directory: str, jobs: int, checks=CHECKS):
     """Results of programs ``start ...``, in order, computed by ``jobs`` processes."""
     indices = range(start, start + programs)
     if jobs <= 1:
         for index in indices:
-            yield run_program(seed, index, directory)
+            yield run_program(seed, index, directory, checks)
         return
     import multiprocessing
     context = multiprocessing.get_context("fork")
-    with context.Pool(jobs, _start_worker, (seed, directory)) as pool:
+    with context.Pool(jobs, _start_worker, (seed, directory, checks)) as pool:
         yield from pool.imap(_run_in_worker, indices, chunksize=4)
 
 
 def fuzz(programs: int, seed: int = 0, start: int = 0, out: str | None = None,
-         progress=None, jobs: int = 1, log: str | None = None) -> Summary:
+         progress=None, jobs: int = 1, log: str | None = None, checks=CHECKS) -> Summary:
     """Generate and check ``programs`` programs (indices ``start`` ...) of ``seed``."""
     summary, began = Summary(seed), time.time()
     with tempfile.TemporaryDirectory(prefix="srcgrad_fuzz_") as directory:
-        for result in results(programs, seed, start, directory, jobs):
+        for result in results(programs, seed, start, directory, jobs, checks):
             summary.results.append(result)
             if out and result.kind in ("wrong", "internal"):
                 os.makedirs(out, exist_ok=True)
@@ -1365,13 +1414,19 @@ def main(argv=None) -> int:
                         help="print the summary of logged runs instead of running")
     parser.add_argument("--show", type=int, help="print one program and its outcome")
     parser.add_argument("--every", type=int, default=500, help="progress line interval")
+    parser.add_argument("--checks", default=",".join(CHECKS),
+                        help=f"comma-separated, of {', '.join(CHECKS + EXTRA_CHECKS)}")
     opts = parser.parse_args(argv)
+    checks = tuple(opts.checks.split(","))
+    unknown = set(checks) - set(CHECKS + EXTRA_CHECKS)
+    if unknown:
+        parser.error(f"unknown checks: {', '.join(sorted(unknown))}")
     if opts.summarize:
         print(from_logs(opts.summarize, opts.seed).report())
         return 0
     if opts.show is not None:
         with tempfile.TemporaryDirectory(prefix="srcgrad_fuzz_") as directory:
-            result = run_program(opts.seed, opts.show, directory)
+            result = run_program(opts.seed, opts.show, directory, checks)
         print(describe(result, opts.seed))
         return 0
 
@@ -1384,7 +1439,7 @@ def main(argv=None) -> int:
             print(f"[{n}] {dict(sorted(counts.items()))}", flush=True)
 
     summary = fuzz(opts.programs, opts.seed, opts.start, opts.out, progress, opts.jobs,
-                   opts.log)
+                   opts.log, checks)
     print(summary.report())
     return 1 if summary.failures() else 0
 
