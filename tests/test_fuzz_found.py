@@ -1280,3 +1280,21 @@ def nested_with_after_continue(x):
 def test_a_with_block_after_an_early_exit_enters_and_exits_once(fn, x):
     check_orders(fn, x, hessian=True)
     assert np.geterr()["divide"] == "warn"  # every manager exited
+
+
+# == a generator expression in a match subject ================================================
+# Seed 42 program 333 (the generator's match idiom): `match (y[0], sum(u for u in (...)))`
+# was refused ("GeneratorExp of a differentiable value") although sum consumes it at once:
+# comprehensions were lowered in a statement's value, test and iter, not in a match's subject.
+
+def match_on_a_generator_sum(y):
+    match (y[0], sum(u * u for u in (y, y * 2.0))):
+        case (p, q) if p > -1.0:
+            v = q * y
+        case _:
+            v = y
+    return np.sum(v)
+
+
+def test_a_generator_expression_in_a_match_subject_is_consumed_at_once():
+    check_orders(match_on_a_generator_sum, X3, hessian=True)

@@ -1281,7 +1281,7 @@ class _Desugar:
         """Lift list/dict comprehensions in ``s``'s expressions into loops before ``s``."""
         pre = []
         hoister = _CompHoister(self, pre, s)
-        for field in ("value", "test", "iter"):
+        for field in ("value", "test", "iter", "subject"):
             node = getattr(s, field, None)
             if isinstance(node, gast.AST) and not isinstance(s, gast.While):
                 setattr(s, field, hoister.visit(node))
