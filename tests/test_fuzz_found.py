@@ -1298,3 +1298,43 @@ def match_on_a_generator_sum(y):
 
 def test_a_generator_expression_in_a_match_subject_is_consumed_at_once():
     check_orders(match_on_a_generator_sum, X3, hessian=True)
+
+
+# == an in-place update after a call rebinding 'nonlocal' variables ===========================
+# Seed 44 programs 65 and 127 (the generator's nonlocal idiom): `acc *= ...` after calls of a
+# nested function that rebinds `acc` was refused "while _updated1, _updated2 may be a view of
+# it": the tuple the lowering of 'nonlocal' returns the new values in (a temporary of
+# srcgrad's, read only by the unpacking right after) holds the array itself, and the
+# sharing checks took it for another name seeing it (and named it to the user).
+
+def update_after_nonlocal_calls(x):
+    acc = np.sum(x, axis=0)
+
+    def add(t):
+        nonlocal acc
+        acc = acc + acc * t
+    add(np.array([-1.0, 0.96, -0.7]))
+    add(x[-1])
+    acc *= np.sum(x)
+    return np.sum(acc * x)
+
+
+def update_of_a_view_a_nonlocal_call_made(x):
+    y = x * 1.0
+    acc = y
+
+    def take():
+        nonlocal acc
+        acc = y[1:]
+    take()
+    acc *= 2.0  # numpy changes y too
+    return np.sum(y * y) + np.sum(acc)
+
+
+def test_an_update_after_nonlocal_calls_is_not_refused_for_srcgrads_temporary():
+    check_orders(update_after_nonlocal_calls, np.array([[0.3, 0.5, 0.9], [0.1, -0.2, 0.4]]),
+                 hessian=True)
+
+
+def test_an_update_of_a_view_a_nonlocal_call_made_is_right_or_refused():
+    assert_right_or_refused(update_of_a_view_a_nonlocal_call_made, X3)

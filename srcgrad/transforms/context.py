@@ -50,6 +50,10 @@ class Context:
     globals: dict = field(default_factory=dict)
     closure: dict = field(default_factory=dict)
     local_names: set[str] = field(default_factory=set)
+    # temporaries a pass made to carry values to the statements right after it (the tuple a
+    # call of a function rebinding 'nonlocal' variables returns, nonlocals.py): read there
+    # only, so never another name seeing an array an in-place update changes (desugar.py)
+    transient: set[str] = field(default_factory=set)
     # side tables (keyed by id of the node; the node itself is kept alive by the tree)
     resolved: dict[int, Resolved] = field(default_factory=dict)
     # names of values depending on wrt inputs, and of those that also reach the result

@@ -455,13 +455,31 @@ class _Desugar:
         """The names ``name``'s value was made from by the statements dominating this one
         (``y`` after ``v = y[:2]``), and the other names made from those: what an in-place
         update of ``name`` may also change."""
-        bases = {b for b, vs in self.view_of.items() if name in vs} - {name}
+        bases = self.through_transient({b for b, vs in self.view_of.items() if name in vs})
+        bases -= {name}
         related = set(bases)
         for b in bases:
             related |= self.view_of.get(b, set())
         # only names of this function's scope (a dominating statement read them, so they are
         # bound) or its globals: not a lambda's parameter or a comprehension's variable
-        return sorted(n for n in related - {name} if n in self.scope_names or self.is_global(n))
+        related -= {name} | self.ctx.transient
+        return sorted(n for n in related if n in self.scope_names or self.is_global(n))
+
+    def through_transient(self, names: set[str]) -> set[str]:
+        """``names`` with each of the passes' transient temporaries (the tuple holding what
+        a call rebinding 'nonlocal' variables made) replaced by the names it was made from:
+        the temporary holds the array itself, which a run-time check would take for a view."""
+        out, todo, seen = set(), list(names), set()
+        while todo:
+            n = todo.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            if n in self.ctx.transient:
+                todo += [b for b, vs in self.view_of.items() if n in vs]
+            else:
+                out.add(n)
+        return out
 
     def sources_guard(self, name: str, sources: list[str], s) -> gast.stmt:
         """Before ``name`` changes in place: raise at run time if it still shares data with
@@ -625,7 +643,7 @@ class _Desugar:
     def view_guard(self, name: str, s) -> list:
         """Before ``name`` changes in place: raise at run time if a view of it made earlier
         (``v = name[:1]``) still shares its data, or if it is the caller's array."""
-        views = sorted(self.view_of.get(name, set()) - {name})
+        views = sorted(self.view_of.get(name, set()) - {name} - self.ctx.transient)
         if not views:
             return []
         loc = self.ctx.location(s)
@@ -861,7 +879,7 @@ class _Desugar:
                 if other not in partners:
                     partners.add(other)
                     todo.append(other)
-        partners = (partners | set(sources)) - {name}
+        partners = (partners | set(sources)) - {name} - self.ctx.transient
         local = sorted(p for p in partners if p in self.scope_names)
         outside = sorted(p for p in partners - set(local) if self.is_global(p))
         if not partners or set(local) | set(outside) != partners:
@@ -892,8 +910,9 @@ class _Desugar:
                 if other not in component:
                     component.add(other)
                     todo.append(other)
-        local = sorted(n for n in component - checked if n in self.scope_names)
-        outside = sorted(n for n in component - checked
+        component -= checked | self.ctx.transient
+        local = sorted(n for n in component if n in self.scope_names)
+        outside = sorted(n for n in component
                          if n not in self.scope_names and self.is_global(n))
         if not local and not outside:
             return []

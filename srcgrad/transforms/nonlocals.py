@@ -106,6 +106,7 @@ class _CallSites:
         value.keywords += [gast.keyword(arg=n, value=A.load(n)) for n in names]
         result = self.ctx.namer.fresh("_updated")
         self.ctx.local_names.add(result)
+        self.ctx.transient.add(result)
         out = [A.assign(result, value, at=s)]
         targets = gast.Tuple(elts=[A.store(n) for n in names], ctx=gast.Store())
         out.append(A.assign(targets, _item(result, 1), at=s))
