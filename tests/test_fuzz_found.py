@@ -1338,3 +1338,27 @@ def test_an_update_after_nonlocal_calls_is_not_refused_for_srcgrads_temporary():
 
 def test_an_update_of_a_view_a_nonlocal_call_made_is_right_or_refused():
     assert_right_or_refused(update_of_a_view_a_nonlocal_call_made, X3)
+
+
+# == static refusals while a generated sweep is transformed again ============================
+# Seed 42 program 101: hvp refused a helper updating its argument in place with a message
+# located at "<srcgrad: f adjoint #1>:85 ... (in f_fwd())", a line of the generated forward
+# sweep that forward mode was transforming, where grad named the user's line. Problems found
+# in generated code now name the user's line it comes from, through sweeps of sweeps.
+
+def test_a_problem_in_a_generated_sweep_names_the_users_line():
+    from types import SimpleNamespace
+
+    from srcgrad import codegen
+    from srcgrad.errors import Location
+    from srcgrad.transforms.context import Context
+
+    first = codegen._register("x = 1\ny = 2\n", "f adjoint", codegen.UserLines(
+        "/home/me/model.py", "loss", {1: 10, 2: 12}))
+    second = codegen._register("a = 1\nb = 2\nc = 3\n", "f_fwd jvp", codegen.UserLines(
+        first, "f_fwd", {1: 1, 3: 2}))
+    fake = SimpleNamespace(location=lambda node: Location(second, node, "f_fwd_jvp"))
+    assert Context.user_location(fake, 3) == Location("/home/me/model.py", 12, "loss")
+    assert Context.user_location(fake, 1) == Location("/home/me/model.py", 10, "loss")
+    unmapped = SimpleNamespace(location=lambda node: Location("<srcgrad: other #0>", 4, "g"))
+    assert Context.user_location(unmapped, None) == Location("<srcgrad: other #0>", 4, "g")

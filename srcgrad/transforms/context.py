@@ -8,6 +8,7 @@ from typing import Any, Callable
 import gast
 import numpy as np
 
+from .. import codegen
 from ..errors import Location, UnsupportedSyntaxError
 from ..naming import Namer
 from ..source import FunctionSource
@@ -95,7 +96,20 @@ class Context:
         return Location(self.src.filename, self.src.real_line(node), self.fn.__name__)
 
     def problem(self, node, construct: str, hint: str = "") -> None:
-        self.problems.append((self.location(node), construct, hint))
+        self.problems.append((self.user_location(node), construct, hint))
+
+    def user_location(self, node) -> Location:
+        """``location(node)``, and for a generated sweep being transformed again (higher
+        derivatives), the user's line its statement comes from, through sweeps of sweeps."""
+        where = self.location(node)
+        for _ in range(8):
+            if not where.filename.startswith("<srcgrad"):
+                break
+            mapped = codegen.user_line(where.filename, where.lineno)
+            if mapped is None:
+                break
+            where = Location(mapped[0], mapped[2], mapped[1])
+        return where
 
     def raise_problems(self) -> None:
         if self.problems:
