@@ -60,12 +60,15 @@ def refuse_third_order(fn, args) -> None:
     The traceback's note names the user's line."""
     if not (fn is runtime.call_fwd or fn is runtime.method_fwd or fn is runtime.call_bwd):
         return
+    callee = _callee_name(fn, args)
+    how = "make it in the call, srcgrad.grad(f)(...) of a module-level f" \
+        if callee.startswith("a gradient") else "call a module-level function by its name"
     raise UnsupportedFeatureError(
-        f"a third derivative through {_callee_name(fn, args)}, a function known only at run "
-        f"time (a parameter, a closure variable, a method), is not supported: srcgrad "
-        f"differentiates such calls twice at most, in reverse or forward mode. Call a "
-        f"module-level function by its name in the differentiated code instead: srcgrad "
-        f"then differentiates it as a known callee, to any order.")
+        f"a third derivative through {callee}, a function known only at run time (a "
+        f"parameter, a local or closure variable, a method), is not supported: srcgrad "
+        f"differentiates such calls twice at most, in reverse or forward mode. Instead, "
+        f"{how} in the differentiated code: srcgrad then differentiates it as a known "
+        f"callee, to any order.")
 
 
 def _callee_name(helper, args) -> str:
@@ -76,7 +79,9 @@ def _callee_name(helper, args) -> str:
     if helper is runtime.method_fwd and len(args) >= 2:
         return f"{type(args[0]).__name__}.{args[1]}()"
     if helper is runtime.call_fwd and args:
-        return f"{getattr(args[0], '__qualname__', type(args[0]).__name__)}()"
+        name = f"{getattr(args[0], '__qualname__', type(args[0]).__name__)}()"
+        made = getattr(args[0], "__srcgrad_grad__", None)  # (wraps copies f's name)
+        return f"a gradient of {name}" if made is not None else name
     return "a call"
 
 

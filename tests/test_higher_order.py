@@ -577,7 +577,7 @@ def test_second_order_through_a_function_argument_against_the_closed_form():
 def test_third_order_through_a_function_argument_is_refused_at_the_users_line(make):
     message, notes = _refusal(make(_calls_its_argument), 0.7, _sine_times_x)
     assert "third derivative through _sine_times_x()" in message
-    assert "module-level function by its name" in message
+    assert "call a module-level function by its name" in message
     assert "runtime.py" not in message
     assert "test_higher_order.py" in notes and "return h(x) * 2.0" in notes
 

@@ -281,6 +281,20 @@ def test_third_order_through_a_dispatched_gradient_makes_no_zero_arrays(monkeypa
     assert made == []
 
 
+def test_a_third_derivative_through_a_dispatched_gradient_is_refused_at_the_users_line():
+    """grad(grad(grad(rprime_local))): the fourth derivative of loglike, the third of the
+    gradient held in a local. It used to fail transforming runtime.call_fwd (located in
+    runtime.py); the refusal names the gradient and the user's line, and says what works."""
+    g3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(rprime_local)))
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        g3(2.0)
+    message = str(info.value)
+    assert "third derivative through a gradient of loglike()" in message
+    assert "srcgrad.grad(f)(...) of a module-level f" in message
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_nested_grad.py" in notes and "return g(r, p_of(r))" in notes
+
+
 def test_fast_paths_of_the_runtime_helpers_give_what_the_general_case_gives():
     # densify of scalars (every backward sweep's return, and saved cotangents at higher order)
     assert type(runtime.densify(np.float64(2.5), 1.0)) is np.float64
