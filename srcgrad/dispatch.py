@@ -53,6 +53,38 @@ def refuse_unnested(fn) -> None:
         raise UnsupportedFeatureError(f"{what} is not supported. {hint}")
 
 
+def refuse_third_order(fn, args) -> None:
+    """Refuse to differentiate one of the dispatch helpers again: a call known only at run
+    time, differentiated twice already (its second derivative calls them through
+    ``call_fwd``), would need this module's Python differentiated, which srcgrad cannot do.
+    The traceback's note names the user's line."""
+    if not (fn is runtime.call_fwd or fn is runtime.method_fwd or fn is runtime.call_bwd):
+        return
+    callee = _callee_name(fn, args)
+    how = "make it in the call, srcgrad.grad(f)(...) of a module-level f" \
+        if callee.startswith("a gradient") else "call a module-level function by its name"
+    raise UnsupportedFeatureError(
+        f"a third derivative through {callee}, a function known only at run time (a "
+        f"parameter, a local or closure variable, a method), is not supported: srcgrad "
+        f"differentiates such calls twice at most, in reverse or forward mode. Instead, "
+        f"{how} in the differentiated code: srcgrad then differentiates it as a known "
+        f"callee, to any order.")
+
+
+def _callee_name(helper, args) -> str:
+    """How a message names the function a dispatch helper's call stands for."""
+    while helper is runtime.call_fwd and args and callable(args[0]) and args[0] in (
+            runtime.call_fwd, runtime.method_fwd, runtime.call_bwd):
+        helper, args = args[0], args[1:]
+    if helper is runtime.method_fwd and len(args) >= 2:
+        return f"{type(args[0]).__name__}.{args[1]}()"
+    if helper is runtime.call_fwd and args:
+        name = f"{getattr(args[0], '__qualname__', type(args[0]).__name__)}()"
+        made = getattr(args[0], "__srcgrad_grad__", None)  # (wraps copies f's name)
+        return f"a gradient of {name}" if made is not None else name
+    return "a call"
+
+
 def method_fwd(obj, name, *args, **kwargs):
     """Like ``call_fwd`` for ``obj.name(...)``: gradients include ``obj`` as argument 0."""
     special = CONTAINER_METHODS.get((type(obj), name))
@@ -83,6 +115,7 @@ def call_jvp(fn, tangents, kw_tangents, *args, **kwargs):
     local def, lambda); ``tangents`` align with ``args`` (lazy zeros allowed), ``kw_tangents``
     maps keyword names to tangents."""
     refuse_unnested(fn)
+    refuse_third_order(fn, args)
     return dynamic_jvp(fn, args, kwargs, tangents, kw_tangents)
 
 
@@ -99,6 +132,7 @@ def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
 def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
     """Forward mode of ``call_fwd``: ``((value, record), (d_value, d_record))``;
     ``tangents`` align with ``(fn,) + args``."""
+    refuse_third_order(fn, args)
     return dynamic_forward_jvp(fn, args, kwargs, tuple(tangents[1:]), kw_tangents)
 
 
@@ -180,6 +214,7 @@ def _method_target(obj, name):
 def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
     """``call_fwd(fn, *args)`` (``lead`` = 1) or ``method_fwd(obj, name, *rest)`` (``lead`` =
     2, ``args`` = ``(obj,) + rest``) whose ``(value, record)`` can be differentiated."""
+    refuse_third_order(fn, args)
     fn = route(fn, args, kwargs)
     if lookup(fn) is not None or nondifferentiable_rule(fn) is not None:
         value, record = dynamic_forward(fn, args, kwargs)

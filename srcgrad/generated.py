@@ -54,6 +54,7 @@ class Generated(abc.ABC):
         self._helpers: list = []
         self._closure_names: list[str] = []
         self._functions: tuple = ()
+        self._instance = None  # (make, defaults, kwdefaults, closure values, functions)
         self._has_closure = bool(getattr(fn, "__closure__", None))
         self._closure_assumptions: dict = {}
 
@@ -182,7 +183,20 @@ class Generated(abc.ABC):
         if self._has_closure:
             cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
             values = [cells[n].cell_contents for n in self._closure_names]
-        return self._with_defaults(self._make(*self._helpers, *values), fn)
+        # the functions made last serve again for the same build, closure values and default
+        # objects: the sweeps of a generated sweep (a gradient differentiated again) are
+        # closures, whose callers fetch them on every call
+        made = self._instance
+        if made is not None and made[0] is self._make and made[1] is fn.__defaults__ \
+                and made[2] is fn.__kwdefaults__ and len(made[3]) == len(values):
+            for old, new in zip(made[3], values):
+                if old is not new:
+                    break
+            else:
+                return made[4]
+        functions = self._with_defaults(self._make(*self._helpers, *values), fn)
+        self._instance = (self._make, fn.__defaults__, fn.__kwdefaults__, values, functions)
+        return functions
 
     def scalar_variant(self) -> "Generated":
         """This build specialized to scalar arguments (no broadcasting, so no unbroadcast),

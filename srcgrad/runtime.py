@@ -137,8 +137,8 @@ def broadcast_like(d, ans):
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
         shape = np.shape(ans)
-    if type(d) is not _ndarray:
-        refuse_foreign_array(d)
+    if type(d) is not _ndarray and type(d) is not float and not isinstance(d, _generic):
+        refuse_foreign_array(d)  # (a number is not: the contribution of a sum, at higher order)
     dshape = getattr(d, "shape", None)
     if dshape is None:
         dshape = np.shape(d)
@@ -258,9 +258,20 @@ def _densify_items(g, x):
         return ZERO
     if not (isinstance(x, tuple) and isinstance(g, (tuple, list))):
         return densify(g, x)
-    # (most items of a saved tuple's cotangent are zero: tested here, not by a call each)
-    return tuple([ZERO if gi is None or (type(gi) is float and gi == 0.0)
-                  else _densify_items(gi, xi) for gi, xi in zip(g, x)])
+    # (most items of a saved tuple's cotangent are zero, and most others a number's: tested
+    # here, not by a call each; what densify returns for them)
+    out = []
+    for gi, xi in zip(g, x):
+        kind = type(gi)
+        if gi is None or (kind is float and gi == 0.0):
+            out.append(ZERO)
+        elif kind is _float64 and (type(xi) is float or type(xi) is _float64):
+            out.append(gi)
+        elif kind is tuple or kind is list:
+            out.append(_densify_items(gi, xi))
+        else:
+            out.append(densify(gi, xi))
+    return tuple(out)
 
 
 def _densify_object(g: dict, x):
@@ -342,9 +353,9 @@ def add(a, b):
     """``a + b`` for adjoints, where either may be the lazy zero or a container."""
     if type(a) is _ndarray and type(b) is _ndarray:  # the hot case, checked first
         return a + b
-    if is_zero(a):
+    if a is None or (type(a) is float and a == 0.0):  # (is_zero, without a call: hot too)
         return b
-    if is_zero(b):
+    if b is None or (type(b) is float and b == 0.0):
         return a
     if isinstance(a, dict) or isinstance(b, dict) or _is_object(a):
         a, b = _attr_dict(a), _attr_dict(b)
@@ -528,7 +539,7 @@ def part(g, key):
     """``g[key]`` of a structured adjoint, the lazy zero staying zero. A ``None`` item is
     zero too: at high order a saved slot that no adjoint reads holds ``None``, and the
     cotangent of that slot is ``None`` as well."""
-    if is_zero(g):
+    if g is None or (type(g) is float and g == 0.0):  # (is_zero, without a call)
         return ZERO
     item = g.get(key, ZERO) if isinstance(g, dict) else g[key]
     return ZERO if item is None else item

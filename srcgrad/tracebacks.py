@@ -51,7 +51,7 @@ def relocated_traceback(e: BaseException):
         tb = tb.tb_next
     if getattr(e, "_srcgrad_relocated", False):
         return None
-    located = [(tb, codegen.user_line(tb.tb_frame.f_code.co_filename, tb.tb_lineno))
+    located = [(tb, _user_where(tb.tb_frame.f_code.co_filename, tb.tb_lineno))
                for tb in entries]
     if not any(where for _, where in located):
         return None
@@ -80,6 +80,24 @@ def relocated_traceback(e: BaseException):
     except AttributeError:
         pass
     return new
+
+
+def _user_where(filename: str, line: int):
+    """``codegen.user_line`` of a generated line, followed through generated code made from
+    generated code (the sweeps of a gradient differentiated again map to the lines of the
+    sweeps they differentiate) back to the user's own file when it gets there."""
+    where = codegen.user_line(filename, line)
+    for _ in range(_MAX_ORDERS):
+        if where is None or not where[0].startswith("<srcgrad"):
+            break
+        deeper = codegen.user_line(where[0], where[2])
+        if deeper is None:
+            break
+        where = deeper
+    return where
+
+
+_MAX_ORDERS = 32  # (a generated file maps to an older one: no cycle, but bound the walk)
 
 
 def _callers(outer, innermost) -> str:

@@ -528,3 +528,88 @@ def test_differentiating_a_jacobian_with_aux_is_refused():
     jac = srcgrad.jacfwd(lambda x: (np.sin(x), 1.0), has_aux=True)
     with pytest.raises(srcgrad.SrcgradError, match="has_aux=True.*again is not supported"):
         srcgrad.jacfwd(lambda x: jac(x)[0])(np.array([0.1, 0.2]))
+
+
+# -- third order through a call known only at run time: refused at the user's line ------------
+# A call of a parameter, a closure variable or a method runs through runtime.call_fwd; its
+# second derivative calls call_fwd through call_fwd (dispatch.py's redispatch). A third would
+# differentiate dispatch.py's own Python: it used to fail inside srcgrad's transformation of
+# runtime.call_fwd ("'*args' ... not supported (in call_fwd())", located in runtime.py).
+
+def _sine_times_x(x):
+    return np.sin(x) * x
+
+
+def _calls_its_argument(x, h):
+    return h(x) * 2.0  # the line the refusal names
+
+
+class _Scaled:
+    def __init__(self, k):
+        self.k = k
+
+    def run(self, x):
+        return np.sin(x) * self.k
+
+
+def _calls_a_method(x, m):
+    return m.run(x) * x  # the line the refusal names
+
+
+def _refusal(f, *args):
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        f(*args)
+    return str(info.value), "\n".join(getattr(info.value, "__notes__", []))
+
+
+def test_second_order_through_a_function_argument_against_the_closed_form():
+    x = 0.7
+    second = srcgrad.grad(srcgrad.grad(_calls_its_argument))(x, _sine_times_x)
+    assert second == pytest.approx(2 * (2 * np.cos(x) - x * np.sin(x)), rel=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda f: srcgrad.grad(srcgrad.grad(srcgrad.grad(f))),
+    lambda f: srcgrad.grad(srcgrad.grad(srcgrad.grad(srcgrad.grad(f)))),
+    lambda f: srcgrad.jacfwd(srcgrad.grad(srcgrad.grad(f))),
+    lambda f: srcgrad.jacfwd(srcgrad.hessian(f)),
+], ids=["grad3", "grad4", "jacfwd-grad2", "jacfwd-hessian"])
+def test_third_order_through_a_function_argument_is_refused_at_the_users_line(make):
+    message, notes = _refusal(make(_calls_its_argument), 0.7, _sine_times_x)
+    assert "third derivative through _sine_times_x()" in message
+    assert "call a module-level function by its name" in message
+    assert "runtime.py" not in message
+    assert "test_higher_order.py" in notes and "return h(x) * 2.0" in notes
+
+
+def test_third_order_through_a_method_is_refused_naming_the_method():
+    g3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(_calls_a_method)))
+    message, notes = _refusal(g3, 0.7, _Scaled(3.0))
+    assert "third derivative through _Scaled.run()" in message
+    assert "return m.run(x) * x" in notes
+
+
+def _calls_it_by_name(x):
+    return _sine_times_x(x) * 2.0
+
+
+@pytest.mark.slow  # ~5 s of transformation
+def test_the_suggested_rewrite_gives_the_fourth_derivative():
+    g4 = srcgrad.grad(srcgrad.grad(srcgrad.grad(srcgrad.grad(_calls_it_by_name))))
+    x = 0.7
+    assert g4(x) == pytest.approx(2 * (x * np.sin(x) - 4 * np.cos(x)), rel=1e-10)
+
+
+def _mismatched(x, w):
+    return np.sum(np.dot(x * x, w))  # the line the note names at second order
+
+
+def test_an_error_inside_a_second_order_sweep_names_the_users_line():
+    """A sweep of a sweep maps its lines to the sweep it differentiates, which maps them to
+    the user's file: the traceback's note follows that chain (it stopped at the first
+    generated file, and named nothing)."""
+    g2 = srcgrad.grad(lambda x: srcgrad.grad(_mismatched)(x, np.ones(3)).sum())
+    with pytest.raises(ValueError) as info:
+        g2(np.ones(2))
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_higher_order.py" in notes and "np.sum(np.dot(x * x, w))" in notes

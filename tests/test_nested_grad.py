@@ -281,6 +281,20 @@ def test_third_order_through_a_dispatched_gradient_makes_no_zero_arrays(monkeypa
     assert made == []
 
 
+def test_a_third_derivative_through_a_dispatched_gradient_is_refused_at_the_users_line():
+    """grad(grad(grad(rprime_local))): the fourth derivative of loglike, the third of the
+    gradient held in a local. It used to fail transforming runtime.call_fwd (located in
+    runtime.py); the refusal names the gradient and the user's line, and says what works."""
+    g3 = srcgrad.grad(srcgrad.grad(srcgrad.grad(rprime_local)))
+    with pytest.raises(srcgrad.SrcgradError) as info:
+        g3(2.0)
+    message = str(info.value)
+    assert "third derivative through a gradient of loglike()" in message
+    assert "srcgrad.grad(f)(...) of a module-level f" in message
+    notes = "\n".join(getattr(info.value, "__notes__", []))
+    assert "test_nested_grad.py" in notes and "return g(r, p_of(r))" in notes
+
+
 def test_fast_paths_of_the_runtime_helpers_give_what_the_general_case_gives():
     # densify of scalars (every backward sweep's return, and saved cotangents at higher order)
     assert type(runtime.densify(np.float64(2.5), 1.0)) is np.float64
@@ -293,3 +307,77 @@ def test_fast_paths_of_the_runtime_helpers_give_what_the_general_case_gives():
     assert runtime.add_at([1.0, 0.0, 2.0], (1.0, 2.0, 3.0), 2, 5.0) == (1.0, 0.0, 7.0)
     record = UserCall(None, (), 0, [], 0, {}, ())
     assert type(runtime.add_at(0.0, record, 1, 2.0)) is UserCall
+
+
+def test_densify_saved_items_as_densify_gives_them():
+    """The item loop of densify_saved answers a number's cotangent itself and hands every
+    other item to densify (or down into a tuple): the same values and types as before."""
+    tape = runtime.Tape([1.0])
+    x = (2.0, np.float64(1.0), np.ones(3), 4.0, (5.0, np.ones(2)), tape, np.ones(2), 7)
+    g = [np.float64(3.0), np.float64(-1.0), np.full(3, 2.0), None, [0.0, 1.0], tape,
+         np.float64(2.0), 0.0]
+    out = runtime.densify_saved(tuple(g), x)
+    assert type(out) is tuple and len(out) == len(x)
+    assert type(out[0]) is np.float64 and out[0] == 3.0
+    assert type(out[1]) is np.float64 and out[1] == -1.0
+    np.testing.assert_array_equal(out[2], np.full(3, 2.0))
+    assert out[3] is runtime.ZERO
+    # an array item's number cotangent is spread to the array's shape, as densify does
+    assert out[4][0] is runtime.ZERO
+    np.testing.assert_array_equal(out[4][1], np.ones(2))
+    assert out[5] is tape
+    np.testing.assert_array_equal(out[6], np.full(2, 2.0))
+    assert out[7] is runtime.ZERO
+    # a list cotangent (what add_at builds) gives the same tuple
+    again = runtime.densify_saved(g, x)
+    assert type(again) is tuple and again[5] is tape and again[3] is runtime.ZERO
+
+
+def test_add_part_and_broadcast_like_fast_paths():
+    a = np.ones(2)
+    assert runtime.add(None, a) is a and runtime.add(a, None) is a
+    assert runtime.add(0.0, 2.5) == 2.5 and runtime.add(2.5, 0.0) == 2.5
+    assert runtime.add(-0.0, a) is a
+    assert runtime.part(None, 3) is runtime.ZERO and runtime.part(0.0, 0) is runtime.ZERO
+    assert runtime.part((1.0, None), 1) is runtime.ZERO
+    # a number contribution to an array result is spread; an np.matrix is still refused
+    np.testing.assert_array_equal(runtime.broadcast_like(2.0, np.ones((2, 2))),
+                                  np.full((2, 2), 2.0))
+    np.testing.assert_array_equal(runtime.broadcast_like(np.float32(2.0), np.ones(3)),
+                                  np.full(3, 2.0, np.float32))
+    with pytest.raises(srcgrad.SrcgradError, match="np.matrix"):
+        runtime.broadcast_like(np.matrix([[1.0]]), np.ones((2, 2)))
+
+
+# -- the sweeps of a closure, fetched on every call, are made again when the closure changes --
+def _closure_pair():
+    k = 2.0
+
+    def scaled(x):
+        return x * x * k
+
+    def set_k(value):
+        nonlocal k
+        k = value
+
+    return scaled, set_k
+
+
+def calls_scaled(x):
+    return _SCALED[0](x) + x
+
+
+_SCALED = _closure_pair()
+
+
+def test_a_closure_sweep_sees_its_cell_rebound():
+    scaled, set_k = _SCALED
+    g, g2 = srcgrad.grad(calls_scaled), srcgrad.grad(srcgrad.grad(calls_scaled))
+    assert g(3.0) == pytest.approx(2 * 3.0 * 2.0 + 1) and g2(3.0) == pytest.approx(4.0)
+    set_k(5.0)
+    try:
+        assert g(3.0) == pytest.approx(2 * 3.0 * 5.0 + 1) and g2(3.0) == pytest.approx(10.0)
+    finally:
+        set_k(2.0)
+    assert g(3.0) == pytest.approx(13.0)
+
