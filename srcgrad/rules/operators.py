@@ -118,12 +118,11 @@ def matmul_left(g, x, y):
     # the common case, without reshapes (attribute reads: np.ndim twice and np.swapaxes
     # cost ~2 us, a fifth of a 16x64 @ 64x64 product; rule code keeps numpy functions, not
     # '.T', so the facade's Tensors pass through it and the rule is differentiated again)
-    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2 \
-            and getattr(g, "shape", None) == (x.shape[0], y.shape[1]):
+    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        if getattr(g, "shape", None) != (x.shape[0], y.shape[1]):
+            g = unbroadcast(g, product_like(x, y))
         return np.matmul(g, np.transpose(y))
     g = unbroadcast(g, product_like(x, y))
-    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
-        return np.matmul(g, np.transpose(y))
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
@@ -133,12 +132,11 @@ def matmul_left(g, x, y):
 
 def matmul_right(g, x, y):
     """Cotangent of ``y`` in ``x @ y`` (``g`` as for ``matmul_left``)."""
-    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2 \
-            and getattr(g, "shape", None) == (x.shape[0], y.shape[1]):
+    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        if getattr(g, "shape", None) != (x.shape[0], y.shape[1]):
+            g = unbroadcast(g, product_like(x, y))
         return np.matmul(np.transpose(x), g)
     g = unbroadcast(g, product_like(x, y))
-    if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
-        return np.matmul(np.transpose(x), g)
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
