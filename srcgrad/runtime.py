@@ -17,7 +17,7 @@ __all__ = [
     "add_into",
     "subtract_into",
     "times_unit",
-    "negated_product",
+    "negated_product", "twice_negated_product",
     "Probe",
     "probe",
     "computed",
@@ -324,6 +324,23 @@ def negated_product(product, a, b):
     product real floating ones (negating an integer may wrap around; a complex product's
     zeros may change sign) and ``a`` real; else ``a * -b``.
     transforms/remat.py calls it where the backward sweep computed ``product`` already."""
+    if _sign_symmetric(product, a, b):
+        return -product
+    return a * -b
+
+
+def twice_negated_product(product, a, b):
+    """``a * -b - product`` given ``product``, the value of ``a * b``: ``product * -2`` in one
+    pass where ``negated_product`` gives ``-product`` (``-p - p`` is ``-(2p)`` to the last bit:
+    doubling is exact), else computed as written. transforms/remat.py calls it for the
+    adjoint of ``-v * v``: a negation's read followed by the negation's own contribution."""
+    if _sign_symmetric(product, a, b):
+        return product * -2.0
+    return a * -b - product
+
+
+def _sign_symmetric(product, a, b) -> bool:
+    """Whether ``a * -b`` is ``-product`` to the last bit (see ``negated_product``)."""
     kinds = []
     for v in (product, a, b):
         if type(v) is _ndarray or isinstance(v, _generic):
@@ -331,10 +348,8 @@ def negated_product(product, a, b):
         elif type(v) in _NUMBERS:
             kinds.append("f" if type(v) is float else "c" if type(v) is complex else "i")
         else:
-            return a * -b
-    if kinds[0] == "f" and kinds[2] == "f" and kinds[1] in "biuf":
-        return -product
-    return a * -b
+            return False
+    return kinds[0] == "f" and kinds[2] == "f" and kinds[1] in "biuf"
 
 
 def times_unit(one, y):

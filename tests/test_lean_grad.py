@@ -579,7 +579,8 @@ def test_a_negation_of_a_value_that_changes_or_is_not_saved_is_saved():
 
 def test_grad_recomputes_the_negation():
     source = _valueless(elementwise)
-    assert "bx = _rt.negated_product(b_t3, b_t4, x)" in source
+    # (then subtracts b_t3 again: the two as one pass, test_a_negation_subtracted_again_...)
+    assert "bx = _rt.twice_negated_product(b_t3, b_t4, x)" in source
     assert "[x, _t1, _t5, _rt.shape_like(_t6)]" in source
 
 
@@ -638,3 +639,49 @@ def test_negated_product_is_the_product_by_the_negation():
                           0.5 * -unsigned)
     with pytest.raises(TypeError):  # (a list: computed as written, which Python refuses)
         runtime.negated_product([1.0], 2.0, [1.0])
+
+
+def test_a_negation_subtracted_again_by_its_own_contribution_is_one_statement():
+    # -x * x: bx = b4 * n, then the negation's contribution bx = bx - b3
+    for then in ("bx = bx - b3", "bx = _rt.subtract_into(bx, b3)"):
+        text, _ = _negations("n = -x", f"b3 = b4 * x\nbx = b4 * n\n{then}")
+        assert text.splitlines() == ["b3 = b4 * x", "bx = _rt.twice_negated_product(b3, b4, x)"]
+    for then in ("bx = bx - b4", "by = bx - b3", "bx = b3 - bx", "bx = bx + b3",
+                 "bx = other.subtract_into(bx, b3)", "bx = bx - b3 * 1.0"):
+        text, _ = _negations("n = -x", f"b3 = b4 * x\nbx = b4 * n\n{then}")
+        assert "twice" not in text and text.splitlines()[-1] == then.replace("1.0", "1.0"), then
+    text, _ = _negations("n = -x", "b3 = b4 * x\nbx = b4 * n\nb9 = 1.0\nbx = bx - b3")
+    assert "twice" not in text  # (not the next statement)
+
+
+def test_twice_negated_product_is_the_negation_less_the_product():
+    rng = np.random.default_rng(12)
+    a, b = rng.standard_normal(50), rng.standard_normal(50)
+    b[:4] = [0.0, -0.0, np.inf, 1e308]
+    a[3] = 1.5  # (a product whose double overflows)
+    with np.errstate(invalid="ignore", over="ignore"):
+        cases = [(a, b), (a.astype(np.float32), b.astype(np.float32)), (2.5, b), (a, -1.5),
+                 (a + 1j * b, b - 1j * a), (a, b + 0j), (np.float32(2.0), np.float32(3.0)),
+                 (np.array(0.5), np.array(-2.0)), (0.5, 3.0),
+                 (np.arange(50) % 2 == 0, b), (np.array([3, 1], np.int8),
+                                                np.array([-128, 5], np.int8))]
+        for a1, b1 in cases:
+            want = a1 * -b1 - a1 * b1
+            out = runtime.twice_negated_product(a1 * b1, a1, b1)
+            assert type(out) is type(want) and np.asarray(out).dtype == np.asarray(want).dtype
+            assert np.array_equal(out, want, equal_nan=True)
+            assert np.array_equal(np.signbit(np.real(out)), np.signbit(np.real(want)))
+
+
+def gaussian(x):
+    return np.sum(np.exp(-x * x))
+
+
+def test_grad_through_a_negation_times_its_operand():
+    for x in (np.linspace(-2.0, 2.0, 9), np.linspace(-2.0, 2.0, 9).astype(np.float32),
+              np.array(0.7), 0.7):
+        got = srcgrad.grad(gaussian)(x)
+        want = _ordinary(gaussian, (0,), x)[0]
+        assert type(got) is type(want) and np.array_equal(got, want), x
+    assert "twice_negated_product" in get_lean_adjoint(gaussian, (0,)).source
+    check_grad(gaussian, (np.linspace(-2.0, 2.0, 9),))

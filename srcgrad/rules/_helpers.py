@@ -135,6 +135,19 @@ def _spread_scalar(g, shape):
 
 
 @nondifferentiable
+def product_like(x, y):
+    """A read-only array shaped like ``x @ y`` (numpy's 1-D promotion and batch broadcasting),
+    its elements sharing one: what ``unbroadcast`` sums a product's cotangent down to."""
+    sx, sy = np.shape(x), np.shape(y)
+    if not sx or not sy:
+        return np.zeros(())  # (unreachable: np.matmul refuses numbers)
+    # a 1-D x is one row, a 1-D y one column, both dropped from the result
+    batch = np.broadcast_shapes(sx[:-2], sy[:-2])
+    shape = batch + (sx[-2:-1] if len(sx) > 1 else ()) + (sy[-1:] if len(sy) > 1 else ())
+    return np.broadcast_to(np.zeros(()), shape)
+
+
+@nondifferentiable
 def reduced_count(x, ans) -> int:
     """How many elements of ``x`` were reduced into each element of ``ans``."""
     return size_of(x) // max(size_of(ans), 1)  # (size_of: np.size computes dask arrays)

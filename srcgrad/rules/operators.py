@@ -8,7 +8,7 @@ import operator
 import numpy as np
 
 from ..runtime import broadcast_like, unbroadcast
-from ._helpers import like_sequence
+from ._helpers import like_sequence, product_like
 from .domains import BROADCAST_PAIRS, away_from, binary, draw, unary
 from .registry import defrule
 
@@ -112,12 +112,17 @@ def mod_jvp(dx, dy, ans, x, y):
 # --------------------------------------------------------------------------- matmul
 
 def matmul_left(g, x, y):
-    """Cotangent of ``x`` in ``x @ y`` (numpy's 1-D promotion and batch broadcasting)."""
-    # the common case, without reshapes (an attribute read: np.ndim twice and np.swapaxes
+    """Cotangent of ``x`` in ``x @ y`` (numpy's 1-D promotion and batch broadcasting). ``g``
+    may also be the cotangent of the product broadcast to a larger shape (grad's sweeps
+    pass a sum's cotangent on unreduced: transforms/unreduced.py)."""
+    # the common case, without reshapes (attribute reads: np.ndim twice and np.swapaxes
     # cost ~2 us, a fifth of a 16x64 @ 64x64 product; rule code keeps numpy functions, not
-    # '.T', so the facade's Tensors pass through it)
+    # '.T', so the facade's Tensors pass through it and the rule is differentiated again)
     if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        if getattr(g, "shape", None) != (x.shape[0], y.shape[1]):
+            g = unbroadcast(g, product_like(x, y))
         return np.matmul(g, np.transpose(y))
+    g = unbroadcast(g, product_like(x, y))
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g
@@ -126,9 +131,12 @@ def matmul_left(g, x, y):
 
 
 def matmul_right(g, x, y):
-    """Cotangent of ``y`` in ``x @ y``."""
+    """Cotangent of ``y`` in ``x @ y`` (``g`` as for ``matmul_left``)."""
     if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
+        if getattr(g, "shape", None) != (x.shape[0], y.shape[1]):
+            g = unbroadcast(g, product_like(x, y))
         return np.matmul(np.transpose(x), g)
+    g = unbroadcast(g, product_like(x, y))
     x2 = np.expand_dims(x, 0) if np.ndim(x) == 1 else x
     y2 = np.expand_dims(y, -1) if np.ndim(y) == 1 else y
     g2 = np.expand_dims(g, -1) if np.ndim(y) == 1 else g

@@ -9,7 +9,9 @@ is ``_t3`` to the last bit. And where the sweep has computed ``b_t3 = b_t4 * x``
 ``b_t4 * _t3`` is ``-b_t3`` (rounding is symmetric in sign): ``_rt.negated_product`` returns
 that for real floating arrays and numbers (negating an integer may wrap around, and a
 complex product's zeros may change sign), and ``b_t4 * -x`` otherwise: a new array either
-way, as the product was (inplace.py, run before, may count on it).
+way, as the product was (inplace.py, run before, may count on it). The negation's own
+contribution, read next (``bx = bx - b_t3``), then makes ``bx = -b_t3 - b_t3``: one pass as
+``_rt.twice_negated_product``, ``b_t3 * -2`` (doubling is exact), instead of two.
 
 Only where nothing can differ: ``n`` and ``v`` are each assigned once (or ``v`` is a
 parameter never assigned), so they hold the same values in both sweeps; ``n`` is read once,
@@ -55,7 +57,50 @@ def recompute_negations(backward: list, body: list, needed: set[str], params: li
         _Negate(n, v, _products_before(backward, at, v), rt).visit(backward[at])
         needed.discard(n)
         needed.add(v)
-    return backward
+    return _twice_negated(backward, rt)
+
+
+def _twice_negated(backward: list, rt: str) -> list:
+    """``b = rt.negated_product(p, e, v)`` followed by ``b = b - p`` (or ``subtract_into``)
+    as the one statement ``b = rt.twice_negated_product(p, e, v)``."""
+    out: list = []
+    for s in backward:
+        first = out[-1] if out else None
+        if _assigned_call(first, rt, "negated_product") is not None \
+                and _is_subtraction_of(s, first.targets[0].id, first.value.args[0], rt):
+            first.value.func = A.attr(rt, "twice_negated_product")
+            continue
+        out.append(s)
+    return out
+
+
+def _assigned_call(s, rt: str, name: str):
+    """The call of ``s``, ``target = rt.name(...)`` with a name target, or None."""
+    if isinstance(s, gast.Assign) and len(s.targets) == 1 \
+            and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call) \
+            and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == name \
+            and isinstance(s.value.func.value, gast.Name) and s.value.func.value.id == rt:
+        return s.value
+    return None
+
+
+def _is_subtraction_of(s, target: str, product, rt: str) -> bool:
+    """Whether ``s`` is ``target = target - product`` (or ``rt.subtract_into(target, ...)``)
+    with ``product`` a name, not ``target``."""
+    if not (isinstance(product, gast.Name) and product.id != target
+            and isinstance(s, gast.Assign) and len(s.targets) == 1
+            and isinstance(s.targets[0], gast.Name) and s.targets[0].id == target):
+        return False
+    v = s.value
+    if isinstance(v, gast.BinOp) and isinstance(v.op, gast.Sub):
+        operands = [v.left, v.right]
+    elif _assigned_call(s, rt, "subtract_into") is not None and len(v.args) == 2 \
+            and not v.keywords:
+        operands = v.args
+    else:
+        return False
+    return all(isinstance(o, gast.Name) for o in operands) \
+        and [o.id for o in operands] == [target, product.id]
 
 
 def _products_before(backward: list, at: int, v: str) -> dict[str, str]:

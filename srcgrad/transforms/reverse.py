@@ -21,8 +21,8 @@ propagated (copies.py), repeated contributions combined (combine.py), pops nobod
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
 stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
 (tape_once.py), temporaries deleted after their last use (release.py). The sweeps ``grad``
-runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), accumulate
-in place (inplace.py), compute saved negations again (remat.py) and, when the value is
+runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), do not sum
+an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py), compute saved negations again (remat.py) and, when the value is
 discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
@@ -36,6 +36,7 @@ from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
 from ..rules._helpers import expand_to
+from ..rules.operators import matmul_left, matmul_right
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
@@ -61,6 +62,7 @@ from .resolve import BINOPS, UNARYOPS
 from .shape_reads import shape_only_names
 from .tape_once import saved_once
 from .unit_seed import skip_unit_products
+from .unreduced import fold_reductions
 
 ZERO = A.const(0.0)
 
@@ -737,8 +739,10 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     backward = simplify(gen.finish(backward))
     backward = propagate_copies(backward, {ctx.namer.adjoint(p) for p in ctx.wrt_names})
     backward = combine_contributions(backward)
-    backward = _prune_restores(gen, backward, body)
     lean = ctx.lean and not ctx.scalar_mode  # (grad's own sweeps: see api.LeanAdjoint)
+    if lean:
+        backward = _folded_reductions(gen, backward)
+    backward = _prune_restores(gen, backward, body)
     if lean:
         backward = _lean_accumulation(ctx, backward, seed, all_adjoints)
     gen.shape_only = shape_only_names(backward, ctx.rt, _callees(ctx, backward)) \
@@ -850,6 +854,18 @@ def _prune_restores(gen: ReverseGenerator, backward: list, body: list) -> list:
         return backward
     doomed = {i for i, (_, key) in gen.restore_pops.items() if key in gen.pruned}
     return remove_statements(backward, doomed)
+
+
+def _folded_reductions(gen: ReverseGenerator, backward: list) -> list:
+    """``grad``'s backward sweep without reductions that others repeat (unreduced.py); the
+    values they alone read for their shapes are no longer needed (``gen.needed``)."""
+    ctx = gen.ctx
+    products = {name for name, obj in _callees(ctx, backward).items()
+                if obj is matmul_left or obj is matmul_right}
+    backward, shapes = fold_reductions(backward, ctx.rt, products, ctx.namer.adjoint)
+    read = {n for s in backward for n in A.names_read(s)}
+    gen.needed -= shapes - read
+    return backward
 
 
 def _lean_accumulation(ctx: Context, backward: list, seed: str, adjoints: set[str]) -> list:
