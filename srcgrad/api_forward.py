@@ -321,17 +321,33 @@ def source_function(fn, scalar: bool = False):
     spec = getattr(fn, "__srcgrad_grad__", None)
     if spec is None:
         return fn
+    if isinstance(spec, JacobianSpec):
+        return _jacobian_wrapper(*spec)
     attribute = "__srcgrad_scalar_source_fn__" if scalar else "__srcgrad_source_fn__"
+    defaults = _defaults_of(spec.f)
     made = getattr(fn, attribute, None)
-    if made is None and isinstance(spec, JacobianSpec):
-        made = _jacobian_wrapper(*spec)
-    elif made is None:
-        made = _grad_wrapper(*spec, scalar=scalar)
+    # the wrapper copies the function's defaults when it is made: made again after
+    # ``f.__defaults__ = ...`` (the gradient itself reads them at each call)
+    if made is None or not _same_defaults(made[1], defaults):
+        made = (_grad_wrapper(*spec, scalar=scalar), defaults)
         try:
             setattr(fn, attribute, made)
         except AttributeError:
             pass
-    return made
+    return made[0]
+
+
+def _defaults_of(f) -> tuple:
+    """The objects ``f``'s defaults are now (positional, then keyword-only items)."""
+    f = getattr(f, "__func__", f)
+    kw = getattr(f, "__kwdefaults__", None) or {}
+    return tuple(getattr(f, "__defaults__", None) or ()), tuple(kw.items())
+
+
+def _same_defaults(a: tuple, b: tuple) -> bool:
+    return len(a[0]) == len(b[0]) and all(x is y for x, y in zip(a[0], b[0])) \
+        and len(a[1]) == len(b[1]) and all(k == j and x is y
+                                            for (k, x), (j, y) in zip(a[1], b[1]))
 
 
 _serial = itertools.count(1)

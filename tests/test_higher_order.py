@@ -613,3 +613,24 @@ def test_an_error_inside_a_second_order_sweep_names_the_users_line():
         g2(np.ones(2))
     notes = "\n".join(getattr(info.value, "__notes__", []))
     assert "test_higher_order.py" in notes and "np.sum(np.dot(x * x, w))" in notes
+
+
+def _cubic(x, c=1.0, *, k=0.0):
+    return c * x ** 3 + k * x ** 2
+
+
+def test_a_gradient_differentiated_again_reads_the_functions_defaults_as_they_are_now():
+    """grad(grad(f)) used the defaults f had when its gradient was first differentiated:
+    after ``f.__defaults__ = (2.0,)`` it gave 6 where 12 is right (grad(f) gave the new
+    value: its wrapper for differentiating again copied the defaults when made)."""
+    saved = _cubic.__defaults__, dict(_cubic.__kwdefaults__)
+    try:
+        first, second = srcgrad.grad(_cubic), srcgrad.grad(srcgrad.grad(_cubic))
+        assert (first(1.0), second(1.0)) == (3.0, 6.0)
+        _cubic.__defaults__ = (2.0,)
+        assert (first(1.0), second(1.0)) == (6.0, 12.0)
+        assert srcgrad.hessian(_cubic)(np.array(1.0)) == pytest.approx(12.0)
+        _cubic.__kwdefaults__["k"] = 1.0
+        assert second(1.0) == 14.0
+    finally:
+        _cubic.__defaults__, _cubic.__kwdefaults__ = saved
