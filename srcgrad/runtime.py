@@ -22,6 +22,7 @@ __all__ = [
     "probe",
     "computed",
     "probed_result",
+    "scaled_repeatedly",
     "ZERO",
     "is_zero",
     "part",
@@ -1221,6 +1222,34 @@ def _stand_in(shape, dtype):
             _STAND_INS[key] = stand_in
     return stand_in
 
+
+
+# -- backward loops of products by a constant (transforms/scaling_loops.py) --------------------
+_SCALED_AT_ONCE = (float, complex, _float64, np.complex128)
+_TINY = sys.float_info.min  # the smallest normal float64
+
+
+def scaled_repeatedly(g, c, n):
+    """``g`` multiplied ``n`` times by the number ``c``, as a backward loop whose body is
+    ``g = g * c`` computes it: for a float64 or complex128 ``g`` (number or array) one
+    product by ``c ** n`` when that power is a normal float (the repeated product rounds at
+    every step; this one rounds twice); otherwise, or for other types and dtypes (whose
+    product would round ``c ** n`` to their own precision), the loop itself."""
+    if n == 1:
+        return g * c
+    if n <= 0:
+        return g
+    kind = type(g)
+    if kind in _SCALED_AT_ONCE or kind is _ndarray and g.dtype.char in "dD":
+        try:
+            power = float(c) ** n
+        except OverflowError:
+            power = math.inf
+        if _TINY <= abs(power) < math.inf:
+            return g * power
+    for _ in range(n):
+        g = g * c
+    return g
 
 
 # -- values nobody reads (transforms/dead_values.py) -------------------------------------------

@@ -58,6 +58,7 @@ from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .remat import recompute_negations
 from .resolve import BINOPS, UNARYOPS
+from .scaling_loops import collapse_scaling_loops
 from .shape_reads import shape_only_names
 from .tape_once import saved_once
 from .unit_seed import skip_unit_products
@@ -745,6 +746,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         - set(ctx.params)
     if lean:
         backward = _recomputed_negations(gen, tree, body, backward)
+        backward = collapse_scaling_loops(backward, ctx.rt)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
     forward, backward, once = saved_once(forward, backward, gen.tape,
