@@ -1267,12 +1267,18 @@ class Probe(NamedTuple):
 
 
 _PROBED = 4096  # elements: smaller results are computed, as cheap as probing them
+_np_sum, _np_mean, _new_probe = np.sum, np.mean, tuple.__new__
 
 
 def probe(fn, *args):
     """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
     ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
     numbers and the result is large; else computed (operands that are probes first)."""
+    if (fn is _np_sum or fn is _np_mean) and len(args) == 1 and type(args[0]) is _ndarray \
+            and args[0].dtype.kind in "fc":
+        # (of any size: a reduction costs ~2 us and ~1 kB of numpy's temporaries even on a
+        # few elements; a float array's sum and mean are numbers of its dtype)
+        return _new_probe(Probe, (args[0].dtype.type(0), (), fn, args))
     for a in args:  # (the common case first: small operands, computed at once)
         if type(a) is Probe or type(a) is _ndarray and a.size >= _PROBED:
             break
