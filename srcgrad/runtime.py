@@ -1194,34 +1194,40 @@ def index_concat(maker, items):
 
 
 # -- lean generated code (issue 11) ------------------------------------------------------------
-_STAND_INS: dict = {}  # (shape, dtype) -> stand-in (read-only, so one can be shared)
-_STAND_IN_BYTES = 1024  # smaller arrays are kept as they are: a stand-in would save nothing
+# (shape, id(dtype)) -> (dtype, stand-in): read-only, so one can be shared; keyed by the
+# dtype's id, whose hash costs more than the rest of the lookup, and checked to be that dtype
+_STAND_INS: dict = {}
 _STAND_IN_LIMIT = 1024  # distinct shapes kept; beyond that, stand-ins are made each time
 
 
 def shape_like(x):
     """What a backward sweep that reads ``x`` only for its shape and dtype saves instead of
     ``x``: a read-only array of that shape and dtype whose elements all share one buffer
-    element (a few bytes, whatever the shape). Other values are returned unchanged; a
-    ``Probe`` gives the stand-in of the array it describes."""
+    element (a few bytes, whatever the shape), so that ``x`` itself is freed as soon as
+    nothing else holds it, however small. Other values are returned unchanged; a ``Probe``
+    gives the stand-in of the array it describes."""
+    if type(x) is _ndarray:
+        dtype = x.dtype
+        kept = _STAND_INS.get((x.shape, id(dtype)))
+        if kept is not None and kept[0] is dtype:
+            return kept[1]
+        return _stand_in(x.shape, dtype)
     if type(x) is Probe:  # (of a number: its one element, of the number's type)
         return _stand_in(x.shape, x.sample.dtype) if x.shape else x.sample
-    if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
-        return x
-    return _stand_in(x.shape, x.dtype)
+    return x
 
 
 def _stand_in(shape, dtype):
-    key = (shape, dtype)
-    stand_in = _STAND_INS.get(key)
-    if stand_in is None:
-        one = np.zeros(1, dtype)
-        one.flags.writeable = False
-        stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
-        if len(_STAND_INS) < _STAND_IN_LIMIT:
-            _STAND_INS[key] = stand_in
+    key = (shape, id(dtype))
+    kept = _STAND_INS.get(key)
+    if kept is not None and kept[0] is dtype:
+        return kept[1]
+    one = np.zeros(1, dtype)
+    one.flags.writeable = False
+    stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
+    if len(_STAND_INS) < _STAND_IN_LIMIT:
+        _STAND_INS[key] = (dtype, stand_in)
     return stand_in
-
 
 
 # -- backward loops of products by a constant (transforms/scaling_loops.py) --------------------
