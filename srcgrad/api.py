@@ -453,9 +453,12 @@ def _run_grad(f, mode: GradMode, fwd, bwd, args, kwargs):
     adjoint code of aux runs."""
     value, saved = fwd(*args, **kwargs)
     out, aux = split_aux(f, value) if mode.has_aux else (value, None)
-    seed = _elementwise_seed(out) if mode.elementwise else _seed(f, out, mode.holomorphic)
-    grads = bwd(saved, (seed, runtime.ZERO) if mode.has_aux else seed)
-    return value, grads, aux
+    if mode.has_aux:
+        return value, bwd(saved, (_seed(f, out, mode.holomorphic), runtime.ZERO)), aux
+    # (the seed made in the call's arguments: only the backward sweep holds it, which lets
+    # it go after its last use)
+    return value, bwd(saved, _elementwise_seed(out) if mode.elementwise
+                      else _seed(f, out, mode.holomorphic)), aux
 
 
 def _new_grad(f, wrt, mode: GradMode, verbose: bool):

@@ -822,7 +822,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
         counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
         fwd_body = release_dead(fwd_body, counters)
-        bwd_body = release_dead(bwd_body, counters, unpacked=lean)
+        # (grad's own sweeps: its seed too, which grad makes in the call and holds not)
+        bwd_body = release_dead(bwd_body, counters, unpacked=lean,
+                                entry=(seed,) if lean else ())
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
