@@ -2,6 +2,8 @@
 runtime.scaled_repeatedly): one product by ``c ** n`` where that is safe, the loop itself
 elsewhere; and every other loop shape still replayed as before."""
 import math
+import os
+import sys
 import textwrap
 
 import gast
@@ -14,6 +16,12 @@ from srcgrad import runtime
 from srcgrad.api import get_entry_adjoint, get_lean_adjoint
 from srcgrad.codegen import comment, to_source
 from srcgrad.transforms.scaling_loops import collapse_scaling_loops
+
+# the while loop of benchmarks/bench_memory.py, its hand-written gradient, and how that
+# benchmark measures peak memory
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+from bench_grad import _WEIGHTS as _W, doubling, doubling_by_hand  # noqa: E402
+from bench_memory import peak_bytes  # noqa: E402
 
 
 def _collapsed(src: str) -> str:
@@ -125,16 +133,6 @@ def test_scaled_repeatedly_of_other_types_and_dtypes_is_the_loop_to_the_bit(g):
 
 # -- end to end: grad's sweeps, and the ordinary ones differentiated again ---------------------
 
-_W = np.array([1.0, -2.0, 0.5])
-
-
-def doubling(x):
-    y = x * 2
-    while np.linalg.norm(y) < 1000:
-        y = y * 2
-    return np.sum(y * _W)
-
-
 def decaying(x, n):
     for i in range(n):
         x = 0.9 * x
@@ -239,30 +237,6 @@ def test_second_order_through_the_loop(f):
 
 # -- what the while loop's gradient keeps alive -------------------------------------------------
 
-def _peak(fn, *args) -> int:
-    import tracemalloc
-    fn(*args)
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        tracemalloc.reset_peak()
-        out = fn(*args)
-        peak = tracemalloc.get_traced_memory()[1] - before
-        del out
-    finally:
-        tracemalloc.stop()
-    return peak
-
-
-def _doubling_by_hand(x):
-    y = x * 2
-    k = 1
-    while np.linalg.norm(y) < 1000:
-        y = y * 2
-        k += 1
-    return _W * 2.0 ** k
-
-
 def test_the_seed_is_let_go_after_its_last_use():
     lean = get_lean_adjoint(doubling, (0,), value=False).source
     assert "del _t2, b_t3" in lean  # (grad makes the seed in the call and holds it not)
@@ -274,4 +248,4 @@ def test_the_while_loops_gradient_keeps_no_more_than_by_hand():
     # the value (np.sum's reduction: ~1 kB of temporaries), the seed, its spread view and
     # the last y kept for its shape each came on top of the loop's own two arrays
     x = np.array([0.3, -1.2, 0.5])
-    assert _peak(srcgrad.grad(doubling), x) <= 1.15 * _peak(_doubling_by_hand, x)
+    assert peak_bytes(srcgrad.grad(doubling), (x,)) <= 1.15 * peak_bytes(doubling_by_hand, (x,))
