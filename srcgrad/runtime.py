@@ -1248,7 +1248,7 @@ def scaled_repeatedly(g, c, n):
     kind = type(g)
     if kind in _SCALED_AT_ONCE or kind is _ndarray and g.dtype.char in "dD":
         try:
-            power = float(c) ** n
+            power = float(c) ** int(n)  # (a numpy integer would make it a numpy float)
         except OverflowError:
             power = math.inf
         if _TINY <= abs(power) < math.inf:

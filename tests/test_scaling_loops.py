@@ -108,6 +108,7 @@ def test_scaled_repeatedly_is_the_loop():
                     assert np.array_equal(got, want)
     g = np.ones(3)
     assert runtime.scaled_repeatedly(g, 2, 0) is g  # (no copy, as the loop)
+    assert type(runtime.scaled_repeatedly(1.5, 2, np.int64(3))) is float
 
 
 def test_scaled_repeatedly_runs_the_loop_when_the_power_is_not_a_normal_float():
