@@ -22,8 +22,9 @@ dropped with their pushes (prune_tape.py), values read only for their shape save
 stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
 (tape_once.py), temporaries deleted after their last use (release.py). The sweeps ``grad``
 runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), accumulate
-in place (inplace.py), compute saved negations again (remat.py) and, when the value is
-discarded, probe what only makes it (dead_values.py).
+in place (inplace.py), compute saved negations again (remat.py), scale by ``c ** n`` once
+where a backward loop only scales an adjoint by a number (scaling_loops.py) and, when the
+value is discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
