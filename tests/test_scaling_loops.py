@@ -218,6 +218,18 @@ def test_a_for_loop_scaling_by_a_constant(n):
     check_grad(decaying, (x, n))
 
 
+def test_a_loop_that_breaks_or_sits_in_another_is_collapsed_too():
+    # (a break ends the forward loop after the iteration that counted itself: n products)
+    assert "by = _rt.scaled_repeatedly(by, 2, _n1)" in _lean(breaking)
+    inner = _lean(nested)
+    assert "by = _rt.scaled_repeatedly(by, 1.5, _n2)" in inner and "by * np.cos(y)" in inner
+    assert "scaled_repeatedly" not in _lean(branching)  # (a branch in the body: a loop)
+
+
+def _lean(f) -> str:
+    return get_lean_adjoint(f, (0,), value=False).source
+
+
 @pytest.mark.parametrize("f", [squaring, with_sin, branching, breaking, nested])
 def test_other_loop_bodies_replay_as_before(f):
     x = np.array([0.3, -0.6, 0.8])
