@@ -22,6 +22,7 @@ __all__ = [
     "probe",
     "computed",
     "probed_result",
+    "scaled_repeatedly",
     "ZERO",
     "is_zero",
     "part",
@@ -1219,34 +1220,68 @@ def index_concat(maker, items):
 
 
 # -- lean generated code (issue 11) ------------------------------------------------------------
-_STAND_INS: dict = {}  # (shape, dtype) -> stand-in (read-only, so one can be shared)
-_STAND_IN_BYTES = 1024  # smaller arrays are kept as they are: a stand-in would save nothing
+# (shape, id(dtype)) -> (dtype, stand-in): read-only, so one can be shared; keyed by the
+# dtype's id, whose hash costs more than the rest of the lookup, and checked to be that dtype
+_STAND_INS: dict = {}
 _STAND_IN_LIMIT = 1024  # distinct shapes kept; beyond that, stand-ins are made each time
 
 
 def shape_like(x):
     """What a backward sweep that reads ``x`` only for its shape and dtype saves instead of
     ``x``: a read-only array of that shape and dtype whose elements all share one buffer
-    element (a few bytes, whatever the shape). Other values are returned unchanged; a
-    ``Probe`` gives the stand-in of the array it describes."""
+    element (a few bytes, whatever the shape), so that ``x`` itself is freed as soon as
+    nothing else holds it, however small. Other values are returned unchanged; a ``Probe``
+    gives the stand-in of the array it describes."""
+    if type(x) is _ndarray:
+        dtype = x.dtype
+        kept = _STAND_INS.get((x.shape, id(dtype)))
+        if kept is not None and kept[0] is dtype:
+            return kept[1]
+        return _stand_in(x.shape, dtype)
     if type(x) is Probe:  # (of a number: its one element, of the number's type)
         return _stand_in(x.shape, x.sample.dtype) if x.shape else x.sample
-    if type(x) is not _ndarray or x.nbytes < _STAND_IN_BYTES:
-        return x
-    return _stand_in(x.shape, x.dtype)
+    return x
 
 
 def _stand_in(shape, dtype):
-    key = (shape, dtype)
-    stand_in = _STAND_INS.get(key)
-    if stand_in is None:
-        one = np.zeros(1, dtype)
-        one.flags.writeable = False
-        stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
-        if len(_STAND_INS) < _STAND_IN_LIMIT:
-            _STAND_INS[key] = stand_in
+    key = (shape, id(dtype))
+    kept = _STAND_INS.get(key)
+    if kept is not None and kept[0] is dtype:
+        return kept[1]
+    one = np.zeros(1, dtype)
+    one.flags.writeable = False
+    stand_in = _ndarray(shape, dtype, one, 0, (0,) * len(shape))
+    if len(_STAND_INS) < _STAND_IN_LIMIT:
+        _STAND_INS[key] = (dtype, stand_in)
     return stand_in
 
+
+# -- backward loops of products by a constant (transforms/scaling_loops.py) --------------------
+_SCALED_AT_ONCE = (float, complex, _float64, np.complex128)
+_TINY = sys.float_info.min  # the smallest normal float64
+
+
+def scaled_repeatedly(g, c, n):
+    """``g`` multiplied ``n`` times by the number ``c``, as a backward loop whose body is
+    ``g = g * c`` computes it: for a float64 or complex128 ``g`` (number or array) one
+    product by ``c ** n`` when that power is a normal float (the repeated product rounds at
+    every step; this one rounds twice); otherwise, or for other types and dtypes (whose
+    product would round ``c ** n`` to their own precision), the loop itself."""
+    if n == 1:
+        return g * c
+    if n <= 0:
+        return g
+    kind = type(g)
+    if kind in _SCALED_AT_ONCE or kind is _ndarray and g.dtype.char in "dD":
+        try:
+            power = float(c) ** int(n)  # (a numpy integer would make it a numpy float)
+        except OverflowError:
+            power = math.inf
+        if _TINY <= abs(power) < math.inf:
+            return g * power
+    for _ in range(n):
+        g = g * c
+    return g
 
 
 # -- values nobody reads (transforms/dead_values.py) -------------------------------------------
@@ -1264,12 +1299,18 @@ class Probe(NamedTuple):
 
 
 _PROBED = 4096  # elements: smaller results are computed, as cheap as probing them
+_np_sum, _np_mean, _new_probe = np.sum, np.mean, tuple.__new__
 
 
 def probe(fn, *args):
     """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
     ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
     numbers and the result is large; else computed (operands that are probes first)."""
+    if (fn is _np_sum or fn is _np_mean) and len(args) == 1 and type(args[0]) is _ndarray \
+            and args[0].dtype.kind in "fc":
+        # (of any size: a reduction costs ~2 us and ~1 kB of numpy's temporaries even on a
+        # few elements; a float array's sum and mean are numbers of its dtype)
+        return _new_probe(Probe, (args[0].dtype.type(0), (), fn, args))
     for a in args:  # (the common case first: small operands, computed at once)
         if type(a) is Probe or type(a) is _ndarray and a.size >= _PROBED:
             break

@@ -15,14 +15,35 @@ def _general_spread(g, x):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128, np.int64, np.bool_])
-@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (4, 1, 2)])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (4, 1, 2), (17,), (5, 4), (3, 0)])
 def test_a_0d_array_spreads_like_broadcast_to(dtype, shape):
     g = np.array(1.5 if dtype is not np.bool_ else True, dtype)
     x = np.zeros(shape)
     got, want = expand_to(g, x), _general_spread(g, x)
     assert type(got) is np.ndarray and got.shape == want.shape and got.dtype == want.dtype
-    assert np.array_equal(got, want) and not got.flags.writeable
-    assert np.shares_memory(got, g)  # a view of the cotangent, as numpy's broadcast is
+    assert np.array_equal(got, want)
+    if x.size > 16:  # a view of the cotangent, as numpy's broadcast is
+        assert np.shares_memory(got, g) and not got.flags.writeable
+    else:  # up to 16 elements, new ones: cheaper than a view, which numpy's buffer
+        # bookkeeping on g (~0.3 kB, as long as g lives) makes larger than the elements
+        assert not np.shares_memory(got, g) and got.flags.writeable
+        assert expand_to(g, x) is not got
+
+
+def test_a_small_spread_keeps_no_bookkeeping_on_the_cotangent():
+    import tracemalloc
+    x = np.zeros(3)
+    expand_to(np.array(1.0), x)  # (warm)
+    tracemalloc.start()
+    try:
+        g = np.array(1.0)
+        before = tracemalloc.get_traced_memory()[0]
+        spread = expand_to(g, x)
+        del spread
+        kept = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert kept < 64, kept  # (a view left ~100 bytes of buffer information on g)
 
 
 def test_a_0d_array_spreads_without_broadcast_to(monkeypatch):
@@ -37,10 +58,11 @@ def test_a_0d_array_spreads_without_broadcast_to(monkeypatch):
 def test_a_0d_view_into_a_larger_array_spreads_its_own_element():
     base = np.arange(4.0)
     g = base[2, ...]  # a 0-d view at an offset into base's buffer
-    out = expand_to(g, np.zeros(3))
-    assert out.tolist() == [2.0, 2.0, 2.0]
+    out = expand_to(g, np.zeros(30))
+    assert out.tolist() == [2.0] * 30
     base[2] = 7.0  # a view, like numpy's broadcast: it sees later writes
-    assert out.tolist() == [7.0, 7.0, 7.0]
+    assert out.tolist() == [7.0] * 30
+    assert expand_to(g, np.zeros(3)).tolist() == [7.0] * 3
 
 
 def test_other_cotangents_keep_the_general_path():

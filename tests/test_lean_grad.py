@@ -447,12 +447,39 @@ def looped(x):
     return np.sum(s * x)
 
 
-def test_sweeps_with_updates_or_loops_compute_their_value():
-    assert "probe" not in _valueless(in_place_update)
-    assert "probe" not in _valueless(looped)
+def updated_after(x):
+    y = x * 2.0
+    z = y * y
+    y[0] = 3.0
+    return np.sum(z + y)
+
+
+def test_only_statements_after_updates_and_loops_are_probed():
+    # (a probe computes its value late, from the operands it holds: an update after it
+    # would change them)
+    assert "_t2 = _rt.probe(mul, y, y)" in _valueless(in_place_update)
+    assert "_t3 = _rt.probe(mul, s, x)" in _valueless(looped)
+    source = _valueless(updated_after)
+    assert "z = y * y" in source and "_rt.probe(add, z, y)" in source
     x = np.linspace(0.0, 1.0, BIG)
-    _same_as_ordinary(in_place_update, (x,))
-    _same_as_ordinary(looped, (x,))
+    for f in (in_place_update, looped, updated_after):
+        _same_as_ordinary(f, (x,))
+        _same_as_ordinary(f, (x[:3].copy(),))
+
+
+def test_a_sum_or_mean_of_a_float_array_is_probed_whatever_its_size():
+    import operator
+    for a in (np.array([0.5, 2.0]), np.ones((2, 2), np.float32), np.array(3.0),
+              np.array([1j, 2.0])):
+        for fn in (np.sum, np.mean):
+            got = runtime.probe(fn, a)
+            assert type(got) is runtime.Probe and got.shape == ()
+            want = fn(a)
+            assert type(runtime.probed_result(got)) is type(want)
+            assert runtime.computed(got) == want
+    for a in (np.array([1, 2]), [1.0, 2.0], np.ma.masked_array([1.0, 2.0])):
+        assert type(runtime.probe(np.sum, a)) is not runtime.Probe  # computed
+    assert type(runtime.probe(operator.mul, np.ones(2), 2.0)) is np.ndarray
 
 
 def test_probes_have_the_shape_and_dtype_of_the_value():

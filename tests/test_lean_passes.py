@@ -52,8 +52,14 @@ def test_stand_in_has_shape_and_dtype_and_no_data():
     s = runtime.shape_like(x)
     assert s.shape == x.shape and s.dtype == x.dtype and not s.flags.writeable
     assert s.base is not None and s.base.nbytes == 4
+    assert runtime.shape_like(x) is s  # (one per shape and dtype)
+    # a small array too: the backward sweep would otherwise keep it alive
     small = np.ones(3)
-    assert runtime.shape_like(small) is small and runtime.shape_like(2.0) == 2.0
+    tiny = runtime.shape_like(small)
+    assert tiny.shape == (3,) and tiny.dtype == np.float64 and not tiny.flags.writeable
+    assert not np.shares_memory(tiny, small) and runtime.shape_like(2.0) == 2.0
+    swapped = runtime.shape_like(small.astype(">f8"))
+    assert swapped.dtype == np.dtype(">f8") and swapped.shape == (3,)
 
 
 # -- prune_tape -------------------------------------------------------------------------------

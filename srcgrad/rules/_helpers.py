@@ -9,6 +9,7 @@ intercept them through ``__array_function__`` exactly as they intercept numpy's 
 from __future__ import annotations
 
 import functools
+from math import prod as _prod
 from typing import Any, Callable
 
 import numpy as np
@@ -123,12 +124,22 @@ def expand_to(g, x, axis=None, keepdims=False):
     return np.broadcast_to(expand_reduced(g, x, axis, keepdims), np.shape(x))
 
 
+_SPREAD_FILLED = 16  # elements: smaller spreads are new arrays, filled with g
+
+
 def _spread_scalar(g, shape):
     """``np.broadcast_to(g, shape)`` for a number or a 0-d array ``g``: the same read-only
     zero-stride view (of ``g``'s own element when it is an array), built directly
     (np.broadcast_to costs ~5 us; every ``np.sum``/``np.mean`` of a whole array spreads its
-    cotangent this way once per backward sweep)."""
+    cotangent this way once per backward sweep). Up to ``_SPREAD_FILLED`` elements, a new
+    array of those values instead: a view takes its buffer through the buffer protocol,
+    whose bookkeeping numpy keeps on ``g`` as long as ``g`` lives (~0.3 kB, more than the
+    elements) and which costs more time than filling them."""
     value = g if type(g) is np.ndarray else np.asarray(g)
+    if _prod(shape) <= _SPREAD_FILLED:
+        out = np.empty(shape, value.dtype)
+        out.fill(value)
+        return out
     out = np.ndarray(shape, value.dtype, value, 0, (0,) * len(shape))
     out.flags.writeable = False
     return out

@@ -13,7 +13,9 @@ the whole value from. A probe is made only at run time for numpy arrays and numb
 large result; any other operand has the value computed, as written. Floating-point warnings
 of a probed value come from its first element only.
 
-A statement is probed only at the top level, when its target is assigned nowhere else and
+A statement is probed only at the top level, after every statement that may update an array
+(a call, a loop, an item assignment: one of them could change an operand of a probe before
+the probe computes its value), when its target is assigned nowhere else and
 every read of it is by another probed statement, the result slot of the return (read through
 ``_rt.probed_result``, which computes a probe of anything but a number, so that ``grad`` still
 refuses a result that is not a scalar), or ``_rt.shape_like`` in the saved tuple.
@@ -44,8 +46,9 @@ def probe_dead_values(body: list, ctx: Context) -> list:
     if not (isinstance(ret, gast.Return) and isinstance(ret.value, gast.Tuple)
             and isinstance(ret.value.elts[0], gast.Name)):
         return body
-    if not all(_pure(s, ctx) for s in body[:-1]):
-        return body  # (a call may update an array a probe would compute from later)
+    # (a probe computes its value when something needs it, from the operands it holds: only
+    # statements after the last one that may update an array, a call, a loop, are probed)
+    start = max((i + 1 for i, s in enumerate(body[:-1]) if not _pure(s, ctx)), default=0)
     result, saved = ret.value.elts
     allowed = {id(result)} | _shape_reads(saved, ctx.rt)
     stores = [n.id for s in body for n in gast.walk(s) if isinstance(n, gast.Name)
@@ -56,7 +59,7 @@ def probe_dead_values(body: list, ctx: Context) -> list:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load):
                 loads.setdefault(n.id, []).append(id(n))
     dead: list = []
-    for s in reversed(body[:-1]):
+    for s in reversed(body[start:-1]):
         fn = _probed_function(s, ctx)
         if fn is None or stores.count(s.targets[0].id) != 1:
             continue

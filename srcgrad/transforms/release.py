@@ -31,11 +31,13 @@ def _bound_at_top(body: list, unpacked: bool) -> dict[str, int]:
     return first
 
 
-def release_dead(body: list, keep: set[str] = frozenset(), unpacked: bool = False) -> list:
+def release_dead(body: list, keep: set[str] = frozenset(), unpacked: bool = False,
+                 entry: tuple[str, ...] = ()) -> list:
     """``body`` (a sweep's statements, ending with its return) with ``del`` statements after
     the last mention of each top-level temporary not in ``keep``; with ``unpacked``, also of
     the names a top-level assignment unpacks (a backward sweep's saved values, which only
-    then are freed, when the sweep emptied the list holding them).
+    then are freed, when the sweep emptied the list holding them); and of the parameters in
+    ``entry`` (a seed that only the sweep holds).
 
     Nothing is deleted from a body that inspects its own namespace (``locals()``, ``eval``...),
     nor a name a nested function or lambda mentions (it may read it later), nor a name
@@ -52,6 +54,7 @@ def release_dead(body: list, keep: set[str] = frozenset(), unpacked: bool = Fals
         elif isinstance(n, gast.Delete):  # deleted by the code itself already
             captured |= {t.id for t in n.targets if isinstance(t, gast.Name)}
     bound = _bound_at_top(body, unpacked)
+    bound.update(dict.fromkeys(entry, -1))
     last: dict[str, int] = {}
     for i, s in enumerate(body):
         for n in gast.walk(s):

@@ -22,8 +22,10 @@ dropped with their pushes (prune_tape.py), values read only for their shape save
 stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
 (tape_once.py), temporaries deleted after their last use (release.py). The sweeps ``grad``
 runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), do not sum
-an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py), compute saved negations again (remat.py) and, when the value is
-discarded, probe what only makes it (dead_values.py).
+an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py),
+compute saved negations again (remat.py), scale by ``c ** n`` once where a backward loop only
+scales an adjoint by a number (scaling_loops.py) and, when the value is discarded, probe what
+only makes it (dead_values.py).
 """
 from __future__ import annotations
 
@@ -59,6 +61,7 @@ from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .remat import recompute_negations
 from .resolve import BINOPS, UNARYOPS
+from .scaling_loops import collapse_scaling_loops
 from .shape_reads import shape_only_names
 from .tape_once import saved_once
 from .unit_seed import skip_unit_products
@@ -749,6 +752,7 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
         - set(ctx.params)
     if lean:
         backward = _recomputed_negations(gen, tree, body, backward)
+        backward = collapse_scaling_loops(backward, ctx.rt)
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
     forward, backward, once = saved_once(forward, backward, gen.tape,
@@ -824,7 +828,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if not ctx.scalar_mode:  # (scalars: nothing to free, and each del costs time)
         counters = set(gen.count_names.values()) | set(gen.cond_names.values())  # numbers
         fwd_body = release_dead(fwd_body, counters)
-        bwd_body = release_dead(bwd_body, counters, unpacked=lean)
+        # (grad's own sweeps: its seed too, which grad makes in the call and holds not)
+        bwd_body = release_dead(bwd_body, counters, unpacked=lean,
+                                entry=(seed,) if lean else ())
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
