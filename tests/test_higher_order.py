@@ -634,3 +634,20 @@ def test_a_gradient_differentiated_again_reads_the_functions_defaults_as_they_ar
         assert second(1.0) == 14.0
     finally:
         _cubic.__defaults__, _cubic.__kwdefaults__ = saved
+
+
+def test_fourth_order_through_stack_rules_against_the_closed_form():
+    """jacfwd nested four times (and grad(grad(jacfwd(f)))) stopped inside the stack rule
+    (rules/numpy_shape.unstack: an index computed from np.ndim(g) counted as differentiable
+    once the rule itself was differentiated again), found by the nested-grad helper."""
+    def f(x):
+        return np.sin(x) * x
+    x = np.array([0.3, 0.5])
+    J = srcgrad.jacfwd
+    fourth = J(J(J(J(f))))(x)
+    expected = np.zeros((2,) * 5)
+    for i in range(2):
+        expected[i, i, i, i, i] = -4 * np.cos(x[i]) + x[i] * np.sin(x[i])
+    assert np.allclose(fourth, expected, rtol=1e-10, atol=1e-12)
+    third = srcgrad.grad(srcgrad.grad(J(lambda t: np.sin(t) * t)))(0.3)
+    assert third == pytest.approx(-3 * np.sin(0.3) - 0.3 * np.cos(0.3), rel=1e-12)

@@ -147,9 +147,11 @@ def concatenate_jvp(d_arrays, ans, arrays, axis=0, out=None, dtype=None,
 
 
 def unstack(g, arrays, axis=0):
-    """Cut ``g`` along ``axis`` into one piece per stacked item."""
-    axis = axis % np.ndim(g)
-    return like_sequence(arrays, [g[(slice(None),) * axis + (i,)] for i in range(len(arrays))])
+    """Cut ``g`` along ``axis`` into one piece per stacked item. (The axis moved first: an
+    index computed from ``np.ndim(g)`` would count as differentiable when this rule is
+    differentiated again, at fourth order.)"""
+    moved = np.moveaxis(g, axis, 0)
+    return like_sequence(arrays, [moved[i] for i in range(len(arrays))])
 
 
 def stack_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
