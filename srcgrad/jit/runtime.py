@@ -16,6 +16,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from ..errors import SrcgradError, UnsupportedSyntaxError
+
 
 def _stub(name: str):
     def stub(*args):
@@ -496,6 +498,101 @@ def _refuse_item_update(container, item, message):
     if isinstance(container, (types.List, types.BaseTuple)) and isinstance(item, types.Array):
         raise TypingError(f"srcgrad: {_literal_text(message)}")
     return lambda container, item, message: None
+
+
+# -- in-place updates of data another variable shares ------------------------------------
+
+refuse_viewed = _stub("refuse_viewed")
+SUPPORTED = SUPPORTED | {"refuse_viewed"}
+
+
+class SharedDataError(UnsupportedSyntaxError):
+    """What compiled code raises where srcgrad.runtime.refuse_viewed raises, with its
+    message."""
+
+    def __init__(self, message: str):
+        self.problems = []
+        SrcgradError.__init__(self, message)
+
+
+@register_jitable
+def _extent(a):
+    """The bytes an array's elements span, ``(low, high)``; empty for an empty array (also
+    numba's zeroed stand-in of a variable not bound yet), as numpy's bounds check has it."""
+    if a.size == 0:
+        return 0, 0
+    low = high = a.ctypes.data
+    for k in range(a.ndim):
+        step = a.strides[k] * (a.shape[k] - 1)
+        if step > 0:
+            high += step
+        else:
+            low += step
+    return low, high + a.itemsize
+
+
+@register_jitable
+def _may_share(a, b) -> bool:
+    """``np.may_share_memory(a, b)``: whether the extents overlap."""
+    low_a, high_a = _extent(a)
+    low_b, high_b = _extent(b)
+    return low_a < high_b and low_b < high_a
+
+
+def _holds_arrays(t) -> bool:
+    if isinstance(t, types.Array):
+        return True
+    if isinstance(t, types.BaseTuple):
+        return any(_holds_arrays(item) for item in t.types)
+    if isinstance(t, (types.List, types.ListType, types.Set)):
+        return _holds_arrays(t.dtype)
+    if isinstance(t, types.DictType):
+        return _holds_arrays(t.key_type) or _holds_arrays(t.value_type)
+    if isinstance(t, types.Optional):
+        return _holds_arrays(t.type)
+    return False
+
+
+def _sharing_tests(expr: str, t, depth: int, indent: str) -> list[str]:
+    """Lines raising when ``expr`` (of type ``t``), or an item of it ``depth`` levels down,
+    may share ``value``'s data: srcgrad.runtime._shares_data, unrolled over the type. An
+    optional value (a variable the sweeps first bind to None) is tested when not None."""
+    if isinstance(t, types.Optional) and _holds_arrays(t.type):
+        inner = _sharing_tests(expr, t.type, depth, indent + "    ")
+        return [f"{indent}if {expr} is not None:"] + inner
+    if isinstance(t, types.Array):
+        return [f"{indent}if _may_share({expr}, value):",
+                f"{indent}    raise _SharedDataError(message)"]
+    if depth == 0 or not _holds_arrays(t):
+        return []
+    if isinstance(t, types.BaseTuple):
+        return [line for k, item in enumerate(t.types)
+                for line in _sharing_tests(f"{expr}[{k}]", item, depth - 1, indent)]
+    if isinstance(t, (types.List, types.ListType)):
+        item = f"_item{depth}"
+        inner = _sharing_tests(item, t.dtype, depth - 1, indent + "    ")
+        return [f"{indent}for {item} in {expr}:"] + inner if inner else []
+    # (a dict or a set of arrays: refused rather than checked differently)
+    raise TypingError(f"srcgrad: compiled checks of in-place updates against a {t} are not "
+                      f"supported")
+
+
+@overload(refuse_viewed)
+def _refuse_viewed(value, views, message):
+    """Raises, as srcgrad.runtime.refuse_viewed does, when ``value`` is an array one of
+    ``views`` (or an item of one, three levels down) may share data with."""
+    array = value.type if isinstance(value, types.Optional) else value
+    if not isinstance(array, types.Array):
+        return lambda value, views, message: None
+    lines = ["def check(value, views, message):"]
+    if array is not value:
+        lines += ["    if value is None:", "        return None"]
+    for k, t in enumerate(views.types):
+        lines += _sharing_tests(f"views[{k}]", t, 3, "    ")
+    lines.append("    return None")
+    scope = {"_may_share": _may_share, "_SharedDataError": SharedDataError}
+    exec("\n".join(lines), scope)
+    return scope["check"]
 
 
 setitem_zeroed = _stub("setitem_zeroed")
