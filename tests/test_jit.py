@@ -495,6 +495,29 @@ def test_compiled_overlap_test_is_numpys_bounds_check():
             assert may_share(a, b) == np.may_share_memory(a, b), (a.strides, b.strides)
 
 
+@pytest.mark.parametrize("g_shape, x_shape", [
+    ((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 4), (3, 1)), ((2, 3, 4), (3, 1)), ((5,), ())])
+def test_compiled_unbroadcast_sums_in_c_order(g_shape, x_shape):
+    from srcgrad.jit import runtime as jit_runtime
+    unbroadcast = numba.njit(lambda g, x: jit_runtime.unbroadcast(g, x))
+    g = np.random.default_rng(1).standard_normal((4, 5, 6))[:2, ::-1].T  # (strided)
+    g = np.ascontiguousarray(g.ravel()[:int(np.prod(g_shape))].reshape(g_shape))
+    for operand in (g, g[..., ::-1]):  # (C-ordered, strided)
+        x = np.zeros(x_shape)
+        want = np.zeros(x_shape)  # (each element the sum, in C order, of those broadcast)
+        lead = operand.ndim - x.ndim
+        for index in np.ndindex(*operand.shape):
+            want[tuple(0 if n == 1 else i for i, n in zip(index[lead:], x_shape))] += \
+                operand[index]
+        got = unbroadcast(operand, x)
+        assert got.shape == x.shape and got.flags.c_contiguous
+        assert np.array_equal(got, want)  # (bit for bit)
+        np.testing.assert_allclose(got, np.sum(operand, axis=tuple(range(lead)))
+                                   .sum(axis=tuple(k for k, n in enumerate(x_shape) if n == 1),
+                                        keepdims=True) if x_shape else np.sum(operand),
+                                   rtol=1e-12)
+
+
 def test_shared_locals_check_names_only_variables_that_may_be_bound():
     import ast
     from srcgrad.jit.sweeps import shared_locals_checks

@@ -104,39 +104,37 @@ def _add(a, b):
 
 # -- shapes ------------------------------------------------------------------------------
 
-@register_jitable
-def _sum_to_shape(g, shape):
-    """``g`` (C-contiguous) summed down to ``shape`` under numpy's broadcasting rules."""
-    out = np.zeros(shape, g.dtype)
-    flat_out = out.reshape(out.size)
-    flat_g = g.reshape(g.size)
-    gshape = g.shape
-    lead = len(gshape) - len(shape)
-    n = out.size
-    trailing = n > 0
-    for j in range(len(shape)):
-        if shape[j] != gshape[j + lead]:
-            trailing = False
-    if trailing:  # (a bias: only leading axes are summed, rows of n elements added up)
-        for row in range(g.size // n):
-            base = row * n
-            for j in range(n):
-                flat_out[j] += flat_g[base + j]
-        return out
-    # (the offset in ``out`` of each element of ``g``, from its index along the axes ``out``
-    # has; no array of strides: its np.zeros would be one more function to compile)
-    for k in range(g.size):
-        rest = k
-        offset = 0
-        step = 1
-        for d in range(len(gshape) - 1, lead - 1, -1):
-            here = rest % gshape[d]
-            rest //= gshape[d]
-            if shape[d - lead] != 1:
-                offset += here * step
-            step *= shape[d - lead]
-        flat_out[offset] += flat_g[k]
-    return out
+_UNBROADCASTS: dict = {}
+
+
+def _unbroadcast_array(g_ndim: int, ndim: int):
+    """``unbroadcast(g, x)`` of a ``g_ndim``-d array adjoint and an ``ndim``-d operand: ``g``
+    itself (C-contiguous) when the shapes are equal, else ``g`` summed down to ``x``'s shape
+    under numpy's broadcasting rules, each element of the result the sum, in C order, of
+    the elements of ``g`` that broadcast from it. Written out for the ranks, as nested loops
+    with constant indices into the shapes, in one function: numba compiles it about twice
+    as fast as a loop over flat views (reshape, shapes indexed at run time) in a helper of
+    its own, and it is compiled into the first gradient of a process with array sums."""
+    key = (g_ndim, ndim)
+    if key not in _UNBROADCASTS:
+        lead = g_ndim - ndim
+        indent = "    " * (g_ndim + 1)
+        index = ", ".join(f"0 if shape[{k}] == 1 else i{k + lead}" for k in range(ndim))
+        lines = ["def impl(g, x):", "    shape = x.shape"]
+        if g_ndim == 0:  # (then x is 0-d too)
+            lines += ["    return np.ascontiguousarray(g)"]
+        elif lead == 0:
+            lines += ["    if g.shape == shape:", "        return np.ascontiguousarray(g)"]
+        if g_ndim:
+            lines += ["    out = np.zeros(shape, g.dtype)"]
+            lines += [f"{'    ' * (d + 1)}for i{d} in range(g.shape[{d}]):"
+                      for d in range(g_ndim)]
+            lines += [f"{indent}out[{index or '()'}] += "
+                      f"g[{', '.join(f'i{d}' for d in range(g_ndim))}]", "    return out"]
+        scope = {"np": np}
+        exec("\n".join(lines), scope)
+        _UNBROADCASTS[key] = scope["impl"]
+    return _UNBROADCASTS[key]
 
 
 @overload(unbroadcast)
@@ -155,16 +153,7 @@ def _unbroadcast(g, x):
             if g.ndim < x.ndim:
                 raise TypingError("srcgrad: an adjoint of lower rank than its operand")
 
-            def impl(g, x):
-                if g.shape == x.shape:
-                    return np.ascontiguousarray(g)
-                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
-            if g.ndim == x.ndim:
-                return impl
-
-            def impl_lead(g, x):
-                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
-            return impl_lead
+            return _unbroadcast_array(g.ndim, x.ndim)
     raise TypingError(f"srcgrad: cannot unbroadcast an adjoint of type {g} to {x}")
 
 
@@ -689,7 +678,9 @@ SUPPORTED = SUPPORTED | {"float_tape", "tape_store"}
 
 @overload(float_tape)
 def _float_tape(n):
-    return lambda n: np.empty(max(n, 0), np.float64)
+    # (n is a trip count, len(range(...)) or a constant, times the pushes per iteration:
+    # never negative; a max(n, 0) here was one more function numba compiled)
+    return lambda n: np.empty(n, np.float64)
 
 
 @overload(tape_store)
