@@ -527,9 +527,13 @@ def test_shared_locals_check_names_only_variables_that_may_be_bound():
         "    for i in r:\n"
         "        _rt.refuse_shared_locals(y, locals(), ('i', 'v', 'w', 'z'), (G,), 'm')\n"
         "        w = y\n"
-        "    z = y\n")
+        "    z = y\n"
+        "    if (k := c):\n"
+        "        _rt.refuse_shared_locals(y, locals(), ('k', 'u'), (), 'n')\n"
+        "    else:\n        u = x\n")
     text = ast.unparse(shared_locals_checks(tree))
     assert "_rt.refuse_viewed(y, (i, v, w, G), 'm')" in text  # (z: bound only after)
+    assert "_rt.refuse_viewed(y, (k,), 'n')" in text  # (u: bound in the other branch)
     assert "locals" not in text
 
 

@@ -690,11 +690,12 @@ class _SharedLocals:
                 bound = bound | _assigned(s)  # (a later iteration sees the whole loop's)
                 self.block(s.body, bound)
                 self.block(s.orelse, bound)
-            elif isinstance(s, ast.If):
-                self.block(s.body, set(bound))
-                self.block(s.orelse, set(bound))
+            elif isinstance(s, ast.If):  # (a name the test binds, ':=', is bound in both)
+                self.block(s.body, bound | _assigned(s.test))
+                self.block(s.orelse, bound | _assigned(s.test))
             elif isinstance(s, (ast.With, ast.Try)):
-                inner = self.block(s.body, set(bound))
+                items = [_assigned(item) for item in getattr(s, "items", ())]
+                inner = self.block(s.body, bound.union(*items))
                 for handler in getattr(s, "handlers", ()):
                     self.block(handler.body, set(inner))
                 self.block(getattr(s, "orelse", []), set(inner))
