@@ -399,6 +399,144 @@ def test_rebinding_a_global_recompiles():
         RATE = 0.5
 
 
+# -- in-place updates checked against the other variables (refuse_shared_locals) --------------
+# The interpreted sweeps check `y += ...` against the variables bound at that point, read from
+# locals(), which numba lacks; compiled, the check names the variables an assignment may have
+# bound before it (numba's zeroed value stands for one not bound yet: it shares nothing).
+
+G3 = np.array([1.0, 2.0, 3.0])
+
+
+def alias_made_in_the_loop(x):
+    y = x * 2.0
+    for i in range(2):
+        y += 1.0                 # the second time, z is y: numpy would change z too
+        z = y
+    return np.sum(z * x)
+
+
+def copy_made_in_the_loop(x):
+    y = x * 2.0
+    for i in range(2):
+        y += 1.0
+        z = y.copy()
+    return np.sum(z * x)
+
+
+def view_made_in_a_branch(x):
+    y = x * 2.0
+    if x[0] > 0.0:
+        v = y[:2]  # noqa: F841 (unbound when the branch is not taken)
+    y += x
+    return np.sum(y * x)
+
+
+def view_kept_in_a_tuple(x):
+    y = x * 2.0
+    kept = (y[1:], x)
+    if x[0] > 0.0:
+        kept = (x, x)  # noqa: F841 (a tuple sharing nothing with y)
+    y += x
+    return np.sum(y * x)
+
+
+def global_or_a_new_array(x):
+    v = G3
+    if x[0] > 0.0:
+        v = x * 1.0
+    v += x                       # numpy would change G3 when v is G3
+    return np.sum(v * x)
+
+
+def matrix_updated_in_place(m):
+    y = np.eye(3)
+    for i in range(2):
+        y @= m
+    return np.sum(y)
+
+
+POSITIVE, NEGATIVE = np.array([0.5, 1.5, -0.7]), np.array([-0.5, 1.5, -0.7])
+
+
+@pytest.mark.parametrize("fn, x, shared", [
+    (alias_made_in_the_loop, POSITIVE, True),
+    (copy_made_in_the_loop, POSITIVE, False),
+    (view_made_in_a_branch, POSITIVE, True),
+    (view_made_in_a_branch, NEGATIVE, False),
+    (view_kept_in_a_tuple, NEGATIVE, True),
+    (view_kept_in_a_tuple, POSITIVE, False),
+    (global_or_a_new_array, NEGATIVE, True),
+    (global_or_a_new_array, POSITIVE, False),
+    (matrix_updated_in_place, np.arange(9.0).reshape(3, 3) / 10.0, False),
+])
+def test_in_place_updates_compile_and_refuse_shared_data_as_interpreted(fn, x, shared):
+    interpreted, compiled = srcgrad.grad(fn), srcgrad.grad(fn, jit=True)
+    if shared:
+        with pytest.raises(srcgrad.UnsupportedSyntaxError, match="share|view") as want:
+            interpreted(x.copy())
+        with pytest.raises(srcgrad.UnsupportedSyntaxError) as got:
+            compiled(x.copy())
+        # (the same located message; the interpreted one adds where its generated code raised)
+        assert str(got.value).splitlines()[0] == str(want.value).splitlines()[0]
+    else:
+        np.testing.assert_allclose(compiled(x.copy()), interpreted(x.copy()), rtol=1e-12)
+        check_grad(fn, (x,), grads=[compiled(x.copy())])
+    np.testing.assert_array_equal(G3, [1.0, 2.0, 3.0])
+
+
+def test_compiled_overlap_test_is_numpys_bounds_check():
+    from srcgrad.jit.runtime import _may_share
+    may_share = numba.njit(lambda a, b: _may_share(a, b))
+    base = np.arange(60.0).reshape(6, 10)
+    views = [base, base[1:3], base[:, 4:], base[::-1], base[::2, ::-3], base.T, base[5:, 9:],
+             base[2:2], base[3, 1:], base[0, ::-1], base[4:, :2].T, np.arange(4.0)]
+    for a in views:
+        for b in views:
+            assert may_share(a, b) == np.may_share_memory(a, b), (a.strides, b.strides)
+
+
+@pytest.mark.parametrize("g_shape, x_shape", [
+    ((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 4), (3, 1)), ((2, 3, 4), (3, 1)), ((5,), ())])
+def test_compiled_unbroadcast_sums_in_c_order(g_shape, x_shape):
+    from srcgrad.jit import runtime as jit_runtime
+    unbroadcast = numba.njit(lambda g, x: jit_runtime.unbroadcast(g, x))
+    g = np.random.default_rng(1).standard_normal((4, 5, 6))[:2, ::-1].T  # (strided)
+    g = np.ascontiguousarray(g.ravel()[:int(np.prod(g_shape))].reshape(g_shape))
+    for operand in (g, g[..., ::-1]):  # (C-ordered, strided)
+        x = np.zeros(x_shape)
+        want = np.zeros(x_shape)  # (each element the sum, in C order, of those broadcast)
+        lead = operand.ndim - x.ndim
+        for index in np.ndindex(*operand.shape):
+            want[tuple(0 if n == 1 else i for i, n in zip(index[lead:], x_shape))] += \
+                operand[index]
+        got = unbroadcast(operand, x)
+        assert got.shape == x.shape and got.flags.c_contiguous
+        assert np.array_equal(got, want)  # (bit for bit)
+        np.testing.assert_allclose(got, np.sum(operand, axis=tuple(range(lead)))
+                                   .sum(axis=tuple(k for k, n in enumerate(x_shape) if n == 1),
+                                        keepdims=True) if x_shape else np.sum(operand),
+                                   rtol=1e-12)
+
+
+def test_shared_locals_check_names_only_variables_that_may_be_bound():
+    import ast
+    from srcgrad.jit.sweeps import shared_locals_checks
+    tree = ast.parse(
+        "def f(x):\n"
+        "    if c:\n        v = x\n"
+        "    for i in r:\n"
+        "        _rt.refuse_shared_locals(y, locals(), ('i', 'v', 'w', 'z'), (G,), 'm')\n"
+        "        w = y\n"
+        "    z = y\n"
+        "    if (k := c):\n"
+        "        _rt.refuse_shared_locals(y, locals(), ('k', 'u'), (), 'n')\n"
+        "    else:\n        u = x\n")
+    text = ast.unparse(shared_locals_checks(tree))
+    assert "_rt.refuse_viewed(y, (i, v, w, G), 'm')" in text  # (z: bound only after)
+    assert "_rt.refuse_viewed(y, (k,), 'n')" in text  # (u: bound in the other branch)
+    assert "locals" not in text
+
+
 # -- the whole corpus (opt-in: about 90 compiles) -----------------------------------------------
 
 @pytest.mark.slow

@@ -39,6 +39,7 @@ from .sweeps import (
     fuse,
     matmul_operators,
     runtime_calls,
+    shared_locals_checks,
     simd_math,
 )
 from .sweeps import compiled_pair as pair_tree
@@ -354,6 +355,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
                    if value is np}
     try:
+        tree = shared_locals_checks(tree)
         if variant in ("grad", "vjp"):
             # (the scalar variant runs only on float or int arguments, the differentiated
             # ones floats: those parameters' tapes can be float64 arrays)

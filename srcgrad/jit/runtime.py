@@ -16,6 +16,8 @@ from numba import types
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
+from ..errors import SrcgradError, UnsupportedSyntaxError
+
 
 def _stub(name: str):
     def stub(*args):
@@ -102,39 +104,37 @@ def _add(a, b):
 
 # -- shapes ------------------------------------------------------------------------------
 
-@register_jitable
-def _sum_to_shape(g, shape):
-    """``g`` (C-contiguous) summed down to ``shape`` under numpy's broadcasting rules."""
-    out = np.zeros(shape, g.dtype)
-    flat_out = out.reshape(out.size)
-    flat_g = g.reshape(g.size)
-    gshape = g.shape
-    lead = len(gshape) - len(shape)
-    n = out.size
-    trailing = n > 0
-    for j in range(len(shape)):
-        if shape[j] != gshape[j + lead]:
-            trailing = False
-    if trailing:  # (a bias: only leading axes are summed, rows of n elements added up)
-        for row in range(g.size // n):
-            base = row * n
-            for j in range(n):
-                flat_out[j] += flat_g[base + j]
-        return out
-    # (the offset in ``out`` of each element of ``g``, from its index along the axes ``out``
-    # has; no array of strides: its np.zeros would be one more function to compile)
-    for k in range(g.size):
-        rest = k
-        offset = 0
-        step = 1
-        for d in range(len(gshape) - 1, lead - 1, -1):
-            here = rest % gshape[d]
-            rest //= gshape[d]
-            if shape[d - lead] != 1:
-                offset += here * step
-            step *= shape[d - lead]
-        flat_out[offset] += flat_g[k]
-    return out
+_UNBROADCASTS: dict = {}
+
+
+def _unbroadcast_array(g_ndim: int, ndim: int):
+    """``unbroadcast(g, x)`` of a ``g_ndim``-d array adjoint and an ``ndim``-d operand: ``g``
+    itself (C-contiguous) when the shapes are equal, else ``g`` summed down to ``x``'s shape
+    under numpy's broadcasting rules, each element of the result the sum, in C order, of
+    the elements of ``g`` that broadcast from it. Written out for the ranks, as nested loops
+    with constant indices into the shapes, in one function: numba compiles it about twice
+    as fast as a loop over flat views (reshape, shapes indexed at run time) in a helper of
+    its own, and it is compiled into the first gradient of a process with array sums."""
+    key = (g_ndim, ndim)
+    if key not in _UNBROADCASTS:
+        lead = g_ndim - ndim
+        indent = "    " * (g_ndim + 1)
+        index = ", ".join(f"0 if shape[{k}] == 1 else i{k + lead}" for k in range(ndim))
+        lines = ["def impl(g, x):", "    shape = x.shape"]
+        if g_ndim == 0:  # (then x is 0-d too)
+            lines += ["    return np.ascontiguousarray(g)"]
+        elif lead == 0:
+            lines += ["    if g.shape == shape:", "        return np.ascontiguousarray(g)"]
+        if g_ndim:
+            lines += ["    out = np.zeros(shape, g.dtype)"]
+            lines += [f"{'    ' * (d + 1)}for i{d} in range(g.shape[{d}]):"
+                      for d in range(g_ndim)]
+            lines += [f"{indent}out[{index or '()'}] += "
+                      f"g[{', '.join(f'i{d}' for d in range(g_ndim))}]", "    return out"]
+        scope = {"np": np}
+        exec("\n".join(lines), scope)
+        _UNBROADCASTS[key] = scope["impl"]
+    return _UNBROADCASTS[key]
 
 
 @overload(unbroadcast)
@@ -153,16 +153,7 @@ def _unbroadcast(g, x):
             if g.ndim < x.ndim:
                 raise TypingError("srcgrad: an adjoint of lower rank than its operand")
 
-            def impl(g, x):
-                if g.shape == x.shape:
-                    return np.ascontiguousarray(g)
-                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
-            if g.ndim == x.ndim:
-                return impl
-
-            def impl_lead(g, x):
-                return _sum_to_shape(np.ascontiguousarray(g), x.shape)
-            return impl_lead
+            return _unbroadcast_array(g.ndim, x.ndim)
     raise TypingError(f"srcgrad: cannot unbroadcast an adjoint of type {g} to {x}")
 
 
@@ -498,6 +489,101 @@ def _refuse_item_update(container, item, message):
     return lambda container, item, message: None
 
 
+# -- in-place updates of data another variable shares ------------------------------------
+
+refuse_viewed = _stub("refuse_viewed")
+SUPPORTED = SUPPORTED | {"refuse_viewed"}
+
+
+class SharedDataError(UnsupportedSyntaxError):
+    """What compiled code raises where srcgrad.runtime.refuse_viewed raises, with its
+    message."""
+
+    def __init__(self, message: str):
+        self.problems = []
+        SrcgradError.__init__(self, message)
+
+
+@register_jitable
+def _extent(a):
+    """The bytes an array's elements span, ``(low, high)``; empty for an empty array (also
+    numba's zeroed stand-in of a variable not bound yet), as numpy's bounds check has it."""
+    if a.size == 0:
+        return 0, 0
+    low = high = a.ctypes.data
+    for k in range(a.ndim):
+        step = a.strides[k] * (a.shape[k] - 1)
+        if step > 0:
+            high += step
+        else:
+            low += step
+    return low, high + a.itemsize
+
+
+@register_jitable
+def _may_share(a, b) -> bool:
+    """``np.may_share_memory(a, b)``: whether the extents overlap."""
+    low_a, high_a = _extent(a)
+    low_b, high_b = _extent(b)
+    return low_a < high_b and low_b < high_a
+
+
+def _holds_arrays(t) -> bool:
+    if isinstance(t, types.Array):
+        return True
+    if isinstance(t, types.BaseTuple):
+        return any(_holds_arrays(item) for item in t.types)
+    if isinstance(t, (types.List, types.ListType, types.Set)):
+        return _holds_arrays(t.dtype)
+    if isinstance(t, types.DictType):
+        return _holds_arrays(t.key_type) or _holds_arrays(t.value_type)
+    if isinstance(t, types.Optional):
+        return _holds_arrays(t.type)
+    return False
+
+
+def _sharing_tests(expr: str, t, depth: int, indent: str) -> list[str]:
+    """Lines raising when ``expr`` (of type ``t``), or an item of it ``depth`` levels down,
+    may share ``value``'s data: srcgrad.runtime._shares_data, unrolled over the type. An
+    optional value (a variable the sweeps first bind to None) is tested when not None."""
+    if isinstance(t, types.Optional) and _holds_arrays(t.type):
+        inner = _sharing_tests(expr, t.type, depth, indent + "    ")
+        return [f"{indent}if {expr} is not None:"] + inner
+    if isinstance(t, types.Array):
+        return [f"{indent}if _may_share({expr}, value):",
+                f"{indent}    raise _SharedDataError(message)"]
+    if depth == 0 or not _holds_arrays(t):
+        return []
+    if isinstance(t, types.BaseTuple):
+        return [line for k, item in enumerate(t.types)
+                for line in _sharing_tests(f"{expr}[{k}]", item, depth - 1, indent)]
+    if isinstance(t, (types.List, types.ListType)):
+        item = f"_item{depth}"
+        inner = _sharing_tests(item, t.dtype, depth - 1, indent + "    ")
+        return [f"{indent}for {item} in {expr}:"] + inner if inner else []
+    # (a dict or a set of arrays: refused rather than checked differently)
+    raise TypingError(f"srcgrad: compiled checks of in-place updates against a {t} are not "
+                      f"supported")
+
+
+@overload(refuse_viewed)
+def _refuse_viewed(value, views, message):
+    """Raises, as srcgrad.runtime.refuse_viewed does, when ``value`` is an array one of
+    ``views`` (or an item of one, three levels down) may share data with."""
+    array = value.type if isinstance(value, types.Optional) else value
+    if not isinstance(array, types.Array):
+        return lambda value, views, message: None
+    lines = ["def check(value, views, message):"]
+    if array is not value:
+        lines += ["    if value is None:", "        return None"]
+    for k, t in enumerate(views.types):
+        lines += _sharing_tests(f"views[{k}]", t, 3, "    ")
+    lines.append("    return None")
+    scope = {"_may_share": _may_share, "_SharedDataError": SharedDataError}
+    exec("\n".join(lines), scope)
+    return scope["check"]
+
+
 setitem_zeroed = _stub("setitem_zeroed")
 SUPPORTED = SUPPORTED | {"setitem_zeroed"}
 
@@ -592,7 +678,9 @@ SUPPORTED = SUPPORTED | {"float_tape", "tape_store"}
 
 @overload(float_tape)
 def _float_tape(n):
-    return lambda n: np.empty(max(n, 0), np.float64)
+    # (n is a trip count, len(range(...)) or a constant, times the pushes per iteration:
+    # never negative; a max(n, 0) here was one more function numba compiled)
+    return lambda n: np.empty(n, np.float64)
 
 
 @overload(tape_store)

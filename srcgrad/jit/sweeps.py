@@ -12,7 +12,8 @@ of the tape rather than assume it.
 """
 from __future__ import annotations
 
-__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators", "simd_math", "split", "tape_to_stacks"]
+__all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators",
+           "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -666,3 +667,64 @@ def preallocate(body: list, stacks: dict[str, str], taken: set[str]) -> list:
             out.extend(new if isinstance(new, list) else [new])
         body = out
     return body
+
+
+# -- in-place updates checked against the function's variables -------------------------
+
+class _SharedLocals:
+    """``_rt.refuse_shared_locals(x, locals(), ('a', 'b'), (G,), message)`` ->
+    ``_rt.refuse_viewed(x, (a, b, G), message)``, with only the names that may be bound
+    there. The interpreted check looks those names up in ``locals()``, which numba lacks, and
+    skips the unbound ones; here a name is passed when an assignment to it may run before the
+    check (earlier in the text, or anywhere in a loop around it). One that is still unbound
+    when the check runs is, in numba, a zeroed value (numba's documented lowering of an
+    undefined variable: an empty array shares nothing), so both checks see the same
+    arrays; where numba cannot tell (a name bound only later in the same loop, and no
+    stand-in ``z = None`` before it), it refuses to compile: "Variable 'z' is not
+    defined", located like its other errors."""
+
+    def block(self, stmts: list, bound: set) -> set:
+        """Rewrites the checks in ``stmts``; the names that may be bound after them."""
+        for s in stmts:
+            if isinstance(s, (ast.For, ast.While)):
+                bound = bound | _assigned(s)  # (a later iteration sees the whole loop's)
+                self.block(s.body, bound)
+                self.block(s.orelse, bound)
+            elif isinstance(s, ast.If):  # (a name the test binds, ':=', is bound in both)
+                self.block(s.body, bound | _assigned(s.test))
+                self.block(s.orelse, bound | _assigned(s.test))
+            elif isinstance(s, (ast.With, ast.Try)):
+                items = [_assigned(item) for item in getattr(s, "items", ())]
+                inner = self.block(s.body, bound.union(*items))
+                for handler in getattr(s, "handlers", ()):
+                    self.block(handler.body, set(inner))
+                self.block(getattr(s, "orelse", []), set(inner))
+                self.block(getattr(s, "finalbody", []), set(inner))
+            elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_locals"):
+                s.value = self.rewritten(s.value, bound)
+            bound = bound | _assigned(s)
+        return bound
+
+    def rewritten(self, call: ast.Call, bound: set) -> ast.Call:
+        value, frame, names, outside, message = call.args
+        if not (isinstance(frame, ast.Call) and isinstance(frame.func, ast.Name)
+                and frame.func.id == "locals" and isinstance(names, ast.Tuple)
+                and isinstance(outside, ast.Tuple)
+                and all(isinstance(e, ast.Constant) for e in names.elts)):
+            raise JitRewriteError("an in-place update check of an unexpected form (a srcgrad "
+                                  "bug)", call)
+        loads = [ast.Name(id=e.value, ctx=ast.Load()) for e in names.elts
+                 if e.value in bound]
+        views = ast.Tuple(elts=loads + list(outside.elts), ctx=ast.Load())
+        func = ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr="refuse_viewed",
+                             ctx=ast.Load())
+        return _located(ast.Call(func=func, args=[value, views, message], keywords=[]), call)
+
+
+def shared_locals_checks(module: ast.Module) -> ast.Module:
+    """Every function's ``refuse_shared_locals`` check in a form numba compiles (see
+    ``_SharedLocals``)."""
+    for func in [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]:
+        params = {a.arg for a in ast.walk(func.args) if isinstance(a, ast.arg)}
+        _SharedLocals().block(func.body, params)
+    return module
