@@ -738,7 +738,7 @@ def test_objects_with_call_are_differentiated_through_their_method():
 NOT_FUNCTIONS = [3, "f", None, [scalar_loss]]
 
 
-@pytest.mark.parametrize("bad", NOT_FUNCTIONS, ids=repr)
+@pytest.mark.parametrize("bad", NOT_FUNCTIONS, ids=["int", "str", "None", "list_of_function"])
 @pytest.mark.parametrize("call", [
     lambda f: srcgrad.grad(f)(1.0), lambda f: srcgrad.value_and_grad(f)(1.0),
     lambda f: srcgrad.vjp(f, 1.0), lambda f: srcgrad.jvp(f, (1.0,), (1.0,)),
