@@ -1362,3 +1362,68 @@ def test_a_problem_in_a_generated_sweep_names_the_users_line():
     assert Context.user_location(fake, 1) == Location("/home/me/model.py", 10, "loss")
     unmapped = SimpleNamespace(location=lambda node: Location("<srcgrad: other #0>", 4, "g"))
     assert Context.user_location(unmapped, None) == Location("<srcgrad: other #0>", 4, "g")
+
+
+# == a loop over a list its body appends to ===================================================
+# Seed 46 program 41: `for t4 in lst3: ... lst3.append(x)` -- Python's list iterator reads
+# the length again before each item, so the loop also visits the items its body appends.
+# srcgrad iterated range(len(lst3)) taken at the start, while the body's append became a
+# functional update the loop never saw: silent wrong values and gradients in grad, vjp and
+# jvp (older than this session). Such a loop is now a while loop over an index that reads
+# the list's length each time; zipped, reversed or rebound lists are refused.
+
+def loop_appending_to_its_list(x):
+    lst = [x, 2.0 * x]
+    total = 0.0
+    for t in lst:
+        if len(lst) < 5:
+            lst.append(np.sin(t) * 3.0)
+        total = total + t * t
+    return np.sum(total)
+
+
+def enumerate_appending_with_break_and_else(x):
+    lst = [x * x, np.cos(x)]
+    total = x * 0.0
+    for i, t in enumerate(lst, 1):
+        if i > 5:
+            break
+        if i % 2:
+            continue
+        lst.append(t * x)
+        total = total + i * t
+    else:
+        total = total * 2.0
+    return np.sum(total)
+
+
+def loop_popping_its_list(x):
+    lst = [x, x * x, np.sin(x), np.exp(-x * x)]
+    total = 0.0
+    for t in lst:
+        total = total + t * lst[-1]
+        lst.pop()
+    return np.sum(total)
+
+
+def zip_over_a_growing_list(x):
+    lst = [x, 2.0 * x]
+    total = 0.0
+    for t, u in zip(lst, [1.0, 2.0, 3.0]):
+        lst.append(t)
+        total = total + t * u
+    return np.sum(total)
+
+
+@pytest.mark.parametrize("fn", [loop_appending_to_its_list,
+                                enumerate_appending_with_break_and_else,
+                                loop_popping_its_list])
+def test_a_loop_sees_the_items_its_body_adds_to_or_removes_from_its_list(fn):
+    value, _ = srcgrad.vjp(fn, X3.copy())
+    assert value == pytest.approx(fn(X3.copy()), rel=1e-14)
+    check_orders(fn, X3, hessian=True)
+
+
+def test_a_zipped_list_its_loop_appends_to_is_refused_at_the_loop():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_fuzz_found.py:\d+: a loop over 'lst'"):
+        srcgrad.grad(zip_over_a_growing_list)(X3)

@@ -48,6 +48,29 @@ def _rebound_names(stmts) -> set[str]:
     return out
 
 
+_LENGTH_CHANGING = {"append", "extend", "insert", "pop", "remove", "clear"}
+
+
+def _length_changed(stmts, names) -> list[str]:
+    """Those of ``names`` whose list the statements may lengthen or shorten in place
+    (``xs.append(v)``, ``xs.pop()``, ``xs += [v]``, ``xs[1:] = ...``), which a loop over
+    ``xs`` sees."""
+    out = []
+    for stmt in stmts:
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                    and isinstance(node.func.value, gast.Name) \
+                    and node.func.attr in _LENGTH_CHANGING:
+                out.append(node.func.value.id)
+            elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) \
+                    and isinstance(node.value, (gast.List, gast.ListComp, gast.Tuple)):
+                out.append(node.target.id)
+            elif isinstance(node, gast.Assign):
+                out += [t.value.id for t in node.targets if isinstance(t, gast.Subscript)
+                        and isinstance(t.value, gast.Name) and isinstance(t.slice, gast.Slice)]
+    return [n for n in dict.fromkeys(out) if n in names]
+
+
 def _start(node) -> tuple | None:
     line = getattr(node, "lineno", None)
     return None if line is None else (line, getattr(node, "col_offset", 0) or 0)
@@ -1172,6 +1195,8 @@ class _Desugar:
         # read before the body is desugared: there 'y *= 2' is an update (which, on an
         # array, the loop's iterator sees), not yet a rebinding 'y = y * 2'
         rebinds = _rebound_names(s.body + s.orelse)
+        # (read before too: there 'xs.append(v)' is not yet 'xs = ...append...')
+        grown = _length_changed(s.body, A.names_read(s.iter))
         self.refuse_updates_of_iterated_views(s)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
@@ -1183,7 +1208,28 @@ class _Desugar:
                 s.body = self.visit_Assign(A.assign(s.target, A.load(tmp), at=s)) + s.body
                 s.target = A.store(tmp)
             return [s]
-        return self.index_loop(s, rebinds)
+        return self.index_loop(s, rebinds, grown)
+
+    def live_length_loop(self, s, seq: str, idx_target, elt_target, start, fn) -> list:
+        """``for t in xs`` (or ``enumerate(xs)``) whose body appends to or removes from the
+        list ``xs``: Python's iterator reads the list's length again before each item, so
+        the loop is ``_i = -1; while _i + 1 < len(xs): _i += 1; t = xs[_i]; body``, reading
+        ``xs`` as the body's functional updates leave it."""
+        index = self.ctx.namer.fresh("_i")
+        step = A.located(gast.BinOp(left=A.load(index), op=gast.Add(), right=A.const(1)), s)
+        test = gast.Compare(left=A.deepcopy(step), ops=[gast.Lt()],
+                            comparators=[A.call("len", A.load(seq))])
+        body = [A.assign(index, step, at=s)]
+        if idx_target is not None:
+            value = A.load(index) if start is None else A.located(
+                gast.BinOp(left=A.load(index), op=gast.Add(), right=start), s)
+            body += self.visit_Assign(A.assign(idx_target, value, at=s))
+        item = gast.Subscript(value=A.load(seq), slice=A.load(index), ctx=gast.Load()) \
+            if fn == "enumerate" else A.call(A.attr(self.ctx.rt, "element"), A.load(seq),
+                                             A.load(index))
+        body += self.visit_Assign(A.assign(elt_target, A.located(item, s), at=s))
+        loop = gast.While(test=A.located(test, s), body=body + s.body, orelse=s.orelse)
+        return [A.assign(index, A.const(-1), at=s), A.located(loop, s)]
 
     def refuse_updates_of_iterated_views(self, s) -> None:
         """``for b in zip(u, y.reshape(3)): ... y *= 2``: numpy's iterator reads the view
@@ -1212,9 +1258,10 @@ class _Desugar:
                                  f"Loop over a copy ({base}.reshape(...).copy()), or write "
                                  f"{base} = ... in the body.")
 
-    def index_loop(self, s, rebinds: set[str]) -> list:
+    def index_loop(self, s, rebinds: set[str], grown: list[str]) -> list:
         """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``;
-        ``rebinds``: the names the loop body binds anew."""
+        ``rebinds``: the names the loop body binds anew; ``grown``: the lists read by the
+        loop's sequence that its body lengthens or shortens in place."""
         namer = self.ctx.namer
         it, target = s.iter, s.target
         fn = _builtin_call(it, self.ctx)
@@ -1251,6 +1298,17 @@ class _Desugar:
                 tmp = namer.fresh()
                 pre += self.visit_Assign(A.assign(tmp, seq, at=s))
                 seq_names.append(tmp)
+        grown = [n for n in grown if n in seq_names or n in targets_written]
+        if grown:
+            if fn in ("zip", "reversed") or set(seq_names) - {q.id for q in seqs
+                                                               if isinstance(q, gast.Name)}:
+                self.ctx.problem(s, f"a loop over '{grown[0]}' (zipped, reversed or rebound) "
+                                    f"whose body adds or removes its items",
+                                 f"Iterate over a copy (list({grown[0]})), or loop over an "
+                                 f"index: while i < len({grown[0]}): ...")
+                return [s]
+            return pre + self.live_length_loop(s, seq_names[0], idx_target, elt_targets[0],
+                                               start, fn)
         index = idx_target.id if isinstance(idx_target, gast.Name) and start is None \
             else namer.fresh("_i")
         lengths = [A.call("len", A.load(n)) for n in seq_names]
