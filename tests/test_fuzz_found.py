@@ -1427,3 +1427,49 @@ def test_a_loop_sees_the_items_its_body_adds_to_or_removes_from_its_list(fn):
 def test_a_zipped_list_its_loop_appends_to_is_refused_at_the_loop():
     with pytest.raises(srcgrad.SrcgradError, match=r"test_fuzz_found.py:\d+: a loop over 'lst'"):
         srcgrad.grad(zip_over_a_growing_list)(X3)
+
+
+# == a nested function changing a captured variable in place ==================================
+# Found while minimizing seed 46 program 41: a nested def appending to a differentiable list
+# of the enclosing function (or storing into its array) without 'nonlocal' changed nothing
+# outside the call: the captured value is passed in as a keyword parameter (lift_closures),
+# and the in-place change became a functional update of that parameter. Silent wrong values
+# (3 where 8 is right). Refused now at the change, with the rewrite that works.
+
+def nested_append_to_captured_list(x):
+    lst = [x, 2.0 * x]
+
+    def add(v):
+        lst.append(v)
+    add(5.0 * x)
+    return np.sum(sum(lst))
+
+
+def nested_store_into_captured_array(x):
+    y = x * 1.0
+
+    def put(v):
+        y[0] = v
+    put(3.0 * x[1])
+    return np.sum(y * y)
+
+
+def nested_nonlocal_rebinding_instead(x):
+    lst = [x, 2.0 * x]
+
+    def add(v):
+        nonlocal lst
+        lst = lst + [v]
+    add(5.0 * x)
+    return np.sum(sum(lst))
+
+
+@pytest.mark.parametrize("fn", [nested_append_to_captured_list,
+                                nested_store_into_captured_array])
+def test_a_nested_function_changing_a_captured_variable_in_place_is_refused(fn):
+    with pytest.raises(srcgrad.SrcgradError, match="in place"):
+        srcgrad.grad(fn)(X3.copy())
+
+
+def test_the_nonlocal_rewrite_the_refusal_suggests_works():
+    check_orders(nested_nonlocal_rebinding_instead, X3, hessian=True)

@@ -49,6 +49,24 @@ def _rebound_names(stmts) -> set[str]:
 
 
 _LENGTH_CHANGING = {"append", "extend", "insert", "pop", "remove", "clear"}
+_CHANGING_METHODS = _LENGTH_CHANGING | {"sort", "reverse", "update", "setdefault", "add",
+                                        "discard", "popitem", "__setitem__", "fill", "resize"}
+
+
+def _changed_in_place(fn, name: str):
+    """The first node of ``fn`` changing the object ``name`` holds in place (a list
+    method, an element store or augmented element store), or None."""
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, gast.Name) and node.func.value.id == name \
+                and node.func.attr in _CHANGING_METHODS:
+            return node
+        targets = node.targets if isinstance(node, gast.Assign) else \
+            [node.target] if isinstance(node, gast.AugAssign) else []
+        for t in targets:
+            if isinstance(t, (gast.Subscript, gast.Attribute)) and _root(t) == name:
+                return node
+    return None
 
 
 def _length_changed(stmts, names) -> list[str]:
@@ -218,6 +236,14 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
         captured = [v for v in free if v in ctx.varied and v in ctx.local_names]
         if not captured:
             continue
+        for v in captured:
+            changed = _changed_in_place(fn, v)
+            if changed is not None:
+                # the value comes in as a parameter: the change would stay inside the call
+                ctx.problem(changed, f"'{name}' changing '{v}', a differentiable variable of "
+                                     f"the enclosing function, in place",
+                            f"Declare it nonlocal and rebind it to a new value (nonlocal {v}; "
+                            f"{v} = ...), or return the new value and assign it in the caller.")
         lifted[name] = captured
         for v in captured:
             fn.args.kwonlyargs.append(gast.Name(id=v, ctx=gast.Param(), annotation=None,
