@@ -1473,3 +1473,26 @@ def test_a_nested_function_changing_a_captured_variable_in_place_is_refused(fn):
 
 def test_the_nonlocal_rewrite_the_refusal_suggests_works():
     check_orders(nested_nonlocal_rebinding_instead, X3, hessian=True)
+
+
+# == tuple targets unpacking an iterator in a generated sweep =================================
+# Seed 47 program 49 (the opt-in hessian check): `t3, t4 = zip(*pairs)` over values that do not
+# depend on the differentiated argument, in a loop, raised "'zip' object is not subscriptable"
+# under hessian: the forward mode of the generated sweep unpacked the zip object by index.
+
+def zip_unpacked_in_a_loop(x, y):
+    k = 0
+    while True:
+        k += 1
+        if k > 2:
+            break
+        t3, t4 = zip(*[(y[:2], y[1:]), (y[1:] * 2.0, np.sin(y[:2]))])
+    return x * x * x * np.sum(t3[0] * t4[1])
+
+
+def test_an_iterator_unpacked_into_names_is_read_as_a_tuple():
+    y = np.array([0.3, 0.5, 0.9])
+    expected = 6 * 0.7 * np.sum(y[:2] * np.sin(y[:2]))
+    assert srcgrad.hessian(zip_unpacked_in_a_loop)(0.7, y) == pytest.approx(expected, rel=1e-12)
+    assert srcgrad.grad(zip_unpacked_in_a_loop)(0.7, y) == pytest.approx(
+        3 * 0.49 * np.sum(y[:2] * np.sin(y[:2])), rel=1e-12)

@@ -48,6 +48,7 @@ def _rebound_names(stmts) -> set[str]:
     return out
 
 
+_ITERATOR_BUILTINS = {"zip", "enumerate", "reversed"}  # (those _builtin_call knows)
 _LENGTH_CHANGING = {"append", "extend", "insert", "pop", "remove", "clear"}
 _CHANGING_METHODS = _LENGTH_CHANGING | {"sort", "reverse", "update", "setdefault", "add",
                                         "discard", "popitem", "__setitem__", "fill", "resize"}
@@ -1130,8 +1131,13 @@ class _Desugar:
 
     def unpack(self, target, value, at) -> list:
         tmp = self.ctx.namer.fresh()
+        varied = bool(A.names_read(value) & self.ctx.varied)
+        if not varied and _builtin_call(value, self.ctx) in _ITERATOR_BUILTINS:
+            # a, b = zip(*pairs): the items are read by index below, which an iterator has
+            # not (a differentiable one is a list already: its rule makes one)
+            value = A.located(A.call("tuple", value), at)
         out = [A.assign(tmp, value, at=at)]
-        if A.names_read(value) & self.ctx.varied:
+        if varied:
             self.ctx.varied.add(tmp)
         stars = [i for i, elt in enumerate(target.elts) if isinstance(elt, gast.Starred)]
         after = len(target.elts) - 1 - stars[0] if stars else 0
