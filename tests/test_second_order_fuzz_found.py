@@ -97,3 +97,4 @@ def test_vmap_still_refuses_an_aliased_array_updated_in_place():
         g(X3.copy())
     with pytest.raises(srcgrad.SrcgradError):
         srcgrad.vmap(g)(np.stack([X3, 2 * X3]))
+

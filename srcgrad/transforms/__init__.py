@@ -347,6 +347,8 @@ def _never_called(tree) -> set[int]:
                for a in c.args for n in gast.walk(a)}  # (compares arrays, calls nothing)
     loaded = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
               and isinstance(n.ctx, gast.Load) and id(n) not in checked}
+    loaded |= {name for n in gast.walk(tree) if isinstance(n, (gast.Global, gast.Nonlocal))
+               for name in n.names}  # (bound there, others may call it)
     if loaded & {"locals", "vars", "eval", "exec", "globals"}:
         return set()
     top = tree.body[0] if isinstance(tree, gast.Module) else tree
