@@ -42,9 +42,9 @@ def _register_helper_rules() -> None:
     batching.register(matmul_right, batching.matmul_cotangent(1))
     # run-time refusals of in-place updates (desugar.py): on the whole batch, a slice of an
     # array is a slice of the batch of it, and a copy is a copy
-    for check in (runtime.refuse_viewed, runtime.refuse_shared_array,
-                  runtime.refuse_item_update, runtime.refuse_shared_locals):
-        batching.register(check, _on_the_batch)
+    for check, checked in ((runtime.refuse_viewed, 0), (runtime.refuse_shared_array, 0),
+                           (runtime.refuse_item_update, 1), (runtime.refuse_shared_locals, 0)):
+        batching.register(check, functools.partial(_on_the_batch, checked))
     batching.register(runtime.refuse_mutable, _per_example)
 
 
@@ -54,7 +54,13 @@ def _per_example(fn, args, kwargs, batched, size):
     return fn(value, *args[1:], **kwargs)
 
 
-def _on_the_batch(fn, args, kwargs, batched, size):
+def _on_the_batch(checked, fn, args, kwargs, batched, size):
+    """The check on the whole batch, except when the value it is about (argument
+    ``checked``) is a batch of numbers: each example is then a numpy scalar, which an
+    update rebinds and nothing shares, though the batch of them is one array."""
+    value = args[checked]
+    if checked in batched and isinstance(value, np.ndarray) and value.ndim == 1:
+        return None
     return fn(*args, **kwargs)
 
 
@@ -309,5 +315,5 @@ class _SourceView:
         if inspect.ismethod(target):
             positions = tuple(p + 1 for p in positions)
         built, why = get_batched(target, positions)
-        self.source = built.source if built is not None else f"# runs once per example:\n" \
+        self.source = built.source if built is not None else "# runs once per example:\n" \
             + "".join(f"# {line}\n" for line in why.splitlines())

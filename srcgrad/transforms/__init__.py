@@ -337,12 +337,47 @@ def _library_file(filename: str) -> bool:
         _LIBRARY_DIRS)
 
 
+
+def _never_called(tree) -> set[int]:
+    """ids of the nested functions and lambdas bound to a name nothing reads (a generated
+    sweep keeps the user's unused lambda, then deletes it): their bodies never run, so
+    nothing in them is differentiated. None when the code could read names indirectly."""
+    checked = {id(n) for c in gast.walk(tree) if isinstance(c, gast.Call)
+               and isinstance(c.func, gast.Attribute) and c.func.attr == "refuse_shared_locals"
+               for a in c.args for n in gast.walk(a)}  # (compares arrays, calls nothing)
+    loaded = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+              and isinstance(n.ctx, gast.Load) and id(n) not in checked}
+    loaded |= {name for n in gast.walk(tree) if isinstance(n, (gast.Global, gast.Nonlocal))
+               for name in n.names}  # (bound there, others may call it)
+    if loaded & {"locals", "vars", "eval", "exec", "globals"}:
+        return set()
+    top = tree.body[0] if isinstance(tree, gast.Module) else tree
+    dead = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Assign) and isinstance(node.value, gast.Lambda) and all(
+                isinstance(t, gast.Name) and t.id not in loaded for t in node.targets):
+            dead.add(id(node.value))
+        elif isinstance(node, gast.FunctionDef) and node is not top \
+                and node.name not in loaded and not node.decorator_list:
+            dead.add(id(node))
+    return dead
+
+
+def _walk_live(tree, dead: set[int]):
+    """``gast.walk(tree)`` without the nodes inside the functions ``dead`` names."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if id(node) not in dead:
+            todo.extend(gast.iter_child_nodes(node))
+
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint (``get_adjoint(fn,
     call)``, specialized on the arguments active at that call); raise for calls nothing can
     differentiate."""
     user_calls = {}
-    for node in gast.walk(tree):
+    for node in _walk_live(tree, _never_called(tree)):
         if isinstance(node, gast.Call):
             spread = [a.value for a in node.args if isinstance(a, gast.Starred)]
             spread += [k.value for k in node.keywords if k.arg is None]
