@@ -337,7 +337,6 @@ def _library_file(filename: str) -> bool:
         _LIBRARY_DIRS)
 
 
-
 def _never_called(tree) -> set[int]:
     """ids of the nested functions and lambdas bound to a name nothing reads (a generated
     sweep keeps the user's unused lambda, then deletes it): their bodies never run, so
@@ -371,6 +370,7 @@ def _walk_live(tree, dead: set[int]):
         yield node
         if id(node) not in dead:
             todo.extend(gast.iter_child_nodes(node))
+
 
 def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     """Map each active call of a user function to its callee's adjoint (``get_adjoint(fn,
