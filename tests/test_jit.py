@@ -857,3 +857,184 @@ def test_array_subclasses_are_refused():
                        set(), set(), reads_matrix)
     with pytest.raises(JitUnsupportedError, match="np.asarray"):
         srcgrad.grad(square_sines, jit=True)(MATRIX * 0.5)
+
+
+# -- compiled rule helpers of reductions: expand_reduced, extremum_weights, greater_weight --
+
+def extrema(x):
+    return np.max(x) * 2.0 + np.min(x * x) + np.sum(np.maximum(x, 0.3) * x) \
+        + np.sum(np.minimum(x, x[0]) * x)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 4)])
+def test_extrema_and_maximum_compiled(shape):
+    x = np.random.default_rng(len(shape)).normal(size=shape)  # (no ties: finite differences)
+    got = srcgrad.grad(extrema, jit=True)(x)
+    np.testing.assert_array_equal(got, srcgrad.grad(extrema)(x))
+    check_grad(extrema, (x,), grads=(got,))
+    assert "greater_weight = srcgrad.jit.runtime" in srcgrad.source(srcgrad.grad(extrema,
+                                                                                 jit=True))
+
+
+def test_extrema_ties_split_as_interpreted():
+    x = np.array([[1.0, 3.0, 3.0], [3.0, 0.5, 0.3]])  # max tied 3 times, x == 0.3
+    np.testing.assert_array_equal(srcgrad.grad(extrema, jit=True)(x),
+                                  srcgrad.grad(extrema)(x))
+
+
+def test_float32_maximum_with_a_python_float_is_refused():
+    # numpy ties float32(0.3) with 0.3 (NEP 50 compares in float32), numba would not:
+    # the weight at that element would be 1, not 1/2
+    x = np.array([[1.0, 3.0, 3.0], [3.0, 0.5, 0.3]], np.float32)
+    with pytest.raises(JitUnsupportedError, match="test_jit.py:"):
+        srcgrad.grad(extrema, jit=True)(x)
+
+
+@pytest.fixture(scope="module")
+def reduction_helpers():
+    from srcgrad.jit import runtime as rt
+
+    @numba.njit
+    def expand(g, x, axis):
+        return rt.expand_reduced(g, x, axis)
+
+    @numba.njit
+    def expand_kept(g, x, axis):
+        return rt.expand_reduced(g, x, axis, True)
+
+    @numba.njit
+    def weights(a, ans, axis):
+        return rt.extremum_weights(a, ans, axis)
+
+    @numba.njit
+    def weights_kept(a, ans, axis):
+        return rt.extremum_weights(a, ans, axis, True)
+
+    return expand, expand_kept, weights, weights_kept
+
+
+@pytest.mark.parametrize("shape, axis, dtype", [  # (each type signature compiles again)
+    ((5,), -1, np.float64), ((3, 4), 0, np.float32), ((2, 3, 4), -3, np.float64),
+    ((2, 3, 4), (-1, 0), np.float64), ((1, 3, 1), 2, np.float64), ((3, 4), None, np.float32)])
+def test_compiled_reduction_helpers_match_interpreted(reduction_helpers, shape, axis, dtype):
+    from srcgrad.rules import _helpers
+    expand, expand_kept, weights, weights_kept = reduction_helpers
+    x = (np.arange(np.prod(shape)).reshape(shape) % 3).astype(dtype)  # (ties)
+    for keepdims, expand_fn, weights_fn in ((False, expand, weights),
+                                            (True, expand_kept, weights_kept)):
+        ans = np.max(x, axis=axis, keepdims=keepdims)
+        want = _helpers.expand_reduced(ans, x, axis, keepdims)
+        got = expand_fn(ans, x, axis)
+        assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
+        np.testing.assert_array_equal(got, want)
+        want = _helpers.extremum_weights(x, ans, axis, keepdims)
+        got = weights_fn(x, ans, axis)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
+def test_compiled_maximum_weights_match_interpreted():
+    from srcgrad.jit import runtime as rt
+    from srcgrad.rules import _helpers
+
+    @numba.njit
+    def weight(x, y):
+        return rt.greater_weight(x, y)
+
+    x = np.array([[1.0, np.nan, 2.0], [0.5, 2.0, -1.0]])
+    for y in (x[0], x[:, :1], 2.0, x.astype(np.float32), np.float32(1.0), 2):
+        for a, b in ((x, y), (y, x)):
+            want = _helpers.greater_weight(a, b)
+            got = weight(a, b)
+            assert np.shape(got) == want.shape and np.asarray(got).dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    assert weight(2.0, 2.0) == 0.5 and weight(3.0, 2.0) == 1.0 and weight(1.0, 2.0) == 0.0
+    with pytest.raises(numba.core.errors.TypingError, match="narrower float"):
+        weight(x.astype(np.float32), 0.3)
+
+
+def norms(x):
+    return np.linalg.norm(x) * np.linalg.norm(x[0]) + np.linalg.norm(x * 0.5 - 1.0) ** 2
+
+
+def transposed(x):
+    w = np.arange(24.0).reshape(3, 4, 2)
+    return np.sum(np.transpose(x, (1, -1, 0)) * w) + np.sum(np.transpose(x) ** 2)
+
+
+@pytest.mark.parametrize("f, x", [
+    (norms, np.linspace(-1.0, 2.0, 6).reshape(2, 3)),
+    (norms, np.linspace(-1.0, 2.0, 4).reshape(4, 1)),
+    (transposed, np.linspace(-1.0, 2.0, 24).reshape(2, 3, 4)),
+])
+def test_norm_and_transpose_with_axes_compiled(f, x):
+    got = srcgrad.grad(f, jit=True)(x)
+    np.testing.assert_allclose(got, srcgrad.grad(f)(x), rtol=1e-13, atol=0)
+    check_grad(f, (x,), grads=(got,))
+
+
+def test_norm_of_a_vector_row_of_a_vector_is_refused_at_its_line():
+    # (x[0] of a 1-d x is a number: numba has no np.linalg.norm of one)
+    line = norms.__code__.co_firstlineno + 1
+    with pytest.raises(JitUnsupportedError, match=f"test_jit.py:{line}"):
+        srcgrad.grad(norms, jit=True)(np.array([1.0, 2.0]))
+
+
+def test_compiled_inverse_axes_and_ndim():
+    from srcgrad.jit import runtime as rt
+    from srcgrad.rules.numpy_shape import inverse_axes
+
+    @numba.njit
+    def inverse(axes, a):
+        return rt.inverse_axes(axes, rt.ndim(a))
+
+    a = np.zeros((2, 3, 4, 5))
+    for axes in ((0, 1, 2, 3), (3, 1, 0, 2), (-1, -3, 0, 2), (2, 3, 1, 0)):
+        assert inverse(axes, a) == inverse_axes(axes, 4)
+
+
+def stacked(x):
+    s = np.stack((x, x * 2.0, x), axis=-1)
+    w = np.stack((x * 3.0, x))
+    v = np.vstack((x, x ** 2))
+    u = np.vstack((x[None, :] * 1.0, x[None, :]))  # (numba's vstack: items of one rank)
+    return np.sum(s * s * np.arange(3.0)) + np.sum(v * v) + np.sum(w * w * w) + np.sum(u ** 3)
+
+
+def test_stack_and_vstack_compiled():
+    x = np.linspace(-1.0, 2.0, 3)
+    got = srcgrad.grad(stacked, jit=True)(x)
+    np.testing.assert_array_equal(got, srcgrad.grad(stacked)(x))
+    check_grad(stacked, (x,), grads=(got,))
+
+
+def test_compiled_cuts_match_interpreted():
+    from srcgrad.jit import runtime as rt
+    from srcgrad.rules import numpy_shape
+
+    @numba.njit
+    def unstack(g, arrays, axis):
+        return rt.unstack(g, arrays, axis)
+
+    @numba.njit
+    def vstack_vjp(g, ans, tup):
+        return rt.vstack_vjp(g, ans, tup)
+
+    @numba.njit
+    def add(a, b):
+        return rt.add(a, b)
+
+    a = np.zeros((2, 3))
+    for axis in (0, 1, 2, -1, -3):
+        g = np.random.default_rng(axis + 3).normal(size=np.stack((a, a, a, a), axis).shape)
+        for got, want in zip(unstack(g, (a, a, a, a), axis),
+                             numpy_shape.unstack(g, (a, a, a, a), axis), strict=True):
+            np.testing.assert_array_equal(got, want)
+    tup = (np.zeros((2, 3)), np.zeros(3), np.zeros((1, 3)))
+    g = np.arange(12.0).reshape(4, 3)
+    (got,), (want,) = vstack_vjp(g, g, tup), numpy_shape.vstack_vjp(g, g, tup)
+    for piece, expected in zip(got, want, strict=True):
+        assert piece.shape == expected.shape
+        np.testing.assert_array_equal(piece, expected)
+    with pytest.raises(numba.core.errors.TypingError, match="container adjoints"):
+        add((g, g), (g, g))  # (Python's + would join the tuples, not add their items)

@@ -373,7 +373,8 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
                 _give_defaults(tree, adj.fn, ctx)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
-    return simd_math(tree, numpy_names, simd.FUNCTIONS)
+    # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
+    return simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
 
 
 def _build(adj, variant: str, resolve=None) -> Compiled:

@@ -13,6 +13,7 @@ __all__ = ["SUPPORTED", "RULE_HELPERS"]
 
 import numpy as np
 from numba import types
+from numba.np import numpy_support
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
@@ -99,6 +100,11 @@ def _is_zero(g):
 
 @overload(add)
 def _add(a, b):
+    if isinstance(a, (types.BaseTuple, types.List)) or isinstance(b, (types.BaseTuple,
+                                                                       types.List)):
+        # (Python's + joins them: the adjoints of their items must be added instead)
+        raise TypingError(f"srcgrad: compiled sums of container adjoints ({a}, {b}) are not "
+                          f"supported")
     return lambda a, b: a + b
 
 
@@ -445,7 +451,7 @@ def _part(g, key):
     if isinstance(g, types.BaseTuple) and isinstance(key, types.IntegerLiteral):
         index = key.literal_value
         return lambda g, key: g[index]
-    if isinstance(g, types.UniTuple) and isinstance(key, types.Integer):
+    if isinstance(g, (types.UniTuple, types.List)) and isinstance(key, types.Integer):
         return lambda g, key: g[key]
     raise TypingError(f"srcgrad: compiled gradients of a {g} in parts are not supported")
 
@@ -700,3 +706,286 @@ def _tape_store(tape, pos, value):
 from .simd import cos, exp, log, sin, tanh  # noqa: F401 (what _rt.tanh(a) names)
 
 SUPPORTED = SUPPORTED | {"cos", "exp", "log", "sin", "tanh"}
+
+
+# -- reductions along axes: expand_reduced, extremum_weights; maximum's weights -------------
+
+expand_reduced = _stub("expand_reduced")
+extremum_weights = _stub("extremum_weights")
+greater_weight = _stub("greater_weight")
+norm_partials = _stub("norm_partials")
+inverse_axes = _stub("inverse_axes")
+unstack = _stub("unstack")
+vstack_vjp = _stub("vstack_vjp")
+RULE_HELPERS.update(expand_reduced=expand_reduced, extremum_weights=extremum_weights,
+                    greater_weight=greater_weight, norm_partials=norm_partials,
+                    inverse_axes=inverse_axes, unstack=unstack, vstack_vjp=vstack_vjp)
+
+_KEPT_SHAPES: dict = {}
+
+
+def _axes_kind(axis) -> int | None:
+    """How many axes an ``axis`` argument of numba type ``axis`` names: -1 for None (all),
+    1 for an int, k for a tuple of k ints; None when it is something else (refused)."""
+    if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
+        return -1
+    if isinstance(axis, types.Integer):
+        return 1
+    if isinstance(axis, types.UniTuple) and isinstance(axis.dtype, types.Integer):
+        return axis.count
+    return None
+
+
+def _keepdims(keepdims) -> bool | None:
+    """A ``keepdims`` known when the sweep is compiled (omitted, a literal), else None."""
+    if isinstance(keepdims, bool):  # (numba passes an omitted argument's default itself)
+        return keepdims
+    if isinstance(keepdims, types.Omitted):
+        return bool(keepdims.value)
+    if isinstance(keepdims, types.BooleanLiteral):
+        return bool(keepdims.literal_value)
+    if isinstance(keepdims, types.IntegerLiteral):
+        return bool(keepdims.literal_value)
+    return None
+
+
+def _kept_shape(ndim: int, count: int):
+    """A jitable ``kept(shape, axis)``: ``shape`` (of an ``ndim``-d array) with the axes
+    ``axis`` names (``count`` of them; -1: all) set to 1, as _helpers.kept_shape, raising
+    numpy's AxisError message for an axis out of range."""
+    key = (ndim, count)
+    if key not in _KEPT_SHAPES:
+        lines = ["def kept(shape, axis):"]
+        if count == -1:
+            lines.append(f"    return ({'1, ' * ndim})")
+        else:
+            names = [f"a{k}" for k in range(count)]
+            given = ["axis"] if count == 1 else [f"axis[{k}]" for k in range(count)]
+            for name, expr in zip(names, given):
+                lines += [f"    {name} = {expr}",
+                          f"    if not -{ndim} <= {name} < {ndim}:",
+                          "        raise ValueError('axis out of bounds')",
+                          f"    {name} = {name} + {ndim} if {name} < 0 else {name}"]
+            dims = [f"1 if ({' or '.join(f'{n} == {d}' for n in names)}) else shape[{d}]"
+                    for d in range(ndim)]
+            lines.append(f"    return ({''.join(d + ', ' for d in dims)})")
+        scope: dict = {}
+        exec("\n".join(lines), scope)
+        _KEPT_SHAPES[key] = register_jitable(scope["kept"])
+    return _KEPT_SHAPES[key]
+
+
+def _reduced_shape_plan(x, axis, keepdims, name: str):
+    """``(ndim, count, keep)`` for a compiled reduction helper of ``x``, or a TypingError."""
+    x = _unwrap(x)
+    count, keep = _axes_kind(axis), _keepdims(keepdims)
+    if not isinstance(x, types.Array) or count is None or keep is None or x.ndim == 0:
+        raise TypingError(f"srcgrad: compiled {name} of a {x} along axis {axis} "
+                          f"(keepdims {keepdims}) is not supported")
+    return x.ndim, count, keep
+
+
+@overload(expand_reduced)
+def _expand_reduced(g, x, axis=None, keepdims=False):
+    """``g`` reshaped so it broadcasts against ``x``: the reduced axes put back, size 1."""
+    ndim, count, keep = _reduced_shape_plan(x, axis, keepdims, "expand_reduced")
+    if keep:
+        return lambda g, x, axis=None, keepdims=False: g
+    kept = _kept_shape(ndim, count)
+    if _is_scalar(g):
+        dtype = g if isinstance(g, (types.Float, types.Complex)) else types.float64
+
+        def filled(g, x, axis=None, keepdims=False):
+            out = np.empty(kept(x.shape, axis), dtype)
+            out[...] = g
+            return out
+        return filled
+    if isinstance(g, types.Array):
+        return lambda g, x, axis=None, keepdims=False: np.ascontiguousarray(g).reshape(
+            kept(x.shape, axis))
+    raise TypingError(f"srcgrad: compiled expand_reduced of a {g}")
+
+
+@overload(extremum_weights)
+def _extremum_weights(a, ans, axis=None, keepdims=False):
+    """Where a max/min of ``a`` is attained, 1/k among k ties: the interpreted helper's
+    ``hit / np.sum(hit, axis, keepdims=True)`` in float64, then in ``a``'s weight dtype."""
+    ndim, count, keep = _reduced_shape_plan(a, axis, keepdims, "extremum_weights")
+    a_dtype = _unwrap(a).dtype
+    dtype = np.result_type(numpy_support.as_dtype(a_dtype), np.float32)
+    kept = _kept_shape(ndim, count)
+
+    def weights(a, ans, axis=None, keepdims=False):
+        hit = (a == expand_reduced(ans, a, axis, keepdims)).astype(np.float64)
+        ties = unbroadcast(hit, np.empty(kept(a.shape, axis), np.float64))
+        return (hit / ties).astype(dtype)
+    return weights
+
+
+def _weight_dtype(*ts):
+    """_helpers._weight_dtype for numba types: float32 stays float32, a Python float
+    (float64 here) makes it float64."""
+    dtypes = [numpy_support.as_dtype(t.dtype if isinstance(t, types.Array) else t)
+              for t in ts]
+    return np.result_type(*dtypes, np.float32)
+
+
+def _narrower_float_meets_wider_scalar(t, scalar) -> bool:
+    """Whether ``t`` (an array or a number) has a float type narrower than ``scalar``'s."""
+    dtype = t.dtype if isinstance(t, types.Array) else t
+    return isinstance(scalar, types.Float) and isinstance(dtype, types.Float) \
+        and dtype.bitwidth < scalar.bitwidth
+
+
+@overload(greater_weight)
+def _greater_weight(x, y):
+    """1 where ``x > y``, 1/2 where they tie, else 0 (NaN: 0), in the weight dtype."""
+    x_, y_ = _unwrap(x), _unwrap(y)
+    if not all(isinstance(t, (types.Array, types.Float, types.Integer, types.Boolean))
+               for t in (x_, y_)) or any(isinstance(getattr(t, "dtype", t), types.Complex)
+                                         for t in (x_, y_)):
+        raise TypingError(f"srcgrad: compiled maximum/minimum weights of {x} and {y}")
+    if _narrower_float_meets_wider_scalar(x_, y_) or _narrower_float_meets_wider_scalar(y_, x_):
+        # numpy compares a float32 with a Python float in float32 (NEP 50), numba in
+        # float64, and the two tie differently (float32(0.3) == 0.3 only in numpy); numba
+        # cannot tell a Python float from an np.float64, which numpy compares in float64
+        raise TypingError(f"srcgrad: compiled maximum/minimum of a {x} and a {y} (numpy "
+                          f"compares them in the narrower float type, numba in the wider)")
+    dtype = _weight_dtype(x_, y_)
+    if _is_scalar(x_) and _is_scalar(y_):
+        return lambda x, y: 1.0 if x > y else (0.5 if x == y else 0.0)
+    # (exactly one of the two terms is nonzero, or neither: the sum is the chosen weight)
+    return lambda x, y: ((x > y) * 1.0 + (x == y) * 0.5).astype(dtype)
+
+
+@overload(norm_partials)
+def _norm_partials(x, ans, ord=None, axis=None, keepdims=False):
+    """d norm(x)/dx for the default order (2-norm of vectors, Frobenius of matrices): both
+    ``x / norm`` with the norm spread back over ``x``'s reduced axes. Other orders are
+    refused."""
+    if not (ord is None or isinstance(ord, (types.NoneType, types.Omitted))):
+        raise TypingError(f"srcgrad: compiled gradients of np.linalg.norm with ord {ord} are "
+                          f"not supported (only the default order)")
+    _reduced_shape_plan(x, axis, keepdims, "norm_partials")
+    return lambda x, ans, ord=None, axis=None, keepdims=False: x / expand_reduced(
+        ans, x, axis, keepdims)
+
+
+_INVERSES: dict = {}
+
+
+@overload(inverse_axes)
+def _inverse_axes(axes, ndim):
+    """The permutation undoing ``np.transpose(x, axes)``, a tuple as long as ``axes``
+    (None stays None: a reversal undoes itself)."""
+    if axes is None or isinstance(axes, (types.NoneType, types.Omitted)):
+        return lambda axes, ndim: None
+    if not (isinstance(axes, types.UniTuple) and isinstance(axes.dtype, types.Integer)):
+        raise TypingError(f"srcgrad: compiled gradients of np.transpose with axes {axes} are "
+                          f"not supported (a tuple of ints)")
+    n = axes.count
+    if n not in _INVERSES:
+        # (axes is a permutation, or the forward np.transpose raised: inverse[axes[k]] = k)
+        lines = ["def inverse(axes, ndim):", f"    out = np.empty({n}, np.int64)",
+                 f"    for k in range({n}):", "        out[axes[k] % ndim] = k",
+                 f"    return ({''.join(f'out[{k}], ' for k in range(n))})"]
+        scope = {"np": np}
+        exec("\n".join(lines), scope)
+        _INVERSES[n] = scope["inverse"]
+    return _INVERSES[n]
+
+
+# -- numpy functions numba lacks, called through _rt (sweeps.simd_math rewrites them) -------
+
+ndim = _stub("ndim")
+NUMPY_FUNCTIONS = ("ndim",)
+"""numpy functions of one argument a compiled sweep calls as ``_rt.<name>``."""
+SUPPORTED = SUPPORTED | set(NUMPY_FUNCTIONS)
+
+
+@overload(ndim)
+def _ndim_overload(x):
+    """``np.ndim`` of an array or a number, known when the sweep is compiled."""
+    x = _unwrap(x)
+    if isinstance(x, types.Array):
+        n = x.ndim
+        return lambda x: n
+    if _is_scalar(x):
+        return lambda x: 0
+    raise TypingError(f"srcgrad: compiled np.ndim of a {x} is not supported")
+
+
+# -- the adjoints of np.stack and np.vstack: pieces of g, one per item joined ----------------
+
+_CUTS: dict = {}
+
+
+def _axis_first(ndim: int):
+    """A jitable ``first(g, axis)``: ``np.moveaxis(g, axis, 0)`` of an ``ndim``-d ``g``."""
+    if ndim not in _CUTS:
+        rest = "".join(f"{j - 1} if {j - 1} < a else {j}, " for j in range(1, ndim))
+        lines = ["def first(g, axis):", f"    if not -{ndim} <= axis < {ndim}:",
+                 "        raise ValueError('axis out of bounds')",
+                 f"    a = axis + {ndim} if axis < 0 else axis",
+                 f"    return np.transpose(g, (a, {rest}))"]
+        scope = {"np": np}
+        exec("\n".join(lines), scope)
+        _CUTS[ndim] = register_jitable(scope["first"])
+    return _CUTS[ndim]
+
+
+def _array_items(arrays) -> bool:
+    """Whether ``arrays`` is a tuple of arrays (numba's np.stack and np.vstack take no
+    lists)."""
+    return isinstance(arrays, types.BaseTuple) and all(isinstance(t, types.Array)
+                                                       for t in arrays.types)
+
+
+def _pieces(arrays, piece) -> str:
+    """A line returning the tuple of ``piece(k, x)`` (the text of an expression of the
+    item's position and the item) for each item of the tuple ``arrays``."""
+    return "    return (" + "".join(f"{piece(str(k), f'arrays[{k}]')}, "
+                                    for k in range(arrays.count)) + ")"
+
+
+def _row_starts(arrays) -> str:
+    """Lines computing ``rows``: where each item's rows start in their ``np.vstack`` (a
+    1-d item is one row), and where the last ends."""
+    return "\n".join(["    rows = np.zeros(len(arrays) + 1, np.int64)"] + [
+        f"    rows[{k + 1}] = rows[{k}] + {f'arrays[{k}].shape[0]' if t.ndim >= 2 else '1'}"
+        for k, t in enumerate(arrays.types)])
+
+
+@overload(unstack)
+def _unstack(g, arrays, axis=0):
+    """``g`` cut along ``axis`` into one piece per stacked item, a tuple (the items are
+    views of ``g``, as numpy's are)."""
+    if not (isinstance(g, types.Array) and _array_items(arrays)):
+        raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
+                          f"supported (a tuple of arrays)")
+    first = _axis_first(g.ndim)
+    lines = ["def cut(g, arrays, axis=0):", "    moved = first(g, axis)",
+             _pieces(arrays, lambda k, x: f"moved[{k}]")]
+    scope = {"first": first}
+    exec("\n".join(lines), scope)
+    return scope["cut"]
+
+
+@overload(vstack_vjp)
+def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
+    """``g`` cut into row blocks, one per item (a 1-d item was one row), each shaped as its
+    item: ``(pieces,)``, ``pieces`` a tuple."""
+    if not (isinstance(g, types.Array) and g.ndim >= 2 and _array_items(tup)) or \
+            min(t.ndim for t in tup.types) < 1:
+        raise TypingError(f"srcgrad: compiled gradients of np.vstack of a {tup} are not "
+                          f"supported (a tuple of arrays)")
+
+    def piece(k, x):
+        return f"np.ascontiguousarray(g[rows[{k}]:rows[{k} + 1]]).reshape({x}.shape)"
+
+    pieces = _pieces(tup, piece)
+    lines = ["def cut(g, ans, arrays, dtype=None, casting='same_kind'):", _row_starts(tup),
+             pieces.replace("return ", "return (", 1) + ",)"]
+    scope = {"np": np}
+    exec("\n".join(lines).replace("arrays", "tup"), scope)  # (the parameter's name)
+    return scope["cut"]
