@@ -94,6 +94,8 @@ def _argument_kind(args, indices) -> str:
             continue
         if isinstance(a, np.ndarray) and t is not np.ndarray and not isinstance(a, np.memmap):
             return "subclass"  # (np.matrix: numba would type it as a plain array)
+        if _low_precision(a):
+            return "subclass"  # (refused too: see _subclass_refusal)
         if t is int and not -_INT_BOUND < a < _INT_BOUND:
             return "interpreted"
         if t not in _SCALARS:
@@ -234,7 +236,23 @@ def _fall_back(auto: bool, what: str, stacklevel: int = 3) -> None:
                   stacklevel=stacklevel + 1)
 
 
+def _low_precision(a) -> bool:
+    """A float32/float16/complex64 array or numpy scalar: numpy computes it with a Python
+    float in its own precision (NEP 50), numba in float64, so a comparison such as
+    ``x[0] > 0.3`` with ``x[0] == float32(0.3)`` goes the other way compiled: a different
+    branch, a wrong value and gradient (found by the jit helper)."""
+    dtype = getattr(a, "dtype", None) if isinstance(a, (np.ndarray, np.generic)) else None
+    return dtype is not None and dtype.kind in "fc" and dtype.itemsize < (
+        8 if dtype.kind == "f" else 16)
+
+
 def _subclass_refusal(f, args) -> str:
+    low = sorted({str(a.dtype) for a in args if _low_precision(a)})
+    if low:
+        return (f"an argument of {f.__qualname__}() is {', '.join(low)}: numba computes it "
+                f"with Python floats in float64 where numpy keeps {low[0]}, so comparisons "
+                f"and branches could differ from the plain call; pass float64 "
+                f"(x.astype(np.float64))")
     kinds = sorted({type(a).__name__ for a in args if isinstance(a, np.ndarray)
                     and type(a) is not np.ndarray})
     return (f"an argument of {f.__qualname__}() is a {', '.join(kinds)}, which numba would "
