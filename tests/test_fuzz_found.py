@@ -877,6 +877,92 @@ def test_helper_updating_an_argument_still_visible_is_refused(fn):
     np.testing.assert_array_equal(W3, [1.0, 2.0, 3.0])
 
 
+def _step_pair(a, b):
+    a -= 0.5 * b
+    b -= 0.25 * a
+    return a, b
+
+
+def _advect(f, v):
+    flat = (f * v).ravel()
+    return np.reshape(flat, f.shape)
+
+
+# autograd's fluidsim example (our own copy of its shape): `vx, vy = project(a, b)` in a loop
+# whose body binds a and b anew first. Refused since the parameter checks of faaa8c5, because
+# dead_after treated every statement in a loop as read again by the next iteration.
+def hands_over_each_iteration(x):
+    vx, vy = x * 1.0, x * 2.0
+    for _ in range(3):
+        a = _advect(vx, vx)
+        b = _advect(vy, vx)
+        vx, vy = _step_pair(a, b)
+    return np.sum(vx * vy)
+
+
+def hands_over_in_nested_loops(x):
+    y = x * 1.0
+    for _ in range(2):
+        for _ in range(2):
+            a = y * 1.5
+            a, g = _step_pair(a, x * 1.0)
+            y = y + a * g
+    return np.sum(y ** 2)
+
+
+def test_helper_handed_a_variable_bound_anew_each_iteration():
+    for fn in (hands_over_each_iteration, hands_over_in_nested_loops):
+        test_helper_updating_an_argument_its_caller_hands_over(fn)
+
+
+def read_before_rebinding(x):
+    s = 0.0
+    a = x * 1.0
+    for _ in range(2):
+        s = s + np.sum(a)        # the second iteration reads the array _step_pair changed
+        a = x * 1.0 + s
+        a, g = _step_pair(a, x)
+    return s + np.sum(g)
+
+
+def read_in_the_loop_test(x):
+    a = x * 1.0
+    n = 0
+    while np.sum(a) < 20.0 and n < 3:   # reads a after _step_pair changed it
+        b = x * 1.0
+        a = a + 0.0
+        b, c = _step_pair(a, b)
+        n += 1
+    return np.sum(a)
+
+
+def read_after_the_loop(x):
+    for _ in range(2):
+        a = x * 2.0
+        b, c = _step_pair(a, x)
+    return np.sum(a * b)
+
+
+def handed_in_the_else_block(x):
+    a = x * 1.0
+    for i in range(2):
+        a = a * 1.5
+    else:
+        b, c = _step_pair(a, x * 1.0)
+    return np.sum(b * c)
+
+
+@pytest.mark.parametrize("fn", [read_before_rebinding, read_in_the_loop_test,
+                                read_after_the_loop])
+def test_helper_handed_a_variable_read_again_in_a_loop_is_refused(fn):
+    with pytest.raises(srcgrad.SrcgradError, match="in.place"):
+        srcgrad.grad(fn)(X3.copy())
+
+
+def test_helper_handed_a_variable_in_a_loops_else_block():
+    check_grad(handed_in_the_else_block, (X3,))
+
+
 def _update_then_rebind(a):
     a -= 1.0                     # the caller's array, before the rebinding below
     a = a * 2.0

@@ -399,10 +399,11 @@ class _Desugar:
                 self.reads.setdefault(node.id, []).append(_start(node))
             elif isinstance(node, (gast.Lambda, gast.FunctionDef)) and node is not tree:
                 self.captured |= A.names_read(node)
-            elif isinstance(node, (gast.For, gast.While, gast.Try)):
+            elif isinstance(node, gast.Try):
                 self.spans.append((_start(node), _end(node)))
-        self.loops = [(_start(n), _end(n)) for n in gast.walk(tree) if isinstance(
-            n, (gast.For, gast.While))] if tree is not None else []
+        self.loop_nodes = [n for n in gast.walk(tree) if isinstance(n, (gast.For, gast.While))
+                           ] if tree is not None else []
+        self.loops = [(_start(n), _end(n)) for n in self.loop_nodes]
         # every relation "may see the data of" any statement makes, wherever it is (view_of
         # keeps only those of the statements dominating the current one): what a view made
         # in a branch, or later in a loop, may still see (unseen_views_guard)
@@ -634,14 +635,41 @@ class _Desugar:
         if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
                and id(n) not in inside for n in gast.walk(s)):
             return False
-        if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-                and isinstance(s.targets[0], gast.Name) and s.targets[0].id == name \
-                and s.value is call:
-            return True
+        if isinstance(s, gast.Assign) and len(s.targets) == 1 and s.value is call and any(
+                isinstance(t, gast.Name) and t.id == name for t in (
+                    s.targets[0].elts if isinstance(s.targets[0], gast.Tuple)
+                    else [s.targets[0]])):
+            return True  # x = helper(x), x, g = helper(x): bound anew by s itself
         start, end = _start(s), _end(s)
         if end is None or any(at > end for at in self.reads.get(name, ())):
             return False
-        return not any(a <= start and end <= b for a, b in self.spans)
+        if any(a <= start and end <= b for a, b in self.spans):
+            return False  # (a handler could read it)
+        loops = [n for n in self.loop_nodes if n.body and _start(n.body[0]) is not None
+                 and _start(n.body[0]) <= start and _end(n.body[-1]) is not None
+                 and end <= _end(n.body[-1])]
+        # (a loop's else block runs once: only the loops whose body holds s repeat it)
+        return not loops or self.rebound_first(name, max(loops, key=_start), start)
+
+    def rebound_first(self, name: str, loop, start: tuple) -> bool:
+        """Whether each iteration of ``loop`` binds ``name`` anew before anything reads it
+        (``a = step(x)`` first in its body, then ``x, y = helper(a, b)`` at ``start``), so
+        that no read, in any iteration of this loop or of one around it, can see the array
+        a helper was handed earlier: every read of ``name`` lies between that binding and
+        ``start``. (dead_after has already checked that nothing reads it after.)"""
+        for stmt in loop.body:
+            at = _start(stmt)
+            if at is None or at >= start:
+                return False
+            if name in A.names_read(stmt):
+                return False
+            if name in A.names_written(stmt):
+                if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+                        and isinstance(stmt.targets[0], gast.Name)
+                        and stmt.targets[0].id == name):
+                    return False
+                return all(at <= read for read in self.reads.get(name, ()))
+        return False
 
     def handed_over_guard(self, name: str, fn, param: str, s) -> gast.stmt:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
