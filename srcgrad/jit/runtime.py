@@ -989,3 +989,40 @@ def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     scope = {"np": np}
     exec("\n".join(lines).replace("arrays", "tup"), scope)  # (the parameter's name)
     return scope["cut"]
+
+
+# -- an int to an int power: Python's result or an error, never numba's int64 one ----------
+
+power = _stub("power")
+SUPPORTED = SUPPORTED | {"power"}
+
+INT_POWER = "srcgrad: an int to an int power"
+"""How the message of the OverflowError ``power`` raises begins (srcgrad/jit/__init__.py
+turns it into a JitUnsupportedError, so that jit="auto" runs the interpreted code)."""
+
+_INT64_SAFE = 2.0 ** 62  # (a float64 estimate below it: the exact int64 power fits)
+
+
+@overload(power)
+def _power_overload(a, b, line):
+    """``a ** b``; for ints ``a`` and ``b`` (also bools) an OverflowError where Python's
+    result is no int64: a negative exponent (a float in Python, 0 or 1 in numba) or a
+    power beyond int64 (a big int in Python, wrapped around in numba)."""
+    a, b = _unwrap(a), _unwrap(b)
+    integer = (types.Integer, types.Boolean)
+    if not (isinstance(a, integer) and isinstance(b, integer)):
+        return lambda a, b, line: a ** b
+    if not isinstance(line, types.StringLiteral):
+        return None  # (numba then types the call again with the literal "file:line")
+    where = line.literal_value
+    negative = f"{INT_POWER} with a negative exponent (a float in Python, 0 in numba's " \
+               f"int64) at {where}"
+    beyond = f"{INT_POWER} beyond int64 (numba would wrap around) at {where}"
+
+    def impl(a, b, line):
+        if b < 0:
+            raise OverflowError(negative)
+        if abs(float(a)) ** b >= _INT64_SAFE:
+            raise OverflowError(beyond)
+        return a ** b
+    return impl

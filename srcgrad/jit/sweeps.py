@@ -13,7 +13,7 @@ of the tape rather than assume it.
 from __future__ import annotations
 
 __all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators",
-           "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
+           "integer_powers", "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -557,6 +557,42 @@ def simd_math(module: ast.Module, numpy_names: set[str], functions: tuple) -> as
     in ``module``: a local ``np`` is left alone)."""
     names = numpy_names - _assigned(module)
     return _SimdMath(names, functions).visit(module) if names else module
+
+
+class _IntegerPowers(ast.NodeTransformer):
+    """``a ** b`` -> ``_rt.power(a, b, "file:line")``: numba computes an int to an int
+    power in int64, where Python gives a float for a negative exponent (``2 ** -1`` is 0.5,
+    0 in numba) and a big int beyond int64 (numba wraps around). The compiled helper is
+    ``a ** b`` for any other types, and raises for those two cases of ints (runtime.py)."""
+
+    def __init__(self, locate):
+        self.locate = locate
+
+    def power(self, base, exponent, node):
+        rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr="power",
+                                    ctx=ast.Load()), node)
+        line = _located(ast.Constant(value=self.locate(node)), node)
+        return _located(ast.Call(func=rt, args=[base, exponent, line], keywords=[]), node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return self.power(node.left, node.right, node)
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow) and isinstance(node.target, ast.Name):
+            load = _located(ast.Name(id=node.target.id, ctx=ast.Load()), node)
+            return _located(ast.Assign(targets=[node.target],
+                                       value=self.power(load, node.value, node)), node)
+        return node
+
+
+def integer_powers(module: ast.Module, locate) -> ast.Module:
+    """``module`` with each ``a ** b`` computed by ``_rt.power`` (Python's result, or an
+    error, for ints); ``locate(node)`` is the user's "file:line" of a node."""
+    return _IntegerPowers(locate).visit(module)
 
 
 # -- float tapes preallocated from trip counts -------------------------------------------
