@@ -1279,3 +1279,53 @@ def test_int_powers_that_fit_compute_as_python():
         assert g(0.7, k) == pytest.approx(srcgrad.grad(int_powers_that_fit)(0.7, k), rel=1e-12)
     check_grad(lambda x: int_powers_that_fit(x, 3), (0.7,),
                grads=(g(0.7, 3),))
+
+
+# -- reductions along an axis numba lacks: compiled loops (_rt.max_along, ...) -------------
+
+def reductions_along_axes(x):
+    rows = np.max(x, axis=1) * np.sum(np.min(x, axis=0))
+    centred = x - np.mean(x, axis=-1, keepdims=True)
+    return np.sum(rows) + np.sum(centred ** 2) + np.sum(np.sum(x, axis=0, keepdims=True) ** 2) \
+        + np.sum(np.mean(x, axis=0)) + np.sum(np.amax(x, 0, keepdims=True))
+
+
+def test_reductions_numba_lacks_compile_and_agree():
+    rng = np.random.default_rng(3)
+    g = srcgrad.value_and_grad(reductions_along_axes, jit=True)
+    text = srcgrad.source(g)
+    for helper in ("max_along", "min_along", "mean_along", "sum_along"):
+        assert f"_rt.{helper}(" in text
+    for x in (rng.normal(size=(3, 4)), rng.normal(size=(1, 5)),
+              np.array([[1.0, 3.0, 3.0], [3.0, -0.0, 0.0]])):  # (ties, signed zeros)
+        want = srcgrad.value_and_grad(reductions_along_axes)(x)
+        got = g(x)
+        assert got[0] == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-14)
+        if x.shape == (3, 4):
+            check_grad(reductions_along_axes, (x,), grads=(got[1],))
+    x = rng.normal(size=(3, 4))
+    x[1, 2] = np.nan  # (propagates through max and min, as numpy's)
+    want, got = srcgrad.value_and_grad(reductions_along_axes)(x), g(x)
+    assert np.isnan(want[0]) and np.isnan(got[0])
+    np.testing.assert_array_equal(np.isnan(got[1]), np.isnan(want[1]))
+
+
+def test_reduction_helpers_match_numpy_exactly():
+    from srcgrad.jit import runtime as rt
+
+    @numba.njit
+    def along(x, axis):
+        return (rt.max_along(x, axis, False), rt.min_along(x, axis, True),
+                rt.mean_along(x, axis, False), rt.sum_along(x, axis, True))
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 3, 4))
+    x[0, 1, 2] = np.nan
+    for axis in (0, 1, 2, -1, -3):
+        mx, mn, mean, total = along(x, axis)
+        np.testing.assert_array_equal(mx, np.max(x, axis=axis))
+        np.testing.assert_array_equal(mn, np.min(x, axis=axis, keepdims=True))
+        np.testing.assert_allclose(mean, np.mean(x, axis=axis), rtol=1e-14)
+        np.testing.assert_allclose(total, np.sum(x, axis=axis, keepdims=True), rtol=1e-14)
+    with pytest.raises(ValueError, match="axis"):
+        along(x, 3)

@@ -39,6 +39,7 @@ from .sweeps import (
     fuse,
     integer_powers,
     matmul_operators,
+    reductions_along_an_axis,
     runtime_calls,
     shared_locals_checks,
     simd_math,
@@ -380,6 +381,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
         raise located_error(e.what, ctx, e.node) from None
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
+    tree = reductions_along_an_axis(tree, numpy_names)
     return integer_powers(tree, lambda node: location(ctx, node))
 
 

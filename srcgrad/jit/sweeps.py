@@ -13,7 +13,7 @@ of the tape rather than assume it.
 from __future__ import annotations
 
 __all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators",
-           "integer_powers", "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
+           "integer_powers", "reductions_along_an_axis", "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -557,6 +557,47 @@ def simd_math(module: ast.Module, numpy_names: set[str], functions: tuple) -> as
     in ``module``: a local ``np`` is left alone)."""
     names = numpy_names - _assigned(module)
     return _SimdMath(names, functions).visit(module) if names else module
+
+
+_ALONG_AN_AXIS = {"max": "max_along", "amax": "max_along", "min": "min_along",
+                  "amin": "min_along", "mean": "mean_along", "sum": "sum_along"}
+
+
+class _Reductions(ast.NodeTransformer):
+    """``np.max(a, axis=k)`` -> ``_rt.max_along(a, k, False)`` (also ``min``, and ``mean``
+    and ``sum`` with ``keepdims=``), which numba lacks: compiled loops (runtime.py). A
+    ``np.sum``/``np.mean`` without ``keepdims`` stays numba's own where it has one."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _ALONG_AN_AXIS
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names):
+            return node
+        given = dict(zip(("a", "axis", "out", "keepdims"), node.args))
+        for k in node.keywords:
+            if k.arg is None or k.arg in given:
+                return node  # (**kwargs, or a repeated argument: Python's error)
+            given[k.arg] = k.value
+        if set(given) - {"a", "axis", "keepdims"} or "axis" not in given or "a" not in given:
+            return node
+        if func.attr == "sum" and "keepdims" not in given:
+            return node  # (numba's np.sum along an axis)
+        keep = given.get("keepdims") or _located(ast.Constant(value=False), node)
+        rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                    attr=_ALONG_AN_AXIS[func.attr], ctx=ast.Load()), func)
+        return _located(ast.Call(func=rt, args=[given["a"], given["axis"], keep],
+                                 keywords=[]), node)
+
+
+def reductions_along_an_axis(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with each numpy reduction along an axis numba lacks called through
+    ``_rt``; ``numpy_names`` as for ``simd_math``."""
+    names = numpy_names - _assigned(module)
+    return _Reductions(names).visit(module) if names else module
 
 
 class _IntegerPowers(ast.NodeTransformer):
