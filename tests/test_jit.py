@@ -1232,11 +1232,20 @@ def test_narrow_and_unsigned_integer_arrays_are_refused(f, extra):
     np.testing.assert_array_equal(got, want)
 
 
+def int64_arithmetic(x, idx, k):
+    return (x * (idx[0] // -3) + x * (idx[1] % -3) + x * (idx[0] / idx[1])
+            + x * (idx[0] > 2.5) + x * np.sum(idx) + x * np.mean(idx) + x * (k // -3)
+            + x * (k % -3) + x * (x // -0.3) + (x % -0.3) * x)
+
+
 def test_int64_and_bool_arrays_compute_as_numpy():
     x = np.array([0.5, 1.5])
     idx = np.array([1, 2])
     np.testing.assert_array_equal(srcgrad.grad(scaled_by_an_index_array, jit=True)(x, idx),
                                   srcgrad.grad(scaled_by_an_index_array)(x, idx))
+    g = srcgrad.grad(int64_arithmetic, jit=True)
+    for a, k in [(np.array([7, 2]), 7), (np.array([-7, -2]), -8), (np.array([2, 7]), 2)]:
+        assert g(1.7, a, k) == srcgrad.grad(int64_arithmetic)(1.7, a, k)
     mask = np.array([True, True])
     want = srcgrad.grad(bool_scalars_added)(0.5, mask)
     assert want == 1.0  # (True + True is True in numpy, 2 in Python and numba)
