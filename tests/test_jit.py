@@ -688,7 +688,7 @@ def test_global_array_rebound_to_another_shape_and_dtype():
     g = srcgrad.grad(reads_global_array, jit=True)
     original = WEIGHTS
     try:
-        WEIGHTS = np.arange(6.0).reshape(2, 3).astype(np.float32)  # (broadcasts)
+        WEIGHTS = np.arange(6).reshape(2, 3)  # (broadcasts; int64: float32 is refused)
         _check_against_interpreted(g, reads_global_array, X3)
     finally:
         WEIGHTS = original
@@ -1062,3 +1062,279 @@ def test_compiled_cuts_match_interpreted():
         np.testing.assert_array_equal(piece, expected)
     with pytest.raises(numba.core.errors.TypingError, match="container adjoints"):
         add((g, g), (g, g))  # (Python's + would join the tuples, not add their items)
+
+
+# -- dtypes numba computes with differently from numpy: refused, never a wrong number ------
+
+THRESHOLDS = np.array([0.3, 0.5])  # rebound to float32 and other dtypes by the tests
+
+
+def branch_on_a_global(x):
+    c = 2.0
+    if THRESHOLDS[0] > 0.3:  # float32(0.3) > 0.3 is False in numpy (NEP 50), True in numba
+        c = 5.0
+    return np.sum(x * c) + THRESHOLDS[1] * np.sum(x)
+
+
+def _reads_thresholds(x):
+    return THRESHOLDS[0] * x[0]
+
+
+def helper_reads_global(x):
+    return _reads_thresholds(x) + np.sum(x * x)
+
+
+def _rebound_thresholds(value):
+    global THRESHOLDS
+    old, THRESHOLDS = THRESHOLDS, value
+    return old
+
+
+def _low_values():
+    low = np.array([0.3, 0.5], np.float32)
+    return [low, low.astype(np.float16), np.array([0, 1], np.int32),
+            (np.float32(0.3), np.float32(0.5))]  # (a tuple of numpy scalars: frozen)
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_low_precision_global_array_is_refused_located(k):
+    """A float32 array read from a global: compiled, the branch went the other way (value
+    4.0 and gradient 5 where numpy gives 1.6 and 2)."""
+    value = _low_values()[k]
+    old = _rebound_thresholds(value)
+    try:
+        x = np.array([0.2, 0.2])
+        want = srcgrad.value_and_grad(branch_on_a_global)(x)
+        if k == 0:
+            assert want[0] == pytest.approx(0.2 * 2 * 2 + 0.5 * 0.4) and np.allclose(want[1],
+                                                                                     2.5)
+        line = branch_on_a_global.__code__.co_firstlineno + 2
+        with pytest.raises(JitUnsupportedError, match=rf":{line}: 'THRESHOLDS' holds (float|int)"):
+            srcgrad.value_and_grad(branch_on_a_global, jit=True)(x)
+        with pytest.warns(RuntimeWarning, match="THRESHOLDS"):
+            got = srcgrad.value_and_grad(branch_on_a_global, jit="auto")(x)
+        assert got[0] == want[0] and np.array_equal(got[1], want[1])
+    finally:
+        _rebound_thresholds(old)
+
+
+def test_global_rebound_to_low_precision_after_compiling_is_refused():
+    """Arrays read from outside are passed on every call: one rebound to float32 after the
+    first call is caught at that call, jit=True and jit="auto" alike, helpers too."""
+    x = np.array([0.2, 0.2])
+    for f in (branch_on_a_global, helper_reads_global):
+        g = srcgrad.value_and_grad(f, jit=True)
+        auto = srcgrad.value_and_grad(f, jit="auto")
+        np.testing.assert_allclose(g(x)[1], srcgrad.value_and_grad(f)(x)[1], rtol=1e-12)
+        auto(x)
+        old = _rebound_thresholds(np.array([0.3, 0.5], np.float32))
+        try:
+            want = srcgrad.value_and_grad(f)(x)
+            with pytest.raises(JitUnsupportedError, match="'THRESHOLDS'.*float32"):
+                g(x)
+            with pytest.warns(RuntimeWarning, match="float32"):
+                got = auto(x)
+            assert got[0] == want[0] and np.array_equal(got[1], want[1])
+            with pytest.raises(JitUnsupportedError, match="float32"):
+                srcgrad.vjp(f, x, jit=True)
+        finally:
+            _rebound_thresholds(old)
+        np.testing.assert_allclose(g(x)[1], srcgrad.value_and_grad(f)(x)[1], rtol=1e-12)
+
+
+def test_low_precision_closure_and_numpy_scalar_are_refused():
+    def make(t):
+        def f(x):
+            c = 2.0
+            if t > 0.3:
+                c = 5.0
+            return np.sum(x * c)
+        return f
+    x = np.array([0.2, 0.2])
+    for t in (np.float32(0.3), np.array([0.3], np.float32)[0:1].reshape(()),
+              np.float16(0.3)):
+        f = make(t)
+        assert srcgrad.value_and_grad(f)(x)[0] == pytest.approx(0.8)
+        with pytest.raises(JitUnsupportedError, match=r"'t'.*float"):
+            srcgrad.value_and_grad(f, jit=True)(x)
+    f = make(0.25)
+    np.testing.assert_allclose(srcgrad.grad(f, jit=True)(x), srcgrad.grad(f)(x), rtol=1e-12)
+
+
+def float32_made_in_the_body(x):
+    c = 2.0
+    if np.float32(x[0]) > 0.3:
+        c = 5.0
+    return np.sum(x * c)
+
+
+def float32_array_made_in_the_body(x):
+    t = np.full(2, 0.3, np.float32)
+    c = 2.0
+    if t[0] > 0.3:
+        c = 5.0
+    return np.sum(x * c)
+
+
+def float32_array_named_by_a_string(x):
+    t = np.full(2, 0.3, "float32")
+    c = 2.0
+    if t[0] > 0.3:
+        c = 5.0
+    return np.sum(x * c)
+
+
+def int32_made_in_the_body(x, k):
+    n = np.int32(k) * np.int32(k)  # wraps in int32 in numpy, not in numba's int64
+    return x * n
+
+
+@pytest.mark.parametrize("f, args", [
+    (float32_made_in_the_body, (np.array([0.3, 0.5]),)),
+    (float32_array_made_in_the_body, (np.array([0.3, 0.5]),)),
+    (float32_array_named_by_a_string, (np.array([0.3, 0.5]),)),
+    (int32_made_in_the_body, (0.5, 100000))])
+def test_low_precision_dtypes_named_in_the_body_are_refused(f, args):
+    want = srcgrad.grad(f)(*args)
+    line = f.__code__.co_firstlineno + (2 if f is float32_made_in_the_body else 1)
+    with pytest.raises(JitUnsupportedError, match=rf":{line}: .*(float|int)32 values"):
+        srcgrad.grad(f, jit=True)(*args)
+    with pytest.warns(RuntimeWarning):
+        got = srcgrad.grad(f, jit="auto")(*args)
+    np.testing.assert_array_equal(got, want)
+
+
+def scaled_by_an_index_array(x, idx):
+    return np.sum(x * (idx + 2147483647)[0])  # numpy adds in idx's dtype (int32: wraps)
+
+
+def scaled_by_a_squared_index(x, idx):
+    return np.sum(x * (idx * idx)[0])  # (int8: 100 * 100 wraps in numpy)
+
+
+def bool_scalars_added(x, mask):
+    return x * (mask[0] + mask[1])  # np.bool_ + np.bool_ is a logical or in numpy
+
+
+@pytest.mark.parametrize("f, extra", [
+    (scaled_by_an_index_array, np.array([1], np.int32)),
+    (scaled_by_an_index_array, np.array([1], np.uint64)),
+    (scaled_by_a_squared_index, np.array([100], np.int8))])
+def test_narrow_and_unsigned_integer_arrays_are_refused(f, extra):
+    x = np.array([0.5, 1.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (numpy's overflow warnings)
+        want = srcgrad.grad(f)(x, extra)
+        with pytest.raises(JitUnsupportedError, match=str(extra.dtype)):
+            srcgrad.grad(f, jit=True)(x, extra)
+        with pytest.warns(RuntimeWarning, match=str(extra.dtype)):
+            got = srcgrad.grad(f, jit="auto")(x, extra)
+    np.testing.assert_array_equal(got, want)
+
+
+def int64_arithmetic(x, idx, k):
+    return (x * (idx[0] // -3) + x * (idx[1] % -3) + x * (idx[0] / idx[1])
+            + x * (idx[0] > 2.5) + x * np.sum(idx) + x * np.mean(idx) + x * (k // -3)
+            + x * (k % -3) + x * (x // -0.3) + (x % -0.3) * x)
+
+
+def test_int64_and_bool_arrays_compute_as_numpy():
+    x = np.array([0.5, 1.5])
+    idx = np.array([1, 2])
+    np.testing.assert_array_equal(srcgrad.grad(scaled_by_an_index_array, jit=True)(x, idx),
+                                  srcgrad.grad(scaled_by_an_index_array)(x, idx))
+    g = srcgrad.grad(int64_arithmetic, jit=True)
+    for a, k in [(np.array([7, 2]), 7), (np.array([-7, -2]), -8), (np.array([2, 7]), 2)]:
+        assert g(1.7, a, k) == srcgrad.grad(int64_arithmetic)(1.7, a, k)
+    mask = np.array([True, True])
+    want = srcgrad.grad(bool_scalars_added)(0.5, mask)
+    assert want == 1.0  # (True + True is True in numpy, 2 in Python and numba)
+    with pytest.raises(JitUnsupportedError, match="bool"):
+        srcgrad.grad(bool_scalars_added, jit=True)(0.5, mask)
+
+
+def int_to_a_negative_power(x, k):
+    return x * k ** -1  # 0.5 for k = 2 in Python, 0 in numba's int64
+
+
+def int_power_beyond_int64(x, k):
+    m = k
+    m **= 3  # 2**90 in Python; wraps around to 0 in numba's int64
+    return x * m
+
+
+def int_powers_that_fit(x, k):
+    return x * k ** 3 + x ** k + x ** -k + 2.0 ** k
+
+
+@pytest.mark.parametrize("f, line", [(int_to_a_negative_power, 1),
+                                     (int_power_beyond_int64, 2)])
+def test_int_powers_python_and_numba_disagree_on_are_refused(f, line):
+    want = srcgrad.grad(f)(0.5, 2 ** 30)
+    assert want != 0.0
+    line = f.__code__.co_firstlineno + line
+    with pytest.raises(JitUnsupportedError, match=rf":{line}: an int to an int power"):
+        srcgrad.grad(f, jit=True)(0.5, 2 ** 30)
+    with pytest.warns(RuntimeWarning, match="an int to an int power"):
+        assert srcgrad.grad(f, jit="auto")(0.5, 2 ** 30) == want
+    small = 3  # (fits: compiled, as Python computes it)
+    if f is int_power_beyond_int64:
+        assert srcgrad.grad(f, jit=True)(0.5, small) == srcgrad.grad(f)(0.5, small) == 27.0
+
+
+def test_int_powers_that_fit_compute_as_python():
+    g = srcgrad.grad(int_powers_that_fit, jit=True)
+    for k in (0, 1, 3, 7):
+        assert g(0.7, k) == pytest.approx(srcgrad.grad(int_powers_that_fit)(0.7, k), rel=1e-12)
+    check_grad(lambda x: int_powers_that_fit(x, 3), (0.7,),
+               grads=(g(0.7, 3),))
+
+
+# -- reductions along an axis numba lacks: compiled loops (_rt.max_along, ...) -------------
+
+def reductions_along_axes(x):
+    rows = np.max(x, axis=1) * np.sum(np.min(x, axis=0))
+    centred = x - np.mean(x, axis=-1, keepdims=True)
+    return np.sum(rows) + np.sum(centred ** 2) + np.sum(np.sum(x, axis=0, keepdims=True) ** 2) \
+        + np.sum(np.mean(x, axis=0)) + np.sum(np.amax(x, 0, keepdims=True))
+
+
+def test_reductions_numba_lacks_compile_and_agree():
+    rng = np.random.default_rng(3)
+    g = srcgrad.value_and_grad(reductions_along_axes, jit=True)
+    text = srcgrad.source(g)
+    for helper in ("max_along", "min_along", "mean_along", "sum_along"):
+        assert f"_rt.{helper}(" in text
+    for x in (rng.normal(size=(3, 4)), rng.normal(size=(1, 5)),
+              np.array([[1.0, 3.0, 3.0], [3.0, -0.0, 0.0]])):  # (ties, signed zeros)
+        want = srcgrad.value_and_grad(reductions_along_axes)(x)
+        got = g(x)
+        assert got[0] == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-14)
+        if x.shape == (3, 4):
+            check_grad(reductions_along_axes, (x,), grads=(got[1],))
+    x = rng.normal(size=(3, 4))
+    x[1, 2] = np.nan  # (propagates through max and min, as numpy's)
+    want, got = srcgrad.value_and_grad(reductions_along_axes)(x), g(x)
+    assert np.isnan(want[0]) and np.isnan(got[0])
+    np.testing.assert_array_equal(np.isnan(got[1]), np.isnan(want[1]))
+
+
+def test_reduction_helpers_match_numpy_exactly():
+    from srcgrad.jit import runtime as rt
+
+    @numba.njit
+    def along(x, axis):
+        return (rt.max_along(x, axis, False), rt.min_along(x, axis, True),
+                rt.mean_along(x, axis, False), rt.sum_along(x, axis, True))
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2, 3, 4))
+    x[0, 1, 2] = np.nan
+    for axis in (0, 1, 2, -1, -3):
+        mx, mn, mean, total = along(x, axis)
+        np.testing.assert_array_equal(mx, np.max(x, axis=axis))
+        np.testing.assert_array_equal(mn, np.min(x, axis=axis, keepdims=True))
+        np.testing.assert_allclose(mean, np.mean(x, axis=axis), rtol=1e-14)
+        np.testing.assert_allclose(total, np.sum(x, axis=axis, keepdims=True), rtol=1e-14)
+    with pytest.raises(ValueError, match="axis"):
+        along(x, 3)

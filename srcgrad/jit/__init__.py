@@ -36,6 +36,7 @@ from ..boundary import check_cotangent
 from ..errors import SrcgradError
 from ..generated import remember
 from ..rules import registry
+from .dtypes import explain, mismatch
 from .errors import JitUnsupportedError, translate
 
 _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
@@ -87,6 +88,8 @@ def _argument_kind(args, indices) -> str:
     """"interpreted" (an integer to differentiate, whose error the interpreted gradient
     gives, or a Python int too big for int64), "subclass" (an array subclass, refused),
     "scalars" (every argument a float or int: the scalar specialization), or "general"."""
+    if _integer_input(args, indices):
+        return "interpreted"
     scalars = True
     for a in args:
         t = type(a)
@@ -94,14 +97,12 @@ def _argument_kind(args, indices) -> str:
             continue
         if isinstance(a, np.ndarray) and t is not np.ndarray and not isinstance(a, np.memmap):
             return "subclass"  # (np.matrix: numba would type it as a plain array)
-        if _low_precision(a):
+        if mismatch(a) is not None:
             return "subclass"  # (refused too: see _subclass_refusal)
         if t is int and not -_INT_BOUND < a < _INT_BOUND:
             return "interpreted"
         if t not in _SCALARS:
             scalars = False
-    if _integer_input(args, indices):
-        return "interpreted"
     return "scalars" if scalars else "general"
 
 
@@ -159,6 +160,18 @@ def _compile_failure(e: Exception) -> bool:
         or _raised_by_numba_compiler(e)
 
 
+def _refuse_int_power(e: Exception, f) -> None:
+    """A ``JitUnsupportedError`` for the OverflowError the compiled ``_rt.power`` raises
+    where an int to an int power has no int64 result numba could give (runtime.py)."""
+    from .runtime import INT_POWER
+    message = str(e)
+    if isinstance(e, OverflowError) and message.startswith(INT_POWER):
+        what, _, line = message.removeprefix("srcgrad: ").rpartition(" at ")
+        raise JitUnsupportedError(
+            f"{line}: {what}, in compiled code of {f.__qualname__}(); make one of them a "
+            f"float (float(k)), or use jit=False or jit='auto'.") from None
+
+
 class _Entry:
     """The compiled ``variant`` of one function's builds, as its wrapper calls it: the last
     compiled variant reused while current (a rebound global, helper or rule rebuilds),
@@ -205,6 +218,7 @@ class _Entry:
             if _compile_failure(e):
                 self.fallback.add(key)
                 raise translate(e, self.f) from None
+            _refuse_int_power(e, self.f)  # (not remembered: it depends on the values)
             raise
 
     def source(self, build) -> str:
@@ -236,23 +250,10 @@ def _fall_back(auto: bool, what: str, stacklevel: int = 3) -> None:
                   stacklevel=stacklevel + 1)
 
 
-def _low_precision(a) -> bool:
-    """A float32/float16/complex64 array or numpy scalar: numpy computes it with a Python
-    float in its own precision (NEP 50), numba in float64, so a comparison such as
-    ``x[0] > 0.3`` with ``x[0] == float32(0.3)`` goes the other way compiled: a different
-    branch, a wrong value and gradient (found by the jit helper)."""
-    dtype = getattr(a, "dtype", None) if isinstance(a, (np.ndarray, np.generic)) else None
-    return dtype is not None and dtype.kind in "fc" and dtype.itemsize < (
-        8 if dtype.kind == "f" else 16)
-
-
 def _subclass_refusal(f, args) -> str:
-    low = sorted({str(a.dtype) for a in args if _low_precision(a)})
-    if low:
-        return (f"an argument of {f.__qualname__}() is {', '.join(low)}: numba computes it "
-                f"with Python floats in float64 where numpy keeps {low[0]}, so comparisons "
-                f"and branches could differ from the plain call; pass float64 "
-                f"(x.astype(np.float64))")
+    dtypes = sorted({mismatch(a) for a in args} - {None})
+    if dtypes:
+        return f"an argument of {f.__qualname__}() is {', '.join(dtypes)}: {explain(dtypes[0])}"
     kinds = sorted({type(a).__name__ for a in args if isinstance(a, np.ndarray)
                     and type(a) is not np.ndarray})
     return (f"an argument of {f.__qualname__}() is a {', '.join(kinds)}, which numba would "
@@ -362,6 +363,7 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
             except Exception as e:
                 if _compile_failure(e):  # (new argument types: numba compiles again)
                     raise translate(e, f) from None
+                _refuse_int_power(e, f)
                 raise
         else:
             result = through_entry(kind, args)

@@ -29,15 +29,17 @@ from ..transforms import normalize, prepare
 from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
 from . import simd
-from .errors import JitUnsupportedError, located_error
-from .inputs import RefusedRead, external_reads
+from .errors import JitUnsupportedError, located_error, location
+from .inputs import RefusedRead, check_passed, external_reads
 from .sweeps import (
     JitRewriteError,
     drop_stand_ins,
     forward_only,
     fresh_name,
     fuse,
+    integer_powers,
     matmul_operators,
+    reductions_along_an_axis,
     runtime_calls,
     shared_locals_checks,
     simd_math,
@@ -88,8 +90,11 @@ class Compiled(NamedTuple):
         return True
 
     def arguments(self, fn) -> list:
-        """The values passed after the user's arguments, read now."""
-        return [source.read(fn) for source in self.inputs]
+        """The values passed after the user's arguments, read now (refused when one has
+        become an array of a dtype numba computes with differently from numpy)."""
+        values = [source.read(fn) for source in self.inputs]
+        check_passed(self.inputs, values, fn)
+        return values
 
 
 class Guard(NamedTuple):
@@ -313,7 +318,8 @@ def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, calls: dict) -> tuple:
     funcs = [s for s in make.body if isinstance(s, ast.FunctionDef)]
     bound = {a.arg for a in make.args.args}
     try:
-        reads = external_reads(funcs, bound, set(ctx.closure), adj.fn)
+        reads = external_reads(funcs, bound, set(ctx.closure), adj.fn,
+                               lambda node: location(ctx, node))
     except RefusedRead as e:
         raise located_error(e.what, ctx, e.node) from None
     params = {source.key: param for param, source in reads.passed}
@@ -374,7 +380,9 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
-    return simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
+    tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
+    tree = reductions_along_an_axis(tree, numpy_names)
+    return integer_powers(tree, lambda node: location(ctx, node))
 
 
 def _build(adj, variant: str, resolve=None) -> Compiled:

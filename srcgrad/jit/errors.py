@@ -20,13 +20,22 @@ class JitUnsupportedError(UnsupportedFeatureError):
     """What numba cannot compile in a gradient, located at the user's line."""
 
 
-def located_error(what: str, ctx, node=None) -> JitUnsupportedError:
-    """``file:line: <what> ...`` for a node of the generated tree (its line is the user's)."""
+def location(ctx, node=None) -> str:
+    """``file:line`` of a node of the generated tree (its line is the user's)."""
     src = ctx.src
     lineno = getattr(node, "lineno", None)
-    line = src.first_line + lineno - 1 if lineno else src.first_line
-    return JitUnsupportedError(f"{src.filename}:{line}: {what}, in compiled code of "
-                               f"{ctx.fn.__qualname__}(); {_HINT}.")
+    return f"{src.filename}:{src.first_line + lineno - 1 if lineno else src.first_line}"
+
+
+def located_error(what: str, ctx, node=None) -> JitUnsupportedError:
+    """``file:line: <what> ...`` for a node of the generated tree (its line is the user's)."""
+    return refusal(location(ctx, node), what, ctx.fn)
+
+
+def refusal(line: str, what: str, fn) -> JitUnsupportedError:
+    """``line: <what>, in compiled code of f(); <what to do>``."""
+    return JitUnsupportedError(f"{line}: {what}, in compiled code of {fn.__qualname__}(); "
+                               f"{_HINT}.")
 
 
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)|Raised from (<srcgrad:[^>]*>) \((\d+)\)')

@@ -14,7 +14,7 @@ but not their cells).
 """
 from __future__ import annotations
 
-__all__ = ["Reads", "RefusedRead", "Source", "external_reads", "kind_of"]
+__all__ = ["Reads", "RefusedRead", "Source", "check_passed", "external_reads", "kind_of"]
 
 import ast
 import enum
@@ -23,6 +23,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .dtypes import explain, mismatch, named_mismatch
+from .errors import refusal
 from .sweeps import fresh_name
 
 _CONSTANTS = (bool, int, float, complex, str, bytes, type(None), np.generic, np.dtype,
@@ -37,6 +39,7 @@ class Source(NamedTuple):
     where: str  # "global" or "closure"
     path: tuple  # (name, attr, ...)
     namespace: Any  # the globals dict (for "global"), else None
+    line: str = ""  # "file:line" of the user's line that reads it first, for messages
 
     @property
     def key(self) -> tuple:
@@ -81,6 +84,29 @@ def kind_of(value) -> str:
     if isinstance(value, (_CONSTANTS, types.ModuleType)) or callable(value):
         return "freeze"
     return "refuse"
+
+
+def _dtype_refusal(label: str, value) -> str | None:
+    """Why compiled code may not read ``value`` (reached as ``label``) for its dtype: one
+    numba computes with differently from numpy (dtypes.py)."""
+    dtype = mismatch(value)
+    if dtype is not None:
+        return f"'{label}' holds {dtype} values: {explain(dtype)}"
+    dtype = named_mismatch(value)
+    if dtype is not None:
+        return f"'{label}' makes {dtype} values: {explain(dtype)}"
+    return None
+
+
+def check_passed(sources: tuple, values: list, fn) -> None:
+    """``JitUnsupportedError`` when a value passed to compiled code (read now: an array
+    rebound since the build) has a dtype numba computes with differently from numpy."""
+    for source, value in zip(sources, values):
+        if type(value) is not np.ndarray and not isinstance(value, (tuple, np.generic)):
+            continue
+        why = _dtype_refusal(source.label(), value)
+        if why is not None:
+            raise refusal(source.line, why, fn)
 
 
 class RefusedRead(Exception):
@@ -130,18 +156,22 @@ def _local_names(func: ast.FunctionDef) -> set[str]:
 class _Finder(ast.NodeTransformer):
     """Replaces each passed read by its parameter's name; records frozen ones."""
 
-    def __init__(self, free, closure: set[str], fn, taken: set[str]):
+    def __init__(self, free, closure: set[str], fn, taken: set[str], locate):
         self.free, self.closure, self.fn, self.taken = free, closure, fn, taken
+        self.locate = locate  # node -> "file:line" of the user's line
+        self.node = None  # the node being resolved
         self.passed: dict[tuple, tuple] = {}  # key -> (param, Source)
         self.frozen: dict[tuple, tuple] = {}  # key -> (Source, value)
 
     def source(self, path) -> Source:
+        line = self.locate(self.node)
         if path[0] in self.closure:
-            return Source("closure", tuple(path), None)
-        return Source("global", tuple(path), getattr(self.fn, "__globals__", {}))
+            return Source("closure", tuple(path), None, line)
+        return Source("global", tuple(path), getattr(self.fn, "__globals__", {}), line)
 
     def resolve(self, node, chain: list[str]):
         """The node replacing ``node`` (a name or attribute chain of a free root)."""
+        self.node = node
         root = self.source(chain[:1])
         try:
             value = root.read(self.fn)
@@ -179,10 +209,27 @@ class _Finder(ast.NodeTransformer):
                 replaced = ast.copy_location(
                     ast.Attribute(value=replaced, attr=attr, ctx=ast.Load()), node)
             return replaced
+        why = _dtype_refusal(source.label(), value)  # (data passed: checked per call)
+        if why is not None:
+            raise RefusedRead(why, node)
         if k == 1 or isinstance(value, (*_CONSTANTS, tuple)):
             # (functions reached through a module, np.sum, are numba's to resolve)
             self.frozen.setdefault(source.key, (source, value))
         return None
+
+    def visit_Call(self, node):
+        """A dtype named by a string (``x.astype("float32")``, ``dtype="f4"``)."""
+        named = [k.value for k in node.keywords if k.arg == "dtype"]
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "astype":
+            named += node.args[:1]
+        elif _chain(node.func) is not None and _chain(node.func)[0] in ("np", "numpy"):
+            named += node.args[1:]  # (np.zeros(3, "f4"), np.array(x, "float32"))
+        for value in named:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                why = _dtype_refusal(repr(value.value), value.value)
+                if why is not None:
+                    raise RefusedRead(why, node)
+        return self.generic_visit(node)
 
     def visit_Attribute(self, node):
         chain = _chain(node)
@@ -199,7 +246,7 @@ class _Finder(ast.NodeTransformer):
 
 
 def external_reads(funcs: list[ast.FunctionDef], bound: set[str], closure: set[str],
-                   fn) -> Reads:
+                   fn, locate=lambda node: "") -> Reads:
     """What ``funcs`` (compiled functions of ``fn``'s factory) read from outside, their
     trees rewritten in place so that each passed value is read from a parameter (not yet
     added: the caller decides where). ``bound`` are the factory's own parameters (srcgrad's
@@ -209,7 +256,7 @@ def external_reads(funcs: list[ast.FunctionDef], bound: set[str], closure: set[s
     for func in funcs:
         free = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)} \
             - _local_names(func) - (bound - closure)
-        finder = _Finder(free, closure, fn, taken)
+        finder = _Finder(free, closure, fn, taken, locate)
         finder.passed = passed
         finder.frozen = frozen
         func.body = [finder.visit(s) for s in func.body]

@@ -989,3 +989,131 @@ def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     scope = {"np": np}
     exec("\n".join(lines).replace("arrays", "tup"), scope)  # (the parameter's name)
     return scope["cut"]
+
+
+# -- an int to an int power: Python's result or an error, never numba's int64 one ----------
+
+power = _stub("power")
+SUPPORTED = SUPPORTED | {"power"}
+
+INT_POWER = "srcgrad: an int to an int power"
+"""How the message of the OverflowError ``power`` raises begins (srcgrad/jit/__init__.py
+turns it into a JitUnsupportedError, so that jit="auto" runs the interpreted code)."""
+
+_INT64_SAFE = 2.0 ** 62  # (a float64 estimate below it: the exact int64 power fits)
+
+
+@overload(power)
+def _power_overload(a, b, line):
+    """``a ** b``; for ints ``a`` and ``b`` (also bools) an OverflowError where Python's
+    result is no int64: a negative exponent (a float in Python, 0 or 1 in numba) or a
+    power beyond int64 (a big int in Python, wrapped around in numba)."""
+    a, b = _unwrap(a), _unwrap(b)
+    integer = (types.Integer, types.Boolean)
+    if not (isinstance(a, integer) and isinstance(b, integer)):
+        return lambda a, b, line: a ** b
+    if not isinstance(line, types.StringLiteral):
+        return None  # (numba then types the call again with the literal "file:line")
+    where = line.literal_value
+    negative = f"{INT_POWER} with a negative exponent (a float in Python, 0 in numba's " \
+               f"int64) at {where}"
+    beyond = f"{INT_POWER} beyond int64 (numba would wrap around) at {where}"
+
+    def impl(a, b, line):
+        if b < 0:
+            raise OverflowError(negative)
+        if abs(float(a)) ** b >= _INT64_SAFE:
+            raise OverflowError(beyond)
+        return a ** b
+    return impl
+
+
+# -- reductions along one axis numba lacks: np.max/np.min, np.mean, keepdims= ------------
+
+max_along = _stub("max_along")
+min_along = _stub("min_along")
+mean_along = _stub("mean_along")
+sum_along = _stub("sum_along")
+SUPPORTED = SUPPORTED | {"max_along", "min_along", "mean_along", "sum_along"}
+
+_DROPPED_SHAPES: dict = {}
+
+
+def _dropped_shape(ndim: int):
+    """A jitable ``dropped(shape, a)``: ``shape`` (of an ``ndim``-d array) without axis
+    ``a`` (0 <= a < ndim), a tuple written out for the rank."""
+    if ndim not in _DROPPED_SHAPES:
+        dims = [f"shape[{d}] if {d} < a else shape[{d + 1}]" for d in range(ndim - 1)]
+        scope: dict = {}
+        exec(f"def dropped(shape, a):\n    return ({''.join(d + ', ' for d in dims)})", scope)
+        _DROPPED_SHAPES[ndim] = register_jitable(scope["dropped"])
+    return _DROPPED_SHAPES[ndim]
+
+
+@register_jitable
+def _three_axes(a, k):
+    """``a`` (C-ordered) seen as (before axis ``k``, along it, after it)."""
+    before, after = 1, 1
+    for d in range(k):
+        before *= a.shape[d]
+    for d in range(k + 1, a.ndim):
+        after *= a.shape[d]
+    return np.ascontiguousarray(a).reshape((before, a.shape[k], after))
+
+
+_SUM, _MEAN, _MAX, _MIN = 0, 1, 2, 3
+
+
+@register_jitable
+def _fold(v, kind):
+    """``v`` (3-d) reduced along its middle axis: a sum, a mean, or the max or min (NaN
+    propagating, as numpy's), in float64."""
+    before, n, after = v.shape
+    extremum = kind == _MAX or kind == _MIN
+    if extremum and n == 0:
+        raise ValueError("zero-size array to reduction operation which has no identity")
+    out = np.empty((before, after), np.float64)
+    for i in range(before):
+        for j in range(after):
+            acc = v[i, 0, j] if extremum else 0.0
+            for m in range(1 if extremum else 0, n):
+                e = v[i, m, j]
+                if not extremum:
+                    acc += e
+                elif np.isnan(acc):
+                    break
+                elif (not acc >= e) if kind == _MAX else (not acc <= e):
+                    acc = e
+            out[i, j] = acc / n if kind == _MEAN else acc
+    return out
+
+
+def _along(name: str, kind: int):
+    """The overload of ``_rt.<name>(a, axis, keepdims)`` for a float64 array and one int
+    axis: ``_fold`` of the array seen as (before, along, after)."""
+    def typer(a, axis, keepdims):
+        a = _unwrap(a)
+        ndim, count, keep = _reduced_shape_plan(a, axis, keepdims, name)
+        if count != 1 or a.dtype != types.float64:
+            raise TypingError(f"srcgrad: compiled {name} of a {a} along axis {axis} is "
+                              f"not supported (float64 arrays, one axis)")
+        kept, dropped = _kept_shape(ndim, 1), _dropped_shape(ndim)
+        if keep:
+            def kept_dims(a, axis, keepdims):
+                shape = kept(a.shape, axis)  # (numpy's error for an axis out of range)
+                return _fold(_three_axes(a, axis + ndim if axis < 0 else axis),
+                             kind).reshape(shape)
+            return kept_dims
+
+        def dropped_dims(a, axis, keepdims):
+            kept(a.shape, axis)
+            k = axis + ndim if axis < 0 else axis
+            return _fold(_three_axes(a, k), kind).reshape(dropped(a.shape, k))
+        return dropped_dims
+    return typer
+
+
+overload(max_along)(_along("max_along", _MAX))
+overload(min_along)(_along("min_along", _MIN))
+overload(mean_along)(_along("mean_along", _MEAN))
+overload(sum_along)(_along("sum_along", _SUM))

@@ -13,7 +13,7 @@ of the tape rather than assume it.
 from __future__ import annotations
 
 __all__ = ["JitRewriteError", "Sweeps", "forward_only", "fuse", "matmul_operators",
-           "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
+           "integer_powers", "reductions_along_an_axis", "shared_locals_checks", "simd_math", "split", "tape_to_stacks"]
 
 import ast
 import copy
@@ -557,6 +557,83 @@ def simd_math(module: ast.Module, numpy_names: set[str], functions: tuple) -> as
     in ``module``: a local ``np`` is left alone)."""
     names = numpy_names - _assigned(module)
     return _SimdMath(names, functions).visit(module) if names else module
+
+
+_ALONG_AN_AXIS = {"max": "max_along", "amax": "max_along", "min": "min_along",
+                  "amin": "min_along", "mean": "mean_along", "sum": "sum_along"}
+
+
+class _Reductions(ast.NodeTransformer):
+    """``np.max(a, axis=k)`` -> ``_rt.max_along(a, k, False)`` (also ``min``, and ``mean``
+    and ``sum`` with ``keepdims=``), which numba lacks: compiled loops (runtime.py). A
+    ``np.sum``/``np.mean`` without ``keepdims`` stays numba's own where it has one."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr in _ALONG_AN_AXIS
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names):
+            return node
+        given = dict(zip(("a", "axis", "out", "keepdims"), node.args))
+        for k in node.keywords:
+            if k.arg is None or k.arg in given:
+                return node  # (**kwargs, or a repeated argument: Python's error)
+            given[k.arg] = k.value
+        if set(given) - {"a", "axis", "keepdims"} or "axis" not in given or "a" not in given:
+            return node
+        if func.attr == "sum" and "keepdims" not in given:
+            return node  # (numba's np.sum along an axis)
+        keep = given.get("keepdims") or _located(ast.Constant(value=False), node)
+        rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                    attr=_ALONG_AN_AXIS[func.attr], ctx=ast.Load()), func)
+        return _located(ast.Call(func=rt, args=[given["a"], given["axis"], keep],
+                                 keywords=[]), node)
+
+
+def reductions_along_an_axis(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with each numpy reduction along an axis numba lacks called through
+    ``_rt``; ``numpy_names`` as for ``simd_math``."""
+    names = numpy_names - _assigned(module)
+    return _Reductions(names).visit(module) if names else module
+
+
+class _IntegerPowers(ast.NodeTransformer):
+    """``a ** b`` -> ``_rt.power(a, b, "file:line")``: numba computes an int to an int
+    power in int64, where Python gives a float for a negative exponent (``2 ** -1`` is 0.5,
+    0 in numba) and a big int beyond int64 (numba wraps around). The compiled helper is
+    ``a ** b`` for any other types, and raises for those two cases of ints (runtime.py)."""
+
+    def __init__(self, locate):
+        self.locate = locate
+
+    def power(self, base, exponent, node):
+        rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr="power",
+                                    ctx=ast.Load()), node)
+        line = _located(ast.Constant(value=self.locate(node)), node)
+        return _located(ast.Call(func=rt, args=[base, exponent, line], keywords=[]), node)
+
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return self.power(node.left, node.right, node)
+        return node
+
+    def visit_AugAssign(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow) and isinstance(node.target, ast.Name):
+            load = _located(ast.Name(id=node.target.id, ctx=ast.Load()), node)
+            return _located(ast.Assign(targets=[node.target],
+                                       value=self.power(load, node.value, node)), node)
+        return node
+
+
+def integer_powers(module: ast.Module, locate) -> ast.Module:
+    """``module`` with each ``a ** b`` computed by ``_rt.power`` (Python's result, or an
+    error, for ints); ``locate(node)`` is the user's "file:line" of a node."""
+    return _IntegerPowers(locate).visit(module)
 
 
 # -- float tapes preallocated from trip counts -------------------------------------------
