@@ -159,14 +159,21 @@ _SPREAD_KINDS = frozenset("biufc")
 
 
 def spread_number(d, shape):
-    """``np.broadcast_to(d, shape)`` for a number (Python float, numpy scalar, 0-d array)
-    ``d`` of a numeric dtype: the same read-only zero-stride array, built over the bytes of
-    its one element (np.broadcast_to costs ~5 us; a scalar contribution meets an array result
-    a few times per sweep of a sweep); None for other values."""
-    if type(d) is float:
+    """``np.broadcast_to(d, shape)`` for a number ``d`` of a numeric dtype (Python float,
+    numpy scalar, 0-d array), built directly (np.broadcast_to costs ~5 us): the same
+    read-only zero-stride array, over the bytes of a scalar's one element (immutable, as the
+    scalar is) or, like numpy's broadcast, a view of a 0-d array's element, which sees later
+    writes to it. None for other values."""
+    kind = type(d)
+    if kind is float:
         return _ndarray(shape, _FLOAT64, _pack_float(d), 0, (0,) * len(shape))
-    if (type(d) is _ndarray or isinstance(d, _generic)) and d.dtype.kind in _SPREAD_KINDS:
-        # (bytes are immutable: the array is read-only, as a broadcast view is)
+    if kind is _ndarray:
+        if d.ndim or d.dtype.kind not in _SPREAD_KINDS:
+            return None
+        out = _ndarray(shape, d.dtype, d, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
+    if isinstance(d, _generic) and d.dtype.kind in _SPREAD_KINDS:
         return _ndarray(shape, d.dtype, d.tobytes(), 0, (0,) * len(shape))
     return None
 

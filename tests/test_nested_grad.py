@@ -400,6 +400,12 @@ def test_a_number_spread_over_an_array_is_what_broadcast_to_gives(monkeypatch):
         assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == shape
         assert not got.flags.writeable
         np.testing.assert_array_equal(got, want)
+        if type(cases[k]) is np.ndarray and got.size:  # a view of a 0-d array's element, as
+            assert np.shares_memory(got, cases[k])  # numpy's broadcast is
+    base = np.arange(4.0)
+    got = runtime.broadcast_like(base[2, ...], np.zeros(5))
+    base[2] = 7.0  # (the view sees a later write, as numpy's broadcast does)
+    assert got.tolist() == [7.0] * 5
 
 
 def test_second_and_third_order_through_the_inner_gradient_spread_no_number_by_numpy(
