@@ -53,6 +53,7 @@ class Generated(abc.ABC):
         self._make = None
         self._helpers: list = []
         self._closure_names: list[str] = []
+        self._closure_at: tuple = ()
         self._functions: tuple = ()
         self._instance = None  # (make, defaults, kwdefaults, closure values, functions)
         self._has_closure = bool(getattr(fn, "__closure__", None))
@@ -102,6 +103,10 @@ class Generated(abc.ABC):
         self._make = type(make)(make.__code__, getattr(self.fn, "__globals__", {}), "_make")
         self._helpers = [runtime] + list(ctx.helpers.values())
         self._closure_names = closure
+        # where each closure name's cell sits in a function of this code (functions_for
+        # reads the cells by position: no dict of them per call)
+        freevars = self.fn.__code__.co_freevars if self._has_closure else ()
+        self._closure_at = tuple(freevars.index(n) for n in closure) if freevars else ()
         self._assumptions = list(ctx.assumptions.items())
         self._closure_assumptions = dict(ctx.closure_assumptions)
         self._globals = getattr(self.fn, "__globals__", {})
@@ -181,8 +186,8 @@ class Generated(abc.ABC):
             fn = self.fn  # (a caller may name the function this build was made for by proxy)
         values = []
         if self._has_closure:
-            cells = dict(zip(fn.__code__.co_freevars, fn.__closure__))
-            values = [cells[n].cell_contents for n in self._closure_names]
+            cells = fn.__closure__
+            values = [cells[i].cell_contents for i in self._closure_at]
         # the functions made last serve again for the same build, closure values and default
         # objects: the sweeps of a generated sweep (a gradient differentiated again) are
         # closures, whose callers fetch them on every call

@@ -55,6 +55,7 @@ __all__ = [
 ]
 
 import math
+import struct
 import sys
 import types
 from typing import Any, NamedTuple
@@ -145,7 +146,36 @@ def broadcast_like(d, ans):
         dshape = np.shape(d)
     if dshape == shape:
         return d
+    if not dshape:
+        spread = spread_number(d, shape)
+        if spread is not None:
+            return spread
     return np.broadcast_to(d, shape)
+
+
+_FLOAT64 = np.dtype(np.float64)
+_pack_float = struct.Struct("d").pack
+_SPREAD_KINDS = frozenset("biufc")
+
+
+def spread_number(d, shape):
+    """``np.broadcast_to(d, shape)`` for a number ``d`` of a numeric dtype (Python float,
+    numpy scalar, 0-d array), built directly (np.broadcast_to costs ~5 us): the same
+    read-only zero-stride array, over the bytes of a scalar's one element (immutable, as the
+    scalar is) or, like numpy's broadcast, a view of a 0-d array's element, which sees later
+    writes to it. None for other values."""
+    kind = type(d)
+    if kind is float:
+        return _ndarray(shape, _FLOAT64, _pack_float(d), 0, (0,) * len(shape))
+    if kind is _ndarray:
+        if d.ndim or d.dtype.kind not in _SPREAD_KINDS:
+            return None
+        out = _ndarray(shape, d.dtype, d, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
+    if isinstance(d, _generic) and d.dtype.kind in _SPREAD_KINDS:
+        return _ndarray(shape, d.dtype, d.tobytes(), 0, (0,) * len(shape))
+    return None
 
 
 def refuse_foreign_array(value) -> None:

@@ -381,3 +381,87 @@ def test_a_closure_sweep_sees_its_cell_rebound():
         set_k(2.0)
     assert g(3.0) == pytest.approx(13.0)
 
+
+
+# -- a number spread over an array result, and the sweeps of a closure fetched by position ----
+def test_a_number_spread_over_an_array_is_what_broadcast_to_gives(monkeypatch):
+    """broadcast_like of a number builds the read-only zero-stride array itself: the same
+    values, dtype and read-only flag as np.broadcast_to (which costs ~5 us; the backward
+    sweep of a backward sweep spreads numbers like this a few times per call)."""
+    cases = [2.0, np.float64(-0.0), np.float32(3.0), np.array(4.0), np.int32(5),
+             np.complex64(1 + 2j), np.float64(np.nan), np.array(2.5, dtype=">f8")]
+    expected = {}
+    for k, d in enumerate(cases):
+        for shape in [(3,), (2, 3), (0,), (1, 1)]:
+            expected[k, shape] = np.broadcast_to(d, shape)
+    monkeypatch.setattr(runtime.np, "broadcast_to", lambda *a, **k: pytest.fail("called"))
+    for (k, shape), want in expected.items():
+        got = runtime.broadcast_like(cases[k], np.zeros(shape))
+        assert type(got) is np.ndarray and got.dtype == want.dtype and got.shape == shape
+        assert not got.flags.writeable
+        np.testing.assert_array_equal(got, want)
+        if type(cases[k]) is np.ndarray and got.size:  # a view of a 0-d array's element, as
+            assert np.shares_memory(got, cases[k])  # numpy's broadcast is
+    base = np.arange(4.0)
+    got = runtime.broadcast_like(base[2, ...], np.zeros(5))
+    base[2] = 7.0  # (the view sees a later write, as numpy's broadcast does)
+    assert got.tolist() == [7.0] * 5
+
+
+def test_second_and_third_order_through_the_inner_gradient_spread_no_number_by_numpy(
+        monkeypatch):
+    """grad(rprime) and grad(grad(rprime)) spread numbers over arrays only through
+    runtime.spread_number, and their values are unchanged: the written-out derivatives and
+    central differences of them."""
+    g1, g2 = srcgrad.grad(rprime), srcgrad.grad(srcgrad.grad(rprime))
+    w1, w2 = srcgrad.grad(rprime_written), srcgrad.grad(srcgrad.grad(rprime_written))
+    g1(2.0), g2(2.0)
+    spreads = []
+    broadcast_to = np.broadcast_to
+    monkeypatch.setattr(runtime.np, "broadcast_to",
+                        lambda d, shape, **k: spreads.append(np.shape(d))
+                        or broadcast_to(d, shape, **k))
+    for r in (0.7, 2.0, 5.5):
+        assert g1(r) == pytest.approx(w1(r), rel=1e-10)
+        assert g1(r) == pytest.approx(central(rprime_written, r), rel=1e-6)
+        assert g2(r) == pytest.approx(w2(r), rel=1e-10)
+        assert g2(r) == pytest.approx(central(w1, r), rel=1e-6)
+    assert [s for s in spreads if s == ()] == []
+
+
+def _closure_with_two_cells():
+    a, b = 2.0, 3.0
+
+    def inner(x):
+        return a * x * x + b * x
+
+    def set_cells(new_a, new_b):
+        nonlocal a, b
+        a, b = new_a, new_b
+
+    return inner, set_cells
+
+
+_TWO_CELLS = _closure_with_two_cells()
+
+
+def calls_two_cells(x):
+    return _TWO_CELLS[0](x) * x
+
+
+def test_closure_sweeps_read_each_cell_by_its_position():
+    """functions_for reads a closure's cells by their positions in the code's free variables,
+    found once per build: each name gets its own cell's value, and a rebound cell is seen."""
+    inner, set_cells = _TWO_CELLS
+    g, g2 = srcgrad.grad(calls_two_cells), srcgrad.grad(srcgrad.grad(calls_two_cells))
+    try:
+        for a, b in [(2.0, 3.0), (5.0, -1.0), (-1.5, 0.25)]:
+            set_cells(a, b)
+            # f = a x^3 + b x^2: f' = 3a x^2 + 2b x, f'' = 6a x + 2b
+            assert g(1.5) == pytest.approx(3 * a * 1.5 ** 2 + 2 * b * 1.5, rel=1e-12)
+            assert g2(1.5) == pytest.approx(6 * a * 1.5 + 2 * b, rel=1e-12)
+    finally:
+        set_cells(2.0, 3.0)
+    adj = srcgrad.api.get_adjoint(inner, (0,))
+    assert adj._closure_names == ["a", "b"]
+    assert [inner.__code__.co_freevars[i] for i in adj._closure_at] == adj._closure_names

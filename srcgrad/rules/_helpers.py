@@ -135,14 +135,13 @@ def _spread_scalar(g, shape):
     array of those values instead: a view takes its buffer through the buffer protocol,
     whose bookkeeping numpy keeps on ``g`` as long as ``g`` lives (~0.3 kB, more than the
     elements) and which costs more time than filling them."""
-    value = g if type(g) is np.ndarray else np.asarray(g)
     if _prod(shape) <= _SPREAD_FILLED:
+        value = g if type(g) is np.ndarray else np.asarray(g)
         out = np.empty(shape, value.dtype)
         out.fill(value)
         return out
-    out = np.ndarray(shape, value.dtype, value, 0, (0,) * len(shape))
-    out.flags.writeable = False
-    return out
+    out = rt.spread_number(g, shape)  # (one place builds the view: runtime)
+    return np.broadcast_to(g, shape) if out is None else out  # (a dtype no number has)
 
 
 @nondifferentiable
