@@ -1067,13 +1067,15 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
     path, obj, rest = [root], root, list(keys)
     while rest and type(obj) in (list, dict, tuple) and not isinstance(rest[0], slice):
         try:
-            obj = obj[rest.pop(0)]
+            child = obj[rest[0]]
         except (KeyError, IndexError, TypeError):
-            return  # a new key (Python raises the IndexError itself, in the store)
+            break  # a new key (the store adds it; Python raises an IndexError itself)
+        rest.pop(0)
+        obj = child
         path.append(obj)
     changed = path[:-1]  # the containers a slot of which is replaced
     if (rest or inplace) and type(obj) in (list, dict):
-        changed.append(obj)
+        changed.append(obj)  # (a new key or a slice of it; a list's own '+=')
     array = obj if (rest or inplace) and isinstance(obj, np.ndarray) else None
     seen: dict[int, int] = {}
     arrays = []

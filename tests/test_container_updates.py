@@ -234,3 +234,20 @@ def test_copied_containers_pass():
         s2["h"][0] = x[1] ** 2
         return np.sum(s2["h"] * x) + np.sum(state["h"])
     check_all_orders(f, X3)
+
+
+def test_a_new_key_of_a_shared_dict_is_refused():
+    def f(x):
+        state = {"a": {"h": np.zeros(3)}}
+        inner = state["a"]
+        state["a"]["new"] = x * 2.0  # inner sees the new key
+        return np.sum(inner["new"] * x)
+
+    def g(x):
+        state = {"a": {"h": np.zeros(3)}}
+        state["a"]["new"] = x * 2.0  # nothing else holds state["a"]
+        state["a"]["h"][1:] += x[1:] * state["a"]["new"][:2]
+        return np.sum(state["a"]["new"] * state["a"]["h"])
+    with pytest.raises(UnsupportedSyntaxError):
+        srcgrad.grad(f)(X3)
+    check_all_orders(g, X3)
