@@ -1077,6 +1077,11 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
     if (rest or inplace) and type(obj) in (list, dict):
         changed.append(obj)  # (a new key or a slice of it; a list's own '+=')
     array = obj if (rest or inplace) and isinstance(obj, np.ndarray) else None
+    if any(type(c) is tuple for c in changed):
+        where = message.split(": '", 1)[0]  # (desugar.item_guard: "<file:line>: '<target> ...")
+        raise UnsupportedSyntaxError.from_message(
+            f"{where}: an in-place update of an array held in a tuple is not supported: srcgrad "
+            f"would rebuild the tuple with the new array. Hold the arrays in a list instead.")
     seen: dict[int, int] = {}
     arrays = []
     _reach(root, seen, arrays, 0)
