@@ -1084,48 +1084,66 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
             f"would rebuild the tuple with the new array. Hold the arrays in a list instead.")
     seen: dict[int, int] = {}
     arrays = []
-    _reach(root, seen, arrays, 0)
+    _reach(root, seen, arrays)
     if any(seen.get(id(c), 0) > 1 for c in changed) or (
-            array is not None and sum(np.may_share_memory(a, array) for a in arrays) > 1):
+            array is not None and _sharing(arrays, array) > 1):
         raise UnsupportedSyntaxError.from_message(message)
     seen.clear()
     arrays.clear()
     for value in [frame[n] for n in names if n in frame] + list(outside):
-        _reach(value, seen, arrays, 0)
+        _reach(value, seen, arrays)
     if any(id(c) in seen for c in changed) or (
-            array is not None and any(np.may_share_memory(a, array) for a in arrays)):
+            array is not None and _sharing(arrays, array)):
         raise UnsupportedSyntaxError.from_message(message)
 
 
-def _reach(value, seen: dict, arrays: list, depth: int) -> None:
+def _sharing(arrays, array) -> int:
+    """How many of ``arrays`` may share ``array``'s data (np.may_share_memory), answered at
+    once for an array owning its data (its own allocation) that is not ``array``'s owner."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    exact = owner.base is not None  # (memory numpy did not allocate: compare bounds)
+    return sum(1 for a in arrays if a is owner or ((exact or a.base is not None)
+                                                   and np.may_share_memory(a, array)))
+
+
+_ATOMS = {int, float, complex, str, bytes, bool, type(None), slice, range}
+
+
+def _reach(value, seen: dict, arrays: list) -> None:
     """Count in ``seen`` (by id) each time a list, tuple, dict or object is reached from
     ``value``, through items, attributes and closure cells, and collect the arrays reached
-    (each time). Too deep a structure to follow counts as reaching everything twice."""
-    if isinstance(value, np.ndarray):
-        arrays.append(value)
-        return
-    if value is None or isinstance(value, (int, float, complex, str, bytes, np.generic,
-                                           types.ModuleType, type)):
-        return
-    key = id(value)
-    seen[key] = seen.get(key, 0) + 1
-    if seen[key] > 1:
-        return
-    if depth > 32:
-        raise UnsupportedSyntaxError.from_message(
-            "srcgrad: a container nested more than 32 levels deep cannot be checked for "
-            "other references before an in-place update of an item; copy the item first.")
-    if isinstance(value, (list, tuple, set, frozenset)):
-        children = list(value)
-    elif isinstance(value, dict):
-        children = list(value.values())
-    elif isinstance(value, types.FunctionType):
-        children = [c.cell_contents for c in value.__closure__ or ()
-                    if _cell_filled(c)] + list(value.__defaults__ or ())
-    else:
-        children = list(getattr(value, "__dict__", {}).values())
-    for child in children:
-        _reach(child, seen, arrays, depth + 1)
+    (each time). Too deep a structure to follow is refused."""
+    todo = [(value, 0)]
+    while todo:
+        value, depth = todo.pop()
+        kind = type(value)
+        if kind in _ATOMS:
+            continue
+        if kind is np.ndarray or isinstance(value, np.ndarray):
+            arrays.append(value)
+            continue
+        if isinstance(value, (np.generic, types.ModuleType, type)):
+            continue
+        key = id(value)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            continue
+        if depth > 32:
+            raise UnsupportedSyntaxError.from_message(
+                "srcgrad: a container nested more than 32 levels deep cannot be checked for "
+                "other references before an in-place update of an item; copy the item first.")
+        if kind is list or kind is tuple or isinstance(value, (list, tuple, set, frozenset)):
+            children = value
+        elif isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, types.FunctionType):
+            children = [c.cell_contents for c in value.__closure__ or ()
+                        if _cell_filled(c)] + list(value.__defaults__ or ())
+        else:
+            children = getattr(value, "__dict__", {}).values()
+        todo.extend((child, depth + 1) for child in children)
 
 
 def _cell_filled(cell) -> bool:
@@ -1145,7 +1163,7 @@ def refuse_viewed(value, views, message: str) -> None:
     if type(value) in (list, dict):  # s2 = state (or [state]), then state[k] = v
         seen: dict[int, int] = {}
         for v in views:
-            _reach(v, seen, [], 0)
+            _reach(v, seen, [])
         if id(value) in seen:
             raise UnsupportedSyntaxError.from_message(message)
 

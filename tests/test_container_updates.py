@@ -279,3 +279,27 @@ def test_an_array_in_a_tuple_is_refused_at_its_line():
                                                      r"in-place update of an array held in "
                                                      r"a tuple"):
         srcgrad.grad(f)(X3)
+
+
+def test_run_time_check_of_views_and_foreign_memory():
+    """refuse_shared_item compares memory, not objects: views of one array that do not
+    overlap pass, overlapping ones (also of memory numpy did not allocate) are refused."""
+    from srcgrad.runtime import refuse_shared_item
+
+    def check(rows, frame=None):
+        refuse_shared_item(rows, (0, 1), False, frame or {}, tuple(frame or ()), (), "m: 'x")
+
+    base = np.zeros(6)
+    check([base[:3], base[3:]])
+    with pytest.raises(UnsupportedSyntaxError):
+        check([base[:3], base[3:]], {"base": base})
+    with pytest.raises(UnsupportedSyntaxError):
+        check([base[:4], base[2:]])
+    foreign = np.frombuffer(bytearray(48))
+    check([foreign[:3], foreign[3:]])
+    with pytest.raises(UnsupportedSyntaxError):
+        check([foreign[:4], foreign[2:]])
+    check([np.zeros(3), np.zeros(3)], {"other": [np.zeros(3)], "n": 3})
+    with pytest.raises(UnsupportedSyntaxError):
+        rows = [np.zeros(3)]
+        check(rows, {"holder": {"k": (rows[0],)}})
