@@ -303,3 +303,31 @@ def test_run_time_check_of_views_and_foreign_memory():
     with pytest.raises(UnsupportedSyntaxError):
         rows = [np.zeros(3)]
         check(rows, {"holder": {"k": (rows[0],)}})
+
+
+def rows_extended_then_updated(x):
+    rows = [np.ones(3)]
+    rows += [np.zeros(3) for _ in range(2)]
+    for k in range(3):
+        rows[k][k] += x[k] * x[(k + 1) % 3]
+    return np.sum(rows[0] * rows[1] + rows[2] ** 2)
+
+
+def test_a_list_extended_in_place_is_still_built_here():
+    f = rows_extended_then_updated
+    from fdcheck import check_grad
+    check_grad(f, (X3,))
+    v = rng.standard_normal(3)
+    _, tangent = srcgrad.jvp(f, (X3,), (v,))
+    assert np.allclose(tangent, (f(X3 + 1e-6 * v) - f(X3 - 1e-6 * v)) / 2e-6, rtol=1e-6)
+    g = srcgrad.grad(f)
+    numeric = np.stack([_fd_gradient(lambda y: g(y)[i], X3) for i in range(3)])
+    assert np.allclose(srcgrad.hessian(f)(X3), numeric, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, raises=TypeError, reason="reverse over reverse through "
+                   "'rows += [...]' adds a float zero to a list (also without item updates, "
+                   "at 06357c4): outside desugar's item updates")
+def test_reverse_over_reverse_of_a_list_extended_in_place():
+    g = srcgrad.grad(rows_extended_then_updated)
+    srcgrad.grad(lambda y: np.sum(g(y)))(X3)

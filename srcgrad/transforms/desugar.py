@@ -1633,14 +1633,17 @@ class _CompHoister(gast.NodeTransformer):
 def _built_containers(tree, ctx: Context) -> set[str]:
     """The names of ``tree``'s own scope every binding of which makes a new list or dict: a
     display, a comprehension, ``list(...)``/``dict(...)``, ``[...] * n``. (Not a parameter,
-    nor a name bound any other way too: a loop target, an unpacking, a call's result.)"""
+    nor a name bound any other way too: a loop target, an unpacking, a call's result. On a
+    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)"""
     stores: dict[str, int] = {}
     made: dict[str, int] = {}
     declared = set(ctx.params)
+    extended = {id(n.target) for n in own_nodes(tree) if isinstance(n, gast.AugAssign)}
     for node in own_nodes(tree):
         if isinstance(node, (gast.Global, gast.Nonlocal)):
             declared |= set(node.names)
-        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) \
+                and id(node) not in extended:
             stores[node.id] = stores.get(node.id, 0) + 1
         elif isinstance(node, gast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], gast.Name) and _new_container(node.value, ctx):
