@@ -1081,20 +1081,130 @@ def refuse_item_update(container, item, message: str) -> None:
         raise UnsupportedSyntaxError.from_message(message)
 
 
+def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tuple,
+                       outside: tuple, message: str) -> None:
+    """Before ``root[k1]...[kn] = v`` (``inplace``: ``+=``), which srcgrad rewrites as new
+    containers (``root = setitem(root, k1, setitem(root[k1], ...))``) where Python changes
+    objects in place: raise unless nothing else can see those objects. They are the lists and
+    dicts along the path, and the array (or list) the update changes in place: an array item
+    indexed further (``rows[k][1:] = v``), or the item itself for ``+=``. Each must be held
+    only by its slot on the path: not by another slot (``[a] * 3``), another variable
+    (``names``, those bound in ``frame``), a global (``outside``), nor, for an array, share
+    data with any array those reach. A root that is no list or dict (an array: its own
+    guards) passes."""
+    if type(root) not in (list, dict):
+        return
+    path, obj, rest = [root], root, list(keys)
+    while rest and type(obj) in (list, dict, tuple) and not isinstance(rest[0], slice):
+        try:
+            child = obj[rest[0]]
+        except (KeyError, IndexError, TypeError):
+            break  # a new key (the store adds it; Python raises an IndexError itself)
+        rest.pop(0)
+        obj = child
+        path.append(obj)
+    changed = path[:-1]  # the containers a slot of which is replaced
+    if (rest or inplace) and type(obj) in (list, dict):
+        changed.append(obj)  # (a new key or a slice of it; a list's own '+=')
+    array = obj if (rest or inplace) and isinstance(obj, np.ndarray) else None
+    if any(type(c) is tuple for c in changed):
+        where = message.split(": '", 1)[0]  # (desugar.item_guard: "<file:line>: '<target> ...")
+        raise UnsupportedSyntaxError.from_message(
+            f"{where}: an in-place update of an array held in a tuple is not supported: srcgrad "
+            f"would rebuild the tuple with the new array. Hold the arrays in a list instead.")
+    seen: dict[int, int] = {}
+    arrays = []
+    _reach(root, seen, arrays)
+    if any(seen.get(id(c), 0) > 1 for c in changed) or (
+            array is not None and _sharing(arrays, array) > 1):
+        raise UnsupportedSyntaxError.from_message(message)
+    seen.clear()
+    arrays.clear()
+    for value in [frame[n] for n in names if n in frame] + list(outside):
+        _reach(value, seen, arrays)
+    if any(id(c) in seen for c in changed) or (
+            array is not None and _sharing(arrays, array)):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
+def _sharing(arrays, array) -> int:
+    """How many of ``arrays`` may share ``array``'s data (np.may_share_memory), answered at
+    once for an array owning its data (its own allocation) that is not ``array``'s owner."""
+    owner = array
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    exact = owner.base is not None  # (memory numpy did not allocate: compare bounds)
+    return sum(1 for a in arrays if a is owner or ((exact or a.base is not None)
+                                                   and np.may_share_memory(a, array)))
+
+
+_ATOMS = {int, float, complex, str, bytes, bool, type(None), slice, range}
+
+
+def _reach(value, seen: dict, arrays: list) -> None:
+    """Count in ``seen`` (by id) each time a list, tuple, dict or object is reached from
+    ``value``, through items, attributes and closure cells, and collect the arrays reached
+    (each time). Too deep a structure to follow is refused."""
+    todo = [(value, 0)]
+    while todo:
+        value, depth = todo.pop()
+        kind = type(value)
+        if kind in _ATOMS:
+            continue
+        if kind is np.ndarray or isinstance(value, np.ndarray):
+            arrays.append(value)
+            continue
+        if isinstance(value, (np.generic, types.ModuleType, type)):
+            continue
+        key = id(value)
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] > 1:
+            continue
+        if depth > 32:
+            raise UnsupportedSyntaxError.from_message(
+                "srcgrad: a container nested more than 32 levels deep cannot be checked for "
+                "other references before an in-place update of an item; copy the item first.")
+        if kind is list or kind is tuple or isinstance(value, (list, tuple, set, frozenset)):
+            children = value
+        elif isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, types.FunctionType):
+            children = [c.cell_contents for c in value.__closure__ or ()
+                        if _cell_filled(c)] + list(value.__defaults__ or ())
+        else:
+            children = getattr(value, "__dict__", {}).values()
+        todo.extend((child, depth + 1) for child in children)
+
+
+def _cell_filled(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
+
+
 def refuse_viewed(value, views, message: str) -> None:
-    """Raise when ``value`` is an array one of ``views`` still shares data with: updating it
-    in place would change that view too, which srcgrad's functional rewriting would not."""
+    """Raise when ``value`` is an array one of ``views`` still shares data with, or a list or
+    dict one of them is or holds: updating it in place would change that view too, which
+    srcgrad's functional rewriting would not."""
     if isinstance(value, np.ndarray) and any(_shares_data(v, value, 3) for v in views):
         raise UnsupportedSyntaxError.from_message(message)
+    if type(value) in (list, dict):  # s2 = state (or [state]), then state[k] = v
+        seen: dict[int, int] = {}
+        for v in views:
+            _reach(v, seen, [])
+        if id(value) in seen:
+            raise UnsupportedSyntaxError.from_message(message)
 
 
 def refuse_shared_locals(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
     """Before an in-place update of ``value`` that srcgrad rewrites as a new value (a helper
     handed the array, desugar.hand_over; an alias updated, desugar.alias_guard): raise when
     it is an array that another variable (``names``, those bound in the function's
-    ``frame``) or a global array (``outside``) shares data with. Python would change those
-    too; the rewrite would not."""
-    if isinstance(value, np.ndarray):
+    ``frame``) or a global array (``outside``) shares data with, or a list or dict one of
+    those is or holds. Python would change those too; the rewrite would not."""
+    if isinstance(value, np.ndarray) or type(value) in (list, dict):
         refuse_viewed(value, [frame[n] for n in names if n in frame] + list(outside), message)
 
 

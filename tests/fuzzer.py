@@ -596,7 +596,8 @@ class _Idioms:
     (mixed into Generator)."""
 
     def stmt_idiom(self):
-        kinds = ["walrus", "with", "raise", "match", "nonlocal", "starred", "dict_call"]
+        kinds = ["walrus", "with", "raise", "match", "nonlocal", "starred", "dict_call",
+                 "item_update"]
         if any(h.kind == "plain" and len(h.params) == 1 for h in self.helpers):
             kinds.append("partial")
         return getattr(self, "idiom_" + self.pick(kinds))()
@@ -698,6 +699,30 @@ class _Idioms:
         parts = tuple((k, self.pick(SHAPES)) for k in ("a", "b")[:self.rng.randrange(1, 3)])
         self.vars[name] = Var(name, "dict", parts=parts)
         return [f"{name} = dict({', '.join(f'{k}={self.expr(s, 1)}' for k, s in parts)})"]
+
+    def idiom_item_update(self):
+        """Arrays held in a list updated in place, an element, a slice or the whole item
+        (``rows[i][1:] += e``): new containers when nothing else holds them, refused when the
+        list repeats one array (``[a] * n``), whose every slot Python changes."""
+        shape, n, name = self.pick([VEC, MAT]), self.rng.randrange(1, 4), self.fresh("lst")
+        zeros = f"np.zeros({shape[0] if len(shape) == 1 else shape})"
+        made = f"[{zeros}] * {n}" if self.chance(0.1) else \
+            f"[{zeros} + {paren(self.expr(shape, 1))} for _ in range({n})]"
+        i = self.fresh("i")
+        parts = [("[0]", SCALAR), ("[1:]", VEC2), ("", VEC)] if shape == VEC else \
+            [("[1, 2]", SCALAR), ("[0]", VEC), ("[:, 1]", VEC2), ("", MAT)]
+
+        def body():
+            self.vars[i] = Var(i, "index", bound=n)
+            lines = []
+            for _ in range(self.rng.randrange(1, 3)):
+                sub, s = self.pick(parts)
+                op = self.pick(["+=", "*="] if not sub else ["=", "+=", "-="])
+                lines.append(f"{name}[{i}]{sub} {op} {self.expr(s)}")
+            return lines
+        lines = [f"{name} = {made}", f"for {i} in range({n}):"] + self.block(body)
+        self.vars[name] = Var(name, "list", shape)
+        return lines
 
     def idiom_partial(self):
         h = self.pick([h for h in self.helpers if h.kind == "plain" and len(h.params) == 1])

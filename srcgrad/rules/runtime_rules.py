@@ -411,6 +411,7 @@ nondifferentiable(rt.refuse_viewed)
 nondifferentiable(rt.refuse_shared_locals)
 nondifferentiable(rt.refuse_mutable)
 nondifferentiable(rt.refuse_item_update)
+nondifferentiable(rt.refuse_shared_item)
 nondifferentiable(rt.last_write_mask)
 nondifferentiable(rt.unit_cotangent)  # (the seeds and shape of a Jacobian differentiated
 nondifferentiable(rt.jacobian_shape)  # again: api_forward._jacobian_wrapper)

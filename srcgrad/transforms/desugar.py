@@ -425,6 +425,10 @@ class _Desugar:
                 names = A.names_read(node)
                 if names & ctx.varied:
                     self.meets_varied |= names
+        # lists and dicts every binding of which makes a new one here (a display, a
+        # comprehension, list(...)): an update of an item of one is rewritten as new
+        # containers when, at run time, nothing else holds what it changes (item_guard)
+        self.built = _built_containers(tree, ctx) if tree is not None else set()
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.nested: list[set[str]] = []  # local names of the nested defs being desugared
@@ -1016,7 +1020,7 @@ class _Desugar:
 
     def visit_AugAssign(self, s):
         target = s.target
-        guard = []
+        guard, inplace = [], False
         sources = self.sources_of(target.id) if isinstance(target, gast.Name) else []
         if isinstance(target, gast.Name) and not self.shares_data(target.id, s) and sources:
             # made from other names by a call, a display...: numpy changes them too if it is
@@ -1049,6 +1053,9 @@ class _Desugar:
             guard = self.view_guard(target.id, s) + guard
             if (A.names_read(s.value) | {target.id}) & self.ctx.varied:
                 guard += self.unseen_views_guard(target.id, s, guard)
+        elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied) \
+                and self.item_checkable(target):
+            inplace = True  # visit_Assign's item_guard checks what '+=' changes in place
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
             loc = self.ctx.location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
@@ -1061,7 +1068,7 @@ class _Desugar:
                                 at=s)] + guard
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
-        return guard + self.visit_Assign(A.assign(s.target, value, at=s))
+        return guard + self.visit_Assign(A.assign(s.target, value, at=s), inplace)
 
     def visit_Return(self, s):
         """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
@@ -1080,7 +1087,9 @@ class _Desugar:
             return []
         return self.visit_Assign(A.assign(s.target, s.value, at=s))
 
-    def visit_Assign(self, s):
+    def visit_Assign(self, s, inplace: bool = False):
+        """(``inplace``: ``s`` is what ``target op= value`` became, which Python runs as an
+        in-place update of the item.)"""
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and isinstance(s.value, gast.Name) and s.value.id == s.targets[0].id:
             return []  # x = x: nothing happens (the adjoint pass would count x twice)
@@ -1142,7 +1151,10 @@ class _Desugar:
                               else [])
             if isinstance(base, gast.Name):
                 guard += self.unseen_views_guard(base.id, s, guard)
-            if isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
+            if (inplace or isinstance(target.value, gast.Subscript)
+                    or self.container_shared(target)) and self.item_checkable(target):
+                guard.append(self.item_guard(target, s, inplace))
+            elif isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
                 inner = target.value
                 message = (f"{self.ctx.location(s)}: assignment into an element of an array "
                            f"held in a container ('{_root(target)}[...][...] = ...') is not "
@@ -1182,6 +1194,54 @@ class _Desugar:
                 item = gast.Subscript(value=A.load(tmp), slice=A.const(index), ctx=gast.Load())
             out += self.visit_Assign(A.assign(elt, A.located(item, at), at=at))
         return out
+
+    def item_checkable(self, target) -> bool:
+        """Whether a store or update through ``target`` (``rows[k][1:]``) starts at a list or
+        dict this function built, bound in its own scope (not a parameter, a global, a
+        variable a nested function reads), with indices that call nothing: item_guard can
+        then decide at run time whether anything else sees what it changes."""
+        root = _root(target)
+        return (root in self.built and not self.nested and root not in self.captured
+                and not any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda))
+                            for n in gast.walk(target)))
+
+    def container_shared(self, target) -> bool:
+        """Whether another name may hold the container ``target`` stores into (``s2 = state``,
+        ``outer = [state]``), which Python would then change too."""
+        root = _root(target)
+        return root in self.aliased | self.views or bool(self.may_share.get(root)) \
+            or any(root in vs for vs in self.view_of.values())
+
+    def item_guard(self, target, s, inplace: bool) -> gast.stmt:
+        """``_rt.refuse_shared_item(root, (k1, ..., kn), inplace, locals(), names, globals,
+        message)`` before ``root[k1]...[kn] = v`` (``+=``): srcgrad stores into new lists,
+        dicts and arrays, so it raises at run time when another slot, variable or global
+        holds one of those Python would change in place."""
+        keys, node = [], target
+        while isinstance(node, gast.Subscript):
+            keys.insert(0, index_value(_as_load(A.deepcopy(node.slice))))
+            node = node.value
+        root = node.id
+        names = sorted(self.scope_names - {root} - self.ctx.transient)
+        outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        text = f"{root}{'[...]' * len(keys)} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
+        message = (f"{self.ctx.location(s)}: '{text} ...' changes in place a list, dict or "
+                   f"array that something else also holds (another item, another variable, "
+                   f"a global, a view), which Python would change too; srcgrad does not "
+                   f"support that (in {self.ctx.fn.__name__}()). Copy what it changes first "
+                   f"so that only {root} holds it: {root} = {root}.copy() for the container, "
+                   f"{root}[k] = {root}[k].copy() for an array in it.")
+        return self.check("refuse_shared_item", A.load(root),
+                          gast.Tuple(elts=keys, ctx=gast.Load()), A.const(inplace),
+                          A.call(A.load("locals")),
+                          gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load()),
+                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                          message=message, at=s)
+
+    @staticmethod
+    def op_of(s):
+        """The operator of ``target op= value`` after it became ``target = target op value``."""
+        return s.value.op if isinstance(s.value, gast.BinOp) else None
 
     def is_varied_store(self, target, value) -> bool:
         names = A.names_read(target) | A.names_read(value)
@@ -1596,6 +1656,37 @@ class _CompHoister(gast.NodeTransformer):
         self.pre.append(A.assign(result, empty, at=at))
         self.pre.extend(self.owner.block(body))
         return A.load(result)
+
+
+def _built_containers(tree, ctx: Context) -> set[str]:
+    """The names of ``tree``'s own scope every binding of which makes a new list or dict: a
+    display, a comprehension, ``list(...)``/``dict(...)``, ``[...] * n``. (Not a parameter,
+    nor a name bound any other way too: a loop target, an unpacking, a call's result. On a
+    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)"""
+    stores: dict[str, int] = {}
+    made: dict[str, int] = {}
+    declared = set(ctx.params)
+    extended = {id(n.target) for n in own_nodes(tree) if isinstance(n, gast.AugAssign)}
+    for node in own_nodes(tree):
+        if isinstance(node, (gast.Global, gast.Nonlocal)):
+            declared |= set(node.names)
+        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store) \
+                and id(node) not in extended:
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, gast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], gast.Name) and _new_container(node.value, ctx):
+            made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
+    return {n for n, count in made.items() if count == stores[n] and n not in declared}
+
+
+def _new_container(value, ctx: Context) -> bool:
+    """``value`` certainly makes a new list or dict (its items may be anybody's)."""
+    if isinstance(value, (gast.List, gast.Dict, gast.ListComp, gast.DictComp)):
+        return True
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Mult):
+        return isinstance(value.left, gast.List) or isinstance(value.right, gast.List)
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Name) \
+        and (_is_builtin(value.func.id, "list", ctx) or _is_builtin(value.func.id, "dict", ctx))
 
 
 def index_value(node):
