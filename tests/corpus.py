@@ -1493,24 +1493,6 @@ def return_from_for_else_body(x):
         return np.sum(x ** 3)
 
 
-def _memo_fib(x, n, memo=None):
-    if memo is None:
-        memo = {}
-    if n in memo:
-        return memo[n]
-    if n < 2:
-        r = x * (n + 1)
-    else:
-        r = _memo_fib(x, n - 1, memo) + _memo_fib(x, n - 2, memo) * x
-    memo[n] = r
-    return r
-
-
-@case(0.7)
-def recursion_with_memo_dict(x):
-    return _memo_fib(x, 5)
-
-
 @case(arr(3), 0)
 def for_loop_zero_trips(x, n):
     y = x

@@ -331,3 +331,94 @@ def test_a_list_extended_in_place_is_still_built_here():
 def test_reverse_over_reverse_of_a_list_extended_in_place():
     g = srcgrad.grad(rows_extended_then_updated)
     srcgrad.grad(lambda y: np.sum(g(y)))(X3)
+
+
+# == a helper changing a list or dict its caller passes =========================================
+# Found by the container-updates helper (26 Nov 2026): srcgrad rewrites `state["h"] = v`,
+# `rows.append(v)` in a helper as new containers, which left the caller's unchanged (a
+# differentiated helper: wrong value and gradient; one run as plain Python: the tape missed
+# the gradient it stored). Python changes the caller's object: these are refused now.
+
+def _store_into(state, x):
+    state["h"] = x * 2.0
+    return np.sum(x)
+
+
+def stores_into_a_callers_dict(x):
+    state = {"h": np.zeros(3)}
+    y = _store_into(state, x)
+    return y + np.sum(state["h"] * x)
+
+
+def _append_to(rows, x):
+    rows.append(x * 3.0)
+    return np.sum(x)
+
+
+def appends_to_a_callers_list(x):
+    rows = []
+    y = _append_to(rows, x)
+    return y + np.sum(rows[0] * x)
+
+
+def _fill(rows, x):
+    rows.append(x * 3.0)
+
+
+def plain_call_fills_a_list(x):
+    rows = []
+    _fill(rows, x)              # returns None: run as plain Python
+    return np.sum(rows[0] * x)
+
+
+def _update_item(state, x):
+    state["h"] += x
+
+
+def plain_call_updates_an_item(x):
+    state = {"h": np.zeros(3)}
+    _update_item(state, x)
+    return np.sum(state["h"] * x)
+
+
+@pytest.mark.parametrize("fn", [stores_into_a_callers_dict, appends_to_a_callers_list,
+                                plain_call_fills_a_list, plain_call_updates_an_item])
+def test_helper_changing_a_callers_container_is_refused(fn):
+    with pytest.raises(srcgrad.SrcgradError, match=r"caller's|in place") as info:
+        srcgrad.grad(fn)(np.arange(1.0, 4.0))
+    assert "test_container_updates.py:" in str(info.value)
+
+
+def logs_into_a_list_nobody_reads(x):
+    history = []
+    for _ in range(2):
+        _fill(history, x)       # filled, never read by this function: no effect on it
+    return np.sum(x ** 2)
+
+
+def test_a_filled_list_the_function_never_reads_is_fine():
+    np.testing.assert_allclose(srcgrad.grad(logs_into_a_list_nobody_reads)(np.arange(1.0, 4.0)),
+                               2 * np.arange(1.0, 4.0))
+
+
+def _memo_fib(x, n, memo=None):
+    if memo is None:
+        memo = {}
+    if n in memo:
+        return memo[n]
+    r = x * (n + 1) if n < 2 else _memo_fib(x, n - 1, memo) + _memo_fib(x, n - 2, memo) * x
+    memo[n] = r
+    return r
+
+
+def recursion_with_memo_dict(x):
+    return _memo_fib(x, 5)
+
+
+# A memo dict passed down a recursion used to be a corpus case: its functional rewrite never
+# hit the cache but recomputed the same values. The same rewrite is what made
+# stores_into_a_callers_dict silently wrong, and srcgrad cannot tell a pure cache from state,
+# so it is refused like those, with the rewrite that works.
+def test_memo_dict_passed_down_a_recursion_is_refused():
+    with pytest.raises(srcgrad.SrcgradError, match="parameter 'memo'"):
+        srcgrad.grad(recursion_with_memo_dict)(0.7)

@@ -207,11 +207,23 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         names = _param_names(r.obj)
         whole = isinstance(node, (gast.Expr, gast.Assign)) and node.value is call
         handed = getattr(call, "srcgrad_consumed", frozenset())
-        for i, a in varied:
+        # an argument carrying no gradient may be given one: helper(state, x) storing x * 2
+        # into state, which the function reads afterwards (the tape would not see it)
+        inside = {id(n) for n in gast.walk(call)}
+        read_elsewhere = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                          and isinstance(n.ctx, gast.Load) and id(n) not in inside}
+        filled = [(i, a) for i, a in bound or () if (i, a) not in varied
+                  and A.names_read(a) & read_elsewhere and not isinstance(a, gast.Constant)]
+        for i, a in varied + filled:
             if i >= len(names) or names[i] not in mutated or names[i] in handed:
                 continue  # (a new array, or a variable read no more: desugar.hand_over)
-            what = f"{r.name}() changing its differentiable argument '{names[i]}' in place"
-            hint = "Return the new value instead, or pass a copy."
+            what = (f"{r.name}() changing its differentiable argument '{names[i]}' in place"
+                    if (i, a) in varied else
+                    f"{r.name}() changing its argument '{names[i]}' in place while it is "
+                    f"passed differentiable values")
+            hint = ("Return the new value instead, or pass a copy." if (i, a) in varied else
+                    f"Return the changed argument instead and assign it ({names[i]} = "
+                    f"{r.name}({names[i]}, ...)), so that its gradient is followed.")
             if names[i] in surely or not (isinstance(a, gast.Name) or whole):
                 ctx.problem(node, what, hint)
                 continue

@@ -714,13 +714,16 @@ class _Desugar:
 
     def parameter_guard(self, name: str, s) -> list:
         """Before an element store into parameter ``name``: refused at run time when it is
-        an array (the caller's, which Python would change too); a dict or list passes."""
+        an array, a list or a dict, the caller's, which Python would change too and the
+        functional rewrite would not. (A dict used to pass: `state["h"] = 2 * x` in a helper
+        left the caller's dict unchanged, a silent wrong value and gradient.)"""
         loc = self.ctx.location(s)
         message = (f"{loc}: assignment into an element of the parameter '{name}', the "
-                   f"caller's array (Python would change the caller's too), is not supported "
-                   f"(in {self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
-                   f"return the new value.")
-        return [self.check("refuse_shared_array", A.load(name), message=message, at=s)]
+                   f"caller's array, list or dict (Python would change the caller's too), is "
+                   f"not supported (in {self.ctx.fn.__name__}()). Copy it first ({name} = "
+                   f"{name}.copy()) or return the new value ({name} = "
+                   f"{self.ctx.fn.__name__}({name}, ...) at the call hands it over).")
+        return [self.check("refuse_mutable", A.load(name), message=message, at=s)]
 
     def view_guard(self, name: str, s) -> list:
         """Before ``name`` changes in place: raise at run time if a view of it made earlier
@@ -1286,6 +1289,13 @@ class _Desugar:
                 self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' on a list another variable "
                                     f"also refers to", f"Copy it first ({name} = list({name})).")
                 return [s]
+            if name in self.callers:  # (the rewrite below would leave the caller's unchanged)
+                self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' on the parameter '{name}', "
+                                    f"the caller's list (Python would change the caller's too)",
+                                 f"Copy it first ({name} = list({name})), or return it and "
+                                 f"hand it over at the call ({name} = "
+                                 f"{self.ctx.fn.__name__}({name}, ...)).")
+                return [s]
             if call.func.attr == "pop":
                 return self.list_pop(None, call, s)
             helper = A.attr(self.ctx.rt, _LIST_METHODS[call.func.attr])
@@ -1295,12 +1305,23 @@ class _Desugar:
                 and call.func.attr == "update" and isinstance(call.func.value, gast.Name) \
                 and (A.names_read(call) & self.ctx.varied):
             name = call.func.value.id
+            if name in self.callers:
+                self.ctx.problem(s, f"'{name}.update(...)' on the parameter '{name}', the "
+                                    f"caller's dict (Python would change the caller's too)",
+                                 f"Copy it first ({name} = dict({name})), or return it and "
+                                 f"hand it over at the call.")
+                return [s]
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
             return [A.assign(name, new, at=s)]
         return [s]
 
     def list_pop(self, target, call, at) -> list:
         name = call.func.value.id
+        if name in self.callers:
+            self.ctx.problem(at, f"'{name}.pop(...)' on the parameter '{name}', the caller's "
+                                 f"list (Python would change the caller's too)",
+                             f"Copy it first ({name} = list({name})).")
+            return [at]
         index = call.args[0] if call.args else A.const(-1)
         out = []
         if target is not None:
