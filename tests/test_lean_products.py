@@ -1,0 +1,139 @@
+"""The per-step costs of a matrix product's backward code in grad's sweeps (issue 11, the RNN):
+the matmul rules compute plain matrices' cotangents with ``@`` and ``.T`` (no np.transpose
+wrapper), and ``unbroadcast`` sums a batch axis without its general bookkeeping. Each shortcut is tested where its facts hold (the path taken, the same bits as
+the general code) and where they do not (the general code's answer, against an oracle)."""
+import numpy as np
+import pytest
+
+from srcgrad import runtime
+from srcgrad.rules.operators import matmul_left, matmul_right
+
+
+def _no_transpose(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("np.transpose called")
+    monkeypatch.setattr(np, "transpose", refuse)
+
+
+def _general(g, x, y):
+    """The rules' general formulas (np.matmul, np.transpose): the bits the shortcut keeps."""
+    return np.matmul(g, np.transpose(y)), np.matmul(np.transpose(x), g)
+
+
+# -- the matmul rules -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_plain_matrices_take_the_products_without_np_transpose(monkeypatch, dtype):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((16, 32)).astype(dtype)
+    y = rng.standard_normal((32, 8)).astype(dtype)
+    g = rng.standard_normal((16, 8)).astype(dtype)
+    want_left, want_right = _general(g, x, y)
+    _no_transpose(monkeypatch)
+    left, right = matmul_left(g, x, y), matmul_right(g, x, y)
+    assert left.dtype == dtype == right.dtype
+    assert np.array_equal(left, want_left) and np.array_equal(right, want_right)
+
+
+class _Sub(np.ndarray):
+    pass
+
+
+# (x shape, y shape, g shape): the facts the shortcut needs fail in each
+NOT_PLAIN = [
+    ((3,), (3, 4), (4,)),  # a 1-d x: x.T @ g would be a dot product, not an outer one
+    ((5, 3), (3,), (5,)),  # a 1-d y: g @ y.T would be a number
+    ((2, 5, 3), (3, 4), (2, 5, 4)),  # a batch of x
+    ((5, 3), (2, 3, 4), (2, 5, 4)),  # a batch of y: x's cotangent sums over it
+    ((1, 3), (3, 4), (5, 4)),  # g broadcast beyond the product (grad's unreduced sums)
+]
+
+
+def _oracle(g, x, y, i):
+    """The cotangent of operand ``i`` of ``sum(g * (x @ y))``, one element at a time by
+    central differences (exact up to rounding: the product is linear in each operand)."""
+    args = [np.asarray(x, float), np.asarray(y, float)]
+    out = np.zeros(args[i].shape)
+    for k in np.ndindex(out.shape):
+        plus, minus = [a.copy() for a in args], [a.copy() for a in args]
+        plus[i][k] += 1.0
+        minus[i][k] -= 1.0
+        out[k] = (np.sum(g * np.matmul(*plus)) - np.sum(g * np.matmul(*minus))) / 2.0
+    return out
+
+
+@pytest.mark.parametrize("xs, ys, gs", NOT_PLAIN)
+def test_other_operands_keep_the_general_rules(xs, ys, gs):
+    rng = np.random.default_rng(1)
+    x, y, g = rng.standard_normal(xs), rng.standard_normal(ys), rng.standard_normal(gs)
+    for i, rule in enumerate((matmul_left, matmul_right)):
+        got = rule(g, x, y)
+        assert np.shape(got) == np.shape((x, y)[i])
+        assert np.allclose(got, _oracle(g, x, y, i), rtol=1e-12, atol=1e-12)
+
+
+def test_a_subclass_or_a_list_keeps_the_general_rules(monkeypatch):
+    rng = np.random.default_rng(2)
+    x, y, g = rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
+    calls = []
+    transpose = np.transpose
+    monkeypatch.setattr(np, "transpose", lambda a, *r: calls.append(1) or transpose(a, *r))
+    for xx, yy in ((x.view(_Sub), y), (x, y.view(_Sub)), (x.tolist(), y), (x, y.tolist())):
+        left, right = matmul_left(g, xx, yy), matmul_right(g, xx, yy)
+        assert np.allclose(left, _oracle(g, x, y, 0), rtol=1e-12, atol=1e-12)
+        assert np.allclose(right, _oracle(g, x, y, 1), rtol=1e-12, atol=1e-12)
+    assert len(calls) == 4  # the subclasses' took np.transpose (lists, the reshaping way)
+    sub = matmul_left(g.view(_Sub), x, y)  # (a subclass cotangent too)
+    assert np.allclose(sub, _oracle(g, x, y, 0), rtol=1e-12, atol=1e-12)
+
+
+def test_tensors_still_differentiate_the_rules_again():
+    """The facade's Tensors are no ndarrays: the rules keep the numpy functions they
+    override, so a second derivative through a matrix product is still right."""
+    import srcgrad.torch_api as torch
+    rng = np.random.default_rng(3)
+    xv, Wv, V = rng.standard_normal((2, 3)), rng.standard_normal((3, 3)), rng.standard_normal((3, 3))
+    x = torch.tensor(xv, requires_grad=True)
+    W = torch.tensor(Wv, requires_grad=True)
+    (g,) = torch.autograd.grad(((x @ W) ** 3).sum(), W, create_graph=True)
+    (h,) = torch.autograd.grad((g * torch.tensor(V)).sum(), x)
+    p, q = xv @ Wv, xv @ V  # d/dx sum(x^T 3(xW)^2 * V) = 6 (xW)(xV) W^T + 3 (xW)^2 V^T
+    np.testing.assert_allclose(g.detach().numpy(), xv.T @ (3 * p ** 2), rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), 6 * p * q @ Wv.T + 3 * p ** 2 @ V.T, rtol=1e-12)
+
+
+# -- unbroadcast ------------------------------------------------------------------------------
+
+def test_a_batch_axis_is_summed_by_one_reduction(monkeypatch):
+    rng = np.random.default_rng(4)
+    g, b = rng.standard_normal((16, 64)), np.zeros(64)
+    want = np.add.reduce(g, axis=(0,))
+    calls = []
+
+    def reduce(a, axis=None, **kwargs):
+        calls.append((axis, kwargs))
+        return np.add.reduce(a, axis=axis, **kwargs)
+
+    monkeypatch.setattr(runtime, "_add_reduce", reduce)
+    got = runtime.unbroadcast(g, b)
+    assert calls == [(0, {})]  # (the general path reduces over the tuple (0,))
+    assert np.array_equal(got, want) and got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("gs, xs", [
+    ((16, 64), (1, 64)),  # a size-1 axis, not a leading one
+    ((2, 3, 4), (4,)),  # two leading axes
+    ((5,), ()),  # a 0-d array: a number back
+    ((3, 4), (3, 1)),
+    ((2, 1, 4), (3, 4)),  # (numpy would not have broadcast these: unbroadcast's answer)
+])
+def test_other_shapes_keep_the_general_path(gs, xs):
+    g, x = np.arange(np.prod(gs), dtype=float).reshape(gs), np.zeros(xs)
+    got = runtime.unbroadcast(g, x)
+    if xs == (3, 4):
+        assert np.shape(got) == (1, 4)
+        return
+    want = np.sum(g, axis=tuple(range(len(gs) - len(xs))))
+    want = np.sum(want, axis=tuple(i for i, n in enumerate(xs) if n == 1), keepdims=True)
+    assert np.shape(got) == xs and np.array_equal(got, want)
+    assert type(got) is (np.float64 if not xs else np.ndarray)
