@@ -1,11 +1,16 @@
 """The per-step costs of a matrix product's backward code in grad's sweeps (issue 11, the RNN):
 the matmul rules compute plain matrices' cotangents with ``@`` and ``.T`` (no np.transpose
-wrapper), and ``unbroadcast`` sums a batch axis without its general bookkeeping. Each shortcut is tested where its facts hold (the path taken, the same bits as
+wrapper), ``unbroadcast`` sums a batch axis without its general bookkeeping, and the adjoint
+of a name read only by arithmetic, a matrix product among it, is accumulated with ``+``, not
+``_rt.add``. Each shortcut is tested where its facts hold (the path taken, the same bits as
 the general code) and where they do not (the general code's answer, against an oracle)."""
 import numpy as np
 import pytest
+from fdcheck import check_grad
 
+import srcgrad
 from srcgrad import runtime
+from srcgrad.api import get_entry_adjoint, get_lean_adjoint
 from srcgrad.rules.operators import matmul_left, matmul_right
 
 
@@ -137,3 +142,78 @@ def test_other_shapes_keep_the_general_path(gs, xs):
     want = np.sum(want, axis=tuple(i for i, n in enumerate(xs) if n == 1), keepdims=True)
     assert np.shape(got) == xs and np.array_equal(got, want)
     assert type(got) is (np.float64 if not xs else np.ndarray)
+
+
+# -- '+' for the adjoints of a product's operands ---------------------------------------------
+
+def rnn(Wh, Wx, b, xs, h0):
+    h = h0
+    for t in range(6):
+        h = np.tanh(h @ Wh + xs[t] @ Wx + b)
+    return np.sum(h * h)
+
+
+def _rnn_args():
+    rng = np.random.default_rng(5)
+    return (rng.standard_normal((4, 4)) * 0.3, rng.standard_normal((3, 4)) * 0.3,
+            rng.standard_normal(4) * 0.1, rng.standard_normal((6, 2, 3)), np.zeros((2, 4)))
+
+
+def test_the_weights_of_an_rnn_accumulate_with_plus():
+    src = get_lean_adjoint(rnn, (0, 1, 2), value=False).source
+    assert "bWh = bWh + matmul_right(" in src and "bWx = bWx + matmul_right(" in src
+    assert "_rt.add(" not in src
+    # the ordinary sweeps (differentiated again) keep _rt.add
+    assert "bWh = _rt.add(bWh, " in get_entry_adjoint(rnn, (0, 1, 2)).source
+
+
+def test_the_rnn_gradient_is_the_ordinary_sweeps_and_finite_differences():
+    args = _rnn_args()
+    got = srcgrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    adj = get_entry_adjoint(rnn, (0, 1, 2))
+    _, saved = adj.fwd(*args)
+    want = adj.bwd(saved, 1.0)
+    for a, b in zip(got, want):
+        assert a.shape == b.shape and np.array_equal(a, b)
+    check_grad(rnn, list(args), wrt=(0, 1, 2), grads=list(got))
+
+
+def _helper_first(W):
+    return W[0] * 2.0
+
+
+def _helper_second(W):
+    return W[1] * 3.0
+
+
+def product_and_calls(x, W):
+    return np.sum(x @ W) + _helper_first(W) + _helper_second(W)
+
+
+def product_and_lambda(x, W):
+    scale = (lambda: W[0])()
+    return np.sum(x @ W) * scale
+
+
+@pytest.mark.parametrize("W", [[1.0, 2.0], (1.0, 2.0), np.array([1.0, 2.0])])
+def test_an_operand_read_otherwise_keeps_rt_add(W):
+    """A list read by ``@`` and passed to calls: their adjoints are lists, which ``+``
+    would concatenate; ``_rt.add`` adds them item by item."""
+    assert "_rt.add(bW, " in get_lean_adjoint(product_and_calls, (1,), value=False).source
+    x = np.array([1.0, 1.0])
+    got = srcgrad.grad(product_and_calls, wrt=1)(x, W)
+    assert np.allclose(np.asarray(got, float), [3.0, 4.0])
+
+
+def test_an_operand_read_in_a_nested_scope_keeps_rt_add():
+    src = get_lean_adjoint(product_and_lambda, (1,), value=False).source
+    assert "bW = bW + " not in src
+    x, W = np.array([1.0, 2.0]), np.array([0.5, 2.0])
+    check_grad(product_and_lambda, [x, W], wrt=(1,),
+               grads=[srcgrad.grad(product_and_lambda, wrt=1)(x, W)])
+
+
+def test_plus_keeps_float32():
+    args = [a.astype(np.float32) for a in _rnn_args()]
+    got = srcgrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    assert all(g.dtype == np.float32 for g in got)
