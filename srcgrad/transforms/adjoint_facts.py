@@ -240,18 +240,40 @@ def _is_numeric_value(v, ctx: Context) -> bool:
         and getattr(r.obj, "__module__", None) != runtime.__name__
 
 
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ListComp, gast.SetComp,
+           gast.DictComp, gast.GeneratorExp, gast.ClassDef)
+
+
 def _numeric_names(tree, ctx: Context) -> set[str]:
     """Names every definition of which is arithmetic or a rule call: plain ``+`` is a valid
     accumulation for their adjoints (others go through ``_rt.add``)."""
     numeric = {name for name, values in _definitions(tree).items()
                if name not in ctx.params and all(_is_numeric_value(v, ctx) for v in values)}
-    # an operand of arithmetic is a number or an array (the rules assume so anyway)
+    # an operand of arithmetic is a number or an array (the rules assume so anyway), but a
+    # list or tuple is one too (x + W, W a list): what a call it is handed to gives its
+    # adjoint is then a list, which '+' would concatenate with another call's
+    operands = set()
     for node in gast.walk(tree):
         if isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
-            numeric |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
+            operands |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
         elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
-            numeric.add(node.operand.id)
-    return numeric
+            operands.add(node.operand.id)
+    return numeric | (operands - _handed_to_calls(tree, ctx))
+
+
+def _handed_to_calls(tree, ctx: Context) -> set[str]:
+    """Names passed to a call that is not a rule's (a user function's, whose adjoint for a
+    list argument is a list), or read in a nested scope."""
+    handed = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call):
+            r = ctx.resolved.get(id(node))
+            if r is None or r.kind not in ("rule", "nondiff"):
+                args = list(node.args) + [k.value for k in node.keywords]
+                handed |= {n.id for a in args for n in gast.walk(a) if isinstance(n, gast.Name)}
+        elif node is not tree and isinstance(node, _SCOPES):
+            handed |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return handed
 
 
 def _product_operands(tree, ctx: Context) -> set[str]:
@@ -275,10 +297,7 @@ def _product_operands(tree, ctx: Context) -> set[str]:
         elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
             operands.add(id(node.operand))
     # a name read any other way, or anywhere in a nested scope (its own adjoint code)
-    nested = [n for s in tree.body for n in gast.walk(s)
-              if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda,
-                                gast.ListComp, gast.SetComp, gast.DictComp,
-                                gast.GeneratorExp, gast.ClassDef))]
+    nested = [n for s in tree.body for n in gast.walk(s) if isinstance(n, _SCOPES)]
     inner = {id(n) for scope in nested for n in gast.walk(scope)}
     other = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
              and isinstance(n.ctx, gast.Load) and (id(n) not in operands or id(n) in inner)}
