@@ -12,8 +12,6 @@ from ._helpers import like_sequence, product_like
 from .domains import BROADCAST_PAIRS, away_from, binary, draw, unary
 from .registry import defrule
 
-_ndarray = np.ndarray
-
 
 def add_vjp(g, ans, x, y):
     return unbroadcast(g, x), unbroadcast(g, y)
@@ -113,23 +111,10 @@ def mod_jvp(dx, dy, ans, x, y):
 
 # --------------------------------------------------------------------------- matmul
 
-def _plain_matrices(g, x, y) -> bool:
-    """Whether ``g``, ``x`` and ``y`` are ndarrays (not subclasses, not Tensors), ``x`` and
-    ``y`` matrices and ``g`` shaped like ``x @ y``: then ``g @ y.T`` and ``x.T @ g`` are the
-    cotangents, the very products ``np.matmul`` and ``np.transpose`` compute, without those
-    functions' Python wrappers (~0.5 us a call, an eighth of a 16x64 @ 64x64 product: three
-    such calls a step of an RNN's backward loop). Anything else takes the general path, and
-    a Tensor (a rule differentiated again) the numpy functions it overrides."""
-    return type(g) is _ndarray and type(x) is _ndarray and type(y) is _ndarray \
-        and x.ndim == 2 and y.ndim == 2 and g.shape == (x.shape[0], y.shape[1])
-
-
 def matmul_left(g, x, y):
     """Cotangent of ``x`` in ``x @ y`` (numpy's 1-D promotion and batch broadcasting). ``g``
     may also be the cotangent of the product broadcast to a larger shape (grad's sweeps
     pass a sum's cotangent on unreduced: transforms/unreduced.py)."""
-    if _plain_matrices(g, x, y):
-        return g @ y.T
     # the common case, without reshapes (attribute reads: np.ndim twice and np.swapaxes
     # cost ~2 us, a fifth of a 16x64 @ 64x64 product; rule code keeps numpy functions, not
     # '.T', so the facade's Tensors pass through it and the rule is differentiated again)
@@ -147,8 +132,6 @@ def matmul_left(g, x, y):
 
 def matmul_right(g, x, y):
     """Cotangent of ``y`` in ``x @ y`` (``g`` as for ``matmul_left``)."""
-    if _plain_matrices(g, x, y):
-        return x.T @ g
     if getattr(x, "ndim", 0) == 2 and getattr(y, "ndim", 0) == 2:
         if getattr(g, "shape", None) != (x.shape[0], y.shape[1]):
             g = unbroadcast(g, product_like(x, y))
