@@ -5,12 +5,13 @@ numpy gradient measured in alternation in the same run (median of the per-round 
 the peak memory the call allocates (tracemalloc, which numpy reports its buffers to) over the
 hand-written gradient's.
 
-    python benchmarks/bench_memory.py [--quick] [--rounds N] [--show]
+    python benchmarks/bench_memory.py [--quick] [--rounds N] [--show] [--only TEXT]
 
 ``--show`` prints the generated source each gradient runs (``grad``'s lean variant of the
 sweeps ``srcgrad.source`` shows: see api.LeanAdjoint). Times are the process's CPU time
 (user + system, page faults included), which other processes on a shared machine disturb
-far less than the wall clock; ``--wall`` measures the wall clock instead.
+far less than the wall clock; ``--wall`` measures the wall clock instead. ``--only TEXT``
+runs the workloads whose name contains TEXT.
 """
 from __future__ import annotations
 
@@ -113,9 +114,12 @@ def time_ratio(a, b, number: int, rounds: int, timer=time.process_time):
     return statistics.median(ta_all), statistics.median(tb_all), statistics.median(ratios)
 
 
-def main(quick: bool = False, rounds: int = 7, show: bool = False, wall: bool = False) -> None:
+def main(quick: bool = False, rounds: int = 7, show: bool = False, wall: bool = False,
+         only: str = "") -> None:
     rows = []
     for w in workloads():
+        if only not in w.name:
+            continue
         wrt = w.wrt[0] if len(w.wrt) == 1 else w.wrt
         g = srcgrad.grad(w.fn, wrt=wrt)
         check(w, g)
@@ -140,5 +144,6 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--show", action="store_true")
     parser.add_argument("--wall", action="store_true")
+    parser.add_argument("--only", default="", help="the workloads whose name contains this")
     opts = parser.parse_args()
-    main(opts.quick, opts.rounds, opts.show, opts.wall)
+    main(opts.quick, opts.rounds, opts.show, opts.wall, opts.only)

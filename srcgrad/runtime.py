@@ -96,8 +96,13 @@ ZERO = 0.0
 
 def unbroadcast(g, x):
     """Sum ``g`` down to the shape of ``x`` (undoing numpy broadcasting)."""
-    if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape:
-        return g  # the commonest case, once per operand of each step: attribute reads only
+    if type(g) is _ndarray and type(x) is _ndarray:
+        gshape, shape = g.shape, x.shape
+        if gshape == shape:
+            return g  # the commonest case, once per operand of each step: attribute reads only
+        if gshape[1:] == shape and len(gshape) == len(shape) + 1 and shape:
+            return _add_reduce(g, axis=0)  # a bias added to a batch: what the path below
+            # computes, without its bookkeeping (~0.5 us, a third of a 16x64 reduction)
     if type(g) is not _ndarray:
         # A scalar adjoint belongs to a scalar result, whose operands were scalars too.
         # (This is the hot path of scalar code: one type check.)

@@ -9,6 +9,7 @@ import gast
 import numpy as np
 import pytest
 
+import srcgrad
 from srcgrad.codegen import to_source
 from srcgrad.transforms import normalize, prepare
 from srcgrad.transforms.adjoint_facts import AdjointState, analyze
@@ -98,6 +99,34 @@ def test_sequences_and_numeric_names():
     assert facts.numeric == set()
     _, facts = facts_of(reassigned)
     assert facts.numeric == {"x", "_t1"}  # y has a non-arithmetic definition (a copy)
+
+
+def _first_doubled(W):
+    return W[0] * 2.0
+
+
+def _first_tripled(W):
+    return W[0] * 3.0
+
+
+def operand_and_calls(x, W):
+    y = x * W
+    return np.sum(y) + _first_doubled(W) + _first_tripled(W)
+
+
+def test_an_operand_handed_to_a_call_is_not_numeric():
+    """W may be a list: the calls' adjoints for it are lists, which '+' would concatenate
+    (the gradient came out [4.0] instead of [6.0] when it did)."""
+    _, facts = facts_of(operand_and_calls, (0, 1))
+    assert "x" in facts.numeric and "W" not in facts.numeric
+    _, facts = facts_of(shapes, (0, 1))
+    assert "x" in facts.numeric  # (np.sin(x): a rule's call)
+
+
+@pytest.mark.parametrize("W", [[1.0], (1.0,), np.array([1.0])])
+def test_a_list_operand_handed_to_two_calls_gets_the_sum_of_their_adjoints(W):
+    got = srcgrad.grad(operand_and_calls, wrt=1)(np.ones(1), W)
+    assert np.allclose(np.asarray(got, float), [6.0])
 
 
 def shapes(x, w):

@@ -95,7 +95,8 @@ def analyze(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> ReverseFa
         in_loop=frozenset(overwrites.in_loop),
         nested=frozenset(overwrites.nested),
         sequences=sequences,
-        numeric=frozenset(_numeric_names(tree, ctx) - sequences),
+        numeric=frozenset((_numeric_names(tree, ctx) | _product_operands(tree, ctx))
+                          - sequences),
         shape_root=MappingProxyType(_shape_roots(tree, ctx)),
         loop_tops=MappingProxyType(dict(flow.loop_tops)),
         end=state.frozen())
@@ -239,18 +240,68 @@ def _is_numeric_value(v, ctx: Context) -> bool:
         and getattr(r.obj, "__module__", None) != runtime.__name__
 
 
+_SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ListComp, gast.SetComp,
+           gast.DictComp, gast.GeneratorExp, gast.ClassDef)
+
+
 def _numeric_names(tree, ctx: Context) -> set[str]:
     """Names every definition of which is arithmetic or a rule call: plain ``+`` is a valid
     accumulation for their adjoints (others go through ``_rt.add``)."""
     numeric = {name for name, values in _definitions(tree).items()
                if name not in ctx.params and all(_is_numeric_value(v, ctx) for v in values)}
-    # an operand of arithmetic is a number or an array (the rules assume so anyway)
+    # an operand of arithmetic is a number or an array (the rules assume so anyway), but a
+    # list or tuple is one too (x + W, W a list): what a call it is handed to gives its
+    # adjoint is then a list, which '+' would concatenate with another call's
+    operands = set()
     for node in gast.walk(tree):
         if isinstance(node, gast.BinOp) and not isinstance(node.op, gast.MatMult):
-            numeric |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
+            operands |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
         elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
-            numeric.add(node.operand.id)
-    return numeric
+            operands.add(node.operand.id)
+    return numeric | (operands - _handed_to_calls(tree, ctx))
+
+
+def _handed_to_calls(tree, ctx: Context) -> set[str]:
+    """Names passed to a call that is not a rule's (a user function's, whose adjoint for a
+    list argument is a list), or read in a nested scope."""
+    handed = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call):
+            r = ctx.resolved.get(id(node))
+            if r is None or r.kind not in ("rule", "nondiff"):
+                args = list(node.args) + [k.value for k in node.keywords]
+                handed |= {n.id for a in args for n in gast.walk(a) if isinstance(n, gast.Name)}
+        elif node is not tree and isinstance(node, _SCOPES):
+            handed |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return handed
+
+
+def _product_operands(tree, ctx: Context) -> set[str]:
+    """In ``grad``'s own sweeps (Context.lean), the names read only as operands of
+    arithmetic, at least once of a matrix product: every contribution to their adjoints is
+    then an arithmetic rule's array or number, and plain ``+`` accumulates them (~0.2 us a
+    step cheaper than ``_rt.add`` in an RNN's backward loop). Being an operand of ``@`` is not
+    enough by itself, unlike other arithmetic: a list is one (``x @ W``), and the adjoints
+    another use of it gets (a call's) are lists, which ``+`` would concatenate."""
+    if not ctx.lean:
+        return set()
+    operands: set[int] = set()  # ids of the Name nodes that are operands of arithmetic
+    products: set[str] = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.BinOp):
+            for o in (node.left, node.right):
+                if isinstance(o, gast.Name):
+                    operands.add(id(o))
+                    if isinstance(node.op, gast.MatMult):
+                        products.add(o.id)
+        elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
+            operands.add(id(node.operand))
+    # a name read any other way, or anywhere in a nested scope (its own adjoint code)
+    nested = [n for s in tree.body for n in gast.walk(s) if isinstance(n, _SCOPES)]
+    inner = {id(n) for scope in nested for n in gast.walk(scope)}
+    other = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+             and isinstance(n.ctx, gast.Load) and (id(n) not in operands or id(n) in inner)}
+    return products - other
 
 
 # -- shape roots ----------------------------------------------------------------------------
