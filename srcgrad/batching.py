@@ -21,7 +21,14 @@ import operator
 import numpy as np
 
 from . import runtime
+from .errors import UnsupportedFeatureError
 from .runtime import ZERO, Tape, add, copy_saved, is_zero
+
+
+class Unstackable(UnsupportedFeatureError):
+    """The examples' results of a function run once per example differ in structure or
+    shape (the two sides of a data-dependent branch saved different values for the
+    backward sweep): the caller runs once per example instead, where results agree."""
 
 _CONTAINERS = (tuple, list, dict)
 
@@ -103,7 +110,12 @@ def stack(values: list):
         return first
     if is_constant(first) and all(type(v) is type(first) and v == first for v in values):
         return first
-    return np.stack([np.asarray(v) if not _is_leaf_array(v) else v for v in values])
+    leaves = [np.asarray(v) if not _is_leaf_array(v) else v for v in values]
+    if any(np.shape(v) != np.shape(leaves[0]) for v in leaves):
+        raise Unstackable(f"vmap: the examples' results differ in shape "
+                          f"({', '.join(str(np.shape(v)) for v in leaves[:4])}): they cannot "
+                          f"be stacked into one batched value")
+    return np.stack(leaves)
 
 
 def _split(args, kwargs, batched):

@@ -158,7 +158,12 @@ def batched_call(fn, args, kwargs, batched, size: int, consumed: tuple = ()):
     if built is None:
         return batching.per_example(fn, args, kwargs, set(batched), size)
     if not built.speculative:
-        return built.functions_for(func)[0](*bound, *args, **kwargs)
+        try:
+            return built.functions_for(func)[0](*bound, *args, **kwargs)
+        except batching.Unstackable:
+            # a callee it ran once per example saved different values per example: this
+            # function's own results may still agree (a gradient has the input's shape)
+            return batching.per_example(fn, args, kwargs, set(batched), size)
     try:
         return built.functions_for(func)[0](*bound, *args, **kwargs)
     except Exception as e:

@@ -9,6 +9,8 @@ as the right value and gradient, never the value of a copy.
 """
 from __future__ import annotations
 
+import warnings
+
 import gast
 import numpy as np
 import pytest
@@ -1582,3 +1584,32 @@ def test_an_iterator_unpacked_into_names_is_read_as_a_tuple():
     assert srcgrad.hessian(zip_unpacked_in_a_loop)(0.7, y) == pytest.approx(expected, rel=1e-12)
     assert srcgrad.grad(zip_unpacked_in_a_loop)(0.7, y) == pytest.approx(
         3 * 0.49 * np.sum(y[:2] * np.sin(y[:2])), rel=1e-12)
+
+
+# == vmap of a gradient whose examples take different branches ===================================
+# fuzzer seed 54 program 91 (batch check), reachable once container item updates worked: the
+# forward sweep ran once per example, and the two branches saved values of different shapes
+# for the backward sweep, which could not be stacked (ValueError from np.stack). The caller
+# now runs once per example itself, where the results (gradients) agree in shape.
+
+def branches_save_different_shapes(x, y, z):
+    if y + y <= 0.39:
+        z += np.sum(x)
+    else:
+        rows = [np.zeros(3) + x * x]
+        rows[0][0] = np.dot(x + y, x)
+    return np.sum(z ** 2)
+
+
+def test_vmap_of_a_gradient_whose_examples_save_different_shapes():
+    grad = srcgrad.grad(branches_save_different_shapes, wrt=(0, 1, 2))
+    x, z = np.array([-0.5, 0.07, 0.34]), np.array([[-0.78, -0.72, 1.56], [-1.70, 0.74, 0.30]])
+    points = [(x, 0.2017, z), (x + 0.01, 0.1817, z + 0.01)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", srcgrad.VmapFallbackWarning)
+        out = srcgrad.vmap(grad)(*[np.stack([np.asarray(p[k]) for p in points])
+                                   for k in range(3)])
+    for b, p in enumerate(points):
+        alone = grad(*[np.copy(a) for a in p])
+        for k in range(3):
+            np.testing.assert_allclose(out[k][b], alone[k], rtol=1e-12)
