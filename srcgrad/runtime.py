@@ -62,7 +62,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import (MissingRuleError, NonDifferentiableError, UnsupportedFeatureError,
+from .errors import (InternalError, MissingRuleError, NonDifferentiableError,
+                     UnsupportedFeatureError,
                      UnsupportedSyntaxError)
 
 
@@ -443,7 +444,7 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
     if type(x) is tuple and type(index) is int:
         # an item of a tuple (of a sweep's saved tuple, at higher order): what the general
         # case below does, without its checks
-        items = list(acc) if isinstance(acc, (list, tuple)) else [ZERO] * len(x)
+        items = _sequence_adjoint(acc, x)
         items[index] = add(items[index], g)
         return tuple(items)
     if isinstance(x, np.ndarray) and type(g) is not _ndarray and not isinstance(
@@ -472,7 +473,7 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
         acc[index] = add(acc.get(index, ZERO), g)
         return acc
     if isinstance(x, (list, tuple)):
-        items = list(acc) if isinstance(acc, (list, tuple)) else [ZERO] * len(x)
+        items = _sequence_adjoint(acc, x)
         if isinstance(index, (np.integer,)):
             index = int(index)
         if isinstance(index, slice):
@@ -490,6 +491,21 @@ def add_at(acc, x, index, g, _owned_refs=_OWNED_REFS):
     if is_foreign_array(x) and _is_simple_index(index):
         return _add_at_functional(acc, x, index, g)
     return add_at(acc, np.asarray(x), index, g)  # (array indices need np.add.at: computes)
+
+
+def _sequence_adjoint(acc, x) -> list:
+    """The adjoint ``acc`` of a list or tuple ``x`` as a list of per-item adjoints. It may
+    be an array already: arithmetic reads a list of numbers as one (``x * W``, W a list),
+    and its rule's adjoint, an array of W's shape, must be kept (it used to be replaced by
+    zeros, a silent wrong gradient)."""
+    if isinstance(acc, (list, tuple)):
+        return list(acc)
+    if is_zero(acc):
+        return [ZERO] * len(x)
+    if np.ndim(acc) >= 1 and np.shape(acc)[0] == len(x):
+        return list(acc)
+    raise InternalError(f"the adjoint of a {type(x).__name__} of {len(x)} items is a "
+                        f"{type(acc).__name__} of shape {np.shape(acc)}")
 
 
 def _add_at_functional(acc, x, index, g):

@@ -1613,3 +1613,30 @@ def test_vmap_of_a_gradient_whose_examples_save_different_shapes():
         alone = grad(*[np.copy(a) for a in p])
         for k in range(3):
             np.testing.assert_allclose(out[k][b], alone[k], rtol=1e-12)
+
+
+# == a list read both by arithmetic and by index =================================================
+# Found reviewing the lean helper's list-operand fix (26 Nov 2026), older than this session:
+# `x * W` with W a list of numbers gives W an array adjoint; the adjoint of `W[0]` then
+# replaced that array by a list of zeros (runtime.add_at), dropping the product's part.
+
+def list_read_by_arithmetic_and_index(W, x):
+    a = W[0] * x
+    b = W[1] * x
+    return np.sum(a * b) + np.sum(x * W)
+
+
+def rows_read_by_arithmetic_and_index(W, x):
+    return np.sum(np.sin(x * W)) + np.sum(W[1] ** 2)
+
+
+def test_list_read_by_arithmetic_and_by_index():
+    x = np.array([1.0, 2.0])
+    W = [0.5, -1.5]
+    expected = [np.sum(x * x) * W[1] + x[0], np.sum(x * x) * W[0] + x[1]]
+    np.testing.assert_allclose(srcgrad.grad(list_read_by_arithmetic_and_index)(W, x),
+                               expected, rtol=1e-12)
+    rows = [np.array([0.3, -0.2]), np.array([1.1, 0.4])]
+    g = srcgrad.grad(rows_read_by_arithmetic_and_index)(rows, x)
+    np.testing.assert_allclose(g[0], np.cos(x * rows[0]) * x, rtol=1e-12)
+    np.testing.assert_allclose(g[1], np.cos(x * rows[1]) * x + 2 * rows[1], rtol=1e-12)

@@ -258,7 +258,24 @@ def _numeric_names(tree, ctx: Context) -> set[str]:
             operands |= {o.id for o in (node.left, node.right) if isinstance(o, gast.Name)}
         elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
             operands.add(node.operand.id)
-    return numeric | (operands - _handed_to_calls(tree, ctx))
+    return numeric | (operands - _handed_to_calls(tree, ctx) - _read_as_sequence(tree))
+
+
+def _read_as_sequence(tree) -> set[str]:
+    """Names indexed (``W[1]``), iterated or unpacked: a list operand (``x * W``, W a list
+    of arrays) then also gets a list adjoint, which ``+`` would not add to an array one."""
+    out = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Subscript) and isinstance(node.value, gast.Name):
+            out.add(node.value.id)
+        elif isinstance(node, (gast.For, gast.comprehension)) and isinstance(node.iter, gast.Name):
+            out.add(node.iter.id)
+        elif isinstance(node, gast.Starred) and isinstance(node.value, gast.Name):
+            out.add(node.value.id)
+        elif isinstance(node, gast.Assign) and isinstance(node.value, gast.Name) \
+                and isinstance(node.targets[0], (gast.Tuple, gast.List)):
+            out.add(node.value.id)
+    return out
 
 
 def _handed_to_calls(tree, ctx: Context) -> set[str]:
