@@ -1461,3 +1461,36 @@ def test_bool_arithmetic_numpy_and_numba_agree_on_compiles():
     g = srcgrad.grad(bools_as_numpy_computes_them, jit=True)
     for x in (np.array([0.5, 1.5, -2.0]), np.array([-0.5, 0.7, 2.0]), np.array([1.5, 1.5, 1.5])):
         np.testing.assert_array_equal(g(x), srcgrad.grad(bools_as_numpy_computes_them)(x))
+
+
+def bool_array_square_root(x):
+    m = x > 0.0
+    return np.sum(x * np.sqrt(m))  # float16 in numpy, float32 in numba
+
+
+def bool_exp(x):
+    m = x > 0.0
+    return x[0] * np.exp(m[0])  # float16 in numpy, float64 in numba
+
+
+def bool_ufunc_subtract(x):
+    m = x > 0.0
+    return np.sum(x * np.subtract(m, m))  # raises in numpy
+
+
+def bool_ufuncs_computing_alike(x):
+    m = x > 0.0
+    n = x > 1.0
+    return np.sum(x * np.logical_and(m, n)) + np.sum(x * np.maximum(m, n)) \
+        + np.sum(np.where(m, x, 0.0)) + np.sum(x * np.add(m, 1.0)) + x[0] * np.sqrt(m[0] + 1.0)
+
+
+@pytest.mark.parametrize("f", [bool_array_square_root, bool_exp, bool_ufunc_subtract])
+def test_ufuncs_of_bools_numpy_computes_otherwise_are_refused(f):
+    test_arithmetic_on_bools_made_in_the_body_is_refused_at_its_line(f)
+
+
+def test_ufuncs_of_bools_numpy_and_numba_agree_on_compile():
+    g = srcgrad.grad(bool_ufuncs_computing_alike, jit=True)
+    for x in (np.array([0.5, 1.5, -2.0]), np.array([-0.5, 0.7, 2.0])):
+        np.testing.assert_array_equal(g(x), srcgrad.grad(bool_ufuncs_computing_alike)(x))

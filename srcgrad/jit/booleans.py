@@ -8,7 +8,9 @@ Python ints (2); ``bool_ * bool_`` is a bool in numpy, an int in numba (so a lat
 differs); ``bool_ // bool_``, ``%`` and ``**`` are int8 in numpy, int64 in numba;
 ``bool_ - bool_``, ``-bool_`` and ``+bool_`` raise in numpy and give ints in numba;
 ``abs(bool_)`` is a bool in numpy; ``bool_ / bool_`` is float64 in numpy and float32 for
-arrays in numba. Of arrays of bools, ``+`` and ``*`` (and ``&``, ``|``, ``^``, ``~``,
+arrays in numba. A numpy ufunc of bools only (``np.sqrt(m)``, ``np.exp(m[0])``) is float16 in
+numpy, float32 (arrays) or float64 in numba, ``np.subtract(m, m)`` raises in numpy: ufuncs of
+bools only are refused unless their result is a bool (``np.logical_and``, ``np.maximum``). Of arrays of bools, ``+`` and ``*`` (and ``&``, ``|``, ``^``, ``~``,
 comparisons, sums with Python numbers) compute alike (tests/test_jit.py checks them), so
 only those are compiled. A Python bool (``x > 0`` for a float ``x``) computes as numba does,
 but numba types both alike, so both are refused.
@@ -23,11 +25,14 @@ __all__ = ["Pipeline"]
 
 import operator
 
+import numpy as np
 from numba.core import ir, types
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import FunctionPass, register_pass
 from numba.core.errors import TypingError
 from numba.core.typed_passes import NopythonTypeInference
+
+from . import simd
 
 # operator -> its symbol, for arithmetic numpy computes otherwise on bools
 _ARITHMETIC = {operator.add: "+", operator.sub: "-", operator.mul: "*",
@@ -35,6 +40,8 @@ _ARITHMETIC = {operator.add: "+", operator.sub: "-", operator.mul: "*",
                operator.pow: "**"}
 _ALIKE_ON_ARRAYS = (operator.add, operator.mul)  # (bool arrays: numpy's loops, both)
 _UNARY = {operator.neg: "-", operator.pos: "+"}
+# _rt.tanh(a) and the like (sweeps.simd_math): the numpy ufunc each stands for
+_UFUNC_STUBS = {getattr(simd, name): getattr(np, name) for name in simd.FUNCTIONS}
 
 
 def _bool_kind(t) -> str | None:
@@ -46,8 +53,9 @@ def _bool_kind(t) -> str | None:
     return None
 
 
-def _refused(expr: ir.Expr, typemap: dict) -> str | None:
-    """What ``expr`` does to bools that numpy computes otherwise, else None."""
+def _refused(expr: ir.Expr, typemap: dict, result) -> str | None:
+    """What ``expr`` (of numba type ``result``) does to bools that numpy computes
+    otherwise, else None."""
     if expr.op in ("binop", "inplace_binop"):
         fn = expr.fn if expr.op == "binop" else expr.immutable_fn
         symbol = _ARITHMETIC.get(fn)
@@ -60,11 +68,15 @@ def _refused(expr: ir.Expr, typemap: dict) -> str | None:
     if expr.op == "unary" and expr.fn in _UNARY:
         if _bool_kind(typemap.get(expr.value.name)) is not None:
             return f"unary '{_UNARY[expr.fn]}' of a bool"
-    if expr.op == "call" and len(expr.args) == 1:
-        callee = typemap.get(expr.func.name)
-        if getattr(callee, "typing_key", None) is abs and \
-                _bool_kind(typemap.get(expr.args[0].name)) == "scalar":
+    if expr.op == "call" and expr.args:
+        key = getattr(typemap.get(expr.func.name), "typing_key", None)
+        key = _UFUNC_STUBS.get(key, key) if callable(key) else key
+        kinds = [_bool_kind(typemap.get(a.name)) for a in expr.args]
+        if key is abs and kinds == ["scalar"]:
             return "abs() of a bool"
+        if isinstance(key, np.ufunc) and None not in kinds and \
+                _bool_kind(result) is None:
+            return f"np.{key.__name__}() of bools"
     return None
 
 
@@ -83,7 +95,7 @@ class RefuseBoolArithmetic(FunctionPass):
         for block in state.func_ir.blocks.values():
             for stmt in block.body:
                 if isinstance(stmt, ir.Assign) and isinstance(stmt.value, ir.Expr):
-                    what = _refused(stmt.value, typemap)
+                    what = _refused(stmt.value, typemap, typemap.get(stmt.target.name))
                     if what is not None:
                         raise TypingError(
                             f"srcgrad: {what}, which numpy computes as bools (bool_ + bool_ "
