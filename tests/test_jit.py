@@ -1338,3 +1338,159 @@ def test_reduction_helpers_match_numpy_exactly():
         np.testing.assert_allclose(total, np.sum(x, axis=axis, keepdims=True), rtol=1e-14)
     with pytest.raises(ValueError, match="axis"):
         along(x, 3)
+
+
+# -- arithmetic on bools made in the body: refused at its line, or computed as numpy ----------
+
+def _bools_of(x):
+    return x > 0.0  # (numpy bools: x is an array)
+
+
+def bool_sum(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] + m[1])  # True in numpy, 2 in numba
+
+
+def bool_difference(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] - m[1])  # raises in numpy
+
+
+def bool_product_summed(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] * m[1] + m[0] * m[1])  # True in numpy, 2 in numba
+
+
+def bool_quotient(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] / m[1])
+
+
+def bool_floor_quotient(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] // m[1])  # int8 in numpy
+
+
+def bool_remainder(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] % m[1] + 1)
+
+
+def bool_power(x):
+    m = x > 0.0
+    return np.sum(x) * (m[0] ** m[1])
+
+
+def bool_added_in_place(x):
+    m = x > 0.0
+    k = m[0]
+    k += m[1]
+    return np.sum(x) * k
+
+
+def bool_negated(x):
+    m = x > 0.0
+    return np.sum(x) * (-m[0])  # raises in numpy
+
+
+def bool_absolute_summed(x):
+    m = x > 0.0
+    return np.sum(x) * (abs(m[0]) + abs(m[1]))  # True in numpy, 2 in numba
+
+
+def bool_array_difference(x):
+    m = x > 0.0
+    return np.sum(x * (m - m))  # raises in numpy, int8 in numba
+
+
+def bool_array_quotient(x):
+    m = x > 0.0
+    return np.sum(x * (m / (x > -1.0)))  # float64 in numpy, float32 in numba
+
+
+def bool_array_floor_quotient(x):
+    m = x > 0.0
+    return np.sum(x * ((m // m) * 300))  # int8 in numpy
+
+
+def bool_array_negated(x):
+    m = x > 0.0
+    return np.sum(x * -m)  # raises in numpy
+
+
+def bool_python_scalars(x):
+    a = x[0] > 0.0
+    return x[1] * (a + a)  # (a numpy bool here too)
+
+
+@pytest.mark.parametrize("f", [bool_sum, bool_difference, bool_product_summed, bool_quotient,
+                               bool_floor_quotient, bool_remainder, bool_power,
+                               bool_added_in_place, bool_negated, bool_absolute_summed,
+                               bool_array_difference, bool_array_quotient,
+                               bool_array_floor_quotient, bool_array_negated,
+                               bool_python_scalars])
+def test_arithmetic_on_bools_made_in_the_body_is_refused_at_its_line(f):
+    x = np.array([0.5, 1.5, 2.0])
+    lines = [i for i, text in enumerate(__import__("inspect").getsource(f).splitlines())
+             if "return" in text or "+=" in text]
+    line = f.__code__.co_firstlineno + lines[0]
+    with pytest.raises(JitUnsupportedError, match=rf":{line}: .*bool"):
+        srcgrad.grad(f, jit=True)(x)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            want = srcgrad.grad(f)(x)
+    except (TypeError, OverflowError):  # numpy refuses it: so does auto
+        return
+    with pytest.warns(RuntimeWarning, match="bool"):
+        got = srcgrad.grad(f, jit="auto")(x)
+    np.testing.assert_array_equal(got, want)
+
+
+def bools_as_numpy_computes_them(x):
+    m = x > 0.0
+    n = x > 1.0
+    s = (m + n) * 1.0 + (m * n) * 2.0 + (m & n) * 3.0 + (m | n) * 4.0 + (m ^ n) * 5.0 \
+        + (~m) * 6.0 + (m[0] + n) * 7.0 + (m[1] * n) * 8.0
+    c = (m[0] & n[1]) * 1.5 + (m[1] | n[0]) * 2.5 + (m[0] ^ n[0]) * 3.5 + (m[0] + 1) * 4.5 \
+        + (m[1] * 2.5) + np.sum(m) + np.sum(m * n) + (m[0] == n[0]) * 5.5 + (1 - m[2]) * 6.5
+    return np.sum(x * s) + x[0] * c
+
+
+def test_bool_arithmetic_numpy_and_numba_agree_on_compiles():
+    g = srcgrad.grad(bools_as_numpy_computes_them, jit=True)
+    for x in (np.array([0.5, 1.5, -2.0]), np.array([-0.5, 0.7, 2.0]), np.array([1.5, 1.5, 1.5])):
+        np.testing.assert_array_equal(g(x), srcgrad.grad(bools_as_numpy_computes_them)(x))
+
+
+def bool_array_square_root(x):
+    m = x > 0.0
+    return np.sum(x * np.sqrt(m))  # float16 in numpy, float32 in numba
+
+
+def bool_exp(x):
+    m = x > 0.0
+    return x[0] * np.exp(m[0])  # float16 in numpy, float64 in numba
+
+
+def bool_ufunc_subtract(x):
+    m = x > 0.0
+    return np.sum(x * np.subtract(m, m))  # raises in numpy
+
+
+def bool_ufuncs_computing_alike(x):
+    m = x > 0.0
+    n = x > 1.0
+    return np.sum(x * np.logical_and(m, n)) + np.sum(x * np.maximum(m, n)) \
+        + np.sum(np.where(m, x, 0.0)) + np.sum(x * np.add(m, 1.0)) + x[0] * np.sqrt(m[0] + 1.0)
+
+
+@pytest.mark.parametrize("f", [bool_array_square_root, bool_exp, bool_ufunc_subtract])
+def test_ufuncs_of_bools_numpy_computes_otherwise_are_refused(f):
+    test_arithmetic_on_bools_made_in_the_body_is_refused_at_its_line(f)
+
+
+def test_ufuncs_of_bools_numpy_and_numba_agree_on_compile():
+    g = srcgrad.grad(bool_ufuncs_computing_alike, jit=True)
+    for x in (np.array([0.5, 1.5, -2.0]), np.array([-0.5, 0.7, 2.0])):
+        np.testing.assert_array_equal(g(x), srcgrad.grad(bool_ufuncs_computing_alike)(x))

@@ -29,6 +29,7 @@ from ..transforms import normalize, prepare
 from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
 from . import simd
+from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .inputs import RefusedRead, check_passed, external_reads
 from .sweeps import (
@@ -307,6 +308,7 @@ def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
     # a callee's functions are called only from compiled code: no Python entry point (numba
     # cannot box a tuple of lists, the stacks in a callee's saved values)
     options = {} if variant in _ENTRY_VARIANTS else {"no_cpython_wrapper": True}
+    options["pipeline_class"] = Pipeline  # (refuses arithmetic on bools: booleans.py)
     return source, filename, tuple(numba.njit(fn, **options) for fn in made)
 
 
