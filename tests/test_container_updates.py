@@ -325,12 +325,14 @@ def test_a_list_extended_in_place_is_still_built_here():
     assert np.allclose(srcgrad.hessian(f)(X3), numeric, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="reverse over reverse through "
-                   "'rows += [...]' adds a float zero to a list (also without item updates, "
-                   "at 06357c4): outside desugar's item updates")
+# Reverse over reverse through 'rows += [...]' added a float zero to a list (TypeError, also
+# without item updates, at 06357c4); it works on main since the merges of 26 Nov 2026 (a
+# strict xfail until then).
 def test_reverse_over_reverse_of_a_list_extended_in_place():
     g = srcgrad.grad(rows_extended_then_updated)
-    srcgrad.grad(lambda y: np.sum(g(y)))(X3)
+    outer = srcgrad.grad(lambda y: np.sum(g(y)))(X3)
+    numeric = _fd_gradient(lambda y: float(np.sum(g(y))), X3)
+    np.testing.assert_allclose(outer, numeric, rtol=1e-5, atol=1e-6)
 
 
 # == a helper changing a list or dict its caller passes =========================================
