@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
+from collections import Counter
 import inspect
 import numbers
 import os
@@ -187,6 +188,8 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     statements = {id(c): stmt for stmt in gast.walk(tree) if isinstance(stmt, gast.stmt)
                   for c in gast.walk(stmt) if isinstance(c, gast.Call)}
     guards: dict[int, list] = {}
+    reads = Counter(n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+                    and isinstance(n.ctx, gast.Load))
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
@@ -209,9 +212,9 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         handed = getattr(call, "srcgrad_consumed", frozenset())
         # an argument carrying no gradient may be given one: helper(state, x) storing x * 2
         # into state, which the function reads afterwards (the tape would not see it)
-        inside = {id(n) for n in gast.walk(call)}
-        read_elsewhere = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
-                          and isinstance(n.ctx, gast.Load) and id(n) not in inside}
+        inside = Counter(n.id for n in gast.walk(call) if isinstance(n, gast.Name)
+                         and isinstance(n.ctx, gast.Load))
+        read_elsewhere = {n for n, count in reads.items() if count > inside[n]}
         filled = [(i, a) for i, a in bound or () if (i, a) not in varied
                   and A.names_read(a) & read_elsewhere and not isinstance(a, gast.Constant)]
         for i, a in varied + filled:
