@@ -1229,6 +1229,25 @@ def refuse_shared_locals(value, frame: dict, names: tuple, outside: tuple, messa
         refuse_viewed(value, [frame[n] for n in names if n in frame] + list(outside), message)
 
 
+def refuse_shared_held(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
+    """refuse_shared_locals, and before a callee updates in place the arrays (and lists) a
+    list or dict ``value`` holds (``p["a"] -= g`` in ``p = step(p, g)``): raise when another
+    variable or a global holds one of them or shares an array's data."""
+    refuse_shared_locals(value, frame, names, outside, message)
+    if type(value) not in (list, dict):
+        return
+    held: list = []
+    seen: dict[int, int] = {}
+    _reach(value, seen, held)
+    inner = {key for key in seen if key != id(value)}
+    others_seen: dict[int, int] = {}
+    others: list = []
+    for v in [frame[n] for n in names if n in frame] + list(outside):
+        _reach(v, others_seen, others)
+    if inner & set(others_seen) or any(_sharing(others, a) for a in held):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
 def _shares_data(v, array, depth: int) -> bool:
     """Whether ``v``, or an item of it (lists, tuples, dicts, a few levels down), may share
     ``array``'s data."""

@@ -424,3 +424,108 @@ def recursion_with_memo_dict(x):
 def test_memo_dict_passed_down_a_recursion_is_refused():
     with pytest.raises(srcgrad.SrcgradError, match="parameter 'memo'"):
         srcgrad.grad(recursion_with_memo_dict)(0.7)
+
+
+# -- a list or dict a caller hands over (p = step(p, g)) updated item by item ------------------
+# The optimiser-step idiom: the helper changes the arrays its caller's container holds in
+# place, and the caller reads only what it returns. Rewritten as new containers when, at run
+# time, nothing else holds those arrays (the caller's other variables, the helper's, globals).
+def _sgd_step(p, g):
+    p["a"] -= 0.1 * g
+    p["b"] *= 1.5
+    return p
+
+
+def _list_step(ws, g):
+    ws[0] -= g
+    ws[1][1:] += g[1:]
+    return ws
+
+
+def _passes_on(p, g):
+    p = _sgd_step(p, g)
+    return p
+
+
+def dict_handed_to_a_step(x):
+    p = {"a": x * 1.0, "b": x ** 2}
+    p = _sgd_step(p, x * x)
+    return np.sum(p["a"] ** 2 * p["b"])
+
+
+def list_handed_to_a_step(x):
+    ws = [x * 1.0, x ** 2]
+    ws = _list_step(ws, x * 0.5)
+    return np.sum(ws[0] * ws[1])
+
+
+def dict_handed_on_in_a_loop(x):
+    p = {"a": x * 2.0, "b": x + 1.0}
+    for _ in range(2):
+        p = _passes_on(p, x)
+    return np.sum(p["a"] * p["b"])
+
+
+@pytest.mark.parametrize("f", [dict_handed_to_a_step, list_handed_to_a_step,
+                               dict_handed_on_in_a_loop])
+def test_items_of_a_handed_over_container_updated_at_every_order(f):
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)
+
+
+def holds_the_array_elsewhere(x):
+    a = x * 1.0
+    p = {"a": a, "b": x ** 2}
+    p = _sgd_step(p, x)  # Python changes a too
+    return np.sum(p["a"] * p["b"]) + np.sum(a)
+
+
+def hands_over_a_display_of_its_argument(x):
+    p = _sgd_step({"a": x, "b": x * 2.0}, x)  # Python changes x itself
+    return np.sum(p["a"] * p["b"]) + np.sum(x)
+
+
+def _step_keeping_an_alias(p, g):
+    q = p
+    p["a"] += g
+    return q
+
+
+def helper_keeps_an_alias(x):
+    p = {"a": x * 1.0}
+    p = _step_keeping_an_alias(p, x)
+    return np.sum(p["a"] ** 2)
+
+
+@pytest.mark.parametrize("f, where, line", [
+    (holds_the_array_elsewhere, holds_the_array_elsewhere, "p = _sgd_step(p, x)"),
+    (hands_over_a_display_of_its_argument, _sgd_step, 'p["a"] -= 0.1 * g'),
+    (helper_keeps_an_alias, _step_keeping_an_alias, 'p["a"] += g')])
+def test_handed_over_items_seen_elsewhere_are_refused(f, where, line):
+    import inspect
+    lines, start = inspect.getsourcelines(where)
+    at = start + next(i for i, text in enumerate(lines) if text.strip().startswith(line))
+    with pytest.raises(UnsupportedSyntaxError, match=rf"test_container_updates\.py:{at}:"):
+        srcgrad.grad(f)(X3)
+
+
+def test_the_refused_handed_over_cases_differ_from_a_rewrite():
+    # what a functional rewrite would compute is not what Python computes
+    x = X3.copy()
+    a = x * 1.0
+    p = {"a": a, "b": x ** 2}
+    _sgd_step(p, x)
+    assert not np.allclose(a, x)  # the caller's a changed
+
+
+def test_the_differentiated_functions_dict_argument_updated_item_by_item():
+    def f(params, x):
+        params["a"] -= 0.1 * x
+        return np.sum(params["a"] ** 2 * x)
+
+    g = srcgrad.grad(f)({"a": X3 * 1.0}, X3)
+    assert np.allclose(g["a"], _fd_gradient(lambda a: f({"a": a.copy()}, X3), X3 * 1.0),
+                       rtol=1e-6, atol=1e-8)
+    shared = X3 * 1.0
+    with pytest.raises(UnsupportedSyntaxError):
+        srcgrad.grad(f)({"a": shared}, shared)  # x is the array params["a"] holds

@@ -104,20 +104,21 @@ _MUTATED: dict = {}
 _STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS  # (*args, **kwargs: fixed-arity adapters)
 
 
-def _mutated_parameters(fn, depth: int = 0) -> frozenset:
-    """The parameters ``fn`` updates in place (activity.mutated_parameters of its source),
-    or passes to a function of the user's that does (``a = step(a, g)``), once per code
-    object; none when its source cannot be read."""
+def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTATED
+                        ) -> frozenset:
+    """The parameters ``fn`` updates in place (activity.mutated_parameters of its source;
+    ``find``), or passes to a function of the user's that does (``a = step(a, g)``), once
+    per code object; none when its source cannot be read."""
     code = fn.__code__
-    known = _MUTATED.get(code)
+    known = cache.get(code)
     if known is not None:
         return known
-    _MUTATED[code] = frozenset()  # (recursion)
+    cache[code] = frozenset()  # (recursion)
     try:
         tree = get_source(fn).tree
     except (SrcgradError, OSError, TypeError, SyntaxError):
         return frozenset()
-    out = set(mutated_parameters(tree))
+    out = set(find(tree))
     params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
     for call in gast.walk(tree) if depth < 8 else ():
         if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
@@ -126,13 +127,35 @@ def _mutated_parameters(fn, depth: int = 0) -> frozenset:
         if not isinstance(callee, types.FunctionType) or lookup(callee) is not None \
                 or callee.__code__.co_flags & _STARRED:
             continue
-        inner = _mutated_parameters(callee, depth + 1)
+        inner = _mutated_parameters(callee, depth + 1, find, cache)
         names = list(callee.__code__.co_varnames[:callee.__code__.co_argcount
                                                   + callee.__code__.co_kwonlyargcount])
         out |= {arg.id for i, arg in A.bind_arguments(names, 0, call) or []
                 if isinstance(arg, gast.Name) and arg.id in params and names[i] in inner}
-    known = _MUTATED[code] = frozenset(out)
+    known = cache[code] = frozenset(out)
     return known
+
+
+_ITEMS_UPDATED: dict = {}
+
+
+def _items_updated(tree: gast.FunctionDef) -> frozenset:
+    """The parameters whose items ``tree`` changes in place: ``p[k] += v`` (on an array
+    item), ``p[k][i] = v``, ``p[k].append(v)``. Python changes those objects themselves,
+    which whoever else holds them sees; replacing a slot (``p[k] = v``) does not."""
+    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    out = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Subscript):
+            out.add(_root(node.target))
+        elif isinstance(node, gast.Assign):
+            out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
+                    and isinstance(t.value, (gast.Subscript, gast.Attribute))}
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, (gast.Subscript, gast.Attribute)):
+            out.add(_root(node.func.value))
+    return frozenset(out & params)
 
 
 def _root(target) -> str | None:
@@ -388,6 +411,9 @@ class _Desugar:
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
             and id(n) not in in_comprehensions}
         self.callers = self.callers - self.owned
+        # owned parameters no statement binds anew: the caller's list or dict, handed over
+        # (or the differentiated function's own argument), item_guard checks at run time
+        self.kept_params = self.owned - _rebound_names(tree.body if tree is not None else [])
         self.tree = tree
         # where each name is read (line, column), the names nested functions read, and the
         # spans of loops and try statements: what hand_over needs to know a name is dead
@@ -575,8 +601,13 @@ class _Desugar:
                         and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
                     handed.add(params[i])
                     guards.append(self.handed_over_guard(arg.id, fn, params[i], s))
-                elif self.fresh(arg) and not _may_be_view(arg):
-                    handed.add(params[i])  # step(x * 1.0, g): a new array nothing else holds
+                elif self.fresh(arg) and not _may_be_view(arg) and (
+                        self.fresh_items(arg)
+                        or params[i] not in _mutated_parameters(fn, 0, _items_updated,
+                                                                _ITEMS_UPDATED)):
+                    # step(x * 1.0, g): a new array nothing else holds; step([x], g): a new
+                    # list, unless the helper changes its items in place (x itself)
+                    handed.add(params[i])
             if handed:
                 call.srcgrad_consumed = frozenset(handed)
         return guards
@@ -610,6 +641,22 @@ class _Desugar:
         return root is func and not isinstance(obj, (types.FunctionType, types.MethodType,
                                                      type)) or (
             getattr(obj, "__module__", None) or "").partition(".")[0] in _LIBRARIES
+
+    def fresh_items(self, value) -> bool:
+        """Whether every item of the list, tuple or dict display ``value`` is new (and those
+        of the displays in it): nothing outside holds them. (Not a display: True.)"""
+        if isinstance(value, (gast.List, gast.Tuple, gast.Set)):
+            items = value.elts
+        elif isinstance(value, gast.Dict):
+            items = value.values
+        elif isinstance(value, (gast.ListComp, gast.DictComp, gast.SetComp)):
+            return False  # ([a for a in xs] holds xs's arrays)
+        elif isinstance(value, gast.Call):  # list(xs), dict(a=x) hold xs's items, x
+            return not (isinstance(value.func, gast.Name) and _builtin(value.func.id, self.ctx))
+        else:
+            return True
+        return all(self.fresh(v) and not _may_be_view(v) and self.fresh_items(v)
+                   for v in items)
 
     def static_function(self, func) -> types.FunctionType | None:
         """The plain Python function ``func`` (a name) refers to, if it is one srcgrad
@@ -679,15 +726,17 @@ class _Desugar:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = sorted(self.scope_names - {name})
         message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
-                   f"in place, and the array passed as {name} shares its data with another "
-                   f"variable of {self.ctx.fn.__name__}() or an array it reads, which numpy "
-                   f"would change too; srcgrad does not support that. Pass a copy "
-                   f"({name}.copy()).")
+                   f"in place, and the array (or list or dict) passed as {name} shares its "
+                   f"data with another variable of {self.ctx.fn.__name__}() or a global it "
+                   f"reads, which Python would change too; srcgrad does not support that. "
+                   f"Pass a copy ({name}.copy(); for an array held in a list or dict, a "
+                   f"copy of it).")
         frame = A.call(A.load("locals"))
         names = gast.Tuple(elts=[A.const(n) for n in others], ctx=gast.Load())
         values = gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load())
-        return self.check("refuse_shared_locals", A.load(name), frame, names, values,
-                          message=message, at=s)
+        held = param in _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
+        return self.check("refuse_shared_held" if held else "refuse_shared_locals",
+                          A.load(name), frame, names, values, message=message, at=s)
 
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
@@ -1200,11 +1249,15 @@ class _Desugar:
 
     def item_checkable(self, target) -> bool:
         """Whether a store or update through ``target`` (``rows[k][1:]``) starts at a list or
-        dict this function built, bound in its own scope (not a parameter, a global, a
-        variable a nested function reads), with indices that call nothing: item_guard can
-        then decide at run time whether anything else sees what it changes."""
+        dict this function built, bound in its own scope (not a global, a variable a nested
+        function reads), or at a parameter it owns and never rebinds (the differentiated
+        function's argument; a helper's, its call site handing it over: ``p = step(p, g)``),
+        with indices that call nothing: item_guard can then decide at run time whether
+        anything else sees what it changes (the caller's other variables: its
+        handed_over_guard)."""
         root = _root(target)
-        return (root in self.built and not self.nested and root not in self.captured
+        return ((root in self.built or root in self.kept_params) and not self.nested
+                and root not in self.captured
                 and not any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda))
                             for n in gast.walk(target)))
 
