@@ -562,15 +562,19 @@ class _Desugar:
                 out.add(n)
         return out
 
-    def sources_guard(self, name: str, sources: list[str], s) -> gast.stmt:
+    def sources_guard(self, name: str, sources: list[str], s) -> list:
         """Before ``name`` changes in place: raise at run time if it still shares data with
-        one of the names it was made from (it is a view of one of them)."""
+        one of the names it was made from (it is a view of one of them) that something reads
+        afterwards."""
+        sources = self.read_later(sources, s)
+        if not sources:
+            return []
         which = sources[0] if len(sources) == 1 else f"one of {', '.join(sources)}"
         message = (f"{self.ctx.location(s)}: an in-place update of '{name}', which shares its "
                    f"data with {which} (a view of it), is not supported (in "
                    f"{self.ctx.fn.__name__}()): numpy would change both. Copy it first "
                    f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
-        return self.refuse_sharing(name, sources, message, s)
+        return [self.refuse_sharing(name, sources, message, s)]
 
     def hand_over(self, s) -> list:
         """A call of a helper that updates a parameter in place, passed a variable ``x`` of
@@ -777,7 +781,8 @@ class _Desugar:
     def view_guard(self, name: str, s) -> list:
         """Before ``name`` changes in place: raise at run time if a view of it made earlier
         (``v = name[:1]``) still shares its data, or if it is the caller's array."""
-        views = sorted(self.view_of.get(name, set()) - {name} - self.ctx.transient)
+        views = self.read_later(sorted(self.view_of.get(name, set()) - {name}
+                                       - self.ctx.transient), s)
         if not views:
             return []
         loc = self.ctx.location(s)
@@ -1018,10 +1023,41 @@ class _Desugar:
         outside = sorted(p for p in partners - set(local) if self.is_global(p))
         if not partners or set(local) | set(outside) != partners:
             return None
-        return self.check("refuse_shared_locals", A.load(name), A.call(A.load("locals")),
-                          gast.Tuple(elts=[A.const(n) for n in local], ctx=gast.Load()),
-                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
-                          message=message, at=s)
+        local = self.read_later(local, s)
+        if not local and not outside:
+            return []  # (v = y; y += 1.0, v read no more: nobody sees the change)
+        return [self.check("refuse_shared_locals", A.load(name), A.call(A.load("locals")),
+                           gast.Tuple(elts=[A.const(n) for n in local], ctx=gast.Load()),
+                           gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                           message=message, at=s)]
+
+    def read_later(self, names, s) -> list[str]:
+        """Those of ``names`` (variables that may share data with one ``s`` changes in
+        place) something may read after ``s`` changes it: not a variable of this function
+        no statement reads any more (``v = y; y += 1.0`` with ``v`` unread after), which
+        sees the change no more than the functional rewrite's old value."""
+        return [n for n in names if not self.unread_after(n, s)]
+
+    def unread_after(self, name: str, s) -> bool:
+        """Whether nothing reads ``name`` once ``s`` has evaluated its value: dead_after, or
+        no statement of the loops around ``s`` reads it at all (bound before them)."""
+        value = getattr(s, "value", None)
+        if value is None or _start(s) is None:
+            return False
+        if self.dead_after(name, s, value):
+            return True
+        if name not in self.scope_names or name in self.captured or name in self.ctx.params:
+            return False
+        inside = {id(n) for n in gast.walk(value)}
+        if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
+               and id(n) not in inside for n in gast.walk(s)):
+            return False
+        start, end = _start(s), _end(s)
+        if end is None or any(a <= start and end <= b for a, b in self.spans):
+            return False
+        around = [a for a, b in self.loops if a is not None and b is not None
+                  and a <= start and end <= b]
+        return bool(around) and all(at < min(around) for at in self.reads.get(name, ()))
 
     def unseen_views_guard(self, name: str, s, guards: list) -> list:
         """Before ``name`` changes in place: the run-time check against every name that may
@@ -1045,7 +1081,7 @@ class _Desugar:
                     component.add(other)
                     todo.append(other)
         component -= checked | self.ctx.transient
-        local = sorted(n for n in component if n in self.scope_names)
+        local = self.read_later(sorted(n for n in component if n in self.scope_names), s)
         outside = sorted(n for n in component
                          if n not in self.scope_names and self.is_global(n))
         if not local and not outside:
@@ -1077,7 +1113,7 @@ class _Desugar:
         if isinstance(target, gast.Name) and not self.shares_data(target.id, s) and sources:
             # made from other names by a call, a display...: numpy changes them too if it is
             # a view of one of them (v = helper(y) returning y[:2])
-            guard = [self.sources_guard(target.id, sources, s)]
+            guard = self.sources_guard(target.id, sources, s)
         elif isinstance(target, gast.Name) and self.shares_data(target.id, s) \
                 and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
             # On an array, '+=' updates in place what another name may also see; on a number
@@ -1097,7 +1133,7 @@ class _Desugar:
                 # with one of those (a slice does, a fancy index or an operator's result not)
                 guard = [self.refuse_sharing(target.id, sources, message, s)]
             elif aliases is not None:  # v = y earlier: refused only if they still share
-                guard = [aliases]
+                guard = aliases
             else:
                 guard = [self.check("refuse_shared_array", A.load(target.id),
                                     message=message, at=s)]
@@ -1188,7 +1224,7 @@ class _Desugar:
                            f"{self.ctx.fn.__name__}()). {hint}")
                 aliases = self.alias_guard(base.id, sources, message, s)
                 if aliases is not None and (base.id in self.aliased or not sources):
-                    shared = [aliases]  # v = y earlier: refused only if they still share
+                    shared = aliases  # v = y earlier: refused only if they still share
                 elif not sources or base.id in self.callers | self.aliased:
                     self.ctx.problem(s, what, hint)
                     return [s]
@@ -1198,7 +1234,7 @@ class _Desugar:
             if isinstance(base, gast.Name) and not shared:
                 sources = self.sources_of(base.id)
                 if sources:
-                    shared = [self.sources_guard(base.id, sources, s)]
+                    shared = self.sources_guard(base.id, sources, s)
             guard = shared + (self.view_guard(base.id, s) if isinstance(base, gast.Name)
                               else [])
             if isinstance(base, gast.Name):
