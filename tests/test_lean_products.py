@@ -179,6 +179,18 @@ def test_other_ranks_through_grads_sweeps_match_the_ordinary_ones_and_finite_dif
     check_grad(vector_chain, args, wrt=(0, 1, 2), grads=list(got))
 
 
+@pytest.mark.parametrize("dtypes", [(np.float32,) * 5, (np.float32, np.float64, np.float64,
+                                                       np.float64, np.float32)])
+def test_the_rnn_through_the_plain_helpers_is_the_ordinary_sweeps_bits(dtypes):
+    """Matrices all through (the shortcut every step), in float32 and in mixed precision."""
+    args = [a.astype(d) for a, d in zip(_rnn_args(), dtypes)]
+    got = srcgrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    adj = get_entry_adjoint(rnn, (0, 1, 2))
+    _, saved = adj.fwd(*args)
+    for a, b in zip(got, adj.bwd(saved, np.float32(1.0) if dtypes[0] is np.float32 else 1.0)):
+        _same(a, b)
+
+
 def test_second_derivatives_through_a_product_still_differentiate_the_rules():
     """A gradient differentiated again runs the ordinary sweeps (the rules), not grad's."""
     def f(W, x):
