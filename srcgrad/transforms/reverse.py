@@ -24,8 +24,9 @@ stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple ins
 runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), do not sum
 an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py),
 compute saved negations again (remat.py), scale by ``c ** n`` once where a backward loop only
-scales an adjoint by a number (scaling_loops.py) and, when the value is discarded, probe what
-only makes it (dead_values.py).
+scales an adjoint by a number (scaling_loops.py), compute plain matrices' products' cotangents
+without the matmul rules' generality (plain_products.py) and, when the value is discarded,
+probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
