@@ -147,6 +147,34 @@ def test_the_plain_helpers_leave_subclasses_lists_and_tensors_to_the_rules(monke
     assert calls == []
 
 
+def test_the_pass_renames_calls_of_the_rules_by_whatever_name_they_are_bound():
+    import textwrap
+
+    import gast
+
+    from srcgrad.codegen import to_source
+    from srcgrad.transforms.plain_products import plain_products
+    stmts = gast.parse(textwrap.dedent("""
+        for _k in range(n):
+            bh = ml(g, h, W)
+            bW = bW + matmul_right(g, h, W)
+            z = other(g, h, W)
+    """)).body
+    helpers = {}
+
+    def helper(obj, preferred):
+        helpers[preferred] = obj
+        return preferred
+    callees = {"ml": matmul_left, "matmul_right": matmul_right, "other": [1]}  # (unhashable)
+    out = plain_products(stmts, callees, helper, {matmul_left: plain_matmul_left,
+                                                  matmul_right: plain_matmul_right})
+    src = to_source(gast.Module(body=out, type_ignores=[]))
+    assert "bh = plain_matmul_left(g, h, W)" in src
+    assert "bW = bW + plain_matmul_right(g, h, W)" in src and "z = other(g, h, W)" in src
+    assert helpers == {"plain_matmul_left": plain_matmul_left,
+                       "plain_matmul_right": plain_matmul_right}
+
+
 def test_grads_own_sweeps_call_the_plain_helpers_and_the_ordinary_ones_the_rules():
     lean = get_lean_adjoint(rnn, (0, 1, 2), value=False).source
     assert "bh = plain_matmul_left(b_t5, h, Wh)" in lean
