@@ -13,7 +13,12 @@ from fdcheck import check_grad
 import srcgrad
 from srcgrad import runtime
 from srcgrad.api import get_entry_adjoint, get_lean_adjoint
-from srcgrad.rules.operators import matmul_left, matmul_right
+from srcgrad.rules.operators import (
+    matmul_left,
+    matmul_right,
+    plain_matmul_left,
+    plain_matmul_right,
+)
 
 
 # -- the matmul rules -------------------------------------------------------------------------
@@ -81,6 +86,154 @@ def test_tensors_still_differentiate_the_rules_again():
     np.testing.assert_allclose(h.numpy(), 6 * p * q @ Wv.T + 3 * p ** 2 @ V.T, rtol=1e-12)
 
 
+# -- plain_matmul_left/right: grad's sweeps call them in the rules' place ---------------------
+
+def _same(got, want):
+    """The same value to the bit: type, shape, dtype and elements."""
+    assert type(got) is type(want) and np.shape(got) == np.shape(want)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("xs, ys, gs", NOT_PLAIN + [
+    ((5, 3), (3, 4), (5, 4)),  # plain matrices: the shortcut
+    ((1, 3), (3, 4), (1, 4)),
+    ((5, 1), (1, 4), (5, 4)),
+    ((5, 3), (3, 1), (5, 7)),  # g broadcast along the product's size-1 axis
+    ((5, 3), (3, 4), (2, 5, 4)),  # g broadcast along a leading axis
+    ((3,), (3,), ()),  # two vectors: a number
+])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.complex128])
+def test_the_plain_helpers_give_the_rules_bits(xs, ys, gs, dtype):
+    """Whatever the ranks and shapes, each helper returns what its rule returns, to the bit:
+    the shortcut where its facts hold, the rule itself where they do not."""
+    rng = np.random.default_rng(6)
+    x, y, g = (rng.standard_normal(s).astype(dtype) for s in (xs, ys, gs))
+    if dtype is np.complex128:
+        x, y, g = x + 1j * rng.standard_normal(xs), y - 1j, g * (1 + 2j)
+    _same(plain_matmul_left(g, x, y), matmul_left(g, x, y))
+    _same(plain_matmul_right(g, x, y), matmul_right(g, x, y))
+    if dtype is np.complex128:
+        return
+    for i, helper in enumerate((plain_matmul_left, plain_matmul_right)):
+        assert np.allclose(helper(g, x, y), _oracle(g, x, y, i), rtol=1e-5, atol=1e-5)
+
+
+def test_a_cotangent_broadcast_over_a_one_row_product_is_summed():
+    """``x`` of one row, ``g`` of five (grad passes a sum's cotangent on unreduced): ``g @
+    y.T`` would run and give five rows; the rule sums ``g`` down to one row first."""
+    rng = np.random.default_rng(7)
+    x, y, g = rng.standard_normal((1, 3)), rng.standard_normal((3, 4)), rng.standard_normal((5, 4))
+    got = plain_matmul_left(g, x, y)
+    assert got.shape == (1, 3)
+    assert np.allclose(got, _oracle(g, x, y, 0), rtol=1e-12, atol=1e-12)
+
+
+def test_the_plain_helpers_leave_subclasses_lists_and_tensors_to_the_rules(monkeypatch):
+    rng = np.random.default_rng(8)
+    x, y, g = rng.standard_normal((4, 3)), rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
+    import srcgrad.rules.operators as operators
+    calls = []
+    monkeypatch.setattr(operators, "matmul_left", lambda *a: calls.append("left") or 0)
+    monkeypatch.setattr(operators, "matmul_right", lambda *a: calls.append("right") or 0)
+    for args in ((g, x.view(_Sub), y), (g, x, y.view(_Sub)), (g.view(_Sub), x, y),
+                 (g, x.tolist(), y), (g, x, y.tolist()), (g.tolist(), x, y)):
+        plain_matmul_left(*args)
+        plain_matmul_right(*args)
+    assert calls == ["left", "right"] * 6
+    calls.clear()
+    plain_matmul_left(g, x, y)  # plain matrices: no rule called
+    plain_matmul_right(g, x, y)
+    assert calls == []
+
+
+def test_the_pass_renames_calls_of_the_rules_by_whatever_name_they_are_bound():
+    import textwrap
+
+    import gast
+
+    from srcgrad.codegen import to_source
+    from srcgrad.transforms.plain_products import plain_products
+    stmts = gast.parse(textwrap.dedent("""
+        for _k in range(n):
+            bh = ml(g, h, W)
+            bW = bW + matmul_right(g, h, W)
+            z = other(g, h, W)
+    """)).body
+    helpers = {}
+
+    def helper(obj, preferred):
+        helpers[preferred] = obj
+        return preferred
+    callees = {"ml": matmul_left, "matmul_right": matmul_right, "other": [1]}  # (unhashable)
+    out = plain_products(stmts, callees, helper, {matmul_left: plain_matmul_left,
+                                                  matmul_right: plain_matmul_right})
+    src = to_source(gast.Module(body=out, type_ignores=[]))
+    assert "bh = plain_matmul_left(g, h, W)" in src
+    assert "bW = bW + plain_matmul_right(g, h, W)" in src and "z = other(g, h, W)" in src
+    assert helpers == {"plain_matmul_left": plain_matmul_left,
+                       "plain_matmul_right": plain_matmul_right}
+
+
+def test_grads_own_sweeps_call_the_plain_helpers_and_the_ordinary_ones_the_rules():
+    lean = get_lean_adjoint(rnn, (0, 1, 2), value=False).source
+    assert "bh = plain_matmul_left(b_t5, h, Wh)" in lean
+    assert "bWh = bWh + plain_matmul_right(b_t5, h, Wh)" in lean
+    assert " matmul_left(" not in lean and " matmul_right(" not in lean
+    ordinary = get_entry_adjoint(rnn, (0, 1, 2)).source  # (differentiated again: the rules)
+    assert "plain_matmul" not in ordinary and "matmul_left(" in ordinary
+
+
+def vector_chain(W, v, U):
+    """Products of 1-d and 2-d operands, a batch and a broadcast cotangent: each misses one
+    fact of the shortcut."""
+    h = np.tanh(v @ W)           # a 1-d x
+    z = W @ h                    # a 1-d y
+    B = np.stack([W, W * 0.5])   # a batch of x
+    c = (B @ U).sum(axis=0)
+    r = np.ones((1, 3)) @ U + c  # a one-row product, its cotangent broadcast to c's rows
+    return np.sum(z * z) + np.sum(r ** 2) + np.sum(h)
+
+
+def test_other_ranks_through_grads_sweeps_match_the_ordinary_ones_and_finite_differences():
+    rng = np.random.default_rng(9)
+    args = [rng.standard_normal((3, 3)) * 0.5, rng.standard_normal(3), rng.standard_normal((3, 3))]
+    assert "plain_matmul" in get_lean_adjoint(vector_chain, (0, 1, 2), value=False).source
+    got = srcgrad.grad(vector_chain, wrt=(0, 1, 2))(*args)
+    adj = get_entry_adjoint(vector_chain, (0, 1, 2))
+    _, saved = adj.fwd(*args)
+    for a, b in zip(got, adj.bwd(saved, 1.0)):
+        _same(a, b)
+    check_grad(vector_chain, args, wrt=(0, 1, 2), grads=list(got))
+
+
+@pytest.mark.parametrize("dtypes", [(np.float32,) * 5, (np.float32, np.float64, np.float64,
+                                                       np.float64, np.float32)])
+def test_the_rnn_through_the_plain_helpers_is_the_ordinary_sweeps_bits(dtypes):
+    """Matrices all through (the shortcut every step), in float32 and in mixed precision."""
+    args = [a.astype(d) for a, d in zip(_rnn_args(), dtypes)]
+    got = srcgrad.grad(rnn, wrt=(0, 1, 2))(*args)
+    adj = get_entry_adjoint(rnn, (0, 1, 2))
+    _, saved = adj.fwd(*args)
+    for a, b in zip(got, adj.bwd(saved, np.float32(1.0) if dtypes[0] is np.float32 else 1.0)):
+        _same(a, b)
+
+
+def test_second_derivatives_through_a_product_still_differentiate_the_rules():
+    """A gradient differentiated again runs the ordinary sweeps (the rules), not grad's."""
+    def f(W, x):
+        return np.sum(np.tanh(x @ W) ** 2)
+
+    rng = np.random.default_rng(10)
+    W, x = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    V = rng.standard_normal((3, 2))
+    gradient = srcgrad.grad(f, wrt=0)
+    hv = srcgrad.grad(lambda W: np.sum(gradient(W, x) * V))(W)
+    eps = 1e-6
+    fd = (gradient(W + eps * V, x) - gradient(W - eps * V, x)) / (2 * eps)  # H V (symmetric)
+    assert np.allclose(hv, fd, rtol=1e-6, atol=1e-8)
+
+
 # -- unbroadcast ------------------------------------------------------------------------------
 
 def test_a_batch_axis_is_summed_by_one_reduction(monkeypatch):
@@ -135,7 +288,7 @@ def _rnn_args():
 
 def test_the_weights_of_an_rnn_accumulate_with_plus():
     src = get_lean_adjoint(rnn, (0, 1, 2), value=False).source
-    assert "bWh = bWh + matmul_right(" in src and "bWx = bWx + matmul_right(" in src
+    assert "bWh = bWh + plain_matmul_right(" in src and "bWx = bWx + plain_matmul_right(" in src
     assert "_rt.add(" not in src
     # the ordinary sweeps (differentiated again) keep _rt.add
     assert "bWh = _rt.add(bWh, " in get_entry_adjoint(rnn, (0, 1, 2)).source

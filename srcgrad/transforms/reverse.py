@@ -24,8 +24,9 @@ stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple ins
 runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), do not sum
 an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py),
 compute saved negations again (remat.py), scale by ``c ** n`` once where a backward loop only
-scales an adjoint by a number (scaling_loops.py) and, when the value is discarded, probe what
-only makes it (dead_values.py).
+scales an adjoint by a number (scaling_loops.py), compute plain matrices' products' cotangents
+without the matmul rules' generality (plain_products.py) and, when the value is discarded,
+probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ from .. import codegen, runtime
 from ..errors import InternalError, MissingRuleError, UnsupportedFeatureError
 from ..rules import lookup
 from ..rules._helpers import expand_to
-from ..rules.operators import matmul_left, matmul_right
+from ..rules.operators import matmul_left, matmul_right, plain_matmul_left, plain_matmul_right
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
@@ -57,6 +58,7 @@ from .copies import propagate_copies
 from .dead_values import probe_dead_values
 from .desugar import regroup_contexts
 from .inplace import accumulate_in_place
+from .plain_products import plain_products
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .remat import recompute_negations
@@ -753,6 +755,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     if lean:
         backward = _recomputed_negations(gen, tree, body, backward)
         backward = collapse_scaling_loops(backward, ctx.rt)
+        backward = plain_products(backward, _callees(ctx, backward), ctx.helper,
+                                  {matmul_left: plain_matmul_left,
+                                   matmul_right: plain_matmul_right})
     forward = regroup_contexts(gen.forward_block(body), ctx.rt)
     ctx.raise_problems()
     forward, backward, once = saved_once(forward, backward, gen.tape,
