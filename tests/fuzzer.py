@@ -110,7 +110,10 @@ PRODUCTS = {
              ("{a} @ {b}", VEC2, VEC2)],
     VEC2: [("{a} @ {b}", MAT, VEC), ("np.dot({a}, {b})", MAT, VEC)],
     VEC: [("{a} @ {b}", VEC2, MAT), ("{a}.T @ {b}", MAT, VEC2)],
-    MAT: [("np.outer({a}, {b})", VEC2, VEC)],
+    MAT: [("np.outer({a}, {b})", VEC2, VEC), ("{a} @ {b}", COL, ROW),
+          ("{a} @ ({b}.T @ {b})", MAT, MAT), ("({a} @ {b}.T) @ {a}", MAT, MAT)],
+    COL: [("{a} @ {b}.T", MAT, ROW)],
+    ROW: [("({a} @ {b}.T) @ {b}", ROW, MAT)],
 }
 
 # smooth elementwise functions, total on the reals and bounded where it matters
