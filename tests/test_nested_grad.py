@@ -521,3 +521,25 @@ def test_a_code_rebinding_a_free_variable_is_seen():
     assert _rebinds_cells(rebinds.__code__)
     assert _rebinds_cells(defines.__code__)
 
+
+# -- a seed spread over a saved array's shape is no differentiable value ----------------------
+def test_the_inner_backward_sweep_is_differentiated_only_for_its_saved_values():
+    """loglike's backward sweep passes negbin_loglike's a cotangent spread from grad's seed
+    over a saved array's shape (expand_to(b_t2, _t1)): at the expand_to's shape position the
+    saved array carries no gradient, so the cotangent is no more differentiable than the
+    seed, and negbin_loglike's backward sweep is differentiated for its saved tuple alone
+    (it was for its seed too: cotangents computed and dropped at every order)."""
+    g1, g2 = srcgrad.grad(rprime), srcgrad.grad(srcgrad.grad(rprime))
+    w1, w2 = srcgrad.grad(rprime_written), srcgrad.grad(srcgrad.grad(rprime_written))
+    g2(2.0)
+    inner = [adj for adj in _sweep_builds() if adj.fn.__name__ == "negbin_loglike_bwd"]
+    assert inner and all(adj.wrt == (0,) for adj in inner)
+    for r in (0.7, 2.0, 5.5):
+        assert g1(r) == pytest.approx(w1(r), rel=1e-10)
+        assert g1(r) == pytest.approx(central(rprime_written, r), rel=1e-6)
+        assert g2(r) == pytest.approx(w2(r), rel=1e-10)
+        assert g2(r) == pytest.approx(central(w1, r), rel=1e-6)
+    g3 = srcgrad.grad(g2)
+    w3 = srcgrad.grad(w2)
+    assert g3(2.0) == pytest.approx(w3(2.0), rel=1e-9)
+    assert g3(2.0) == pytest.approx(central(w2, 2.0), rel=1e-5)
