@@ -465,3 +465,81 @@ def test_closure_sweeps_read_each_cell_by_its_position():
     adj = srcgrad.api.get_adjoint(inner, (0,))
     assert adj._closure_names == ["a", "b"]
     assert [inner.__code__.co_freevars[i] for i in adj._closure_at] == adj._closure_names
+
+
+# -- the sweeps of generated sweeps, fetched without reading their cells ----------------------
+def _sweep_builds():
+    return [adj for per_code in srcgrad.api._CACHE.values() for builds in per_code.values()
+            for adj in builds]
+
+
+def test_the_sweeps_of_a_generated_sweep_are_fetched_without_reading_its_cells():
+    """A generated sweep is a closure over its factory's parameters, which nothing rebinds:
+    the functions made for it last serve again without reading its cells. (Each fetch read
+    them: 29 fetches per call of grad(grad(rprime)).) A user's closure still has its cells
+    read on every fetch (test_a_closure_sweep_sees_its_cell_rebound)."""
+    g2 = srcgrad.grad(srcgrad.grad(rprime))
+    expected = g2(2.0)
+    sweeps = [adj for adj in _sweep_builds() if adj._has_closure
+              and adj.fn.__code__.co_filename.startswith("<srcgrad")]
+    assert sweeps and all(adj._fixed_cells for adj in sweeps)
+    saved = [(adj, adj._closure_at) for adj in sweeps]
+    try:
+        for adj in sweeps:
+            adj._closure_at = (10 ** 6,)  # a cell read would raise IndexError
+        assert g2(2.0) == expected
+    finally:
+        for adj, at in saved:
+            adj._closure_at = at
+    scaled = _SCALED[0]
+    adj = srcgrad.api.get_adjoint(scaled, (0,))
+    assert adj._has_closure and not adj._fixed_cells
+
+
+def test_a_code_rebinding_a_free_variable_is_seen():
+    def outer():
+        k = 1.0
+
+        def reads():
+            return k
+
+        def rebinds():
+            nonlocal k
+            k = 2.0
+
+        def defines_one_that_rebinds():
+            def inner():
+                nonlocal k
+                del k
+            return inner
+
+        return reads, rebinds, defines_one_that_rebinds
+
+    reads, rebinds, defines = outer()
+    from srcgrad.generated import _rebinds_cells
+    assert not _rebinds_cells(reads.__code__)
+    assert _rebinds_cells(rebinds.__code__)
+    assert _rebinds_cells(defines.__code__)
+
+
+# -- a seed spread over a saved array's shape is no differentiable value ----------------------
+def test_the_inner_backward_sweep_is_differentiated_only_for_its_saved_values():
+    """loglike's backward sweep passes negbin_loglike's a cotangent spread from grad's seed
+    over a saved array's shape (expand_to(b_t2, _t1)): at the expand_to's shape position the
+    saved array carries no gradient, so the cotangent is no more differentiable than the
+    seed, and negbin_loglike's backward sweep is differentiated for its saved tuple alone
+    (it was for its seed too: cotangents computed and dropped at every order)."""
+    g1, g2 = srcgrad.grad(rprime), srcgrad.grad(srcgrad.grad(rprime))
+    w1, w2 = srcgrad.grad(rprime_written), srcgrad.grad(srcgrad.grad(rprime_written))
+    g2(2.0)
+    inner = [adj for adj in _sweep_builds() if adj.fn.__name__ == "negbin_loglike_bwd"]
+    assert inner and all(adj.wrt == (0,) for adj in inner)
+    for r in (0.7, 2.0, 5.5):
+        assert g1(r) == pytest.approx(w1(r), rel=1e-10)
+        assert g1(r) == pytest.approx(central(rprime_written, r), rel=1e-6)
+        assert g2(r) == pytest.approx(w2(r), rel=1e-10)
+        assert g2(r) == pytest.approx(central(w1, r), rel=1e-6)
+    g3 = srcgrad.grad(g2)
+    w3 = srcgrad.grad(w2)
+    assert g3(2.0) == pytest.approx(w3(2.0), rel=1e-9)
+    assert g3(2.0) == pytest.approx(central(w2, 2.0), rel=1e-5)

@@ -285,7 +285,8 @@ def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:
         value = node.value
         if not A.names_read(value) & ctx.active or isinstance(value, _NO_DERIVATIVE):
             continue
-        if isinstance(value, gast.Subscript) and not A.names_read(value.value) & ctx.active:
+        if isinstance(value, gast.Subscript) and not A.names_read(value.value) & ctx.active \
+                and not ctx.own_code:
             base = value.value
             what = f"'{base.id}'" if isinstance(base, gast.Name) and not base.id.startswith(
                 "_") else "an object that carries no gradient"

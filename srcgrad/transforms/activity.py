@@ -10,6 +10,8 @@ import re
 
 import gast
 
+from ..rules import lookup
+from .binding import bind_rule_call
 from .context import Context
 
 _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
@@ -81,12 +83,40 @@ def _reads(value, ctx: Context, precise: bool) -> set[str]:
             r = ctx.resolved.get(id(value))
             if r is not None and r.kind == "nondiff":
                 return set()
+            if r is not None and r.kind == "rule" and ctx.own_code:
+                reads = _differentiated_reads(value, r.obj)
+                if reads is not None:
+                    return reads
         if isinstance(value, gast.Attribute):
             r = ctx.resolved.get(id(value))
             if r is not None and r.kind == "nondiff":
                 return set()
     return {n.id for n in gast.walk(value)
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+
+
+def _differentiated_reads(call: gast.Call, fn) -> set[str] | None:
+    """The names a call of a rule's function reads in its callee and at the positions the
+    rule differentiates; None when the operands cannot be bound statically (``*args``,
+    ``**kwargs``).
+
+    Only for srcgrad's own code (a generated sweep differentiated again), which passes values
+    to a rule's other positions only for their shapes or structure (``expand_to(b_t2, _t1)``,
+    ``unbroadcast(g, x)``): reverse mode gives those operands no gradient there (no
+    nondiff_guard), so a value computed from one alone is no more differentiable than one
+    computed from a constant. Without this, a seed spread over a saved array's shape made
+    the spread active, and the callee it was passed to was differentiated with respect to
+    it: the cotangents of a gradient's seed, computed and then dropped, at every order."""
+    rule = lookup(fn)
+    if rule is None or any(isinstance(a, gast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    bound = bind_rule_call(rule, list(call.args), {k.arg: k.value for k in call.keywords})
+    reads = set()
+    for node in [call.func] + [a for _, _, a, _ in bound.diff]:
+        reads |= {n.id for n in gast.walk(node)
+                  if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
+    return reads
 
 
 def varied_names(tree, ctx: Context, precise: bool = False) -> set[str]:
