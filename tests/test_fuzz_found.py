@@ -1640,3 +1640,43 @@ def test_list_read_by_arithmetic_and_by_index():
     g = srcgrad.grad(rows_read_by_arithmetic_and_index)(rows, x)
     np.testing.assert_allclose(g[0], np.cos(x * rows[0]) * x, rtol=1e-12)
     np.testing.assert_allclose(g[1], np.cos(x * rows[1]) * x + 2 * rows[1], rtol=1e-12)
+
+
+# == containers passed around (fuzzer generators of 26 Nov 2026, fifth session) ===================
+# Seed 90 program 36: `lst6 = [*lst4]` in a loop compiled to `_t1 = *lst4` (SyntaxError, an
+# internal error); outside a loop the same display was refused ("Starred of a differentiable
+# value"). ANF now writes a display with starred items as a concatenation of lists (tuples)
+# and runtime.as_list / as_tuple of the spread values, each with a rule.
+
+def spread_in_a_display(x, z):
+    items = [z, x * z]
+    joined = [z, *items, x]
+    pair = (*items, x)
+    return joined[0] * joined[2] + joined[3] + pair[1] * pair[2]
+
+
+def spread_copy_in_a_loop(W, x):
+    rows = [W * x, np.sin(W)]
+    total = 0.0
+    for _ in range(2):
+        copy = [*rows]
+        copy[-1] = copy[-1] * x
+        total = total + np.sum(copy[0] * copy[1])
+    return total + np.sum(rows[1])
+
+
+def spread_copy_updated_in_place(W, x):
+    rows = [W * x, np.sin(W)]
+    for _ in range(2):
+        copy = [*rows]
+        copy[-1] += x  # numpy changes rows[-1] too: the same array
+    return np.sum(rows[1] * W)
+
+
+def test_a_display_with_starred_items_is_differentiated():
+    check_grad(spread_in_a_display, (1.5, 2.0), wrt=(0, 1))
+    W = np.array([0.3, -0.7, 1.1])
+    check_grad(spread_copy_in_a_loop, (W, 0.8), wrt=(0, 1))
+    check_orders(lambda w: spread_copy_in_a_loop(w, 0.8), W)
+    assert_right_or_refused(lambda w: spread_copy_updated_in_place(w, 0.8), W)
+
