@@ -1680,3 +1680,32 @@ def test_a_display_with_starred_items_is_differentiated():
     check_orders(lambda w: spread_copy_in_a_loop(w, 0.8), W)
     assert_right_or_refused(lambda w: spread_copy_updated_in_place(w, 0.8), W)
 
+
+# Seed 91 programs 9 and 16: a loop (or comprehension) over `d.items()` of a dict whose values
+# reach no result read its items by index (runtime.element), which a dict view does not have
+# ('dict_items' object is not subscriptable, an internal error); only an active dict went
+# through the method's record, which is a list. desugar's index loops now take such a view
+# as list(...), like a generator.
+
+def unused_dict_comprehension(y):
+    d = {"a": np.square(y), "b": y}
+    halves = {k: e * 0.5 for k, e in d.items()}
+    return y[0] * len(halves)
+
+
+def loops_over_dict_views(y):
+    d = {"a": np.square(y), "b": np.sin(y)}
+    count, acc = 0.0, 0.0
+    for k, e in d.items():
+        count = count + 1.0
+    for i, e in enumerate(d.values()):
+        acc = acc + i * np.sum(e)
+    for k, e in zip(d.keys(), d.values()):
+        acc = acc * np.sum(np.cos(e))
+    return y[0] * count + acc
+
+
+def test_loops_over_dict_views_read_their_items():
+    y = np.array([0.4, -0.9, 1.3])
+    check_orders(unused_dict_comprehension, y)
+    check_orders(loops_over_dict_views, y)

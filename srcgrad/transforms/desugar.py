@@ -1424,8 +1424,9 @@ class _Desugar:
         # the loop iterates the sequence of its start: a name the target or the body
         # rebinds is read once, into a temporary
         targets_written = A.names_written(target) | rebinds
-        seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
-                for q in seqs]
+        # (a dict's items(), keys() or values() view is iterable, not indexable either)
+        seqs = [A.located(A.call("list", q), q)
+                if _generator_call(q, self.ctx) or _dict_view_call(q) else q for q in seqs]
         for seq in seqs:
             if _builtin_call(seq, self.ctx) == "reversed" and len(seq.args) == 1:
                 # zip(x, reversed(y)): the reversed sequence as a value, y[::-1]
@@ -1739,6 +1740,13 @@ def _builtin_call(node, ctx: Context) -> str | None:
         except (KeyError, AttributeError):
             return None
     return None
+
+
+def _dict_view_call(node) -> bool:
+    """``d.items()``, ``d.keys()`` or ``d.values()``: a view, which has no items by index."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and node.func.attr in ("items", "keys", "values") and not node.args \
+        and not node.keywords
 
 
 def _generator_call(node, ctx: Context) -> bool:
