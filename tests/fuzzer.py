@@ -1080,7 +1080,7 @@ class _Containers:
         shape = self.vars["p"].shape
         self.vars["a"] = Var("a", "array", shape)
         step = self.with_names({"w": shape}, lambda: self.expr(shape, 2))
-        return [f"a = p[0]", "for w in p[1:]:", f"    a = {step}",
+        return ["a = p[0]", "for w in p[1:]:", f"    a = {step}",
                 f"return {self.result(shape)}"], shape
 
     def helper_list_rebuild(self):
