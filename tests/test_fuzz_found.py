@@ -1709,3 +1709,31 @@ def test_loops_over_dict_views_read_their_items():
     y = np.array([0.4, -0.9, 1.3])
     check_orders(unused_dict_comprehension, y)
     check_orders(loops_over_dict_views, y)
+
+
+# Found while adding the container parameters to the fuzzer (its hessian check differentiates
+# the first argument): jacfwd, jacrev and hessian with respect to a tuple of arrays or a dict
+# raised numpy's errors ("operands could not be broadcast together", "float() argument must
+# be ... not 'dict'"): np.asarray stacked the arrays and the basis tangents did not fit the
+# argument. Their result is laid out as out.shape + in.shape, which such an argument has not:
+# refused with a SrcgradError naming it; a list or tuple of numbers still reads as a vector.
+
+def weighted_pair(p):
+    return np.sum(p[0] ** 2 * p[1])
+
+
+def two_numbers(p):
+    return p[0] ** 2 * p[1] + np.sin(p[1])
+
+
+@pytest.mark.parametrize("api", ["hessian", "jacfwd", "jacrev"])
+def test_jacobians_of_a_container_of_arrays_are_refused(api):
+    pair = (np.array([1.0, 2.0]), np.array([0.5, 0.3]))
+    made = (lambda f: getattr(srcgrad, api)(f)) if api == "hessian" else \
+        (lambda f: getattr(srcgrad, api)(srcgrad.grad(f)))
+    for arg in (pair, list(pair), {"w": pair[0], "b": pair[1]}):
+        with pytest.raises(srcgrad.SrcgradError, match="argument 'p' of .*no such shape"):
+            made(weighted_pair)(arg)
+    expected = [[3.0, 1.0], [1.0, -np.sin(1.5)]]
+    for numbers in ([0.5, 1.5], (0.5, 1.5)):
+        np.testing.assert_allclose(made(two_numbers)(numbers), expected, rtol=1e-10)
