@@ -109,6 +109,8 @@ def unbroadcast(g, x):
         # (This is the hot path of scalar code: one type check.)
         if type(g) is float or isinstance(g, _generic):
             return g
+        if isinstance(g, (list, tuple, dict)):
+            return g  # a container's adjoint (a tuple stored into a list): never broadcast
         refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)

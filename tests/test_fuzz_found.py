@@ -1737,3 +1737,25 @@ def test_jacobians_of_a_container_of_arrays_are_refused(api):
     expected = [[3.0, 1.0], [1.0, -np.sin(1.5)]]
     for numbers in ([0.5, 1.5], (0.5, 1.5)):
         np.testing.assert_allclose(made(two_numbers)(numbers), expected, rtol=1e-10)
+
+
+# Seed 91 program 45: `params14[0] = (np.full(3, x), b ** 2)`, a tuple of an array and a number
+# stored into a list (a copy of the [(W, b)] parameter). The store's adjoint passed the tuple's
+# adjoint through runtime.unbroadcast, whose np.shape of the stored tuple raised numpy's
+# "inhomogeneous shape" error (an internal error); a container's adjoint is never broadcast.
+
+def store_a_pair_into_a_copy(x, params):
+    W, b = params[-1]
+    rebuilt = list(params)
+    rebuilt[0] = (np.full(3, x), b ** 2)
+    return b * np.sum(W) + np.sum(np.sin(rebuilt[-1][0])) * rebuilt[0][1]
+
+
+def test_a_pair_stored_into_a_list_gets_its_adjoint():
+    params = [(np.array([0.3, -1.2, 0.8]), 0.7)]
+    check_grad(store_a_pair_into_a_copy, (1.3, params), wrt=(0, 1))
+    two = params + [(np.array([1.1, 0.2, -0.4]), -0.5)]
+    check_grad(store_a_pair_into_a_copy, (1.3, two), wrt=(0, 1))
+    value, tangent = srcgrad.jvp(store_a_pair_into_a_copy, (1.3, params),
+                                 (1.0, [(np.zeros(3), 0.0)]))
+    assert tangent == pytest.approx(np.sum(np.cos(np.full(3, 1.3))) * 0.49)
