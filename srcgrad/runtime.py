@@ -1057,6 +1057,17 @@ def as_tuple(xs):
     return tuple(xs)
 
 
+def dict_copy(d):
+    """``dict(d)`` of a dict holding differentiable values (a copy: its rule passes each
+    value's adjoint through). Key-value pairs are refused: their adjoint would be a list."""
+    if not isinstance(d, dict):
+        raise NonDifferentiableError(
+            f"dict() of a {type(d).__name__} of key-value pairs holding differentiable "
+            f"values is not supported. Build the dict with a literal or a comprehension "
+            f"({{k: v for k, v in pairs}}).")
+    return dict(d)
+
+
 def refuse_float_operand(value, message: str) -> None:
     """Raise when ``value``, passed where a rule takes no derivative but depending on the
     differentiated input, is a float (or holds floats): its gradient would be lost. An

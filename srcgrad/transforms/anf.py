@@ -87,6 +87,11 @@ class _ANF:
             name = "as_list" if e.func.id == "list" else "as_tuple"
             call = A.located(A.call(A.attr(self.ctx.rt, name), e.args[0]), e)
             return self.op(call, pre, at)
+        if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 1) \
+                and A.names_read(e) & self.ctx.varied:
+            # dict(d): a copy of a dict (key-value pairs are refused at run time)
+            call = A.located(A.call(A.attr(self.ctx.rt, "dict_copy"), e.args[0]), e)
+            return self.op(call, pre, at)
         if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 0, keywords=True) \
                 and all(k.arg is not None for k in e.keywords):
             # dict(a=x, b=y) is the literal {'a': x, 'b': y}
