@@ -110,7 +110,11 @@ def unbroadcast(g, x):
         if type(g) is float or isinstance(g, _generic):
             return g
         if isinstance(g, (list, tuple, dict)):
-            return g  # a container's adjoint (a tuple stored into a list): never broadcast
+            # a container's adjoint (a tuple stored into a list) is never broadcast; one of
+            # another length belongs to a list that '+' joined or '*' repeated
+            if isinstance(x, (list, tuple)) and len(g) != len(x):
+                refuse_sequence_arithmetic(x)
+            return g
         refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
@@ -186,6 +190,18 @@ def spread_number(d, shape):
     return None
 
 
+def refuse_sequence_arithmetic(x) -> None:
+    """Raise for the adjoint of ``a + b`` or ``a * n`` on a list or tuple of differentiable
+    values that srcgrad could not tell from an array (a parameter, a call's result): the
+    operator's rule treats it as numbers added or multiplied, a wrong gradient."""
+    kind = type(x).__name__
+    raise UnsupportedSyntaxError.from_message(
+        f"'+' joining or '*' repeating a {kind} that holds differentiable values is not "
+        f"supported where srcgrad cannot tell the {kind} from an array (a parameter, a "
+        f"call's result): the gradient would be wrong. Join with [*a, *b] (or "
+        f"list(a) + list(b)); repeat with a comprehension.")
+
+
 def refuse_foreign_array(value) -> None:
     """Raise when a derivative became an array type whose operators differ from an
     ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by
@@ -254,6 +270,8 @@ def densify(g, x):
     if is_zero(g):
         return zeros_like(x)
     if isinstance(x, (list, tuple, dict)):
+        if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
+            refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
     if isinstance(g, (list, tuple)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
@@ -765,6 +783,13 @@ def call_bwd(record, g):
 
 def seq_concat(a, b):
     """``a + b`` of two tuples or lists (what ``+`` means on sequences)."""
+    return a + b
+
+
+def plus(a, b):
+    """``a + b`` whose right operand is known to be a tuple or list and whose left one is
+    not (a parameter: ``lst + [v]``, ``args + (c,)``): a concatenation when both are
+    sequences (its rule splits the adjoint), numpy's addition otherwise."""
     return a + b
 
 

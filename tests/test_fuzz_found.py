@@ -1790,3 +1790,114 @@ def test_dict_of_a_dict_is_a_copy():
     assert tangent == pytest.approx((plus - minus) / (2 * step), rel=1e-6)
     with pytest.raises(srcgrad.SrcgradError, match="key-value pairs"):
         srcgrad.grad(dict_of_pairs)(np.array([1.0, 2.0]), 0.5)
+
+
+# Found by hand with the container generators (26 Nov 2026), older than this session: lists the
+# differentiated function receives, joined by '+' or repeated by '*'. srcgrad cannot tell a
+# parameter (or a call's result) from an array, so the operator's rule took the list for
+# numbers: `q = ws + vs` handed q's whole adjoint to ws and to vs (an internal error before
+# 3be777e, a silent wrong gradient after it), `q = ws * 2` gave ws the adjoint `bq * 2`, a
+# repeated list (a silent wrong gradient). Refused now, at run time, where the adjoint's length
+# differs from the list's; [*a, *b] and list(a) + list(b) are differentiated.
+
+def join_parameter_lists(ws, vs):
+    q = ws + vs
+    return np.sum(q[-1] * q[0])
+
+
+def repeat_parameter_list(ws):
+    q = ws * 2
+    return np.sum(q[3] * q[0])
+
+
+def join_by_spreading(ws, vs):
+    q = [*ws, *vs]
+    r = list(ws) + list(vs)
+    return np.sum(q[-1] * q[0]) + np.sum(r[1] * r[-2])
+
+
+# Found with them: `q = ident(ws); q.append(v)` (a helper returning its argument) changed ws in
+# Python; the functional rewrite of the append left it unchanged (a silent wrong value). A
+# list method now gets the run-time check an element store gets against the names the list
+# was made from, and those made from it.
+
+def ident(p):
+    return p
+
+
+def append_to_a_returned_argument(ws, x):
+    q = ident(ws)
+    q.append(x * 2.0)
+    return np.sum(ws[-1]) + len(ws)
+
+
+def append_to_a_copy(ws, x):
+    q = list(ident(ws))
+    q.append(x * 2.0)
+    return np.sum(ws[-1] * q[-1]) + len(q)
+
+
+def test_lists_joined_or_repeated_by_operators_are_refused_or_right():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4]), np.array([-0.5, 0.9])]
+    vs = [np.array([0.7, 0.1]), np.array([-1.2, 0.6])]
+    with pytest.raises(srcgrad.SrcgradError, match="joining or '\\*' repeating a list"):
+        srcgrad.grad(join_parameter_lists, wrt=(0, 1))(ws, vs)
+    with pytest.raises(srcgrad.SrcgradError, match="joining or '\\*' repeating a list"):
+        srcgrad.grad(repeat_parameter_list)(ws)
+    check_grad(join_by_spreading, (ws, vs), wrt=(0, 1))
+
+
+def test_a_list_method_on_a_list_another_name_is_is_refused():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4])]
+    x = np.array([0.5, -0.8])
+    with pytest.raises(srcgrad.SrcgradError, match="in-place update of 'q'"):
+        srcgrad.vjp(append_to_a_returned_argument, [w.copy() for w in ws], x)
+    check_grad(append_to_a_copy, (ws, x), wrt=(0, 1))
+
+
+# The refusal above then caught a silent wrong gradient of main (test_container_updates'
+# rows_extended_then_updated extends with constants only): `rows += [x * 2.0, np.sin(x)]`
+# followed by item stores. The adjoint facts counted as lists only the names whose every
+# definition was already known to be one, so `rows = rows + [...]` (which reads rows) never
+# qualified, and '+' split its adjoint as if it added numbers. The largest consistent set of
+# list names is taken now.
+
+def extended_with_differentiable_items_then_updated(x):
+    rows = [x * 1.0]
+    rows += [x * 2.0, np.sin(x)]
+    for k in range(3):
+        rows[k][k] += x[k]
+    return np.sum(rows[0] * rows[1] + rows[2] ** 2)
+
+
+def test_a_list_extended_with_differentiable_items():
+    check_orders(extended_with_differentiable_items_then_updated, X3)
+
+
+# With the refusal, `lst = lst + [v]` on a parameter (a helper's list, the nonlocal rewrite's)
+# and `args + (c,)` on *args were refused, which main differentiated right only because their
+# right operands were constants (the left operand's adjoint was the whole list's, read by
+# index). *args is a tuple; an addition whose right operand is a known list or tuple goes
+# through runtime.plus, whose rule splits the adjoint when both operands are sequences at run
+# time and adds otherwise (an array plus a list of numbers).
+
+def append_by_plus(ws, x):
+    q = ws + [x * 2.0]
+    return np.sum(q[-1] * q[0]) + np.sum(q[1])
+
+
+def star_args_extended(*args):
+    t = args + (args[0] * 2.0,)
+    return np.sum(t[-1] * t[1])
+
+
+def array_plus_a_list_of_numbers(x):
+    return np.sum(np.sin(x + [1.0, 2.0, 3.0]))
+
+
+def test_plus_with_a_known_list_on_the_right():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4])]
+    x = np.array([0.5, -0.8])
+    check_grad(append_by_plus, (ws, x), wrt=(0, 1))
+    check_grad(star_args_extended, (x, ws[0]), wrt=(0, 1))
+    check_orders(array_plus_a_list_of_numbers, X3)

@@ -95,6 +95,29 @@ defrule(rt.seq_concat, seq_concat_vjp, diff_args=(0, 1), jvp=seq_concat_jvp, lin
         name="runtime.seq_concat")
 
 
+def _both_sequences(a, b) -> bool:
+    return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))
+
+
+def plus_vjp(g, ans, a, b):
+    if _both_sequences(a, b):
+        return seq_concat_vjp(g, ans, a, b)
+    return rt.unbroadcast(g, a), rt.unbroadcast(g, b)
+
+
+def plus_jvp(da, db, ans, a, b):
+    if _both_sequences(a, b):
+        return seq_concat_jvp(da, db, ans, a, b)
+    return rt.broadcast_like(da, ans), rt.broadcast_like(db, ans)
+
+
+defrule(rt.plus, plus_vjp, diff_args=(0, 1), jvp=plus_jvp, linear=True,
+        domain=lambda rng: [(([draw(rng, (2,))], [draw(rng, None), draw(rng, (3,))]), {}),
+                            ((draw(rng, (2, 3)), [draw(rng, None), draw(rng, None),
+                                                  draw(rng, None)]), {})],
+        name="runtime.plus")
+
+
 # --------------------------------------------------------------------------- adjoint helpers
 
 def unbroadcast_vjp(c, ans, g, x):

@@ -1296,11 +1296,12 @@ class _Desugar:
                                  f"hand it over at the call ({name} = "
                                  f"{self.ctx.fn.__name__}({name}, ...)).")
                 return [s]
+            guards = self.shared_container_guards(name, s)
             if call.func.attr == "pop":
-                return self.list_pop(None, call, s)
+                return guards + self.list_pop(None, call, s)
             helper = A.attr(self.ctx.rt, _LIST_METHODS[call.func.attr])
             new = A.located(A.call(helper, A.load(name), *call.args), s)
-            return [A.assign(name, new, at=s)]
+            return guards + [A.assign(name, new, at=s)]
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and call.func.attr == "update" and isinstance(call.func.value, gast.Name) \
                 and (A.names_read(call) & self.ctx.varied):
@@ -1312,8 +1313,16 @@ class _Desugar:
                                  f"hand it over at the call.")
                 return [s]
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
-            return [A.assign(name, new, at=s)]
+            return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def shared_container_guards(self, name: str, s) -> list:
+        """Before ``name.append(v)`` (a list method, ``d.update(...)``), rewritten as a new
+        container: raise at run time if a name it was made from, or one made from it, is or
+        holds the same list or dict (``q = ident(ws); q.append(v)`` changes ``ws`` too)."""
+        sources = self.sources_of(name)
+        guards = [self.sources_guard(name, sources, s)] if sources else []
+        return guards + self.view_guard(name, s)
 
     def list_pop(self, target, call, at) -> list:
         name = call.func.value.id
