@@ -22,8 +22,8 @@ import numpy as np
 
 from . import codegen, runtime
 from .adapters import has_starred_parameters, route
-from .boundary import (as_function, callee_function, unbind, check_argument, check_sequence,
-                       signature_text as _signature, structure_shape)
+from .boundary import (argument_label, as_function, callee_function, unbind, check_argument,
+                       check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
 from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
                   nondifferentiable_rule, pick_wrt, split_aux)
@@ -539,6 +539,26 @@ def _check_wrt_argument(f, index, args) -> None:
         raise SrcgradError(f"{_name(f)}() was called with {len(args)} arguments, but it is "
                            f"differentiated with respect to argument {index}")
     check_argument(args[index], f, index)
+    _refuse_unshaped_argument(f, index, args[index])
+
+
+def _refuse_unshaped_argument(f, index, x) -> None:
+    """A Jacobian is laid out as ``out.shape + in.shape``: a list or tuple of numbers reads as
+    a vector, but a dict, or a list of arrays, has no shape (numpy would stack equal-shaped
+    arrays, and the basis tangents would not fit the argument: a bare numpy error)."""
+    if not isinstance(x, (list, tuple, dict)):
+        return
+    items = x.values() if isinstance(x, dict) else x
+    if not isinstance(x, dict) and all(np.ndim(v) == 0 and not isinstance(v, (list, tuple, dict))
+                                       for v in items):
+        return
+    kind = type(x).__name__
+    what = "a dict" if isinstance(x, dict) else f"a {kind} holding arrays"
+    raise NonDifferentiableError(
+        f"jacfwd, jacrev and hessian lay their result out as out.shape + in.shape, and "
+        f"{argument_label(f, index)} is {what}, which has no such shape. "
+        f"Pass its arrays as separate arguments (wrt=...), or one array you split inside; or "
+        f"use grad, vjp, jvp or hvp, which take a {kind}.")
 
 
 def _wrt_indices(api: str, f, wrt, argnums) -> tuple[tuple[int, ...], bool]:

@@ -109,6 +109,12 @@ def unbroadcast(g, x):
         # (This is the hot path of scalar code: one type check.)
         if type(g) is float or isinstance(g, _generic):
             return g
+        if isinstance(g, (list, tuple, dict)):
+            # a container's adjoint (a tuple stored into a list) is never broadcast; one of
+            # another length belongs to a list that '+' joined or '*' repeated
+            if isinstance(x, (list, tuple)) and len(g) != len(x):
+                refuse_sequence_arithmetic(x)
+            return g
         refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
@@ -184,6 +190,18 @@ def spread_number(d, shape):
     return None
 
 
+def refuse_sequence_arithmetic(x) -> None:
+    """Raise for the adjoint of ``a + b`` or ``a * n`` on a list or tuple of differentiable
+    values that srcgrad could not tell from an array (a parameter, a call's result): the
+    operator's rule treats it as numbers added or multiplied, a wrong gradient."""
+    kind = type(x).__name__
+    raise UnsupportedSyntaxError.from_message(
+        f"'+' joining or '*' repeating a {kind} that holds differentiable values is not "
+        f"supported where srcgrad cannot tell the {kind} from an array (a parameter, a "
+        f"call's result): the gradient would be wrong. Join with [*a, *b] (or "
+        f"list(a) + list(b)); repeat with a comprehension.")
+
+
 def refuse_foreign_array(value) -> None:
     """Raise when a derivative became an array type whose operators differ from an
     ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by
@@ -252,6 +270,8 @@ def densify(g, x):
     if is_zero(g):
         return zeros_like(x)
     if isinstance(x, (list, tuple, dict)):
+        if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
+            refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
     if isinstance(g, (list, tuple)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
@@ -766,6 +786,13 @@ def seq_concat(a, b):
     return a + b
 
 
+def plus(a, b):
+    """``a + b`` whose right operand is known to be a tuple or list and whose left one is
+    not (a parameter: ``lst + [v]``, ``args + (c,)``): a concatenation when both are
+    sequences (its rule splits the adjoint), numpy's addition otherwise."""
+    return a + b
+
+
 # -- forward mode (jvp) support: tangent tapes, attribute tangents, dynamic jvp calls ----------
 class ZeroTape:
     """The tangent tape of a tape whose tangent is zero: pushes zeros, pops zeros."""
@@ -1053,6 +1080,17 @@ def as_list(xs):
 def as_tuple(xs):
     """``tuple(xs)``."""
     return tuple(xs)
+
+
+def dict_copy(d):
+    """``dict(d)`` of a dict holding differentiable values (a copy: its rule passes each
+    value's adjoint through). Key-value pairs are refused: their adjoint would be a list."""
+    if not isinstance(d, dict):
+        raise NonDifferentiableError(
+            f"dict() of a {type(d).__name__} of key-value pairs holding differentiable "
+            f"values is not supported. Build the dict with a literal or a comprehension "
+            f"({{k: v for k, v in pairs}}).")
+    return dict(d)
 
 
 def refuse_float_operand(value, message: str) -> None:

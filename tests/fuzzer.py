@@ -157,31 +157,61 @@ def _balanced(s: str) -> bool:
 
 
 # -- what the generator knows about each name --------------------------------------------------
+@dataclass(frozen=True)
+class Spec:
+    """A container value: a 'list' of ``n`` items of shape ``parts[0]``, a 'tuple' of items of
+    the shapes ``parts``, a 'dict' of ``(key, shape)`` parts, or 'layers': a list of ``n``
+    tuples of the shapes ``parts`` (``[(W, b), ...]``, as autograd's examples pass weights).
+    A leaf shape of ``()`` is a Python float."""
+    kind: str
+    parts: tuple
+    n: int = 0
+
+    def same(self, other) -> bool:
+        """Whether a value of ``other`` may stand where one of ``self`` is read (any length)."""
+        return isinstance(other, Spec) and (self.kind, self.parts) == (other.kind, other.parts)
+
+
 @dataclass
 class Var:
     name: str
-    kind: str                 # 'array' | 'list' | 'tuple' | 'dict' | 'func' | 'index'
+    kind: str                 # 'array' | 'list' | 'tuple' | 'dict' | 'layers' | 'func' | 'index'
     shape: tuple = ()         # arrays; a list's element shape; a function's result shape
-    parts: tuple = ()         # tuple element shapes; dict (key, shape) pairs; function params
+    parts: tuple = ()         # tuple/layers item shapes; dict (key, shape) pairs; function params
     assigned: int = 1         # how many assignments the generator made to it
     frozen: bool = False      # read by a closure: never assigned again
-    bound: int = 0            # index: values range over [0, bound)
+    bound: int = 0            # index: values range over [0, bound); a list's least length
+
+    def spec(self) -> Spec | None:
+        if self.kind == "list":
+            return Spec("list", (self.shape,), self.bound)
+        if self.kind in ("tuple", "dict", "layers"):
+            return Spec(self.kind, self.parts, self.bound)
+        return None
+
+
+def var_of(name: str, spec: Spec) -> Var:
+    """The generator's record of a container of ``spec`` bound to ``name``."""
+    if spec.kind == "list":
+        return Var(name, "list", spec.parts[0], bound=spec.n)
+    return Var(name, spec.kind, parts=spec.parts, bound=spec.n)
 
 
 @dataclass
 class Helper:
     name: str
-    params: list              # [(name, shape)] required positional
+    params: list              # [(name, shape or Spec)] required positional
     defaults: list            # [(name, literal)] positional with default (scalars)
     kwonly: list              # [(name, literal)] keyword-only (scalars)
-    shape: tuple              # result
+    shape: object             # result: a shape, or a Spec (kind 'cont' only)
     kind: str = "plain"       # 'plain' | 'gen' (yields its items) | 'star' (*rest, **kw)
+    #                           | 'cont' (takes or returns containers)
 
 
 @dataclass
 class Program:
     source: str
-    params: list              # [(name, shape)] of f
+    params: list              # [(name, shape or Spec)] of f
     out_shape: tuple
     loss: str                 # name of a scalar function of the same parameters
 
@@ -281,7 +311,8 @@ class _Expressions:
         return f"sum(map(lambda {u}: {body}, {seq}))"
 
     def callable_for(self, shape):
-        helpers = [h for h in self.helpers if h.shape == shape]
+        helpers = [h for h in self.helpers if h.shape == shape
+                   and (h.kind != "cont" or self.can_call(h))]
         funcs = [v for v in self.of_kind("func") if v.shape == shape]
         return helpers + funcs
 
@@ -300,8 +331,16 @@ class _Expressions:
             if self.chance(0.3):
                 return f"np.sum(np.stack(list({call})), axis=0)"
             return f"sum({call})"
+        if h.kind == "cont":
+            return f"{h.name}({', '.join(self.container_args(h, depth))})"
         if h.kind == "star":
             shape = h.params[0][1]
+            lists = [v for v in self.of_kind("list") if v.shape == shape]
+            if lists and self.chance(0.3):  # h(*params): the whole list spread
+                spread = self.pick(lists).name
+                if self.chance(0.5):
+                    return f"{h.name}(*{spread})"
+                return f"{h.name}({self.expr(shape, depth - 1)}, *{spread})"
             items = [self.expr(shape, depth - 1) for _ in range(self.rng.randrange(1, 4))]
             keyword = [f"t={self.expr(SCALAR, depth - 1)}"] if self.chance(0.4) else []
             if len(items) > 1 and self.chance(0.4):  # the rest spread from a list
@@ -335,6 +374,9 @@ class _Expressions:
                 out += [f"{v.name}[{k}]" for k, s in enumerate(v.parts) if s == shape]
             elif v.kind == "dict":
                 out += [f"{v.name}[{k!r}]" for k, s in v.parts if s == shape]
+            elif v.kind == "layers":
+                out += [f"{v.name}[{i}][{k}]" for k, s in enumerate(v.parts) if s == shape
+                        for i in ("0", "-1")]
         return out
 
     def expr_container(self, shape, depth):
@@ -363,7 +405,8 @@ class _Statements:
         options = [("assign", 5), ("reassign", 3), ("augassign", 2), ("store", 1.5),
                    ("if", 2), ("for", 1.5), ("while", 0.8), ("list", 1.2), ("tuple", 0.5),
                    ("dict", 0.6), ("closure", 0.8), ("alias", 0.1), ("try", 0.2),
-                   ("idiom", 1.5)]
+                   ("idiom", 1.5), ("container", 2.5 if self.containers() else 0),
+                   ("tuple_call", 0.8 if self.returning_tuples() else 0)]
         if self.in_loop:
             options += [("exit", 1)]
         if self.in_main:
@@ -741,7 +784,348 @@ class _Idioms:
         return [f"{name} = {made}"]
 
 
-class Generator(_Expressions, _Statements, _Idioms):
+# container parameters of f: (kind, name); shapes of (W, b) pairs in 'layers'
+CONTAINER_KINDS = [("layers", "params"), ("layers", "params"), ("list", "ws"),
+                   ("dict", "cfg"), ("tuple", "pair")]
+LAYER_PARTS = [(MAT, VEC2), (MAT, COL), (VEC, SCALAR), (MAT, MAT), (VEC, VEC), (SCALAR, VEC)]
+
+
+class _Containers:
+    """Containers passed around (the differentiated function's parameters, helpers' arguments
+    and results): reading, unpacking, iterating (zip, enumerate, items), copying and rebuilding
+    them, updating the copies or the arrays they hold, while the old container stays in use
+    (mixed into Generator)."""
+
+    def container_spec(self, kind: str) -> Spec:
+        n = self.rng.randrange(1, 4)
+        if kind == "layers":
+            return Spec("layers", self.pick(LAYER_PARTS), n)
+        if kind == "list":
+            return Spec("list", (self.pick(SHAPES),), n)
+        if kind == "tuple":
+            return Spec("tuple", (self.pick(SHAPES), self.pick(SHAPES)))
+        keys = ("w", "b", "lr")[:self.rng.randrange(1, 4)]
+        return Spec("dict", tuple((k, self.pick(SHAPES)) for k in keys))
+
+    def containers(self):
+        return [v for v in self.vars.values() if v.spec() is not None]
+
+    def can_call(self, h: Helper) -> bool:
+        """Whether a container in scope fits each container parameter of ``h``."""
+        return all(any(want.same(v.spec()) for v in self.containers())
+                   for _, want in h.params if isinstance(want, Spec))
+
+    def container_args(self, h: Helper, depth=1):
+        """Arguments for a call of ``h``: None when no container in scope fits a parameter."""
+        if not self.can_call(h):
+            return None
+        args = []
+        for _, want in h.params:
+            if isinstance(want, Spec):
+                fitting = [v for v in self.containers() if want.same(v.spec())]
+                if not fitting:
+                    return None
+                args.append(self.pick(fitting).name)
+            else:
+                args.append(self.expr(want, depth - 1) if depth > 0 else self.leaf(want))
+        return args
+
+    def with_names(self, names: dict, make):
+        """``make()`` with extra frozen names in scope (loop targets of a comprehension)."""
+        saved = self.vars
+        self.vars = dict(saved, **{n: Var(n, "array", s, frozen=True) for n, s in names.items()})
+        try:
+            return make()
+        finally:
+            self.vars = saved
+
+    # -- statements on a container in scope -------------------------------------------------
+    def stmt_container(self):
+        v = self.pick(self.containers())
+        return getattr(self, "container_" + v.kind)(v)
+
+    def new_container(self, name, spec: Spec):
+        self.vars[name] = var_of(name, spec)
+
+    def copy_of(self, v: Var) -> str:
+        if v.kind == "dict":
+            return self.pick([f"dict({v.name})", f"{v.name}.copy()", f"{{**{v.name}}}"])
+        if v.kind == "tuple":
+            return self.pick([f"tuple({v.name})", f"{v.name}[:]"])
+        return self.pick([f"list({v.name})", f"{v.name}[:]", f"{v.name}.copy()",
+                          f"[*{v.name}]"])
+
+    def container_layers(self, v: Var):
+        s1, s2 = v.parts
+        w, b = self.fresh("W"), self.fresh("b")
+        kind = self.pick(["loop", "enumerate", "unpack", "rebuild", "copy", "sum", "column",
+                          "call"])
+        if kind == "call" and not self.container_helpers(v):
+            kind = "unpack"
+        if kind in ("loop", "enumerate"):
+            i = self.fresh("i")
+            head = f"for {w}, {b} in {v.name}:" if kind == "loop" else \
+                f"for {i}, ({w}, {b}) in enumerate({v.name}):"
+
+            def names():
+                self.vars[w] = Var(w, "array", s1, frozen=True)
+                self.vars[b] = Var(b, "array", s2, frozen=True)
+                if kind == "enumerate":
+                    self.vars[i] = Var(i, "index", bound=max(v.bound, 1))
+            return [head] + self.loop_body(names)
+        if kind == "unpack":
+            self.new_array(w, s1)
+            self.new_array(b, s2)
+            lines = [f"{w}, {b} = {v.name}[{self.index(max(v.bound, 1))}]"]
+            if s1 != SCALAR and self.chance(0.3):  # an update of the array the container holds
+                lines.append(f"{w} {self.pick(['+=', '-=', '*='])} {self.expr(s1, 1)}")
+            return lines
+        if kind == "rebuild":
+            name = self.fresh("params")
+            items = self.with_names({w: s1, b: s2},
+                                    lambda: (self.expr(s1, 1), self.expr(s2, 1)))
+            self.new_container(name, Spec("layers", v.parts, v.bound))
+            return [f"{name} = [({items[0]}, {items[1]}) for {w}, {b} in {v.name}]"]
+        if kind == "copy":
+            name = self.fresh("params")
+            lines = [f"{name} = {self.copy_of(v)}"]
+            change = self.pick(["store", "append", "none"])
+            if change == "store":
+                lines.append(f"{name}[{self.index(max(v.bound, 1))}] = "
+                             f"({self.expr(s1, 1)}, {self.expr(s2, 1)})")
+            elif change == "append":
+                lines.append(f"{name}.append(({self.expr(s1, 1)}, {self.expr(s2, 1)}))")
+            self.new_container(name, Spec("layers", v.parts, v.bound))
+            return lines
+        if kind == "sum":
+            name = self.fresh()
+            body = self.with_names({w: s1, b: s2}, lambda: self.expr(SCALAR, 1))
+            self.new_array(name, SCALAR)
+            return [f"{name} = sum({body} for {w}, {b} in {v.name})"]
+        if kind == "column":  # the weights alone, as a list
+            name, k = self.fresh("lst"), self.rng.randrange(2)
+            target = f"{w}, _" if k == 0 else f"_, {w}"
+            self.vars[name] = Var(name, "list", v.parts[k], bound=v.bound)
+            return [f"{name} = [{w} for {target} in {v.name}]"]
+        return self.call_container_helper(v)
+
+    def container_list(self, v: Var):
+        kind = self.pick(["copy", "zip", "update", "call", "spread"])
+        if kind == "call" and not self.container_helpers(v):
+            kind = "copy"
+        if kind == "update" and v.shape == SCALAR:
+            kind = "copy"
+        if kind == "copy":
+            name = self.fresh("lst")
+            lines = [f"{name} = {self.copy_of(v)}"]
+            change = self.pick(["store", "append", "augment", "none"])
+            index = self.index(max(v.bound, 1))
+            if change == "store":
+                lines.append(f"{name}[{index}] = {self.expr(v.shape, 1)}")
+            elif change == "append":
+                lines.append(f"{name}.append({self.expr(v.shape, 1)})")
+            elif change == "augment":  # the copy holds the same arrays: numpy changes both
+                lines.append(f"{name}[{index}] {self.pick(['+=', '*='])} {self.expr(v.shape, 1)}")
+            self.vars[name] = Var(name, "list", v.shape, bound=v.bound)
+            return lines
+        if kind == "zip":
+            others = self.of_kind("list")
+            other = self.pick(others)
+            a, b = self.fresh("a"), self.fresh("b")
+
+            def names():
+                self.vars[a] = Var(a, "array", v.shape, frozen=True)
+                self.vars[b] = Var(b, "array", other.shape, frozen=True)
+            return [f"for {a}, {b} in zip({v.name}, {other.name}):"] + self.loop_body(names)
+        if kind == "update":  # an array the list holds, updated in place
+            return [f"{v.name}[{self.index(max(v.bound, 1))}] {self.pick(['+=', '-='])} "
+                    f"{self.expr(v.shape, 1)}"]
+        if kind == "spread":  # first, *rest = ws
+            first, rest = self.fresh(), self.fresh("lst")
+            self.new_array(first, v.shape)
+            if v.bound >= 2:
+                self.vars[rest] = Var(rest, "list", v.shape, bound=v.bound - 1)
+            return [f"{first}, *{rest} = {v.name}"]
+        return self.call_container_helper(v)
+
+    def container_dict(self, v: Var):
+        kind = self.pick(["items", "values", "copy", "rebuild", "call"])
+        if kind == "call" and not self.container_helpers(v):
+            kind = "items"
+        if kind in ("items", "values"):
+            acc, k, e = self.fresh("acc"), self.fresh("k"), self.fresh("e")
+            term = self.pick(["np.sum(np.sin({e}))", "np.mean({e} ** 2)",
+                              "np.sum({e}) * {c}", "np.sum(np.tanh({e} * {c}))"])
+            term = term.format(e=e, c=paren(self.expr(SCALAR, 1)))
+            head = f"for {k}, {e} in {v.name}.items():" if kind == "items" else \
+                f"for {e} in {v.name}.values():"
+            if kind == "items" and self.chance(0.4):
+                head, term = f"for {k} in {v.name}:", term.replace(e, f"{v.name}[{k}]")
+            self.new_array(acc, SCALAR)
+            return [f"{acc} = {self.expr(SCALAR, 1)}", head, f"    {acc} = {acc} + {term}"]
+        if kind == "rebuild":
+            name, k, e = self.fresh("d"), self.fresh("k"), self.fresh("e")
+            self.new_container(name, v.spec())
+            op = self.pick(["np.tanh({e})", "{e} * 0.5", "{e} + {e} ** 2", "np.sin({e}) * {c}"])
+            return [f"{name} = {{{k}: {op.format(e=e, c=paren(self.expr(SCALAR, 1)))} "
+                    f"for {k}, {e} in {v.name}.items()}}"]
+        if kind == "call":
+            return self.call_container_helper(v)
+        name = self.fresh("d")
+        key, shape = self.pick(v.parts)
+        lines = [f"{name} = {self.copy_of(v)}",
+                 f"{name}[{key!r}] {self.pick(['=', '=', '+='])} {self.expr(shape, 1)}"]
+        self.new_container(name, v.spec())
+        return lines
+
+    def container_tuple(self, v: Var):
+        kind = self.pick(["unpack", "swap", "call"])
+        if kind == "call" and not self.container_helpers(v):
+            kind = "unpack"
+        if kind == "unpack":
+            a, b = self.fresh(), self.fresh()
+            self.new_array(a, v.parts[0])
+            self.new_array(b, v.parts[1])
+            return [f"{a}, {b} = {v.name}"]
+        if kind == "swap":
+            name = self.fresh("t")
+            self.vars[name] = Var(name, "tuple", parts=v.parts[::-1])
+            return [f"{name} = {v.name}[::-1]" if self.chance(0.5) else
+                    f"{name} = ({v.name}[1], {v.name}[0])"]
+        return self.call_container_helper(v)
+
+    def container_helpers(self, v: Var):
+        return [h for h in self.helpers if h.kind == "cont"
+                and any(isinstance(s, Spec) and s.same(v.spec()) for _, s in h.params)]
+
+    def call_container_helper(self, v: Var):
+        return self.helper_statement(self.pick(self.container_helpers(v)))
+
+    def returning_tuples(self):
+        return [h for h in self.helpers if h.kind == "cont" and isinstance(h.shape, Spec)
+                and self.can_call(h)]
+
+    def stmt_tuple_call(self):
+        return self.helper_statement(self.pick(self.returning_tuples()))
+
+    def helper_statement(self, h: Helper):
+        """``name = h(...)`` (or ``a, b = h(...)`` for a pair) of a container helper."""
+        args = self.container_args(h)
+        call = f"{h.name}({', '.join(args)})"
+        if isinstance(h.shape, Spec):
+            name = self.fresh({"dict": "d", "tuple": "t", "list": "lst"}.get(h.shape.kind,
+                                                                           "params"))
+            if h.shape.kind == "tuple" and self.chance(0.5):
+                a, b = self.fresh(), self.fresh()
+                self.new_array(a, h.shape.parts[0])
+                self.new_array(b, h.shape.parts[1])
+                return [f"{a}, {b} = {call}"]
+            self.new_container(name, h.shape)
+            return [f"{name} = {call}"]
+        name = self.fresh()
+        self.new_array(name, h.shape)
+        return [f"{name} = {call}"]
+
+    # -- module-level helpers taking or returning containers ----------------------------------
+    def container_helper(self, index: int, spec: Spec) -> list[str]:
+        """A helper reading, copying or rebuilding a container argument (maybe changing a
+        caller's container, which srcgrad must refuse), or returning a tuple of arrays."""
+        name = f"h{index}"
+        self.out_shape, self.in_main, self.in_loop, self.depth = SCALAR, False, False, 0
+        self.vars = {"p": var_of("p", spec)}
+        if spec.kind == "tuple" and self.chance(0.5):  # a result of two arrays, from arrays
+            return self.tuple_helper(name, spec)
+        how = self.pick(["read", "read", "rebuild", "copy"] + ["change"] * (self.chance(0.2)))
+        method = getattr(self, f"helper_{spec.kind}_{how}", None) or \
+            getattr(self, f"helper_{spec.kind}_read")
+        lines, result = method()
+        self.helpers.append(Helper(name, [("p", spec)], [], [], result, "cont"))
+        return [f"def {name}(p):"] + ["    " + line for line in lines]
+
+    def tuple_helper(self, name, spec):
+        s1, s2 = spec.parts
+        self.out_shape, self.in_main, self.in_loop, self.depth = SCALAR, False, False, 0
+        self.vars = {"a": Var("a", "array", s1)}
+        body = self.statements(self.rng.randrange(0, 2))
+        first, second = self.result(s1), self.expr(s2, 1)
+        self.helpers.append(Helper(name, [("a", s1)], [], [], spec, "cont"))
+        return [f"def {name}(a):"] + ["    " + line for line in body] + \
+            [f"    return {first}, {second}"]
+
+    def helper_layers_read(self):
+        """An MLP's forward pass: ``for W, b in p: a = g(W, b, a)``."""
+        s1, s2 = self.vars["p"].parts
+        shape = self.pick(SHAPES)
+        self.vars["a"] = Var("a", "array", shape)
+        step = self.with_names({"W": s1, "b": s2}, lambda: self.expr(shape, 2))
+        lines = [f"a = {self.expr(shape, 1)}", "for W, b in p:", f"    a = {step}"]
+        return lines + [f"return {self.result(shape)}"], shape
+
+    def helper_layers_rebuild(self):
+        s1, s2 = self.vars["p"].parts
+        items = self.with_names({"W": s1, "b": s2},
+                                lambda: (self.expr(s1, 1), self.expr(s2, 1)))
+        return [f"return [({items[0]}, {items[1]}) for W, b in p]"], self.vars["p"].spec()
+
+    def helper_layers_copy(self):
+        s1, s2 = self.vars["p"].parts
+        change = self.pick([f"q[0] = ({self.expr(s1, 1)}, {self.expr(s2, 1)})",
+                            f"q.append(({self.expr(s1, 1)}, q[-1][1]))"])
+        return [f"q = {self.copy_of(self.vars['p'])}", change, "return q"], \
+            self.vars["p"].spec()
+
+    def helper_layers_change(self):
+        s1, s2 = self.vars["p"].parts
+        return [f"p[-1] = ({self.expr(s1, 1)}, {self.expr(s2, 1)})",
+                f"return {self.expr(SCALAR, 1)}"], SCALAR
+
+    def helper_list_read(self):
+        shape = self.vars["p"].shape
+        self.vars["a"] = Var("a", "array", shape)
+        step = self.with_names({"w": shape}, lambda: self.expr(shape, 2))
+        return ["a = p[0]", "for w in p[1:]:", f"    a = {step}",
+                f"return {self.result(shape)}"], shape
+
+    def helper_list_rebuild(self):
+        shape = self.vars["p"].shape
+        item = self.with_names({"w": shape}, lambda: self.expr(shape, 1))
+        return [f"return [{item} for w in p]"], self.vars["p"].spec()
+
+    def helper_list_copy(self):
+        shape = self.vars["p"].shape
+        change = self.pick([f"q[-1] = {self.expr(shape, 1)}", f"q.append({self.expr(shape, 1)})"])
+        return [f"q = {self.copy_of(self.vars['p'])}", change, "return q"], self.vars["p"].spec()
+
+    def helper_list_change(self):
+        shape = self.vars["p"].shape
+        return [f"p.append({self.expr(shape, 1)})", f"return {self.expr(shape, 1)}"], shape
+
+    def helper_dict_read(self):
+        parts = dict(self.vars["p"].parts)
+        terms = [f"np.sum(np.sin(p[{k!r}]))" if s != SCALAR else f"p[{k!r}] ** 2"
+                 for k, s in parts.items()]
+        return [f"return {' + '.join(terms)}"], SCALAR
+
+    def helper_dict_rebuild(self):
+        return ["return {k: np.tanh(v) + 0.5 * v for k, v in p.items()}"], self.vars["p"].spec()
+
+    def helper_dict_copy(self):
+        key, shape = self.pick(self.vars["p"].parts)
+        return [f"q = {self.copy_of(self.vars['p'])}", f"q[{key!r}] = {self.expr(shape, 1)}",
+                "return q"], self.vars["p"].spec()
+
+    def helper_dict_change(self):
+        key, shape = self.pick(self.vars["p"].parts)
+        return [f"p[{key!r}] = {self.expr(shape, 1)}", f"return {self.expr(SCALAR, 1)}"], SCALAR
+
+    def helper_tuple_read(self):
+        s1, s2 = self.vars["p"].parts
+        self.new_array("u", s1)
+        self.new_array("v", s2)
+        return ["u, v = p", f"return {self.result(s1)}"], s1
+
+
+class Generator(_Expressions, _Statements, _Idioms, _Containers):
     """Writes one random program; ``rng`` decides everything."""
 
     def __init__(self, rng: random.Random):
@@ -838,9 +1222,15 @@ class Generator(_Expressions, _Statements, _Idioms):
         return lines
 
     def result(self, shape) -> str:
-        """An expression of ``shape`` that reads the latest few variables."""
+        """An expression of ``shape`` that reads the latest few variables (and, in ``f``,
+        maybe an item of a container in scope)."""
         recent = self.arrays()[-3:]
         terms = [self.convert_name(v, shape) for v in recent if self.chance(0.8)]
+        items = [(e, s) for s in SHAPES for e in self.containers_for(s)]
+        if self.in_main and items and self.chance(0.8):
+            item, s = self.pick(items)
+            terms.append(item if s == shape else f"np.sum(np.tanh({item}))" if shape == SCALAR
+                         else f"np.sum({item}) * np.ones({shape})")
         return " + ".join(terms) if terms else self.expr(shape)
 
     def convert_name(self, v: Var, shape) -> str:
@@ -853,14 +1243,28 @@ class Generator(_Expressions, _Statements, _Idioms):
 
     def program(self) -> Program:
         lines = ["import functools", "import math", "import warnings", "", "import numpy as np", "", ""]
-        for k in range(self.rng.choice([0, 1, 1, 2, 2, 3])):
-            make = self.rng.choices([self.helper, self.recursive_helper, self.generator_helper,
-                                     self.star_helper], [0.72, 0.08, 0.1, 0.1])[0]
-            lines += make(k)
-            lines += ["", ""]
         names = ["x", "y", "z"][:self.rng.choice([1, 2, 2, 3])]
         params = [(n, self.rng.choice(PARAM_SHAPES)) for n in names]
-        self.vars = {n: Var(n, "array", s) for n, s in params}
+        if self.chance(0.5):  # grad(f)(params, x): containers among the parameters
+            kinds = dict(self.pick(CONTAINER_KINDS) for _ in range(self.rng.choice([1, 1, 2])))
+            boxes = [(name, self.container_spec(kind)) for kind, name in kinds.items()]
+            params = boxes + params[:2] if self.chance(0.7) else params[:2] + boxes
+        specs = [s for _, s in params if isinstance(s, Spec)]
+        for k in range(self.rng.choice([0, 1, 1, 2, 2, 3])):
+            if specs and self.chance(0.5):
+                lines += self.container_helper(k, self.pick(specs))
+            elif self.chance(0.1):
+                spec = Spec("tuple", (self.pick(SHAPES), self.pick(SHAPES)))
+                lines += self.tuple_helper(f"h{k}", spec)
+            else:
+                make = self.rng.choices([self.helper, self.recursive_helper,
+                                         self.generator_helper, self.star_helper],
+                                        [0.72, 0.08, 0.1, 0.1])[0]
+                lines += make(k)
+            lines += ["", ""]
+        names = [n for n, _ in params]
+        self.vars = {n: var_of(n, s) if isinstance(s, Spec) else Var(n, "array", s)
+                     for n, s in params}
         self.out_shape = self.pick([SCALAR] * 5 + [VEC, MAT, VEC2])
         self.in_main, self.in_loop, self.depth = True, False, 0
         body = self.statements(self.rng.randrange(2, 8))
@@ -945,8 +1349,45 @@ def smallest_margin(source: str, args) -> float:
 
 
 # -- running programs ---------------------------------------------------------------------------
+def tree_map(fn, tree, *others):
+    """``fn`` of the leaves of ``tree`` (and of ``others`` at the same places), in containers
+    of ``tree``'s structure (lists, tuples, dicts; anything else is a leaf)."""
+    if isinstance(tree, dict):
+        return {k: tree_map(fn, v, *(o[k] for o in others)) for k, v in tree.items()}
+    if isinstance(tree, (list, tuple)):
+        return type(tree)(tree_map(fn, v, *(o[i] for o in others)) for i, v in enumerate(tree))
+    return fn(tree, *others)
+
+
+def leaves(value, like, what="value"):
+    """The leaves of srcgrad's ``value`` in the order of ``like``'s; Mismatch when its
+    containers differ from ``like``'s (type, length or keys)."""
+    if isinstance(like, (dict, list, tuple)):
+        if type(value) is not type(like) or len(value) != len(like) or \
+                (isinstance(like, dict) and set(value) != set(like)):
+            raise Mismatch(f"{what}: a {type(value).__name__} of {_length(value)} where the "
+                           f"argument is a {type(like).__name__} of {len(like)}")
+        keys = like.keys() if isinstance(like, dict) else range(len(like))
+        return [leaf for k in keys for leaf in leaves(value[k], like[k], what)]
+    if isinstance(value, (dict, list, tuple)):
+        raise Mismatch(f"{what}: a {type(value).__name__} where the argument is a number or "
+                       f"an array")
+    return [value]
+
+
+def _length(value):
+    return len(value) if hasattr(value, "__len__") else "-"
+
+
+def flat(value, like, what="value") -> np.ndarray:
+    """srcgrad's ``value`` shaped like ``like`` as one float vector (leaves in order)."""
+    parts = [np.ravel(np.asarray(v, float)) for v in leaves(value, like, what)]
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 def copies(args):
-    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    """Deep copies of the arguments' arrays and containers (programs may change them)."""
+    return [tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, x) for x in args]
 
 
 def load(source: str, directory: str, name: str):
@@ -970,20 +1411,33 @@ def run_plain(fn, args):
 
 
 def random_like(shape, rng):
+    """A value of ``shape`` (a float for ``()``), or of a container Spec."""
+    if isinstance(shape, Spec):
+        if shape.kind == "list":
+            return [random_like(shape.parts[0], rng) for _ in range(shape.n)]
+        if shape.kind == "tuple":
+            return tuple(random_like(s, rng) for s in shape.parts)
+        if shape.kind == "dict":
+            return {k: random_like(s, rng) for k, s in shape.parts}
+        return [tuple(random_like(s, rng) for s in shape.parts) for _ in range(shape.n)]
     return float(rng.standard_normal()) if shape == SCALAR else rng.standard_normal(shape)
 
 
 def combine(xs, vs, eps):
-    return [x + eps * v for x, v in zip(xs, vs)]
+    return [tree_map(lambda a, b: a + eps * b, x, v) for x, v in zip(xs, vs)]
 
 
 def vdot(a, b) -> float:
-    return float(np.sum(np.asarray(a, float) * np.asarray(b, float)))
+    """<a, b> of srcgrad's ``a`` and the direction ``b`` (containers: over their leaves)."""
+    return float(np.dot(flat(a, b, "gradient"), flat(b, b)))
 
 
-def as_tuple(g, n):
-    """srcgrad's per-argument results as a tuple (hvp of one argument returns it bare)."""
-    return (g,) if n == 1 and not isinstance(g, tuple) else tuple(g)
+def as_tuple(g, n, bare=False):
+    """srcgrad's per-argument results as a tuple (``bare``: one argument's result is returned
+    bare, as hvp's is, which may be a tuple itself)."""
+    if n == 1 and (bare or not isinstance(g, tuple)):
+        return (g,)
+    return tuple(g)
 
 
 class Mismatch(Exception):
@@ -1083,32 +1537,34 @@ class Checks:
     def hvp(self, srcgrad):
         c = self.case
         n = len(c.args)
-        product = as_tuple(srcgrad.hvp(c.loss, tuple(copies(c.args)), tuple(c.direction)), n)
+        product = as_tuple(srcgrad.hvp(c.loss, tuple(copies(c.args)), tuple(c.direction)), n,
+                           bare=True)
         grad = srcgrad.grad(c.loss, wrt=tuple(range(n)))
 
         def differences(eps):
             plus = as_tuple(grad(*combine(c.args, c.direction, eps)), n)
             minus = as_tuple(grad(*combine(c.args, c.direction, -eps)), n)
-            return [(np.asarray(p, float) - np.asarray(m, float)) / (2 * eps)
-                    for p, m in zip(plus, minus)]
+            return [(flat(p, x) - flat(m, x)) / (2 * eps)
+                    for p, m, x in zip(plus, minus, c.args)]
 
         for k, h in enumerate(product):
-            close_to_differences(h, lambda eps: differences(eps)[k],
-                                 f"hvp H v [{c.program.params[k][0]}]")
+            what = f"hvp H v [{c.program.params[k][0]}]"
+            close_to_differences(flat(h, c.args[k], what), lambda eps: differences(eps)[k], what)
 
     def hessian(self, srcgrad):
-        """The Hessian with respect to the first argument (forward over reverse, batched over
-        the basis) times the direction, against differences of the gradient."""
+        """The Hessian with respect to the first array argument (forward over reverse, batched
+        over the basis) times the direction, against differences of the gradient."""
         c = self.case
-        h = np.asarray(srcgrad.hessian(c.loss)(*copies(c.args)), float)
-        v = np.asarray(c.direction[0], float)
+        a = next(k for k, (_, s) in enumerate(c.program.params) if not isinstance(s, Spec))
+        h = np.asarray(srcgrad.hessian(c.loss, wrt=a)(*copies(c.args)), float)
+        v = np.asarray(c.direction[a], float)
         product = np.tensordot(h, v, axes=v.ndim) if v.ndim else h * v
-        grad = srcgrad.grad(c.loss)
-        only_first = [c.direction[0]] + [np.zeros_like(d) for d in c.direction[1:]]
+        grad = srcgrad.grad(c.loss, wrt=a)
+        only = [d if k == a else tree_map(np.zeros_like, d) for k, d in enumerate(c.direction)]
 
         def differences(eps):
-            plus = grad(*combine(c.args, only_first, eps))
-            minus = grad(*combine(c.args, only_first, -eps))
+            plus = grad(*combine(c.args, only, eps))
+            minus = grad(*combine(c.args, only, -eps))
             return (np.asarray(plus, float) - np.asarray(minus, float)) / (2 * eps)
         close_to_differences(product, differences, "hessian H v")
 
@@ -1133,19 +1589,24 @@ class Checks:
         n = len(c.args)
         grad = srcgrad.grad(c.loss, wrt=tuple(range(n)))
         points = [c.args, combine(c.args, c.direction, 0.01)]
-        stacked = [np.stack([np.asarray(p[k], float) for p in points]) for k in range(n)]
+        stacked = [tree_map(lambda *xs: np.stack([np.asarray(x, float) for x in xs]),
+                            *[p[k] for p in points]) for k in range(n)]
         batched = as_tuple(srcgrad.vmap(grad)(*stacked), n)
         for which, p in enumerate(points):
             alone = as_tuple(grad(*copies(p)), n)
             for k in range(n):
-                close(np.asarray(batched[k])[which], alone[k],
-                      f"vmap(grad) point {which} [{c.program.params[k][0]}]")
+                what = f"vmap(grad) point {which} [{c.program.params[k][0]}]"
+                rows = [np.asarray(b)[which] for b in leaves(batched[k], c.args[k], what)]
+                close(np.concatenate([np.ravel(r) for r in rows]),
+                      flat(alone[k], c.args[k], what), what)
 
     def shapes(self, grads, what):
-        for (name, shape), g in zip(self.case.program.params, grads):
-            if np.shape(g) != shape:
-                raise Mismatch(f"{what}: gradient of {name} has shape {np.shape(g)}, "
-                               f"expected {shape}")
+        """Each gradient has its argument's containers and leaf shapes."""
+        for (name, _), g, x in zip(self.case.program.params, grads, self.case.args):
+            for gi, xi in zip(leaves(g, x, f"{what}: gradient of {name}"), leaves(x, x)):
+                if np.shape(gi) != np.shape(xi):
+                    raise Mismatch(f"{what}: gradient of {name} has a part of shape "
+                                   f"{np.shape(gi)}, expected {np.shape(xi)}")
 
     def smooth(self):
         """Refuse a test point where one-sided differences disagree: a kink or a jump."""

@@ -72,6 +72,34 @@ def test_steep_derivatives_are_judged_by_extrapolated_differences():
         fuzzer.close_to_differences(exact * (1 + 1e-4), differences, "d/dt")
 
 
+def test_programs_pass_containers_around():
+    """About half the programs take a list, tuple, dict or [(W, b), ...] parameter (and the
+    helpers and statements that read, copy and rebuild it)."""
+    sources = [fuzzer.Generator(fuzzer.random.Random(f"0:{i}:0")).program() for i in range(40)]
+    with_containers = [p for p in sources
+                       if any(isinstance(s, fuzzer.Spec) for _, s in p.params)]
+    assert 10 <= len(with_containers) <= 30
+    text = "\n".join(p.source for p in with_containers)
+    for idiom in ("for W", "params[", "def h"):
+        assert idiom in text
+
+
+def test_gradients_of_containers_are_compared_leaf_by_leaf():
+    """A gradient must have its argument's containers: another type, length or key set is a
+    mismatch, not a number compared by accident."""
+    arg = [(np.ones(2), 0.5), (np.zeros(2), -1.0)]
+    grad = [(np.full(2, 2.0), 1.0), (np.ones(2), 3.0)]
+    assert fuzzer.vdot(grad, arg) == pytest.approx(4.0 + 0.5 - 3.0)
+    for wrong in ([grad[0]], tuple(grad), [list(grad[0]), grad[1]], [(np.ones(2),), grad[1]]):
+        with pytest.raises(fuzzer.Mismatch):
+            fuzzer.vdot(wrong, arg)
+    with pytest.raises(fuzzer.Mismatch):
+        fuzzer.flat({"w": 1.0}, {"b": 1.0})
+    copied = fuzzer.copies([arg])[0]
+    copied[0][0][0] = 7.0
+    assert arg[0][0][0] == 1.0
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("SRCGRAD_FUZZ_LONG"),
                     reason="set SRCGRAD_FUZZ_LONG=1 (the suite runs slow tests by default)")

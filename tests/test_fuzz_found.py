@@ -1640,3 +1640,264 @@ def test_list_read_by_arithmetic_and_by_index():
     g = srcgrad.grad(rows_read_by_arithmetic_and_index)(rows, x)
     np.testing.assert_allclose(g[0], np.cos(x * rows[0]) * x, rtol=1e-12)
     np.testing.assert_allclose(g[1], np.cos(x * rows[1]) * x + 2 * rows[1], rtol=1e-12)
+
+
+# == containers passed around (fuzzer generators of 26 Nov 2026, fifth session) ===================
+# Seed 90 program 36: `lst6 = [*lst4]` in a loop compiled to `_t1 = *lst4` (SyntaxError, an
+# internal error); outside a loop the same display was refused ("Starred of a differentiable
+# value"). ANF now writes a display with starred items as a concatenation of lists (tuples)
+# and runtime.as_list / as_tuple of the spread values, each with a rule.
+
+def spread_in_a_display(x, z):
+    items = [z, x * z]
+    joined = [z, *items, x]
+    pair = (*items, x)
+    return joined[0] * joined[2] + joined[3] + pair[1] * pair[2]
+
+
+def spread_copy_in_a_loop(W, x):
+    rows = [W * x, np.sin(W)]
+    total = 0.0
+    for _ in range(2):
+        copy = [*rows]
+        copy[-1] = copy[-1] * x
+        total = total + np.sum(copy[0] * copy[1])
+    return total + np.sum(rows[1])
+
+
+def spread_copy_updated_in_place(W, x):
+    rows = [W * x, np.sin(W)]
+    for _ in range(2):
+        copy = [*rows]
+        copy[-1] += x  # numpy changes rows[-1] too: the same array
+    return np.sum(rows[1] * W)
+
+
+def test_a_display_with_starred_items_is_differentiated():
+    check_grad(spread_in_a_display, (1.5, 2.0), wrt=(0, 1))
+    W = np.array([0.3, -0.7, 1.1])
+    check_grad(spread_copy_in_a_loop, (W, 0.8), wrt=(0, 1))
+    check_orders(lambda w: spread_copy_in_a_loop(w, 0.8), W)
+    assert_right_or_refused(lambda w: spread_copy_updated_in_place(w, 0.8), W)
+
+
+# Seed 91 programs 9 and 16: a loop (or comprehension) over `d.items()` of a dict whose values
+# reach no result read its items by index (runtime.element), which a dict view does not have
+# ('dict_items' object is not subscriptable, an internal error); only an active dict went
+# through the method's record, which is a list. desugar's index loops now take such a view
+# as list(...), like a generator.
+
+def unused_dict_comprehension(y):
+    d = {"a": np.square(y), "b": y}
+    halves = {k: e * 0.5 for k, e in d.items()}
+    return y[0] * len(halves)
+
+
+def loops_over_dict_views(y):
+    d = {"a": np.square(y), "b": np.sin(y)}
+    count, acc = 0.0, 0.0
+    for k, e in d.items():
+        count = count + 1.0
+    for i, e in enumerate(d.values()):
+        acc = acc + i * np.sum(e)
+    for k, e in zip(d.keys(), d.values()):
+        acc = acc * np.sum(np.cos(e))
+    return y[0] * count + acc
+
+
+def test_loops_over_dict_views_read_their_items():
+    y = np.array([0.4, -0.9, 1.3])
+    check_orders(unused_dict_comprehension, y)
+    check_orders(loops_over_dict_views, y)
+
+
+# Found while adding the container parameters to the fuzzer (its hessian check differentiates
+# the first argument): jacfwd, jacrev and hessian with respect to a tuple of arrays or a dict
+# raised numpy's errors ("operands could not be broadcast together", "float() argument must
+# be ... not 'dict'"): np.asarray stacked the arrays and the basis tangents did not fit the
+# argument. Their result is laid out as out.shape + in.shape, which such an argument has not:
+# refused with a SrcgradError naming it; a list or tuple of numbers still reads as a vector.
+
+def weighted_pair(p):
+    return np.sum(p[0] ** 2 * p[1])
+
+
+def two_numbers(p):
+    return p[0] ** 2 * p[1] + np.sin(p[1])
+
+
+@pytest.mark.parametrize("api", ["hessian", "jacfwd", "jacrev"])
+def test_jacobians_of_a_container_of_arrays_are_refused(api):
+    pair = (np.array([1.0, 2.0]), np.array([0.5, 0.3]))
+    made = (lambda f: getattr(srcgrad, api)(f)) if api == "hessian" else \
+        (lambda f: getattr(srcgrad, api)(srcgrad.grad(f)))
+    for arg in (pair, list(pair), {"w": pair[0], "b": pair[1]}):
+        with pytest.raises(srcgrad.SrcgradError, match="argument 'p' of .*no such shape"):
+            made(weighted_pair)(arg)
+    expected = [[3.0, 1.0], [1.0, -np.sin(1.5)]]
+    for numbers in ([0.5, 1.5], (0.5, 1.5)):
+        np.testing.assert_allclose(made(two_numbers)(numbers), expected, rtol=1e-10)
+
+
+# Seed 91 program 45: `params14[0] = (np.full(3, x), b ** 2)`, a tuple of an array and a number
+# stored into a list (a copy of the [(W, b)] parameter). The store's adjoint passed the tuple's
+# adjoint through runtime.unbroadcast, whose np.shape of the stored tuple raised numpy's
+# "inhomogeneous shape" error (an internal error); a container's adjoint is never broadcast.
+
+def store_a_pair_into_a_copy(x, params):
+    W, b = params[-1]
+    rebuilt = list(params)
+    rebuilt[0] = (np.full(3, x), b ** 2)
+    return b * np.sum(W) + np.sum(np.sin(rebuilt[-1][0])) * rebuilt[0][1]
+
+
+def test_a_pair_stored_into_a_list_gets_its_adjoint():
+    params = [(np.array([0.3, -1.2, 0.8]), 0.7)]
+    check_grad(store_a_pair_into_a_copy, (1.3, params), wrt=(0, 1))
+    two = params + [(np.array([1.1, 0.2, -0.4]), -0.5)]
+    check_grad(store_a_pair_into_a_copy, (1.3, two), wrt=(0, 1))
+    value, tangent = srcgrad.jvp(store_a_pair_into_a_copy, (1.3, params),
+                                 (1.0, [(np.zeros(3), 0.0)]))
+    assert tangent == pytest.approx(np.sum(np.cos(np.full(3, 1.3))) * 0.49)
+
+
+# Found by hand with the container generators (the fuzzer writes dict(d) copies): `e = dict(d)`
+# of a dict holding differentiable values was refused ("constructing 'dict' from
+# differentiable values"), though `d.copy()` and `{**d}` work. ANF now writes it as
+# runtime.dict_copy, whose rule passes each value's adjoint through; key-value pairs stay
+# refused (at run time, when dict() gets them).
+
+def copy_with_dict_call(d, x):
+    e = dict(d)
+    e["W"] = e["W"] ** 2
+    return np.sum(e["W"] @ x) + np.sum(d["W"] @ x) * d["b"]
+
+
+def dict_of_pairs(w, b):
+    d = dict([("w", w), ("b", b)])
+    return np.sum(d["w"] * d["b"])
+
+
+def test_dict_of_a_dict_is_a_copy():
+    d = {"W": np.array([[0.3, -0.4], [1.2, 0.5]]), "b": 0.7}
+    x = np.array([0.9, -1.1])
+    check_grad(copy_with_dict_call, (d, x), wrt=(0, 1))
+    _, tangent = srcgrad.jvp(copy_with_dict_call, (d, x), ({"W": np.ones((2, 2)), "b": 1.0},
+                                                           np.zeros(2)))
+    step = 1e-6
+    plus = copy_with_dict_call({"W": d["W"] + step, "b": d["b"] + step}, x)
+    minus = copy_with_dict_call({"W": d["W"] - step, "b": d["b"] - step}, x)
+    assert tangent == pytest.approx((plus - minus) / (2 * step), rel=1e-6)
+    with pytest.raises(srcgrad.SrcgradError, match="key-value pairs"):
+        srcgrad.grad(dict_of_pairs)(np.array([1.0, 2.0]), 0.5)
+
+
+# Found by hand with the container generators (26 Nov 2026), older than this session: lists the
+# differentiated function receives, joined by '+' or repeated by '*'. srcgrad cannot tell a
+# parameter (or a call's result) from an array, so the operator's rule took the list for
+# numbers: `q = ws + vs` handed q's whole adjoint to ws and to vs (an internal error before
+# 3be777e, a silent wrong gradient after it), `q = ws * 2` gave ws the adjoint `bq * 2`, a
+# repeated list (a silent wrong gradient). Refused now, at run time, where the adjoint's length
+# differs from the list's; [*a, *b] and list(a) + list(b) are differentiated.
+
+def join_parameter_lists(ws, vs):
+    q = ws + vs
+    return np.sum(q[-1] * q[0])
+
+
+def repeat_parameter_list(ws):
+    q = ws * 2
+    return np.sum(q[3] * q[0])
+
+
+def join_by_spreading(ws, vs):
+    q = [*ws, *vs]
+    r = list(ws) + list(vs)
+    return np.sum(q[-1] * q[0]) + np.sum(r[1] * r[-2])
+
+
+# Found with them: `q = ident(ws); q.append(v)` (a helper returning its argument) changed ws in
+# Python; the functional rewrite of the append left it unchanged (a silent wrong value). A
+# list method now gets the run-time check an element store gets against the names the list
+# was made from, and those made from it.
+
+def ident(p):
+    return p
+
+
+def append_to_a_returned_argument(ws, x):
+    q = ident(ws)
+    q.append(x * 2.0)
+    return np.sum(ws[-1]) + len(ws)
+
+
+def append_to_a_copy(ws, x):
+    q = list(ident(ws))
+    q.append(x * 2.0)
+    return np.sum(ws[-1] * q[-1]) + len(q)
+
+
+def test_lists_joined_or_repeated_by_operators_are_refused_or_right():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4]), np.array([-0.5, 0.9])]
+    vs = [np.array([0.7, 0.1]), np.array([-1.2, 0.6])]
+    with pytest.raises(srcgrad.SrcgradError, match="joining or '\\*' repeating a list"):
+        srcgrad.grad(join_parameter_lists, wrt=(0, 1))(ws, vs)
+    with pytest.raises(srcgrad.SrcgradError, match="joining or '\\*' repeating a list"):
+        srcgrad.grad(repeat_parameter_list)(ws)
+    check_grad(join_by_spreading, (ws, vs), wrt=(0, 1))
+
+
+def test_a_list_method_on_a_list_another_name_is_is_refused():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4])]
+    x = np.array([0.5, -0.8])
+    with pytest.raises(srcgrad.SrcgradError, match="in-place update of 'q'"):
+        srcgrad.vjp(append_to_a_returned_argument, [w.copy() for w in ws], x)
+    check_grad(append_to_a_copy, (ws, x), wrt=(0, 1))
+
+
+# The refusal above then caught a silent wrong gradient of main (test_container_updates'
+# rows_extended_then_updated extends with constants only): `rows += [x * 2.0, np.sin(x)]`
+# followed by item stores. The adjoint facts counted as lists only the names whose every
+# definition was already known to be one, so `rows = rows + [...]` (which reads rows) never
+# qualified, and '+' split its adjoint as if it added numbers. The largest consistent set of
+# list names is taken now.
+
+def extended_with_differentiable_items_then_updated(x):
+    rows = [x * 1.0]
+    rows += [x * 2.0, np.sin(x)]
+    for k in range(3):
+        rows[k][k] += x[k]
+    return np.sum(rows[0] * rows[1] + rows[2] ** 2)
+
+
+def test_a_list_extended_with_differentiable_items():
+    check_orders(extended_with_differentiable_items_then_updated, X3)
+
+
+# With the refusal, `lst = lst + [v]` on a parameter (a helper's list, the nonlocal rewrite's)
+# and `args + (c,)` on *args were refused, which main differentiated right only because their
+# right operands were constants (the left operand's adjoint was the whole list's, read by
+# index). *args is a tuple; an addition whose right operand is a known list or tuple goes
+# through runtime.plus, whose rule splits the adjoint when both operands are sequences at run
+# time and adds otherwise (an array plus a list of numbers).
+
+def append_by_plus(ws, x):
+    q = ws + [x * 2.0]
+    return np.sum(q[-1] * q[0]) + np.sum(q[1])
+
+
+def star_args_extended(*args):
+    t = args + (args[0] * 2.0,)
+    return np.sum(t[-1] * t[1])
+
+
+def array_plus_a_list_of_numbers(x):
+    return np.sum(np.sin(x + [1.0, 2.0, 3.0]))
+
+
+def test_plus_with_a_known_list_on_the_right():
+    ws = [np.array([0.3, -0.2]), np.array([1.1, 0.4])]
+    x = np.array([0.5, -0.8])
+    check_grad(append_by_plus, (ws, x), wrt=(0, 1))
+    check_grad(star_args_extended, (x, ws[0]), wrt=(0, 1))
+    check_orders(array_plus_a_list_of_numbers, X3)

@@ -95,6 +95,28 @@ defrule(rt.seq_concat, seq_concat_vjp, diff_args=(0, 1), jvp=seq_concat_jvp, lin
         name="runtime.seq_concat")
 
 
+def _both_sequences(a, b) -> bool:
+    return isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))
+
+
+def plus_vjp(g, ans, a, b):
+    if _both_sequences(a, b):
+        return seq_concat_vjp(g, ans, a, b)
+    return rt.unbroadcast(g, a), rt.unbroadcast(g, b)
+
+
+def plus_jvp(da, db, ans, a, b):
+    if _both_sequences(a, b):
+        return seq_concat_jvp(da, db, ans, a, b)
+    return rt.broadcast_like(da, ans), rt.broadcast_like(db, ans)
+
+
+defrule(rt.plus, plus_vjp, diff_args=(0, 1), jvp=plus_jvp, linear=True,
+        domain=lambda rng: [(([draw(rng, (2,))], [draw(rng, None), draw(rng, (3,))]), {}),
+                            ((draw(rng, (2, 3)), draw(rng, (3,))), {})],
+        name="runtime.plus")
+
+
 # --------------------------------------------------------------------------- adjoint helpers
 
 def unbroadcast_vjp(c, ans, g, x):
@@ -254,6 +276,18 @@ def _list_insert_domain(rng):
             ((items, 10, draw(rng, None)), {}), ((items, 0, draw(rng, None)), {})]
 
 
+def dict_copy_vjp(g, ans, d):
+    return ({k: rt.part(g, k) for k in d},)
+
+
+def dict_copy_jvp(dd, ans, d):
+    return ({k: rt.part(dd, k) for k in d},)
+
+
+def _dict_copy_domain(rng):
+    return [((_containers(rng)[1],), {})]
+
+
 def _dict_update_domain(rng):
     _, named = _containers(rng)
     return [((named, {"b": draw(rng, (2,)), "c": draw(rng, None)}), {}), ((named, {}), {})]
@@ -270,7 +304,8 @@ for _name, _vjp, _jvp, _domain, _diff in [
         ("setitem_zeroed", setitem_zeroed_vjp, setitem_zeroed_jvp, _setitem_zeroed_domain, (0,)),
         ("list_slice", list_slice_vjp, list_slice_jvp, _list_slice_domain, (0,)),
         ("list_insert", list_insert_vjp, list_insert_jvp, _list_insert_domain, (0, 2)),
-        ("dict_update", dict_update_vjp, dict_update_jvp, _dict_update_domain, (0, 1))]:
+        ("dict_update", dict_update_vjp, dict_update_jvp, _dict_update_domain, (0, 1)),
+        ("dict_copy", dict_copy_vjp, dict_copy_jvp, _dict_copy_domain, (0,))]:
     defrule(getattr(rt, _name), _vjp, diff_args=_diff, jvp=_jvp, domain=_domain, linear=True,
             name=f"runtime.{_name}")
 del _name, _vjp, _jvp, _domain, _diff

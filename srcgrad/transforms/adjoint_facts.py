@@ -201,17 +201,46 @@ def _definitions(tree) -> dict[str, list]:
 
 
 def _sequence_names(tree, ctx: Context) -> set[str]:
-    """Names every definition of which is a tuple or list (so ``+`` concatenates)."""
+    """Names every definition of which is a tuple or list (so ``+`` concatenates). The
+    largest such set: ``rows = [a]`` then ``rows = rows + [b]`` (``rows += [b]``) and
+    ``rows = setitem(rows, k, v)`` keep ``rows`` a list, though each of the latter reads it
+    (counting only definitions already known to be lists left it out, and its adjoint was
+    split as if '+' added numbers: a wrong gradient for ``b``). A parameter, or a name bound
+    other than by a plain assignment (a loop target...), may hold anything."""
     defs = _definitions(tree)
-    seqs: set[str] = set()
+    plain = {id(node.targets[0]) for node in gast.walk(tree)
+             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name)}
+    other = {node.id for node in gast.walk(tree) if isinstance(node, gast.Name)
+             and isinstance(node.ctx, gast.Store) and id(node) not in plain}
+    seqs = set(defs) - other - set(ctx.params) - {a.id for a in _parameters(tree)}
+    vararg = tree.args.vararg
+    if vararg is not None and vararg.id not in defs and vararg.id not in other:
+        seqs.add(vararg.id)  # *args: a tuple, never rebound
     changed = True
     while changed:
         changed = False
-        for name, values in defs.items():
-            if name not in seqs and all(_is_sequence(v, seqs, ctx) for v in values):
-                seqs.add(name)
+        for name in sorted(seqs):
+            if not all(_is_sequence(v, seqs, ctx) for v in defs.get(name, ())):
+                seqs.discard(name)
                 changed = True
     return seqs
+
+
+def concatenation(value: gast.BinOp, sequences):
+    """The runtime function whose rule differentiates ``a + b`` as a concatenation: the
+    left operand known to be a tuple or list (``seq_concat``), or only the right one
+    (``plus``, which decides at run time); None when neither is known to be one."""
+    def known(node) -> bool:
+        return isinstance(node, gast.Name) and node.id in sequences
+    if known(value.left):
+        return runtime.seq_concat
+    return runtime.plus if known(value.right) else None
+
+
+def _parameters(tree) -> list:
+    args = tree.args
+    return [a for a in args.posonlyargs + args.args + args.kwonlyargs
+            + [args.vararg, args.kwarg] if a is not None]
 
 
 def _is_sequence(value, seqs, ctx: Context) -> bool:
@@ -224,6 +253,9 @@ def _is_sequence(value, seqs, ctx: Context) -> bool:
                    for o in (value.left, value.right))
     if isinstance(value, gast.Call):
         r = ctx.resolved.get(id(value))
+        if r is not None and r.obj is runtime.setitem:  # an item stored into a list
+            return bool(value.args) and isinstance(value.args[0], gast.Name) \
+                and value.args[0].id in seqs
         return r is not None and r.obj in (runtime.list_append, runtime.list_extend,
                                            runtime.list_insert, runtime.list_delete,
                                            runtime.as_list, runtime.as_tuple)
@@ -542,9 +574,8 @@ def contribution_targets(value, ctx: Context, user_calls: dict,
         return [(value.id, PLAIN)] if active(value) else []
     if isinstance(value, gast.BinOp):
         fn = BINOPS[type(value.op)]
-        if isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name) \
-                and value.left.id in sequences:
-            fn = runtime.seq_concat
+        if isinstance(value.op, gast.Add):
+            fn = concatenation(value, sequences) or fn
         return _rule_targets(fn, [value.left, value.right], {}, active)
     if isinstance(value, gast.UnaryOp):
         return _rule_targets(UNARYOPS[type(value.op)], [value.operand], {}, active)

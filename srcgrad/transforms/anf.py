@@ -87,6 +87,11 @@ class _ANF:
             name = "as_list" if e.func.id == "list" else "as_tuple"
             call = A.located(A.call(A.attr(self.ctx.rt, name), e.args[0]), e)
             return self.op(call, pre, at)
+        if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 1) \
+                and A.names_read(e) & self.ctx.varied:
+            # dict(d): a copy of a dict (key-value pairs are refused at run time)
+            call = A.located(A.call(A.attr(self.ctx.rt, "dict_copy"), e.args[0]), e)
+            return self.op(call, pre, at)
         if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 0, keywords=True) \
                 and all(k.arg is not None for k in e.keywords):
             # dict(a=x, b=y) is the literal {'a': x, 'b': y}
@@ -121,6 +126,9 @@ class _ANF:
             if is_static_ref(e, self.ctx):
                 return e
             return A.located(gast.Attribute(value=atom(e.value), attr=e.attr, ctx=gast.Load()), e)
+        if isinstance(e, (gast.Tuple, gast.List)) and \
+                any(isinstance(x, gast.Starred) for x in e.elts):
+            return self.op(self.spread_display(e), pre, at)
         if isinstance(e, (gast.Tuple, gast.List)):
             return A.located(type(e)(elts=[atom(x) for x in e.elts], ctx=gast.Load()), e)
         if isinstance(e, gast.Dict):
@@ -156,6 +164,26 @@ class _ANF:
         for part in parts:
             merged = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), merged, part), e)
         return merged
+
+    def spread_display(self, e):
+        """``[a, *xs, b]`` as ``[a] + as_list(xs) + [b]`` (tuples alike): a starred item
+        is no operand of its own (the temporary ``_t = *xs`` is no Python), and the
+        concatenation's parts all have rules."""
+        kind, name = type(e), "as_list" if isinstance(e, gast.List) else "as_tuple"
+        parts, run = [], None
+        for x in e.elts:
+            if isinstance(x, gast.Starred):
+                parts.append(A.located(A.call(A.attr(self.ctx.rt, name), x.value), e))
+                run = None
+            else:
+                if run is None:
+                    run = A.located(kind(elts=[], ctx=gast.Load()), e)
+                    parts.append(run)
+                run.elts.append(x)
+        joined = parts[0]
+        for part in parts[1:]:
+            joined = A.located(gast.BinOp(left=joined, op=gast.Add(), right=part), e)
+        return joined
 
     def builtin_call(self, e, names, nargs, keywords=False) -> bool:
         """``e`` calls one of the builtins ``names`` with ``nargs`` plain arguments."""

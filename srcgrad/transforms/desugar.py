@@ -1385,11 +1385,12 @@ class _Desugar:
                                  f"hand it over at the call ({name} = "
                                  f"{self.ctx.fn.__name__}({name}, ...)).")
                 return [s]
+            guards = self.shared_container_guards(name, s)
             if call.func.attr == "pop":
-                return self.list_pop(None, call, s)
+                return guards + self.list_pop(None, call, s)
             helper = A.attr(self.ctx.rt, _LIST_METHODS[call.func.attr])
             new = A.located(A.call(helper, A.load(name), *call.args), s)
-            return [A.assign(name, new, at=s)]
+            return guards + [A.assign(name, new, at=s)]
         if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                 and call.func.attr == "update" and isinstance(call.func.value, gast.Name) \
                 and (A.names_read(call) & self.ctx.varied):
@@ -1401,8 +1402,16 @@ class _Desugar:
                                  f"hand it over at the call.")
                 return [s]
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
-            return [A.assign(name, new, at=s)]
+            return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def shared_container_guards(self, name: str, s) -> list:
+        """Before ``name.append(v)`` (a list method, ``d.update(...)``), rewritten as a new
+        container: raise at run time if a name it was made from, or one made from it, is or
+        holds the same list or dict (``q = ident(ws); q.append(v)`` changes ``ws`` too)."""
+        sources = self.sources_of(name)
+        guards = [self.sources_guard(name, sources, s)] if sources else []
+        return guards + self.view_guard(name, s)
 
     def list_pop(self, target, call, at) -> list:
         name = call.func.value.id
@@ -1513,8 +1522,9 @@ class _Desugar:
         # the loop iterates the sequence of its start: a name the target or the body
         # rebinds is read once, into a temporary
         targets_written = A.names_written(target) | rebinds
-        seqs = [A.located(A.call("list", q), q) if _generator_call(q, self.ctx) else q
-                for q in seqs]
+        # (a dict's items(), keys() or values() view is iterable, not indexable either)
+        seqs = [A.located(A.call("list", q), q)
+                if _generator_call(q, self.ctx) or _dict_view_call(q) else q for q in seqs]
         for seq in seqs:
             if _builtin_call(seq, self.ctx) == "reversed" and len(seq.args) == 1:
                 # zip(x, reversed(y)): the reversed sequence as a value, y[::-1]
@@ -1828,6 +1838,13 @@ def _builtin_call(node, ctx: Context) -> str | None:
         except (KeyError, AttributeError):
             return None
     return None
+
+
+def _dict_view_call(node) -> bool:
+    """``d.items()``, ``d.keys()`` or ``d.values()``: a view, which has no items by index."""
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and node.func.attr in ("items", "keys", "values") and not node.args \
+        and not node.keywords
 
 
 def _generator_call(node, ctx: Context) -> bool:

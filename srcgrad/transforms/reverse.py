@@ -43,6 +43,7 @@ from ..rules.operators import matmul_left, matmul_right, plain_matmul_left, plai
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
+    concatenation,
     AdjointSets,
     AdjointState,
     ReverseFacts,
@@ -329,9 +330,8 @@ class ReverseGenerator:
             return [self.accumulate(value.id, bv, state, s)] if self.is_active(value) else []
         if isinstance(value, gast.BinOp):
             fn = BINOPS[type(value.op)]
-            if isinstance(value.op, gast.Add) and (value.left.id if isinstance(
-                    value.left, gast.Name) else None) in self.facts.sequences:
-                fn = runtime.seq_concat
+            if isinstance(value.op, gast.Add):
+                fn = concatenation(value, self.facts.sequences) or fn
             return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
         if isinstance(value, gast.UnaryOp):
             fn = UNARYOPS[type(value.op)]
