@@ -1410,7 +1410,7 @@ class _Desugar:
         container: raise at run time if a name it was made from, or one made from it, is or
         holds the same list or dict (``q = ident(ws); q.append(v)`` changes ``ws`` too)."""
         sources = self.sources_of(name)
-        guards = [self.sources_guard(name, sources, s)] if sources else []
+        guards = self.sources_guard(name, sources, s) if sources else []
         return guards + self.view_guard(name, s)
 
     def list_pop(self, target, call, at) -> list:
