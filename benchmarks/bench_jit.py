@@ -1,7 +1,7 @@
 """Compiled gradients (jit=True) against interpreted srcgrad and hand-written numpy gradients.
 
 Run: taskset -c 1 python benchmarks/bench_jit.py (add --fresh for each first call in a
-fresh process instead, numba's and JAX's start-up included). Prints the steady-state time per gradient
+fresh process instead, numba's and JAX's start-up included; --second for hvp and hessian). Prints the steady-state time per gradient
 call of each (best of several repeats), as ratios to the hand-written gradient, and the first
 call's time (numba's compile included); then, when jax is installed (never a dependency of
 srcgrad), jax.jit(jax.grad(f)) on the same workloads: steady state and first call (trace and
@@ -346,6 +346,109 @@ def other_apis() -> None:
               f"{first:.2f} s |")
 
 
+# -- second order: hvp and hessian (--second) ----------------------------------------------
+
+def doubling_cubes(y):
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return np.sum(y * y * y)
+
+
+def doubling_cubes_hvp(y, v):
+    """By hand: y is scaled by 2**n, so the Hessian is diagonal, 6 * 8**n * y."""
+    n = 0
+    while np.linalg.norm(y * 2.0 ** n) < 1000:
+        n += 1
+    return 6.0 * 8.0 ** n * y * v
+
+
+def jax_second_order(jax):
+    """``name -> [(hvp function, hessian function, how)]``, jitted: JAX's hvp is forward
+    over reverse (``jvp`` of ``grad``), its hessian ``jacfwd(jacrev)``; the while loop needs
+    ``lax.while_loop``, whose reverse mode JAX lacks, so its Hessian is forward over forward
+    (``jacfwd(jacfwd)``) and it has no hvp but one Hessian-vector product per column."""
+    jnp, lax = jax.numpy, jax.lax
+    (euler_unrolled, _), (euler_fori, _) = jax_workloads(jax)[WORKLOADS[0][0]]
+
+    def doubling_while(y):
+        y = lax.while_loop(lambda y: jnp.linalg.norm(y) < 1000, lambda y: y * 2, y)
+        return jnp.sum(y * y * y)
+
+    def over_reverse(f):
+        return (jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]),
+                jax.jit(jax.hessian(f)))
+
+    def over_forward(f):
+        return (jax.jit(lambda x, v: jax.jacfwd(jax.jacfwd(f))(x) @ v),
+                jax.jit(jax.jacfwd(jax.jacfwd(f))))
+
+    return {"euler": [(*over_reverse(euler_unrolled), "Python loop, unrolled"),
+                      (*over_reverse(euler_fori), "lax.fori_loop")],
+            "doubling": [(*over_reverse(doubling_while), "lax.while_loop, jvp of grad"),
+                         (*over_forward(doubling_while),
+                          "lax.while_loop, jacfwd(jacfwd), hvp as H @ v")]}
+
+
+def _first_and_steady(fn, args) -> tuple:
+    start = time.perf_counter()
+    try:
+        got = fn(*args)
+    except Exception as e:  # noqa: BLE001 (JAX: reverse mode through lax.while_loop)
+        return None, None, f"raises {type(e).__name__}"
+    return got, time.perf_counter() - start, best_time(fn, args)
+
+
+def second_order() -> None:
+    """Compiled hvp and hessian against the interpreted ones and jax.jit's, on the Euler loop
+    (a float) and the while loop (100 elements): steady state and first call."""
+    load = os.getloadavg()
+    x = rng.standard_normal(100) * 1e-3
+    v = rng.standard_normal(100)
+    cases = [("euler", "Euler loop, 1000 steps on floats", euler, 0.5, 1.0, None),
+             ("doubling", "while norm(y) < 1000: y = y * 2, sum(y**3), 100 elements",
+              doubling_cubes, x, v, doubling_cubes_hvp)]
+    jax = jax_columns()
+    jaxes = jax_second_order(jax) if jax is not None else {}
+    print("| workload | api | interpreted | jit | jit speed-up | jit first call |")
+    print("|---|---|---|---|---|---|")
+    steady = {}
+    for key, name, f, x0, v0, hand in cases:
+        runs = {"hvp": lambda jit: srcgrad.hvp(f, (x0,), (v0,), jit=jit),
+                "hessian": lambda jit: srcgrad.hessian(f, jit=jit)(x0)}
+        for api, run in runs.items():
+            got, first, t_jit = _first_and_steady(run, (True,))
+            want = run(False)
+            check(got, want, f"{name} {api}")
+            if api == "hvp" and hand is not None:
+                check(got, hand(x0, v0), f"{name} {api} (by hand)")
+            t_interp = best_time(run, (False,))
+            steady[key, api] = (t_jit, first)
+            print(f"| {name} | {api} | {_us(t_interp)} | {_us(t_jit)} | "
+                  f"{t_interp / t_jit:.1f}x | {first:.2f} s |")
+    print(f"load average before: {load}, after: {os.getloadavg()}")
+    if jax is None:
+        print("\n(jax is not installed: no jax.jit column)")
+        return
+    print(f"\njax {jax.__version__}, CPU, float64\n")
+    print("| workload | JAX written as | api | jax steady state | srcgrad jit / jax | jax first "
+          "call | srcgrad jit first call / jax |")
+    print("|---|---|---|---|---|---|---|")
+    for key, name, f, x0, v0, _ in cases:
+        for hvp_fn, hessian_fn, how in jaxes[key]:
+            for api, fn, args in (("hvp", hvp_fn, (x0, v0)), ("hessian", hessian_fn, (x0,))):
+                got, first, t = _first_and_steady(
+                    lambda *a: jax.block_until_ready(fn(*a)), args)
+                if first is None:
+                    print(f"| {name} | {how} | {api} | {t} | - | - | - |")
+                    continue
+                want = srcgrad.hvp(f, (x0,), (v0,)) if api == "hvp" else \
+                    srcgrad.hessian(f)(x0)
+                check(np.asarray(got), want, f"{name} {api} (jax, {how})")
+                ours, our_first = steady[key, api]
+                print(f"| {name} | {how} | {api} | {_us(t)} | {ours / t:.2f} | {first:.2f} s "
+                      f"| {our_first / first:.2f} |")
+
+
 def first_call(kind: str, index: int, variant: int) -> float:
     """Seconds of the first call of workload ``index``'s compiled gradient in this process:
     srcgrad's (``kind`` "srcgrad") or JAX's ``variant``-th version (``kind`` "jax")."""
@@ -401,5 +504,7 @@ if __name__ == "__main__":
         print(first_call(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1:] == ["--fresh"]:
         fresh_first_calls()
+    elif sys.argv[1:] == ["--second"]:
+        second_order()
     else:
         main()
