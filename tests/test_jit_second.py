@@ -212,6 +212,21 @@ def test_options_are_checked():
         srcgrad.hvp(euler, (0.3,), (1.0,), jit="yes")
 
 
+def constant_of_x(x, y):  # (fuzzer seed 82, program 21: x is rebound before any use)
+    x = 1.0 / (2.0 + np.cos(np.array([-0.93, -0.38, -1.42])))
+    return x[-1] * y
+
+
+def test_products_that_are_zero_because_nothing_depends_on_the_arguments():
+    y = 0.5
+    want = srcgrad.hvp(constant_of_x, (ARRAY, y), (DIRECTION, 1.0))
+    got = srcgrad.hvp(constant_of_x, (ARRAY, y), (DIRECTION, 1.0), jit=True)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1] == 0.0 and got[0].shape == ARRAY.shape
+    np.testing.assert_array_equal(srcgrad.hessian(constant_of_x, jit=True)(ARRAY, y),
+                                  np.zeros((3, 3)))
+
+
 def test_a_value_that_is_not_scalar_gets_the_interpreted_error():
     def vector(x):
         return x * 2.0

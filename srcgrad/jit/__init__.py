@@ -620,7 +620,7 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
             raise JitUnsupportedError(f"{_subclass_refusal(f, tangents)}; or use jit=False.")
         _, function, inputs = shown
         try:
-            (value, _), (_, products) = function(*tangents, *positional, *inputs)
+            (value, _), tangent = function(*tangents, *positional, *inputs)
         except JitUnsupportedError:
             raise
         except Exception as e:
@@ -630,7 +630,9 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
             raise
         if not (type(value) is float or np.size(value) == 1):
             return None  # (the interpreted code runs, and says what is wrong)
-        if not isinstance(products, tuple):  # (the lazy zero: a gradient independent of x)
+        # (the lazy zero, of the whole result or of the gradients: they do not depend on x)
+        products = tangent[1] if isinstance(tangent, tuple) else 0.0
+        if not isinstance(products, tuple):
             products = (0.0,) * len(wrt)
         return tuple(_like_input(_dense_like(p, primals[i]), primals[i])
                      for p, i in zip(products, wrt))
