@@ -299,13 +299,10 @@ def main() -> None:
               f"{t_jit / t_hand:.3f}x ({_us(t_jit)}) | {t_interp / t_jit:.1f}x | {first:.2f} s |")
     primal_bound()
     other_apis()
-    if jax is None:
-        print("\n(jax is not installed: no jax.jit column)")
+    if not _jax_table(jax, ["workload", "jax.jit(jax.grad(f)), written as", "jax steady state",
+                            "srcgrad jit / jax", "jax first call",
+                            "srcgrad jit first call / jax"]):
         return
-    print(f"\njax {jax.__version__}, CPU, float64 (jax_enable_x64)\n")
-    print("| workload | jax.jit(jax.grad(f)), written as | jax steady state | srcgrad jit / jax "
-          "| jax first call | srcgrad jit first call / jax |")
-    print("|---|---|---|---|---|---|")
     for name, t_hand, t_interp, t_jit, first, jaxes in rows:
         for j in jaxes:
             if "error" in j:
@@ -314,6 +311,17 @@ def main() -> None:
                 print(f"| {name} | {j['how'] or 'as is'} | {_us(j['steady'])} "
                       f"({j['steady'] / t_hand:.3f}x hand-written) | {t_jit / j['steady']:.2f} | "
                       f"{j['first']:.2f} s | {first / j['first']:.2f} |")
+
+
+def _jax_table(jax, columns: list) -> bool:
+    """Print the title and header of a table of JAX's numbers; False without jax."""
+    if jax is None:
+        print("\n(jax is not installed: no jax.jit column)")
+        return False
+    print(f"\njax {jax.__version__}, CPU, float64 (jax_enable_x64)\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|---" * len(columns) + "|")
+    return True
 
 
 def primal_bound() -> None:
@@ -363,10 +371,11 @@ def doubling_cubes_hvp(y, v):
 
 
 def jax_second_order(jax):
-    """``name -> [(hvp function, hessian function, how)]``, jitted: JAX's hvp is forward
-    over reverse (``jvp`` of ``grad``), its hessian ``jacfwd(jacrev)``; the while loop needs
-    ``lax.while_loop``, whose reverse mode JAX lacks, so its Hessian is forward over forward
-    (``jacfwd(jacfwd)``) and it has no hvp but one Hessian-vector product per column."""
+    """``name -> [(api, function, how)]``, jitted: JAX's hvp is forward over reverse (``jvp``
+    of ``grad``), its hessian ``jacfwd(jacrev)``; the while loop needs ``lax.while_loop``,
+    whose reverse mode JAX lacks, so there its Hessian is forward over forward
+    (``jacfwd(jacfwd)``), and an hvp is that Hessian times v. (The Hessian of the unrolled
+    Euler loop is left out: its compile ran out of this machine's 23 GB.)"""
     jnp, lax = jax.numpy, jax.lax
     (euler_unrolled, _), (euler_fori, _) = jax_workloads(jax)[WORKLOADS[0][0]]
 
@@ -374,19 +383,22 @@ def jax_second_order(jax):
         y = lax.while_loop(lambda y: jnp.linalg.norm(y) < 1000, lambda y: y * 2, y)
         return jnp.sum(y * y * y)
 
-    def over_reverse(f):
-        return (jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1]),
-                jax.jit(jax.hessian(f)))
+    def hvp(f):
+        return jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
 
-    def over_forward(f):
-        return (jax.jit(lambda x, v: jax.jacfwd(jax.jacfwd(f))(x) @ v),
-                jax.jit(jax.jacfwd(jax.jacfwd(f))))
+    def twice_forward(f):
+        return jax.jit(jax.jacfwd(jax.jacfwd(f)))
 
-    return {"euler": [(*over_reverse(euler_unrolled), "Python loop, unrolled"),
-                      (*over_reverse(euler_fori), "lax.fori_loop")],
-            "doubling": [(*over_reverse(doubling_while), "lax.while_loop, jvp of grad"),
-                         (*over_forward(doubling_while),
-                          "lax.while_loop, jacfwd(jacfwd), hvp as H @ v")]}
+    return {"euler": [("hvp", hvp(euler_unrolled), "Python loop, unrolled"),
+                      ("hvp", hvp(euler_fori), "lax.fori_loop"),
+                      ("hessian", jax.jit(jax.hessian(euler_fori)), "lax.fori_loop")],
+            "doubling": [("hvp", hvp(doubling_while), "lax.while_loop, jvp of grad"),
+                         ("hessian", jax.jit(jax.hessian(doubling_while)),
+                          "lax.while_loop, jacfwd(jacrev)"),
+                         ("hvp", jax.jit(lambda x, v: twice_forward(doubling_while)(x) @ v),
+                          "lax.while_loop, jacfwd(jacfwd)(x) @ v"),
+                         ("hessian", twice_forward(doubling_while),
+                          "lax.while_loop, jacfwd(jacfwd)")]}
 
 
 def _first_and_steady(fn, args) -> tuple:
@@ -424,29 +436,24 @@ def second_order() -> None:
             t_interp = best_time(run, (False,))
             steady[key, api] = (t_jit, first)
             print(f"| {name} | {api} | {_us(t_interp)} | {_us(t_jit)} | "
-                  f"{t_interp / t_jit:.1f}x | {first:.2f} s |")
+                  f"{t_interp / t_jit:.1f}x | {first:.2f} s |", flush=True)
     print(f"load average before: {load}, after: {os.getloadavg()}")
-    if jax is None:
-        print("\n(jax is not installed: no jax.jit column)")
+    if not _jax_table(jax, ["workload", "JAX written as", "api", "jax steady state",
+                            "srcgrad jit / jax", "jax first call",
+                            "srcgrad jit first call / jax"]):
         return
-    print(f"\njax {jax.__version__}, CPU, float64\n")
-    print("| workload | JAX written as | api | jax steady state | srcgrad jit / jax | jax first "
-          "call | srcgrad jit first call / jax |")
-    print("|---|---|---|---|---|---|---|")
     for key, name, f, x0, v0, _ in cases:
-        for hvp_fn, hessian_fn, how in jaxes[key]:
-            for api, fn, args in (("hvp", hvp_fn, (x0, v0)), ("hessian", hessian_fn, (x0,))):
-                got, first, t = _first_and_steady(
-                    lambda *a: jax.block_until_ready(fn(*a)), args)
-                if first is None:
-                    print(f"| {name} | {how} | {api} | {t} | - | - | - |")
-                    continue
-                want = srcgrad.hvp(f, (x0,), (v0,)) if api == "hvp" else \
-                    srcgrad.hessian(f)(x0)
-                check(np.asarray(got), want, f"{name} {api} (jax, {how})")
-                ours, our_first = steady[key, api]
-                print(f"| {name} | {how} | {api} | {_us(t)} | {ours / t:.2f} | {first:.2f} s "
-                      f"| {our_first / first:.2f} |")
+        for api, fn, how in jaxes[key]:
+            args = (x0, v0) if api == "hvp" else (x0,)
+            got, first, t = _first_and_steady(lambda *a: jax.block_until_ready(fn(*a)), args)
+            if first is None:
+                print(f"| {name} | {how} | {api} | {t} | - | - | - |")
+                continue
+            want = srcgrad.hvp(f, (x0,), (v0,)) if api == "hvp" else srcgrad.hessian(f)(x0)
+            check(np.asarray(got), want, f"{name} {api} (jax, {how})")
+            ours, our_first = steady[key, api]
+            print(f"| {name} | {how} | {api} | {_us(t)} | {ours / t:.2f} | {first:.2f} s "
+                  f"| {our_first / first:.2f} |", flush=True)
 
 
 def first_call(kind: str, index: int, variant: int) -> float:
