@@ -11,7 +11,7 @@ to the user's).
 from __future__ import annotations
 
 __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compiled_pair",
-           "compiled_second", "guard", "shown_text"]
+           "compiled_second", "generated_tree", "guard", "is_adjoint", "shown_text"]
 
 import ast
 import os
@@ -144,7 +144,8 @@ def _build_of(adj):
     return getattr(adj, "_make", None)
 
 
-def _is_adjoint(obj) -> bool:
+def is_adjoint(obj) -> bool:
+    """Whether ``obj`` is one of srcgrad's builds (an adjoint, a forward-mode build)."""
     return all(hasattr(obj, a) for a in ("generate", "fn", "wrt", "scalar_mode"))
 
 
@@ -153,7 +154,7 @@ def _is_call_site(obj) -> bool:
     return type(obj).__name__ == "CallSite" and hasattr(obj, "func") and hasattr(obj, "wrt")
 
 
-def _generated_tree(adj) -> tuple[ast.Module, Any]:
+def generated_tree(adj) -> tuple[ast.Module, Any]:
     """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
     ctx.rt = runtime_alias(ctx)  # (as the build did: a generated function's own _rt)
@@ -184,7 +185,7 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
     callees, calls, values, adjoints, parts = set(), {}, [jit_runtime], [], []
     params = [a.arg for a in tree.body[0].args.args]
     for name, obj in zip(params[1:], ctx.helpers.values()):
-        if _is_adjoint(obj) and obj.kind == "adjoint":
+        if is_adjoint(obj) and obj.kind == "adjoint":
             pair = _callee_pair(obj)
             callees.add(name)
             calls.update({f"{name}_fwd": pair, f"{name}_bwd": pair})
@@ -237,7 +238,7 @@ def _use_of(tree, name: str):
 
 def _callee_pair(adj) -> Compiled:
     """The compiled ``(fwd, bwd)`` of a callee adjoint."""
-    if _is_adjoint(adj) and type(adj).__name__ != "Adjoint":
+    if is_adjoint(adj) and type(adj).__name__ != "Adjoint":
         raise JitUnsupportedError(f"a call of {adj.fn.__qualname__}() bound at run time")
     return compiled_pair(adj)
 
@@ -415,7 +416,7 @@ def _build(adj, variant: str, resolve=None) -> Compiled:
                 f"gradients here: use jit=False.")
         _BUILDING.add((id(adj), variant))
         try:
-            tree, ctx = _generated_tree(adj)
+            tree, ctx = generated_tree(adj)
             helpers = _bind_helpers(tree, ctx, adj, entry, resolve)
             tree = _rewrite(tree, ctx, adj, variant, helpers)
             _check_runtime_calls(tree, ctx)

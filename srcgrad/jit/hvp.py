@@ -13,7 +13,7 @@ import os
 import weakref
 
 from .. import codegen, runtime
-from .build import _generated_tree, _is_adjoint, compiled_second
+from .build import compiled_second, generated_tree, is_adjoint
 from .errors import located_error
 from .second import remember_adjoint_names
 from .sweeps import JitRewriteError, fuse
@@ -23,7 +23,8 @@ _FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _refusal(adj, ctx) -> str | None:
-    callees = [o.fn.__qualname__ for o in ctx.helpers.values() if _is_adjoint(o)]
+    callees = [o.fn.__qualname__ for o in ctx.helpers.values() if is_adjoint(o)
+               and o.kind == "adjoint"]
     if callees:
         return (f"{adj.fn.__qualname__}() calls {', '.join(sorted(set(callees)))}(), and a "
                 f"compiled Hessian-vector product does not compile calls of user functions "
@@ -44,7 +45,7 @@ def plain_gradient(adj):
     made = _FUSED.get(adj)
     if made is not None and made[0] is build and not adj.stale():
         return made[1]
-    tree, ctx = _generated_tree(adj)
+    tree, ctx = generated_tree(adj)
     refusal = _refusal(adj, ctx)
     if refusal is not None:
         raise located_error(refusal, ctx)
