@@ -1,7 +1,7 @@
 """Compiled gradients (jit=True) against interpreted srcgrad and hand-written numpy gradients.
 
 Run: taskset -c 1 python benchmarks/bench_jit.py (add --fresh for each first call in a
-fresh process instead, numba's and JAX's start-up included). Prints the steady-state time per gradient
+fresh process instead, numba's and JAX's start-up included; --second for hvp and hessian). Prints the steady-state time per gradient
 call of each (best of several repeats), as ratios to the hand-written gradient, and the first
 call's time (numba's compile included); then, when jax is installed (never a dependency of
 srcgrad), jax.jit(jax.grad(f)) on the same workloads: steady state and first call (trace and
@@ -299,13 +299,10 @@ def main() -> None:
               f"{t_jit / t_hand:.3f}x ({_us(t_jit)}) | {t_interp / t_jit:.1f}x | {first:.2f} s |")
     primal_bound()
     other_apis()
-    if jax is None:
-        print("\n(jax is not installed: no jax.jit column)")
+    if not _jax_table(jax, ["workload", "jax.jit(jax.grad(f)), written as", "jax steady state",
+                            "srcgrad jit / jax", "jax first call",
+                            "srcgrad jit first call / jax"]):
         return
-    print(f"\njax {jax.__version__}, CPU, float64 (jax_enable_x64)\n")
-    print("| workload | jax.jit(jax.grad(f)), written as | jax steady state | srcgrad jit / jax "
-          "| jax first call | srcgrad jit first call / jax |")
-    print("|---|---|---|---|---|---|")
     for name, t_hand, t_interp, t_jit, first, jaxes in rows:
         for j in jaxes:
             if "error" in j:
@@ -314,6 +311,17 @@ def main() -> None:
                 print(f"| {name} | {j['how'] or 'as is'} | {_us(j['steady'])} "
                       f"({j['steady'] / t_hand:.3f}x hand-written) | {t_jit / j['steady']:.2f} | "
                       f"{j['first']:.2f} s | {first / j['first']:.2f} |")
+
+
+def _jax_table(jax, columns: list) -> bool:
+    """Print the title and header of a table of JAX's numbers; False without jax."""
+    if jax is None:
+        print("\n(jax is not installed: no jax.jit column)")
+        return False
+    print(f"\njax {jax.__version__}, CPU, float64 (jax_enable_x64)\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|---" * len(columns) + "|")
+    return True
 
 
 def primal_bound() -> None:
@@ -344,6 +352,108 @@ def other_apis() -> None:
         t_jit = best_time(run, (True,))
         print(f"| {name} | {_us(t_interp)} | {_us(t_jit)} | {t_interp / t_jit:.1f}x | "
               f"{first:.2f} s |")
+
+
+# -- second order: hvp and hessian (--second) ----------------------------------------------
+
+def doubling_cubes(y):
+    while np.linalg.norm(y) < 1000:
+        y = y * 2
+    return np.sum(y * y * y)
+
+
+def doubling_cubes_hvp(y, v):
+    """By hand: y is scaled by 2**n, so the Hessian is diagonal, 6 * 8**n * y."""
+    n = 0
+    while np.linalg.norm(y * 2.0 ** n) < 1000:
+        n += 1
+    return 6.0 * 8.0 ** n * y * v
+
+
+def jax_second_order(jax):
+    """``name -> [(api, function, how)]``, jitted: JAX's hvp is forward over reverse (``jvp``
+    of ``grad``), its hessian ``jacfwd(jacrev)``; the while loop needs ``lax.while_loop``,
+    whose reverse mode JAX lacks, so there its Hessian is forward over forward
+    (``jacfwd(jacfwd)``), and an hvp is that Hessian times v. (The Hessian of the unrolled
+    Euler loop is left out: its compile ran out of this machine's 23 GB.)"""
+    jnp, lax = jax.numpy, jax.lax
+    (euler_unrolled, _), (euler_fori, _) = jax_workloads(jax)[WORKLOADS[0][0]]
+
+    def doubling_while(y):
+        y = lax.while_loop(lambda y: jnp.linalg.norm(y) < 1000, lambda y: y * 2, y)
+        return jnp.sum(y * y * y)
+
+    def hvp(f):
+        return jax.jit(lambda x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+
+    def twice_forward(f):
+        return jax.jit(jax.jacfwd(jax.jacfwd(f)))
+
+    return {"euler": [("hvp", hvp(euler_unrolled), "Python loop, unrolled"),
+                      ("hvp", hvp(euler_fori), "lax.fori_loop"),
+                      ("hessian", jax.jit(jax.hessian(euler_fori)), "lax.fori_loop")],
+            "doubling": [("hvp", hvp(doubling_while), "lax.while_loop, jvp of grad"),
+                         ("hessian", jax.jit(jax.hessian(doubling_while)),
+                          "lax.while_loop, jacfwd(jacrev)"),
+                         ("hvp", jax.jit(lambda x, v: twice_forward(doubling_while)(x) @ v),
+                          "lax.while_loop, jacfwd(jacfwd)(x) @ v"),
+                         ("hessian", twice_forward(doubling_while),
+                          "lax.while_loop, jacfwd(jacfwd)")]}
+
+
+def _first_and_steady(fn, args) -> tuple:
+    start = time.perf_counter()
+    try:
+        got = fn(*args)
+    except Exception as e:  # noqa: BLE001 (JAX: reverse mode through lax.while_loop)
+        return None, None, f"raises {type(e).__name__}"
+    return got, time.perf_counter() - start, best_time(fn, args)
+
+
+def second_order() -> None:
+    """Compiled hvp and hessian against the interpreted ones and jax.jit's, on the Euler loop
+    (a float) and the while loop (100 elements): steady state and first call."""
+    load = os.getloadavg()
+    x = rng.standard_normal(100) * 1e-3
+    v = rng.standard_normal(100)
+    cases = [("euler", "Euler loop, 1000 steps on floats", euler, 0.5, 1.0, None),
+             ("doubling", "while norm(y) < 1000: y = y * 2, sum(y**3), 100 elements",
+              doubling_cubes, x, v, doubling_cubes_hvp)]
+    jax = jax_columns()
+    jaxes = jax_second_order(jax) if jax is not None else {}
+    print("| workload | api | interpreted | jit | jit speed-up | jit first call |")
+    print("|---|---|---|---|---|---|")
+    steady = {}
+    for key, name, f, x0, v0, hand in cases:
+        runs = {"hvp": lambda jit: srcgrad.hvp(f, (x0,), (v0,), jit=jit),
+                "hessian": lambda jit: srcgrad.hessian(f, jit=jit)(x0)}
+        for api, run in runs.items():
+            got, first, t_jit = _first_and_steady(run, (True,))
+            want = run(False)
+            check(got, want, f"{name} {api}")
+            if api == "hvp" and hand is not None:
+                check(got, hand(x0, v0), f"{name} {api} (by hand)")
+            t_interp = best_time(run, (False,))
+            steady[key, api] = (t_jit, first)
+            print(f"| {name} | {api} | {_us(t_interp)} | {_us(t_jit)} | "
+                  f"{t_interp / t_jit:.1f}x | {first:.2f} s |", flush=True)
+    print(f"load average before: {load}, after: {os.getloadavg()}")
+    if not _jax_table(jax, ["workload", "JAX written as", "api", "jax steady state",
+                            "srcgrad jit / jax", "jax first call",
+                            "srcgrad jit first call / jax"]):
+        return
+    for key, name, f, x0, v0, _ in cases:
+        for api, fn, how in jaxes[key]:
+            args = (x0, v0) if api == "hvp" else (x0,)
+            got, first, t = _first_and_steady(lambda *a: jax.block_until_ready(fn(*a)), args)
+            if first is None:
+                print(f"| {name} | {how} | {api} | {t} | - | - | - |")
+                continue
+            want = srcgrad.hvp(f, (x0,), (v0,)) if api == "hvp" else srcgrad.hessian(f)(x0)
+            check(np.asarray(got), want, f"{name} {api} (jax, {how})")
+            ours, our_first = steady[key, api]
+            print(f"| {name} | {how} | {api} | {_us(t)} | {ours / t:.2f} | {first:.2f} s "
+                  f"| {our_first / first:.2f} |", flush=True)
 
 
 def first_call(kind: str, index: int, variant: int) -> float:
@@ -401,5 +511,7 @@ if __name__ == "__main__":
         print(first_call(sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
     elif sys.argv[1:] == ["--fresh"]:
         fresh_first_calls()
+    elif sys.argv[1:] == ["--second"]:
+        second_order()
     else:
         main()

@@ -36,7 +36,7 @@ from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize
                         parameter_names)
 from .generated import (BuildCache, Generated, cached_build, consuming, own_attributes, remember,
                         remembered)
-from .jit import jit_forward, refuse_second_order
+from .jit import check_option, jit_forward, second_order
 from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
@@ -801,34 +801,115 @@ def hessian(f: Callable, wrt: Wrt = FIRST, *, argnums: Wrt | None = None,
     forward mode over the generated gradient (``jacfwd(grad(f, wrt))``), shape
     ``in.shape + in.shape``. For a tuple of arguments, a nested tuple of blocks:
     ``result[i][j]`` differentiates with respect to argument i, then argument j.
-    ``jit=True`` raises ``JitUnsupportedError`` (no compiled form yet); "auto" warns."""
-    refuse_second_order("hessian", jit)
+    ``jit=True``/``"auto"``: one compiled Hessian-vector product per element of the
+    arguments (docs/jit.md)."""
+    check_option(jit)
     f = as_function(f, "hessian")
     indices, single = _wrt_indices("hessian", f, wrt, argnums)
     if single:
-        return jacfwd(grad(f, wrt=indices[0]), wrt=indices[0])
-    blocks = [jacfwd(grad(f, wrt=i), wrt=indices) for i in indices]
+        interpreted = jacfwd(grad(f, wrt=indices[0]), wrt=indices[0])
+    else:
+        blocks = [jacfwd(grad(f, wrt=i), wrt=indices) for i in indices]
+
+        @functools.wraps(f)
+        def hessian_blocks(*args):
+            return tuple(block(*args) for block in blocks)
+
+        interpreted = own_attributes(hessian_blocks, lambda: [
+            b for block in blocks for b in block.__srcgrad_source__()])
+    return interpreted if jit is False else _compiled_hessian(f, indices, single, jit,
+                                                              interpreted)
+
+
+def _second_order(api, f, primals, wrt, jit):
+    """jit/__init__.second_order for ``f``, with the builds it differentiates."""
+    scalars = all(type(a) in SCALAR_TYPES for a in primals)
+
+    def adjoint_for(fn, indices, scalars):
+        adj = get_entry_adjoint(fn, indices)
+        return adj.scalar_variant() if scalars and adj.scalar_closed else adj
+
+    def forward_of(fn, indices):
+        built = get_entry_forward(fn, indices)
+        return built.scalar_variant() if scalars and built.scalar_closed else built
+
+    return second_order(api, f, tuple(primals), wrt, jit, adjoint_for, forward_of)
+
+
+def _unit_tangents(primals, indices):
+    """``(j, k, tangents)`` for each element k of each argument j of ``indices``: 1 there,
+    0 in every other tangent (floats for numbers, float arrays for arrays)."""
+    zeros = [np.zeros(np.shape(primals[i]), _float_dtype(primals[i]))
+             if isinstance(primals[i], np.ndarray) else 0.0 for i in indices]
+    for j, i in enumerate(indices):
+        for k in range(int(np.size(primals[i]))):
+            tangents = list(zeros)
+            if isinstance(primals[i], np.ndarray):
+                unit = np.zeros(primals[i].size, _float_dtype(primals[i]))
+                unit[k] = 1.0
+                tangents[j] = unit.reshape(primals[i].shape)
+            else:
+                tangents[j] = 1.0
+            yield j, tangents
+
+
+def _compiled_hessian(f, indices, single, jit, interpreted):
+    """``hessian(f, jit=...)``: the Hessian's columns from one compiled Hessian-vector
+    product per element of the arguments; ``interpreted`` where it cannot run."""
+    shown: list = []
 
     @functools.wraps(f)
-    def hessian_blocks(*args):
-        return tuple(block(*args) for block in blocks)
+    @user_tracebacks
+    def hessian_jit(*args):
+        for index in indices:
+            _check_wrt_argument(f, index, args)
+        products = _second_order("hessian", f, args, tuple(indices), jit)
+        if products is None:
+            return interpreted(*args)
+        columns: list = [[[] for _ in indices] for _ in indices]
+        for j, tangents in _unit_tangents(args, indices):
+            result = products(tuple(tangents))
+            if result is None:  # (jit="auto": numba could not compile it, with a warning)
+                return interpreted(*args)
+            for i, column in enumerate(result):
+                columns[i][j].append(_dense(column))
+        shown[:] = [products.view]
+        shapes = [np.shape(args[i]) for i in indices]
+        blocks = tuple(tuple(np.stack(columns[a][b], axis=-1).reshape(shapes[a] + shapes[b])
+                             for b in range(len(indices))) for a in range(len(indices)))
+        return blocks[0][0] if single else blocks
 
-    return own_attributes(hessian_blocks,
-                          lambda: [b for block in blocks for b in block.__srcgrad_source__()])
+    return own_attributes(hessian_jit, lambda: shown or interpreted.__srcgrad_source__())
 
 
 def hvp(f: Callable, primals: Sequence, tangents: Sequence, *,
         jit: bool | str = False) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
-    one product per primal (a single value when there is one primal). ``jit=`` as for
-    ``hessian``."""
-    refuse_second_order("hvp", jit)
+    one product per primal (a single value when there is one primal). ``jit=True``/"auto":
+    compiled by numba, forward mode over the gradient fused into one function
+    (docs/jit.md)."""
     primals = check_sequence("hvp", "primals", primals)
     tangents = check_sequence("hvp", "tangents", tangents)
     f = as_function(f, "hvp")
+    if jit is not False and len(primals) == len(tangents):
+        for i, (x, t) in enumerate(zip(primals, tangents)):
+            _check_tangent(x, t, i)
+        products = _second_order("hvp", f, primals, tuple(range(len(primals))), jit)
+        result = None if products is None else products(tuple(
+            _float_tangent(t) for t in tangents))
+        if result is not None:
+            remember(f, "hvp", [products.view])  # srcgrad.source(f, "hvp")
+            return result[0] if len(result) == 1 else result
     wrt = tuple(range(len(primals)))
     g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
     _, product = jvp(g, primals, tangents)
     remember(f, "hvp", remembered(g, "jvp"))  # srcgrad.source(f, "hvp")
     return product
+
+
+def _float_tangent(t):
+    """A tangent as the compiled code takes it: floats (an int 1 is 1.0)."""
+    if isinstance(t, np.ndarray):
+        return t if t.dtype.kind in "fc" else t.astype(np.float64)
+    return float(t) if isinstance(t, (int, np.integer)) else t

@@ -1,6 +1,6 @@
 """jit= beyond grad: compiled vjp and jvp against the interpreted ones (rtol 1e-9) and finite
-differences; hessian/hvp refused under jit=True, interpreted with a warning under "auto";
-srcgrad.source of compiled code shows the text numba compiles.
+differences (compiled hessian/hvp: tests/test_jit_second.py); srcgrad.source of compiled
+code shows the text numba compiles.
 """
 import math
 import warnings
@@ -164,24 +164,6 @@ def test_vjp_refusals():
     with pytest.warns(RuntimeWarning, match="has_aux"):
         _, pullback, note = srcgrad.vjp(aux, 1.0, has_aux=True, jit="auto")
     assert pullback(1.0) == (2.0,) and note == "note"
-
-
-def test_hessian_and_hvp_refused_under_jit_true_and_interpreted_under_auto():
-    def cube(x):
-        return np.sum(x ** 3)
-
-    x = np.array([1.0, 2.0])
-    with pytest.raises(JitUnsupportedError, match="hessian has no compiled form"):
-        srcgrad.hessian(cube, jit=True)
-    with pytest.raises(JitUnsupportedError, match="hvp has no compiled form"):
-        srcgrad.hvp(cube, (x,), (x,), jit=True)
-    with pytest.warns(RuntimeWarning, match="interpreted hessian"):
-        h = srcgrad.hessian(cube, jit="auto")
-    np.testing.assert_allclose(h(x), np.diag(6 * x))
-    with pytest.warns(RuntimeWarning, match="interpreted hvp"):
-        np.testing.assert_allclose(srcgrad.hvp(cube, (x,), (x,), jit="auto"), 6 * x * x)
-    with pytest.raises(srcgrad.SrcgradError, match="jit= takes"):
-        srcgrad.hessian(cube, jit="yes")
 
 
 # -- the per-call fast path: what it checks instead of the builds -----------------------------

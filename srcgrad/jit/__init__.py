@@ -15,11 +15,12 @@ from __future__ import annotations
 
 __all__ = [
     "JitUnsupportedError",
+    "check_option",
     "is_available",
     "jit_forward",
     "jit_gradient",
     "jit_vjp",
-    "refuse_second_order",
+    "second_order",
     "unwrap_numba",
 ]
 
@@ -390,7 +391,7 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
     return gradient
 
 
-# -- vjp, jvp, and the second order that has no compiled form ------------------------------
+# -- vjp, jvp, and the second order (hvp, hessian) -------------------------------------------
 
 def _check_option(option) -> bool:
     """Whether ``option`` is "auto" (else True); anything else raises."""
@@ -422,6 +423,11 @@ def _vjp_refusal(f, args, has_aux, bound_method, checkpoint) -> str | None:
         return f"{f.__qualname__}() is a bound method, which has no compiled vjp yet"
     if checkpoint is not None:
         return "vjp(checkpoint=...) has no compiled form yet"
+    return _argument_refusal(f, args)
+
+
+def _argument_refusal(f, args) -> str | None:
+    """Why arguments ``args`` of ``f`` cannot run compiled, or None."""
     kind = _argument_kind(args, ())
     if kind == "subclass":
         return _subclass_refusal(f, args)
@@ -537,17 +543,126 @@ def jit_forward(built, fn, interpreted: Callable, option, resolve, primals: tupl
     return compiled_jvp, shown
 
 
-def refuse_second_order(api: str, option) -> None:
-    """``hessian``/``hvp`` with ``jit=``: no compiled form (forward mode over the generated
-    sweeps, which keep their tapes as Python objects); ``JitUnsupportedError`` under
-    ``jit=True``, a warning under ``jit="auto"`` (the interpreted one runs)."""
-    if option is False:
-        return
+# adjoint -> the _HvpView of the last compiled hvp or hessian made from it
+_HVP_VIEWS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+class _HvpView:
+    """What ``srcgrad.source`` shows for a compiled hvp or hessian: the compiled jvp of the
+    fused gradient (the last one run)."""
+
+    def __init__(self):
+        self.compiled = None
+        self.note = None
+
+    @property
+    def source(self) -> str:
+        from .build import shown_text
+        if self.compiled is None:
+            return f"# jit='auto' ran the interpreted code: {self.note}\n"
+        return shown_text(self.compiled)
+
+
+def check_option(option) -> None:
+    """Raise for a ``jit=`` other than False, True or "auto", or True without numba."""
+    if option is not False:
+        _check_option(option)
+
+
+def _second_order_refusal(f, primals, positional) -> str | None:
+    if inspect.ismethod(f) or positional is None:
+        return (f"{getattr(f, '__qualname__', f)}() is a bound method or takes keyword-only "
+                f"parameters, *args or **kwargs, which have no compiled second order yet")
+    return _argument_refusal(f, primals)
+
+
+def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, forward_of):
+    """A function ``products(tangents) -> tuple`` of compiled Hessian-vector products of
+    scalar ``f`` at ``primals`` with respect to the arguments ``wrt`` (one tangent and one
+    product each), for ``srcgrad.hvp``/``hessian`` with ``jit=option``: forward mode over
+    the gradient fused into one function, compiled (hvp.py). None where the interpreted
+    code should run: under ``jit="auto"`` with a warning, for an integer to differentiate
+    (the interpreted error) silently; the function returns None where the interpreted
+    code should run (with a warning under "auto" where numba cannot compile it). ``adjoint_for(f, wrt, scalars)`` is the gradient's
+    build, ``forward_of(fn, wrt)`` a forward-mode build. The function's ``view`` is what
+    ``srcgrad.source`` shows."""
     auto = _check_option(option)
-    what = (f"srcgrad.{api} has no compiled form yet (it runs forward mode over the "
-            f"generated gradient, whose tape numba cannot compile)")
+    shown: list = []
+    if not is_available():
+        warnings.warn(f"numba is not installed: jit='auto' runs the interpreted {api}",
+                      RuntimeWarning, stacklevel=3)
+        return None
+    if _integer_input(primals, wrt):
+        return None
+    positional = _bind_all(f, primals, {})
+    refusal = _second_order_refusal(f, primals, positional)
+    if refusal is not None:
+        _fall_back(auto, refusal)
+        return None
+    scalars = all(type(a) in _SCALARS for a in primals)
+
+    def compiled_now():
+        from .hvp import compiled_hvp
+        adj = adjoint_for(f, wrt, scalars)
+        compiled, fused = compiled_hvp(adj, forward_of)
+        # (one view per adjoint, alive while it is: srcgrad.source(f, "hvp") remembers it
+        # weakly)
+        view = _HVP_VIEWS.get(adj)
+        if view is None:
+            view = _HVP_VIEWS[adj] = _HvpView()
+        view.compiled, view.note = compiled, None
+        shown[:] = [view, compiled.functions[0], compiled.arguments(fused)]
+
+    def run(tangents):
+        # (the code and the data read from outside, as checked and read when this function
+        # was made: the columns of one Hessian share them)
+        if _argument_kind(tangents, ()) == "subclass":
+            raise JitUnsupportedError(f"{_subclass_refusal(f, tangents)}; or use jit=False.")
+        _, function, inputs = shown
+        try:
+            (value, _), tangent = function(*tangents, *positional, *inputs)
+        except JitUnsupportedError:
+            raise
+        except Exception as e:
+            if _compile_failure(e):
+                raise translate(e, f) from None
+            _refuse_int_power(e, f)
+            raise
+        if not (type(value) is float or np.size(value) == 1):
+            return None  # (the interpreted code runs, and says what is wrong)
+        # (the lazy zero, of the whole result or of the gradients: they do not depend on x)
+        products = tangent[1] if isinstance(tangent, tuple) else 0.0
+        if not isinstance(products, tuple):
+            products = (0.0,) * len(wrt)
+        return tuple(_like_input(_dense_like(p, primals[i]), primals[i])
+                     for p, i in zip(products, wrt))
+
+    try:
+        compiled_now()  # (refusals and numba's typing errors surface at the first call)
+    except JitUnsupportedError as e:
+        if not auto:
+            raise
+        warnings.warn(f"jit='auto' runs the interpreted {api}: {e}", RuntimeWarning,
+                      stacklevel=3)
+        return None
     if not auto:
-        raise JitUnsupportedError(f"{what}; use jit=False, or jit='auto' to run the "
-                                  f"interpreted {api} with a warning.")
-    warnings.warn(f"jit='auto' runs the interpreted {api}: {what}", RuntimeWarning,
-                  stacklevel=3)
+        run.view = shown[0]
+        return run
+
+    def run_or_none(tangents):
+        try:
+            return run(tangents)
+        except JitUnsupportedError as e:
+            shown[0].compiled, shown[0].note = None, str(e)
+            warnings.warn(f"jit='auto' runs the interpreted {api}: {e}", RuntimeWarning,
+                          stacklevel=3)
+            return None
+    run_or_none.view = shown[0]
+    return run_or_none
+
+
+def _dense_like(p, x):
+    """A product as the interpreted hvp gives it: a zero (lazy or 0.0) shaped like ``x``."""
+    if isinstance(x, np.ndarray) and np.shape(p) != x.shape:
+        return np.broadcast_to(np.asarray(p, dtype=float), x.shape).copy()
+    return p

@@ -11,7 +11,7 @@ to the user's).
 from __future__ import annotations
 
 __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compiled_pair",
-           "guard", "shown_text"]
+           "compiled_second", "generated_tree", "guard", "is_adjoint", "shown_text"]
 
 import ast
 import os
@@ -24,11 +24,11 @@ import numba
 import numpy as np
 
 from .. import codegen
-from ..generated import describe
+from ..generated import describe, runtime_alias
 from ..transforms import normalize, prepare
 from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
-from . import simd
+from . import second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .inputs import RefusedRead, check_passed, external_reads
@@ -49,10 +49,10 @@ from .sweeps import compiled_pair as pair_tree
 
 _LOCK = threading.RLock()
 # build -> {variant: Compiled}; variants: "grad", "vjp", "value" (entry functions), "pair"
-# (a callee's sweeps), "jvp" and "jvp callee" (forward mode)
+# (a callee's sweeps), "jvp" and "jvp callee" (forward mode), "hvp" (second.py)
 _COMPILED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 _BUILDING: set = set()
-_ENTRY_VARIANTS = ("grad", "vjp", "value", "jvp")
+_ENTRY_VARIANTS = ("grad", "vjp", "value", "jvp", "hvp")
 
 
 class Compiled(NamedTuple):
@@ -144,7 +144,8 @@ def _build_of(adj):
     return getattr(adj, "_make", None)
 
 
-def _is_adjoint(obj) -> bool:
+def is_adjoint(obj) -> bool:
+    """Whether ``obj`` is one of srcgrad's builds (an adjoint, a forward-mode build)."""
     return all(hasattr(obj, a) for a in ("generate", "fn", "wrt", "scalar_mode"))
 
 
@@ -153,9 +154,10 @@ def _is_call_site(obj) -> bool:
     return type(obj).__name__ == "CallSite" and hasattr(obj, "func") and hasattr(obj, "wrt")
 
 
-def _generated_tree(adj) -> tuple[ast.Module, Any]:
+def generated_tree(adj) -> tuple[ast.Module, Any]:
     """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
+    ctx.rt = runtime_alias(ctx)  # (as the build did: a generated function's own _rt)
     ctx.scalar_mode = adj.scalar_mode
     module = adj.generate(normalize(ctx), ctx)
     return gast.gast_to_ast(module), ctx
@@ -183,7 +185,7 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
     callees, calls, values, adjoints, parts = set(), {}, [jit_runtime], [], []
     params = [a.arg for a in tree.body[0].args.args]
     for name, obj in zip(params[1:], ctx.helpers.values()):
-        if _is_adjoint(obj) and obj.kind == "adjoint":
+        if is_adjoint(obj) and obj.kind == "adjoint":
             pair = _callee_pair(obj)
             callees.add(name)
             calls.update({f"{name}_fwd": pair, f"{name}_bwd": pair})
@@ -206,16 +208,27 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
                 f"zero at run time, picking the helper's jvp per call, which has no compiled "
                 f"form yet", ctx, _use_of(tree, name))
         else:
-            label = getattr(obj, "__qualname__", type(obj).__name__)
+            label = f"the forward mode of {obj.func.__qualname__}()" if _is_call_site(obj) \
+                else getattr(obj, "__qualname__", type(obj).__name__)
             raise located_error(
                 f"the {'derivative' if resolve else 'gradient'} here needs '{label}', which "
                 f"has no compiled form (a rule helper numba cannot run, a function passed in "
                 f"or made at run time, a method)", ctx, _use_of(tree, name))
     # the closure's cells, as the factory's last parameters: what numba may freeze
     # (modules, functions) is checked per call; data is passed instead (inputs.py)
-    values.extend(ctx.closure[name] for name in params[1 + len(ctx.helpers):])
+    # (a generated function's cells may hold rule helpers: their compiled versions)
+    values.extend(_compiled_helper(ctx.closure[name])
+                  for name in params[1 + len(ctx.helpers):])
     unique = tuple({id(p): p for p in parts}.values())
     return _Helpers(callees, calls, values, tuple(adjoints), unique)
+
+
+def _compiled_helper(obj):
+    """The compiled version of a rule helper, else ``obj``."""
+    if getattr(obj, "__name__", None) in jit_runtime.RULE_HELPERS and \
+            getattr(obj, "__module__", "").startswith("srcgrad.rules"):
+        return jit_runtime.RULE_HELPERS[obj.__name__]
+    return obj
 
 
 def _use_of(tree, name: str):
@@ -225,7 +238,7 @@ def _use_of(tree, name: str):
 
 def _callee_pair(adj) -> Compiled:
     """The compiled ``(fwd, bwd)`` of a callee adjoint."""
-    if _is_adjoint(adj) and type(adj).__name__ != "Adjoint":
+    if is_adjoint(adj) and type(adj).__name__ != "Adjoint":
         raise JitUnsupportedError(f"a call of {adj.fn.__qualname__}() bound at run time")
     return compiled_pair(adj)
 
@@ -261,6 +274,8 @@ _TITLES = {
     "pair": "compiled forward and backward sweeps of {f}, with respect to {wrt}",
     "jvp": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
     "jvp callee": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
+    "hvp": "compiled forward mode (jvp) of {f}, with respect to {wrt}: Hessian-vector "
+           "products",
 }
 
 
@@ -268,7 +283,8 @@ def _header(ctx, adj, variant: str, params: list, values: list, inputs: tuple) -
     """The comment above the shown compiled functions: what they are, what each name the
     factory binds stands for, and the parameters added for values read on every call."""
     src = ctx.src
-    where = f"{adj.fn.__qualname__} ({os.path.basename(src.filename)}:{src.first_line})"
+    name = adj.fn.__qualname__.replace("_make.<locals>.", "")  # (a generated function's)
+    where = f"{name} ({os.path.basename(src.filename)}:{src.first_line})"
     title = _TITLES[variant].format(f=where, wrt=", ".join(ctx.wrt_names) or "nothing")
     scalar = ", for scalar arguments" if adj.scalar_mode else ""
     lines = [f"srcgrad: {title}{scalar}; numba nopython mode", "names srcgrad binds:"]
@@ -375,6 +391,9 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
         elif variant == "pair":
             tree = pair_tree(tree, helpers.callees, adjoint_of)
             _give_defaults(tree, adj.fn, ctx)
+        elif variant == "hvp":  # forward mode over a fused gradient: tapes of tangents
+            tree = matmul_operators(drop_stand_ins(tree), numpy_names)
+            tree = second.tangent_tapes(tree, second.adjoint_names(adj.fn), ctx.namer.tangents)
         else:  # forward mode: no tape; a callee's defaults as a pair's
             tree = matmul_operators(drop_stand_ins(tree), numpy_names)
             if variant == "jvp callee":
@@ -397,7 +416,7 @@ def _build(adj, variant: str, resolve=None) -> Compiled:
                 f"gradients here: use jit=False.")
         _BUILDING.add((id(adj), variant))
         try:
-            tree, ctx = _generated_tree(adj)
+            tree, ctx = generated_tree(adj)
             helpers = _bind_helpers(tree, ctx, adj, entry, resolve)
             tree = _rewrite(tree, ctx, adj, variant, helpers)
             _check_runtime_calls(tree, ctx)
@@ -435,6 +454,11 @@ def compiled_forward(built, resolve, fn=None) -> Compiled:
     """The compiled jvp function of a forward-mode build; ``resolve(call_site)`` is the
     forward-mode build a call site in its code calls (compiled too)."""
     return _cached(built, "jvp", fn, resolve)
+
+
+def compiled_second(built, fn=None) -> Compiled:
+    """The compiled jvp function of a forward-mode build of a fused gradient (second.py)."""
+    return _cached(built, "hvp", fn)
 
 
 def shown_text(compiled: Compiled) -> str:

@@ -24,7 +24,19 @@ def location(ctx, node=None) -> str:
     """``file:line`` of a node of the generated tree (its line is the user's)."""
     src = ctx.src
     lineno = getattr(node, "lineno", None)
-    return f"{src.filename}:{src.first_line + lineno - 1 if lineno else src.first_line}"
+    return "{}:{}".format(*through_generated(
+        src.filename, src.first_line + lineno - 1 if lineno else src.first_line))
+
+
+def through_generated(filename: str, line: int) -> tuple[str, int]:
+    """The user's ``(file, line)`` behind a line of generated text that was transformed
+    again (the fused gradient a compiled hvp differentiates: second.py), else the same."""
+    for _ in range(4):  # (a generated text maps to its source, once or twice)
+        found = codegen.user_line(filename, line)
+        if found is None:
+            break
+        filename, line = found[0], found[2]
+    return filename, line
 
 
 def located_error(what: str, ctx, node=None) -> JitUnsupportedError:
@@ -110,7 +122,7 @@ def _user_location(message: str) -> str | None:
                     found = codegen.user_line(name, int(lineno))
                     break
         if found is not None:
-            return f"{found[0]}:{found[2]}"
+            return "{}:{}".format(*through_generated(found[0], found[2]))
     return None
 
 

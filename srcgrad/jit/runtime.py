@@ -433,6 +433,33 @@ def _add_element(acc, xs, i, g):
     return lambda acc, xs, i, g: add_at(acc, xs, i, g)
 
 
+unindex = _stub("unindex")
+RULE_HELPERS["unindex"] = unindex
+
+
+@overload(unindex)
+def _unindex(g, x, index):
+    """``rules._helpers.unindex``: zeros like ``x`` with ``g`` added at ``index`` (forward
+    mode's tangent of an indexing adjoint, in a compiled Hessian-vector product)."""
+    return lambda g, x, index: add_at(0.0, x, index, g)
+
+
+zero_tangent = _stub("zero_tangent")
+SUPPORTED = SUPPORTED | {"zero_tangent"}
+
+
+@overload(zero_tangent)
+def _zero_tangent(x):
+    """Forward mode's lazy zero tangent of ``x`` (in a compiled Hessian-vector product),
+    typed as ``x``'s tangent: float zeros for an array, else the number 0.0 (for ints,
+    bools, and None: a variable bound later, whose tangent numba then unifies or refuses)."""
+    if isinstance(x, types.Optional) and isinstance(x.type, types.Array):
+        raise TypingError(f"srcgrad: no compiled zero tangent for a value of type {x}")
+    if isinstance(x, types.NoneType):
+        return lambda x: 0.0
+    return _zeros_like(x)
+
+
 # -- structured adjoints, element stores and their guards ----------------------------------
 
 part = _stub("part")

@@ -348,11 +348,14 @@ def _check_shapes(sweeps: Sweeps) -> None:
 
 
 def fuse(module: ast.Module, callees: set[str], adjoint_of: dict[str, str],
-         cotangent: bool = False, floats: frozenset = frozenset()) -> tuple[ast.Module, str]:
+         cotangent: bool = False, floats: frozenset = frozenset(),
+         keep_tape: bool = False) -> tuple[ast.Module, str]:
     """The factory of one function ``<name>_grad(*params) -> (value, gradients)`` running
     the forward sweep, seeding the output's adjoint, then the backward sweep; and its name.
     With ``cotangent``, ``<name>_vjp(*params, _g)``: the seed is the cotangent ``_g``.
-    ``floats``: parameters known to hold floats in every loop (see ``preallocate``)."""
+    ``floats``: parameters known to hold floats in every loop (see ``preallocate``).
+    ``keep_tape``: plain interpreted Python instead (the tape, ``_rt.grad_seed``, lazy zero
+    adjoints), which forward mode differentiates again (second.py)."""
     module = drop_stand_ins(copy.deepcopy(module))
     sweeps = split(module)
     _check_shapes(sweeps)
@@ -373,7 +376,8 @@ def fuse(module: ast.Module, callees: set[str], adjoint_of: dict[str, str],
     body.append(ast.Assign(
         targets=[ast.Name(id=seed_name, ctx=ast.Store())],
         value=ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
-                                          attr="cotangent" if cotangent else "seed",
+                                          attr="cotangent" if cotangent else
+                       "grad_seed" if keep_tape else "seed",
                                           ctx=ast.Load()),
                        args=seed_args, keywords=[])))
     back = [s for s in bwd.body[:max(k, 0)] if not _is_comment(s)]
@@ -387,14 +391,15 @@ def fuse(module: ast.Module, callees: set[str], adjoint_of: dict[str, str],
             back.append(ast.Assign(targets=[target], value=source))
     body.append(comment("backward sweep"))
     # (only the backward sweep's: a user's own 'bx = 0.0' in the forward sweep stays)
-    body.extend(type_zero_adjoints(back + bwd.body[k + 1:-1], _assigned(fwd),
-                                   adjoint_of))
+    back = back + bwd.body[k + 1:-1]
+    body.extend(back if keep_tape else type_zero_adjoints(back, _assigned(fwd), adjoint_of))
     grads = bwd.body[-1].value
     body.append(ast.Return(value=ast.Tuple(elts=[ast.Name(id=value_name, ctx=ast.Load()),
                                                  grads], ctx=ast.Load())))
-    body, stacks = tape_to_stacks(body, taken)
-    body = preallocate(body, {v: stacks[v] for v in floats if v in stacks}, taken)
-    body = rename_callees(body, callees)
+    if not keep_tape:
+        body, stacks = tape_to_stacks(body, taken)
+        body = preallocate(body, {v: stacks[v] for v in floats if v in stacks}, taken)
+        body = rename_callees(body, callees)
     suffix = "_vjp" if cotangent else "_grad"
     name = _entry_name(fwd.name, suffix)
     fused = copy.copy(fwd)
