@@ -32,6 +32,7 @@ from . import simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .inputs import RefusedRead, check_passed, external_reads
+from .lifting import lift_local_functions
 from .sweeps import (
     JitRewriteError,
     drop_stand_ins,
@@ -156,6 +157,7 @@ def _is_call_site(obj) -> bool:
 def _generated_tree(adj) -> tuple[ast.Module, Any]:
     """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
+    lift_local_functions(ctx)  # (local functions only called: module-level helpers)
     ctx.scalar_mode = adj.scalar_mode
     module = adj.generate(normalize(ctx), ctx)
     return gast.gast_to_ast(module), ctx
@@ -200,6 +202,8 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
         elif getattr(obj, "__name__", None) in jit_runtime.RULE_HELPERS and \
                 getattr(obj, "__module__", "").startswith("srcgrad.rules"):
             values.append(jit_runtime.RULE_HELPERS[obj.__name__])
+        elif getattr(obj, "__srcgrad_lifted__", False):
+            values.append(obj)  # (what resolved calls of a lifted local function: lifting.py)
         elif type(obj).__name__ == "SparseCallSite":
             raise located_error(
                 f"forward mode calls {obj.fn.__qualname__}() here with tangents that may be "
