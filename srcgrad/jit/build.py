@@ -31,6 +31,7 @@ from . import runtime as jit_runtime
 from . import simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
+from .indices import constant_index_lists, needs_bounds_checks
 from .inputs import RefusedRead, check_passed, external_reads
 from .lifting import lift_local_functions
 from .sweeps import (
@@ -313,6 +314,8 @@ def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
     # cannot box a tuple of lists, the stacks in a callee's saved values)
     options = {} if variant in _ENTRY_VARIANTS else {"no_cpython_wrapper": True}
     options["pipeline_class"] = Pipeline  # (refuses arithmetic on bools: booleans.py)
+    if needs_bounds_checks(factory.functions):
+        options["boundscheck"] = True  # (numpy raises IndexError where numba reads anything)
     return source, filename, tuple(numba.njit(fn, **options) for fn in made)
 
 
@@ -388,6 +391,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names)
+    tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
 
 
