@@ -143,3 +143,24 @@ def test_rewrite_follows_a_stack_holding_only_the_list():
                      "    _stack_t1.append(x)\n"  # (the stack holds something else too)
                      "    return y\n")
     assert "index_array" not in out
+
+
+def test_rewrite_keeps_a_list_nobody_indexes_with():
+    out = _rewritten("def f(x):\n"
+                     "    rows = [x, x + 1.0]\n"
+                     "    _stack_t1 = []\n"
+                     "    _t1 = [0, 1]\n"
+                     "    _stack_t1.append(_t1)\n"
+                     "    _t1 = _stack_t1.pop()\n"
+                     "    return x\n")
+    assert "index_array" not in out
+
+
+def dead_list_of_arrays(x):
+    rows = [x * 2.0, x + 1.0]  # noqa: F841 (never read: numba compiles the list as it is)
+    return np.sum(x * x)
+
+
+def test_dead_list_of_arrays_still_compiles():
+    got = srcgrad.grad(dead_list_of_arrays, jit=True)(X)
+    np.testing.assert_allclose(got, 2 * X, rtol=1e-14)

@@ -86,21 +86,22 @@ def _popped(value) -> bool:
 
 
 def _read_only_as_index(func: ast.FunctionDef, name: str) -> bool:
-    allowed, stacks = set(), set()
+    """Whether ``name`` is read as an index, and otherwise only pushed on its own stacks."""
+    indexing, pushed, stacks = set(), set(), set()
     for node in ast.walk(func):
         if isinstance(node, ast.Subscript):
-            allowed.update(_index_parts(node.slice, name))
+            indexing.update(_index_parts(node.slice, name))
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             if node.func.attr == "add_at" and len(node.args) == 4:
-                allowed.update(_index_parts(node.args[2], name))
+                indexing.update(_index_parts(node.args[2], name))
             elif node.func.attr == "append" and _stack_of(node, name):
-                allowed.add(id(node.args[0]))
+                pushed.add(id(node.args[0]))
                 stacks.add(node.func.value.id)
-    for node in ast.walk(func):
-        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load) \
-                and id(node) not in allowed:
-            return False
-    return all(_own_stack(func, stack, name) for stack in stacks)
+    reads = {id(node) for node in ast.walk(func) if isinstance(node, ast.Name)
+             and node.id == name and isinstance(node.ctx, ast.Load)}
+    # (a list nobody indexes with, such as one never read, stays a list)
+    return bool(reads & indexing) and reads <= indexing | pushed and all(
+        _own_stack(func, stack, name) for stack in stacks)
 
 
 def _stack_of(call: ast.Call, name: str) -> bool:
