@@ -33,7 +33,6 @@ import gast
 
 from ..source import FunctionSource, register_source
 from ..transforms import astutil as A
-from ..transforms.desugar import _changed_in_place as changed_in_place
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 # calls that read local variables by name, unseen by a walk of the tree
@@ -150,7 +149,7 @@ def _liftable(local: _Local, tree, local_functions: set) -> bool:
     if any(isinstance(n, (gast.Global, gast.Nonlocal, gast.Yield, gast.YieldFrom,
                           gast.Await)) for n in gast.walk(node)):
         return False
-    if any(changed_in_place(node, v) is not None for v in local.captured):
+    if _changes_in_place(node, set(local.captured)):
         return False
     if name in (a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
                 + [tree.args.vararg, tree.args.kwarg] if a is not None):
@@ -171,6 +170,32 @@ def _liftable(local: _Local, tree, local_functions: set) -> bool:
         if not _only_called(stmt, name, captured, i > local.index, frozenset()):
             return False
     return True
+
+
+# methods of arrays that change nothing: any other method called on a captured variable
+# may change it in place, and the lifting is then not attempted
+_READING_METHODS = frozenset({"sum", "mean", "max", "min", "prod", "dot", "reshape", "copy",
+                              "ravel", "flatten", "transpose", "astype", "std", "var", "any",
+                              "all", "item"})
+
+
+def _changes_in_place(fn, captured: set) -> bool:
+    """Whether ``fn`` may change an object a captured variable holds (a store into an item
+    or attribute of it, an augmented one, a method call other than a reading one)."""
+    for node in gast.walk(fn):
+        targets = node.targets if isinstance(node, gast.Assign) else \
+            [node.target] if isinstance(node, gast.AugAssign) else []
+        for t in targets:
+            root = t
+            while isinstance(root, (gast.Subscript, gast.Attribute)):
+                root = root.value
+            if root is not t and isinstance(root, gast.Name) and root.id in captured:
+                return True
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, gast.Name) and node.func.value.id in captured \
+                and node.func.attr not in _READING_METHODS:
+            return True
+    return False
 
 
 def _only_called(node, name: str, captured: set, after: bool, bound: frozenset) -> bool:
