@@ -31,7 +31,9 @@ from . import runtime as jit_runtime
 from . import second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
+from .indices import constant_index_lists, needs_bounds_checks
 from .inputs import RefusedRead, check_passed, external_reads
+from .lifting import lift_local_functions
 from .sweeps import (
     JitRewriteError,
     drop_stand_ins,
@@ -158,6 +160,7 @@ def generated_tree(adj) -> tuple[ast.Module, Any]:
     """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
     ctx.rt = runtime_alias(ctx)  # (as the build did: a generated function's own _rt)
+    lift_local_functions(ctx)  # (local functions only called: module-level helpers)
     ctx.scalar_mode = adj.scalar_mode
     module = adj.generate(normalize(ctx), ctx)
     return gast.gast_to_ast(module), ctx
@@ -202,6 +205,8 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
         elif getattr(obj, "__name__", None) in jit_runtime.RULE_HELPERS and \
                 getattr(obj, "__module__", "").startswith("srcgrad.rules"):
             values.append(jit_runtime.RULE_HELPERS[obj.__name__])
+        elif getattr(obj, "__srcgrad_lifted__", False):
+            values.append(obj)  # (what resolved calls of a lifted local function: lifting.py)
         elif type(obj).__name__ == "SparseCallSite":
             raise located_error(
                 f"forward mode calls {obj.fn.__qualname__}() here with tangents that may be "
@@ -325,6 +330,8 @@ def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
     # cannot box a tuple of lists, the stacks in a callee's saved values)
     options = {} if variant in _ENTRY_VARIANTS else {"no_cpython_wrapper": True}
     options["pipeline_class"] = Pipeline  # (refuses arithmetic on bools: booleans.py)
+    if needs_bounds_checks(factory.functions):
+        options["boundscheck"] = True  # (numpy raises IndexError where numba reads anything)
     return source, filename, tuple(numba.njit(fn, **options) for fn in made)
 
 
@@ -403,6 +410,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names)
+    tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
 
 

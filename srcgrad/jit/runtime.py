@@ -300,6 +300,7 @@ def _index_kind(index) -> str | None:
     """How ``out[index] += g`` must be compiled for an index of numba type ``index``:
     ``"plain"`` (ints, slices, masks: no element is selected twice), ``"gather"`` (an integer
     array: repeated indices must accumulate, as np.add.at does), or None (refused)."""
+    index = _unwrap(index)  # (a variable of a loop's stack starts as None: indices.py's)
     if isinstance(index, (types.Integer, types.SliceType)):
         return "plain"
     if isinstance(index, types.BaseTuple) and all(
@@ -700,6 +701,24 @@ def _broadcast_like(d, ans):
             return out
         return spread
     raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
+
+
+# -- constant lists of ints used as indices (indices.py) -----------------------------------
+
+index_array = _stub("index_array")
+SUPPORTED = SUPPORTED | {"index_array"}
+
+
+@overload(index_array)
+def _index_array(values):
+    """The int64 array of a tuple of ints: numpy indexes with ``[i, 0, 1]`` as with it,
+    numba only with the array. Anything but signed ints (bools: a mask; floats: refused by
+    numpy) is refused."""
+    if isinstance(values, types.BaseTuple) and all(
+            isinstance(t, types.Integer) and t.signed and t.bitwidth <= 64
+            for t in values.types):
+        return lambda values: np.array(values, np.int64)
+    raise TypingError(f"srcgrad: an index list of {values}, not of ints, has no compiled form")
 
 
 # -- float tapes preallocated from trip counts (sweeps.preallocate) -------------------------

@@ -1,0 +1,139 @@
+"""Lists of integers used only as indices become integer arrays in compiled code.
+
+``x[[2, 0, 1]]`` reaches the sweeps as ``_t1 = [2, 0, 1]; _t2 = x[_t1]`` (and the adjoint's
+``_rt.add_at(bx, x, _t1, g)``). numpy indexes with a list of ints exactly as with the
+integer array made from it; numba indexes only with the array. ``constant_index_lists``
+rewrites ``_t1 = [i, 0, 1]`` into ``_t1 = _rt.index_array((i, 0, 1))`` when every value the
+variable holds is a list display (or ``None``, or one popped from its own stack) and every
+read of it is an index: a subscript's (alone or in a tuple), ``add_at``'s, or a push on its
+stack. Any other read (``len``, iteration, ``+``) keeps the list, which numba then refuses.
+``index_array`` compiles only for items numba types as signed integers (runtime.py): a float
+or a bool item, which numpy would refuse or read as a mask, is refused. numba reads out of
+bounds where numpy raises IndexError (x[[5]] of three elements): functions indexing with
+such arrays are compiled with numba's bounds checks (``needs_bounds_checks``).
+"""
+from __future__ import annotations
+
+__all__ = ["constant_index_lists", "needs_bounds_checks"]
+
+import ast
+
+
+def constant_index_lists(module: ast.Module) -> ast.Module:
+    for func in (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)):
+        for name in _index_lists(func):
+            for node in ast.walk(func):
+                if isinstance(node, ast.Assign) and _targets(node) == name \
+                        and isinstance(node.value, ast.List):
+                    node.value = _index_array(node.value)
+    return module
+
+
+def needs_bounds_checks(functions: list) -> bool:
+    """Whether the compiled ``functions`` index with lists made arrays here."""
+    return any(isinstance(n, ast.Attribute) and n.attr == "index_array"
+               and isinstance(n.value, ast.Name) and n.value.id == "_rt"
+               for f in functions for n in ast.walk(f))
+
+
+def _index_lists(func: ast.FunctionDef) -> set[str]:
+    """The variables of ``func`` that hold list displays read only as indices."""
+    listed, other = set(), set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Assign):
+            name = _targets(node)
+            if name is None:
+                other.update(n.id for t in node.targets for n in ast.walk(t)
+                             if isinstance(n, ast.Name))
+            elif _int_list(node.value):
+                listed.add(name)
+            elif not (_is_none(node.value) or _popped(node.value)):
+                other.add(name)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.NamedExpr,
+                               ast.withitem, ast.comprehension)):
+            target = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            other.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name)) \
+                if target is not None else None
+        elif isinstance(node, ast.arguments):
+            other.update(a.arg for a in node.posonlyargs + node.args + node.kwonlyargs)
+    candidates = listed - other
+    return {name for name in candidates if _read_only_as_index(func, name)}
+
+
+def _targets(node: ast.Assign) -> str | None:
+    if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+        return node.targets[0].id
+    return None
+
+
+def _int_list(value) -> bool:
+    """A list display (its items' types are checked when numba types ``index_array``)."""
+    return isinstance(value, ast.List) and bool(value.elts) and not any(
+        isinstance(e, ast.Starred) for e in value.elts)
+
+
+def _is_none(value) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
+
+
+def _popped(value) -> bool:
+    """``_stack_x.pop()``: a value the variable held before (its own stack: checked by the
+    pushes being the variable's only other reads)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "pop" and not value.args and not value.keywords \
+        and isinstance(value.func.value, ast.Name) \
+        and value.func.value.id.startswith("_stack_")
+
+
+def _read_only_as_index(func: ast.FunctionDef, name: str) -> bool:
+    """Whether ``name`` is read as an index, and otherwise only pushed on its own stacks."""
+    indexing, pushed, stacks = set(), set(), set()
+    for node in ast.walk(func):
+        if isinstance(node, ast.Subscript):
+            indexing.update(_index_parts(node.slice, name))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr == "add_at" and len(node.args) == 4:
+                indexing.update(_index_parts(node.args[2], name))
+            elif node.func.attr == "append" and _stack_of(node, name):
+                pushed.add(id(node.args[0]))
+                stacks.add(node.func.value.id)
+    reads = {id(node) for node in ast.walk(func) if isinstance(node, ast.Name)
+             and node.id == name and isinstance(node.ctx, ast.Load)}
+    # (a list nobody indexes with, such as one never read, stays a list)
+    return bool(reads & indexing) and reads <= indexing | pushed and all(
+        _own_stack(func, stack, name) for stack in stacks)
+
+
+def _stack_of(call: ast.Call, name: str) -> bool:
+    """``_stack_<...>.append(name)``."""
+    return isinstance(call.func.value, ast.Name) and call.func.value.id.startswith("_stack_") \
+        and len(call.args) == 1 and not call.keywords and isinstance(call.args[0], ast.Name) \
+        and call.args[0].id == name
+
+
+def _own_stack(func: ast.FunctionDef, stack: str, name: str) -> bool:
+    """Whether ``stack`` holds values of ``name`` only: its reads are pushes of ``name``
+    and pops into ``name``."""
+    pushes = {id(n.func.value) for n in ast.walk(func) if isinstance(n, ast.Call)
+              and isinstance(n.func, ast.Attribute) and n.func.attr == "append"
+              and _stack_of(n, name) and n.func.value.id == stack}
+    pops = {id(n.value.func.value) for n in ast.walk(func) if isinstance(n, ast.Assign)
+            and _targets(n) == name and _popped(n.value) and n.value.func.value.id == stack}
+    return all(id(n) in pushes | pops for n in ast.walk(func)
+               if isinstance(n, ast.Name) and n.id == stack and isinstance(n.ctx, ast.Load))
+
+
+def _index_parts(index, name: str) -> list[int]:
+    """ids of the reads of ``name`` that are ``index`` or a part of the tuple ``index``."""
+    parts = index.elts if isinstance(index, ast.Tuple) else [index]
+    return [id(p) for p in parts if isinstance(p, ast.Name) and p.id == name]
+
+
+def _index_array(value: ast.List) -> ast.Call:
+    values = ast.Tuple(elts=value.elts, ctx=ast.Load())
+    call = ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                       attr="index_array", ctx=ast.Load()),
+                    args=[values], keywords=[])
+    for node in ast.walk(call):
+        ast.copy_location(node, value)
+    return call
