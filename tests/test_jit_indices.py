@@ -164,3 +164,31 @@ def dead_list_of_arrays(x):
 def test_dead_list_of_arrays_still_compiles():
     got = srcgrad.grad(dead_list_of_arrays, jit=True)(X)
     np.testing.assert_allclose(got, 2 * X, rtol=1e-14)
+
+
+def _int_out_of_bounds(x):
+    return x[5] * 2.0
+
+
+def _array_index_out_of_bounds(x, idx):
+    return np.sum(x[idx] ** 2)
+
+
+def _loop_past_the_end(x):
+    s = 0.0
+    for i in range(4):
+        s += x[i] * 2.0
+    return s
+
+
+@pytest.mark.parametrize("f, extra", [(_int_out_of_bounds, ()),
+                                      (_array_index_out_of_bounds, (np.array([0, 7]),)),
+                                      (_loop_past_the_end, ())])
+def test_an_index_past_the_end_raises_as_numpy_does(f, extra):
+    # numba unchecked read past the array: [0, 0, 0], [2, 0, 0] and [2, 2, 2] where the
+    # interpreted gradient raises numpy's IndexError
+    x = np.array([1.0, 2.0, 3.0])
+    with pytest.raises(IndexError):
+        srcgrad.grad(f)(x, *extra)
+    with pytest.raises(IndexError):
+        srcgrad.grad(f, jit=True)(x, *extra)

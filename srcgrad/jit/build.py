@@ -31,7 +31,7 @@ from . import runtime as jit_runtime
 from . import second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
-from .indices import constant_index_lists, needs_bounds_checks
+from .indices import constant_index_lists
 from .inputs import RefusedRead, check_passed, external_reads
 from .lifting import lift_local_functions
 from .sweeps import (
@@ -330,8 +330,9 @@ def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
     # cannot box a tuple of lists, the stacks in a callee's saved values)
     options = {} if variant in _ENTRY_VARIANTS else {"no_cpython_wrapper": True}
     options["pipeline_class"] = Pipeline  # (refuses arithmetic on bools: booleans.py)
-    if needs_bounds_checks(factory.functions):
-        options["boundscheck"] = True  # (numpy raises IndexError where numba reads anything)
+    # numpy raises IndexError where numba, unchecked, reads or writes past the array: a
+    # number where the interpreted gradient raises (x[5] of 3 elements gave [0, 0, 0])
+    options["boundscheck"] = True
     return source, filename, tuple(numba.njit(fn, **options) for fn in made)
 
 

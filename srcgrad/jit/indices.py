@@ -9,12 +9,12 @@ read of it is an index: a subscript's (alone or in a tuple), ``add_at``'s, or a 
 stack. Any other read (``len``, iteration, ``+``) keeps the list, which numba then refuses.
 ``index_array`` compiles only for items numba types as signed integers (runtime.py): a float
 or a bool item, which numpy would refuse or read as a mask, is refused. numba reads out of
-bounds where numpy raises IndexError (x[[5]] of three elements): functions indexing with
-such arrays are compiled with numba's bounds checks (``needs_bounds_checks``).
+bounds where numpy raises IndexError (x[[5]] of three elements): every compiled function
+has numba's bounds checks (build.py).
 """
 from __future__ import annotations
 
-__all__ = ["constant_index_lists", "needs_bounds_checks"]
+__all__ = ["constant_index_lists"]
 
 import ast
 
@@ -27,13 +27,6 @@ def constant_index_lists(module: ast.Module) -> ast.Module:
                         and isinstance(node.value, ast.List):
                     node.value = _index_array(node.value)
     return module
-
-
-def needs_bounds_checks(functions: list) -> bool:
-    """Whether the compiled ``functions`` index with lists made arrays here."""
-    return any(isinstance(n, ast.Attribute) and n.attr == "index_array"
-               and isinstance(n.value, ast.Name) and n.value.id == "_rt"
-               for f in functions for n in ast.walk(f))
 
 
 def _index_lists(func: ast.FunctionDef) -> set[str]:

@@ -317,8 +317,12 @@ def _index_kind(index) -> str | None:
 
 @register_jitable
 def _gather_add(out, index, g):
+    n = out.shape[0]
     for k in range(index.shape[0]):
-        out[index[k]] += g[k]
+        i = index[k]
+        if i >= n or i < -n:  # (numpy's IndexError; numba would write past the array)
+            raise IndexError("index out of bounds")
+        out[i] += g[k]
 
 
 @overload(add_at)
