@@ -425,19 +425,20 @@ def copy_made_in_the_loop(x):
 
 def view_made_in_a_branch(x):
     y = x * 2.0
+    v = x[1:]
     if x[0] > 0.0:
-        v = y[:2]  # noqa: F841 (unbound when the branch is not taken)
+        v = y[:2]
     y += x
-    return np.sum(y * x)
+    return np.sum(y * x) + np.sum(v)  # (v read after: unread, it would see nothing)
 
 
 def view_kept_in_a_tuple(x):
     y = x * 2.0
     kept = (y[1:], x)
     if x[0] > 0.0:
-        kept = (x, x)  # noqa: F841 (a tuple sharing nothing with y)
+        kept = (x, x)  # (a tuple sharing nothing with y)
     y += x
-    return np.sum(y * x)
+    return np.sum(y * x) * len(kept)  # (kept read after the update)
 
 
 def global_or_a_new_array(x):
