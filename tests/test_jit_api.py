@@ -45,6 +45,12 @@ def calls_helper(x, c):
     return y * y + x
 
 
+def reductions(x):
+    # forward mode writes a whole-array reduction's tangent as np.sum(d, keepdims=False),
+    # which numba refused ("no compiled 'sum' ... keepdims=")
+    return np.sum(np.sin(x) * x) + np.mean(x ** 2) * np.max(x)
+
+
 X3 = RNG.uniform(0.2, 1.0, 3)
 W33 = RNG.standard_normal((3, 3)) * 0.5
 
@@ -60,6 +66,7 @@ JVP_CASES = {
     "layer": (layer, (X3, W33), (RNG.standard_normal(3), RNG.standard_normal((3, 3)))),
     "settle": (settle, (np.array([1.5, -1.2, 0.9]), 0.7), (np.array([0.3, 0.1, -0.2]), 1.0)),
     "calls_helper": (calls_helper, (X3, 1.3), (RNG.standard_normal(3), 0.5)),
+    "reductions": (reductions, (X3,), (RNG.standard_normal(3),)),
 }
 
 

@@ -404,6 +404,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
             tree = second.tangent_tapes(tree, second.adjoint_names(adj.fn), ctx.namer.tangents)
         else:  # forward mode: no tape; a callee's defaults as a pair's
             tree = matmul_operators(drop_stand_ins(tree), numpy_names)
+            tree = second.default_keepdims(tree, numpy_names)
             if variant == "jvp callee":
                 _give_defaults(tree, adj.fn, ctx)
     except JitRewriteError as e:

@@ -151,18 +151,37 @@ class _ZeroTangents(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
+_REDUCTIONS = frozenset({"sum", "mean", "max", "min", "amax", "amin", "prod", "std", "var",
+                         "any", "all"})
+
+
 class _DefaultKeepdims(ast.NodeTransformer):
     """``np.sum(d, keepdims=False)`` (forward mode's tangent of a whole-array reduction) ->
-    ``np.sum(d)``: the default, which numba has without the keyword."""
+    ``np.sum(d)``: the default, which numba has without the keyword. Only numpy's reductions
+    (``modules``: the names numpy is bound to; any name when None), whose default it is: a
+    function of the user's may default to ``keepdims=True``."""
+
+    def __init__(self, modules: frozenset | None = None):
+        self.modules = modules
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if isinstance(node.func, ast.Attribute) and len(node.args) == 1 and any(
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _REDUCTIONS \
+                and isinstance(func.value, ast.Name) \
+                and (self.modules is None or func.value.id in self.modules) \
+                and len(node.args) == 1 and any(
                 k.arg == "keepdims" for k in node.keywords) and all(
                 k.arg == "keepdims" and isinstance(k.value, ast.Constant)
                 and k.value.value is False for k in node.keywords):
             node.keywords = []
         return node
+
+
+def default_keepdims(tree: ast.Module, modules: frozenset) -> ast.Module:
+    """``tree`` with numpy reductions' ``keepdims=False`` dropped (_DefaultKeepdims): forward
+    mode writes it in the tangent of a whole-array reduction."""
+    return _DefaultKeepdims(frozenset(modules) | {"np", "numpy"}).visit(tree)
 
 
 _GENERATED_LINE = re.compile(r"(<srcgrad: [^>]*>):(\d+)")
