@@ -137,6 +137,7 @@ def linear_jvp(fn, vjp: Callable) -> Callable:
     call_args += [f"{p.arg}={p.arg}" for p in params[max(n_required, 3):]]
     if args.vararg is not None:
         call_args.append("*" + args.vararg.arg)
+    call_args += [f"{p.arg}={p.arg}" for p in args.kwonlyargs]
     if args.kwarg is not None:
         call_args.append("**" + args.kwarg.arg)
     params[0] = ast.arg(tangent)

@@ -169,6 +169,76 @@ def diff_jvp(da, ans, a, n=1, axis=-1, prepend=None, append=None):
     return (np.diff(da, n, axis, **zero_ends(prepend, append)),)
 
 
+
+@nondifferentiable
+def gradient_axes(ndim, axis):
+    """The axes ``np.gradient(f, axis=axis)`` differentiates along, in its result's order."""
+    if axis is None:
+        return list(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        return [a % ndim for a in axis]
+    return [axis % ndim]
+
+
+@nondifferentiable
+def gradient_stencils(n, spacing, edge_order):
+    """The coefficients of ``np.gradient`` along one axis of length ``n``: row ``r`` is the
+    derivative estimate of the comb that is one where the index is ``r`` modulo 3.
+
+    Every estimate reads at most three consecutive points (the two ends, at either edge
+    order, read the first or last three), whose indices differ modulo 3: the coefficient of
+    input ``j`` in output ``i`` is row ``j % 3`` at ``i``. numpy computes the coefficients,
+    so uniform, scalar and coordinate spacings and both edge orders are handled alike.
+    """
+    index = np.arange(n)
+    return np.stack([np.gradient((index % 3 == r).astype(float), *spacing,
+                                 edge_order=edge_order) for r in range(3)])
+
+
+@nondifferentiable
+def gradient_spacing(varargs, k, count):
+    """The spacing arguments of the ``k``-th differentiated axis of ``count``."""
+    if len(varargs) == 0:
+        return ()
+    if len(varargs) == 1:
+        return (varargs[0],)
+    return (varargs[k],)
+
+
+@nondifferentiable
+def gradient_terms(n):
+    """``(offsets, coefficient index pairs)`` of the transpose of a 1-d ``np.gradient``:
+    for each output ``i`` and input ``j = i + d`` it reads, ``(d, outputs, rows)``."""
+    terms = []
+    inner = np.arange(1, n - 1)
+    for d in (-1, 0, 1):
+        terms.append((inner + d, inner, (inner + d) % 3))
+    for i, reads in ((0, range(0, min(3, n))), (n - 1, range(max(0, n - 3), n))):
+        for j in reads:
+            terms.append((np.array([j]), np.array([i]), np.array([j % 3])))
+    return terms
+
+
+def ungradient(g, n, stencils):
+    """The transpose of ``np.gradient`` along the last axis, applied to ``g``."""
+    total = np.zeros(np.shape(g))
+    for targets, outputs, rows in gradient_terms(n):
+        contribution = stencils[rows, outputs] * g[..., outputs]
+        total = total + unindex(contribution, total, (Ellipsis, targets))
+    return total
+
+
+def gradient_vjp(g, ans, f, *varargs, axis=None, edge_order=1):
+    axes = gradient_axes(np.ndim(f), axis)
+    parts = [g] if len(axes) == 1 else densify(g, ans)
+    total = np.zeros(np.shape(f))
+    for k, ax in enumerate(axes):
+        n = np.shape(f)[ax]
+        stencils = gradient_stencils(n, gradient_spacing(varargs, k, len(axes)), edge_order)
+        moved = ungradient(np.moveaxis(parts[k], ax, -1), n, stencils)
+        total = total + np.moveaxis(moved, -1, ax)
+    return (total,)
+
 # --------------------------------------------------------------------------- products
 
 @nondifferentiable
@@ -474,6 +544,11 @@ for _fn, _vjp, _domain in [
 defrule(np.diff, diff_vjp, jvp=diff_jvp, domain=_points(
     ((5,), {}), ((3, 4), 2, {}), ((3, 4), 1, 0, {}), ((4,), {"prepend": 1.0}),
     ((2, 3), {"append": np.ones((2, 2)), "n": 3})))
+deflinear(np.gradient, gradient_vjp, _points(
+    ((10,), {}), ((4, 5), {}), ((3, 4, 5), {"axis": (0, -1)}), ((5,), 0.5, {}),
+    ((4, 3), 2.0, {"axis": 0, "edge_order": 2}), ((6,), np.array([0.0, 0.5, 1.5, 1.75, 3.0, 4.0]),
+                                                  {"edge_order": 2}),
+    ((3, 4), 0.5, np.array([0.0, 1.0, 1.5, 3.0]), {}), ((2, 3), {"axis": -1})))
 defrule(np.kron, kron_vjp, diff_args=(0, 1), jvp=kron_jvp, domain=_kron_points)
 defrule(np.cross, cross_vjp, diff_args=(0, 1), jvp=cross_jvp, domain=_cross_points)
 defrule(np.pad, pad_vjp, jvp=pad_jvp, domain=_pad_points)

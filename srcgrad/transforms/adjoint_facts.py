@@ -34,7 +34,7 @@ from .. import runtime
 from ..rules import lookup
 from . import adjoint_tape_op, is_tape_op
 from . import astutil as A
-from .binding import bind_rule_call
+from .binding import bind_rule_call, split_spread
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
 
@@ -597,14 +597,15 @@ def _call_targets(call, ctx: Context, user_calls: dict, active) -> list[tuple[st
     r = ctx.resolved.get(id(call))
     if r is not None and r.obj is runtime.element and len(call.args) == 2:
         return [(call.args[0].id, PLAIN)] if active(call.args[0]) else []
-    args = list(call.args)
-    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+    split = split_spread(call)
+    args, keywords = split.args, split.keywords
     receiver = [call.func.value] if isinstance(call.func, gast.Attribute) else []
-    if r is None or not any(active(a) for a in args + list(keywords.values()) + receiver):
+    if r is None or not any(active(a) for a in args + list(keywords.values()) + receiver
+                            + split.values):
         return []
-    if any(isinstance(a, gast.Starred) for a in args) or any(
-            k.arg is None for k in call.keywords):
-        return []  # (refused by the emitter)
+    if split.rest or split.double:
+        if r.kind not in ("rule", "method") or any(active(a) for a in split.values):
+            return []  # (refused by the emitter)
     if r.kind == "method":
         return _rule_targets(r.obj, receiver + args, keywords, active)
     if r.kind == "rule":

@@ -11,10 +11,13 @@ transformer, values at run time.
 """
 from __future__ import annotations
 
-__all__ = ["BoundCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard"]
+__all__ = ["BoundCall", "SpreadCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard",
+           "split_spread"]
 
 from dataclasses import dataclass, field
 from typing import Any
+
+import gast
 
 from . import astutil as A
 
@@ -30,6 +33,38 @@ class BoundCall:
     # positions excluded), ``where`` their index among the positional operands or their
     # keyword: one that depends on the differentiated input must be refused
     nondiff: list[tuple[str, Any, Any]] = field(default_factory=list)
+
+
+@dataclass
+class SpreadCall:
+    """A call's operands split where their positions stop being known: ``args`` before the
+    first ``*xs`` and the named ``keywords`` bind to a rule's parameters; ``rest`` (the
+    positional arguments from the first ``*xs`` on) and ``double`` (the ``**kw`` keyword
+    nodes) are passed through as written. ``values`` are the expressions of the latter."""
+
+    args: list
+    keywords: dict
+    rest: list
+    double: list
+
+    @property
+    def values(self) -> list:
+        return ([a.value if isinstance(a, gast.Starred) else a for a in self.rest]
+                + [k.value for k in self.double])
+
+
+def split_spread(call) -> SpreadCall:
+    """``call``'s operands, split at its first ``*xs`` (see ``SpreadCall``).
+
+    A rule's derivative is taken only with respect to operands whose parameter is known
+    when the code is generated: the spread ones must carry no gradient (the callers check),
+    and are handed to the rule's vjp or jvp as the primal call spread them.
+    """
+    args = list(call.args)
+    first = next((i for i, a in enumerate(args) if isinstance(a, gast.Starred)), len(args))
+    return SpreadCall(args=args[:first],
+                      keywords={k.arg: k.value for k in call.keywords if k.arg is not None},
+                      rest=args[first:], double=[k for k in call.keywords if k.arg is None])
 
 
 def bind_rule_call(rule, args: list, keywords: dict) -> BoundCall:

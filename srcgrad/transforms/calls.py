@@ -10,10 +10,12 @@ direct form (their captured values are passed as keywords, see desugar.lift_clos
 from __future__ import annotations
 
 import functools
+import types
 
 import gast
 
 from . import astutil as A
+from ..rules.registry import lookup
 from .activity import varied_names
 from .context import Context
 from .resolve import static_value
@@ -62,6 +64,14 @@ class _Router(gast.NodeTransformer):
                 return A.located(A.call(A.attr(rt, "unzip"), A.call(
                     A.attr(rt, "as_list"), node.args[0].value)), node)
             return self.applied(node)
+        if spread and self.varied(node) and (self._user_function(node.func) or self.varied_late(
+                node) and not (isinstance(node.func, gast.Attribute) and self.varied(
+                    node.func.value))):
+            # constants spread into a differentiated function, or a varied operand after a
+            # spread: the parameters they fill are known only at run time. (A rule's call
+            # with varied operands before the spread only keeps its form: reverse and forward
+            # mode pass the spread operands through to its vjp and jvp.)
+            return self.applied(node)
         if self.varied(node.func) and not isinstance(node.func, gast.Attribute) and not (
                 isinstance(node.func, gast.Name) and node.func.id in self.local_functions):
             return self.applied(node)  # the value may be a Bound: its data get gradients
@@ -71,6 +81,23 @@ class _Router(gast.NodeTransformer):
         rt = self.ctx.rt
         args, kwargs = _packed(node.args, node.keywords, rt)
         return A.located(A.call(A.attr(rt, "apply"), node.func, args, kwargs), node)
+
+    def varied_late(self, node) -> bool:
+        """Whether a positional operand after ``node``'s first ``*xs`` is varied."""
+        first = next(i for i, a in enumerate(node.args + [None]) if a is None
+                     or isinstance(a, gast.Starred))
+        return any(self.varied(a) for a in node.args[first:] if not isinstance(a, gast.Starred))
+
+    def _user_function(self, func) -> bool:
+        """Whether ``func`` names a Python function without a derivative rule (one that is
+        differentiated from its source)."""
+        if isinstance(func, gast.Name) and func.id in self.local_functions:
+            return False
+        try:
+            value = static_value(func, self.ctx)
+        except KeyError:
+            return False
+        return isinstance(value, types.FunctionType) and lookup(value) is None
 
     def _is(self, func, obj) -> bool:
         try:

@@ -26,7 +26,7 @@ from ..errors import InternalError, MissingRuleError, SrcgradError
 from ..rules import lookup
 from . import astutil as A
 from . import adjoint_tape_op, inline
-from .binding import bind_rule_call, nondiff_guard
+from .binding import bind_rule_call, nondiff_guard, split_spread
 from .cleanup import simplify
 from .desugar import regroup_contexts
 from .context import Context, DynamicCall, factory_module
@@ -407,28 +407,33 @@ class ForwardGenerator:
     # -- calls -----------------------------------------------------------------------------
     def call_tangent(self, call, v, st, s, out) -> str | None:
         r = self.ctx.resolved.get(id(call))
-        args = list(call.args)
-        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        split = split_spread(call)
+        args, keywords = split.args, split.keywords
         operands = args + list(keywords.values())
         if isinstance(call.func, gast.Attribute):
             operands.append(call.func.value)  # the receiver of a method call
-        if not any(self.kind_of(a, st) is not None for a in operands):
+        if not any(self.kind_of(a, st) is not None for a in operands + split.values):
             return None
-        if any(isinstance(a, gast.Starred) for a in args) or any(
-                k.arg is None for k in call.keywords):
-            self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable arguments",
-                             "Pass each argument explicitly.")
-            return None
+        spread = None
+        if split.rest or split.double:
+            if (r is None or r.kind not in ("rule", "method")
+                    or (r.kind == "rule" and lookup(r.obj).jvp is None)
+                    or any(self.kind_of(a, st) is not None for a in split.values)):
+                self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable "
+                                    "arguments", "Pass each argument explicitly.")
+                return None
+            spread = split
         if r is None:
             raise InternalError("forward", "a call was not resolved", self.ctx.location(s))
         if r.kind == "method":
-            return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out)
+            return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out,
+                                     spread)
         if r.kind == "rule" and lookup(r.obj).jvp is None:
             # a user's rule with only a vjp: the runtime transposes it (api_forward)
             out.pop()
             return self.dynamic_call(call, DynamicCall("call"), v, st, s, out)
         if r.kind == "rule":
-            return self.rule_tangent(r.obj, args, keywords, v, st, s, out)
+            return self.rule_tangent(r.obj, args, keywords, v, st, s, out, spread)
         if r.kind == "nondiff":
             return None
         if r.kind == "user" and _dispatch_name(r.obj) is not None:
@@ -442,7 +447,9 @@ class ForwardGenerator:
             return self.user_call(call, callee, v, st, s, out)
         raise MissingRuleError(r.name, self.ctx.location(s))
 
-    def rule_tangent(self, fn, args, keywords, v, st, s, out) -> str | None:
+    def rule_tangent(self, fn, args, keywords, v, st, s, out, spread=None) -> str | None:
+        """The tangent of ``v = fn(*args, **keywords)``; ``spread`` (a ``SpreadCall``) holds
+        the call's spread operands, which carry none and are passed through to the jvp."""
         rule = lookup(fn)
         ctx = self.ctx
         if rule is None:
@@ -473,7 +480,7 @@ class ForwardGenerator:
             tangents.append(A.const(ZERO) if d is None else d)
         ans = A.load(v)
         tmpl = inline.template(rule.jvp)
-        mapping = inline.bind(tmpl, tangents + [ans], args, keywords)
+        mapping = inline.bind(tmpl, tangents + [ans], args, keywords) if spread is None else None
         if tmpl.elements is not None and mapping is not None:
             parts = [inline.instantiate(rule.jvp, tmpl.elements[k], mapping, ctx)
                      for k in active]
@@ -481,12 +488,14 @@ class ForwardGenerator:
             tmp = ctx.namer.fresh()
             fname = ctx.helper(rule.jvp, rule.jvp.__name__)
             kw = [gast.keyword(arg=k, value=A.deepcopy(val)) for k, val in keywords.items()]
-            call = A.call(A.load(fname), *tangents, ans, *[A.deepcopy(a) for a in args],
+            rest = [] if spread is None else spread.rest
+            kw += [] if spread is None else [A.deepcopy(k) for k in spread.double]
+            call = A.call(A.load(fname), *tangents, ans, *[A.deepcopy(a) for a in args + rest],
                           keywords=kw)
             out.append(A.assign(tmp, call, at=s))
             parts = [gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k in active]
-        if ctx.scalar_mode or _sums_to_result_shape(rule, operand, active):
+        if ctx.scalar_mode or (spread is None and _sums_to_result_shape(rule, operand, active)):
             parts = [self.strip_broadcast(p) for p in parts]
         structural = _is_runtime_rule(rule)
         total = parts[0]

@@ -51,7 +51,7 @@ from .adjoint_facts import (
     hands_lazy_items,
     join,
 )
-from .binding import bind_rule_call, nondiff_guard
+from .binding import bind_rule_call, nondiff_guard, split_spread
 from .cleanup import number, simplify
 from .combine import combine_contributions
 from .context import Context, DynamicCall, factory_module
@@ -418,24 +418,26 @@ class ReverseGenerator:
 
     def call_contributions(self, call, v, state, s) -> list:
         r = self.ctx.resolved.get(id(call))
-        args = list(call.args)
-        keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
+        split = split_spread(call)
+        args, keywords = split.args, split.keywords
         operands = args + list(keywords.values())
         if isinstance(call.func, gast.Attribute):
             operands.append(call.func.value)  # the receiver of a method call
-        active_args = [a for a in operands if self.is_active(a)]
+        active_args = [a for a in operands + split.values if self.is_active(a)]
         if not active_args:
             return []
-        if any(isinstance(a, gast.Starred) for a in args) or any(
-                k.arg is None for k in call.keywords):
-            self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable arguments",
-                             "Pass each argument explicitly.")
-            return []
+        spread = None
+        if split.rest or split.double:
+            if r.kind not in ("rule", "method") or any(self.is_active(a) for a in split.values):
+                self.ctx.problem(s, "'*args' or '**kwargs' in a call with differentiable "
+                                    "arguments", "Pass each argument explicitly.")
+                return []
+            spread = split
         if r.kind == "method":
             args = [call.func.value] + args
-            return self.rule_contributions(r.obj, args, keywords, v, state, s)
+            return self.rule_contributions(r.obj, args, keywords, v, state, s, spread)
         if r.kind == "rule":
-            return self.rule_contributions(r.obj, args, keywords, v, state, s)
+            return self.rule_contributions(r.obj, args, keywords, v, state, s, spread)
         if r.kind in ("user", "dynamic", "unknown", "attribute") and id(s) in self.call_saves:
             return self.user_call_contributions(call, v, state, s)
         if r.kind == "nondiff":
@@ -443,7 +445,10 @@ class ReverseGenerator:
         raise InternalError("reverse", f"unresolved call {r.name} with active arguments",
                             self.ctx.location(s))
 
-    def rule_contributions(self, fn, args, keywords, v, state, s) -> list:
+    def rule_contributions(self, fn, args, keywords, v, state, s, spread=None) -> list:
+        """The contributions of ``v = fn(*args, **keywords)`` to its operands' adjoints;
+        ``spread`` (a ``SpreadCall``) holds the call's spread operands, which carry no
+        gradient and are passed through to the rule's vjp."""
         rule = lookup(fn)
         ctx = self.ctx
         if rule is None:
@@ -466,7 +471,7 @@ class ReverseGenerator:
             raise UnsupportedFeatureError(
                 f"{ctx.location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
                 f"supported in differentiated code (its derivative rule does not take it).")
-        mapping = inline.bind(tmpl, [bv, ans], args, keywords)
+        mapping = inline.bind(tmpl, [bv, ans], args, keywords) if spread is None else None
         if tmpl.elements is not None and mapping is not None:
             exprs = {k: inline.instantiate(rule.vjp, tmpl.elements[k], mapping, ctx)
                      for k, _ in active}
@@ -474,12 +479,14 @@ class ReverseGenerator:
             tmp = ctx.namer.fresh()
             fname = ctx.helper(rule.vjp, rule.vjp.__name__)
             kw = [gast.keyword(arg=k, value=val) for k, val in keywords.items()]
-            call = A.call(A.load(fname), bv, ans, *args, keywords=kw)
+            rest = [] if spread is None else [A.deepcopy(a) for a in spread.rest]
+            kw += [] if spread is None else [A.deepcopy(k) for k in spread.double]
+            call = A.call(A.load(fname), bv, ans, *args, *rest, keywords=kw)
             self.read(call)
             out.append(A.assign(tmp, call, at=s))
             exprs = {k: gast.Subscript(value=A.load(tmp), slice=A.const(k), ctx=gast.Load())
                      for k, _ in active}
-        elementwise = _elementwise(fn)
+        elementwise = _elementwise(fn) and spread is None  # (spread operands' shapes unseen)
         operands = list(args) + list(keywords.values())
         same = elementwise and self.same_shapes(operands)
         for k, a in active:
