@@ -30,7 +30,7 @@ __all__ = ["Rule", "all_rules", "defjvp", "defrule", "is_nondifferentiable", "lo
            "softmax", "log_softmax"]
 
 # scipy's rules load when the user has imported the scipy module they cover (see registry.defer)
-for _library in ("special", "stats", "linalg", "integrate"):
+for _library in ("special", "stats", "linalg", "integrate", "signal"):
     _defer(f"scipy.{_library}", f"{__name__}.scipy_{_library}")
 del _library
 _seal_builtins()  # every rule registered from here on is a user's

@@ -393,6 +393,85 @@ def _sylvester_points(rng):
                     draw(rng, (3, 2))), {})]
 
 
+# --------------------------------------------------------------------------- banded solves
+# ``ab`` holds a banded matrix by diagonals: ``A[i, j] = ab[u + i - j, j]`` (scipy's layout).
+
+def _banded_operands(l_and_u, ab, b, *args, **kwargs):
+    return (ab, b)
+
+
+@dispatches(_banded_operands)
+def banded(l_and_u, ab, b):
+    """``scipy.linalg.solve_banded``, under a name tracers intercept."""
+    return sla.solve_banded(l_and_u, ab, b)
+
+
+@nondifferentiable
+def band_widths(l_and_u):
+    lower, upper = l_and_u
+    return int(lower), int(upper)
+
+
+def band_shift(v, s):
+    """``v`` moved by ``s`` rows: row ``i`` of the result is row ``i - s`` of ``v``, zeros where
+    that is outside."""
+    m = np.shape(v)[0]
+    k = min(abs(s), m)
+    pad = np.zeros((k,) + np.shape(v)[1:])
+    if s >= 0:
+        return np.concatenate([pad, v[:m - k]], axis=0)
+    return np.concatenate([v[k:], pad], axis=0)
+
+
+def _by_row(row, x):
+    """A band row (one entry per column of the matrix) lined up with ``x``'s rows."""
+    return row if np.ndim(x) == 1 else np.expand_dims(row, -1)
+
+
+def band_matmul(ab, x, lower, upper):
+    """``A @ x`` of the banded ``A``."""
+    total = 0.0
+    for r in range(lower + upper + 1):
+        total = total + band_shift(_by_row(ab[r], x) * x, r - upper)
+    return total
+
+
+def band_transpose(ab, lower, upper):
+    """The band of ``A.T`` (``upper`` diagonals below, ``lower`` above)."""
+    return np.stack([band_shift(ab[lower + upper - r], lower - r)
+                     for r in range(lower + upper + 1)])
+
+
+def solve_banded_vjp(g, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                     check_finite=True):
+    lower, upper = band_widths(l_and_u)
+    gb = banded((upper, lower), band_transpose(ab, lower, upper), g)
+    rows = []
+    for r in range(lower + upper + 1):  # dA = -gb x^T, read on the band
+        product = band_shift(gb, upper - r) * ans
+        rows.append(-(product if np.ndim(ans) == 1 else np.sum(product, axis=-1)))
+    return np.stack(rows), gb
+
+
+def solve_banded_jvp(dab, db, ans, l_and_u, ab, b, overwrite_ab=False, overwrite_b=False,
+                     check_finite=True):
+    lower, upper = band_widths(l_and_u)
+    by_ab = 0.0 if is_zero(dab) else -banded((lower, upper), ab,
+                                               band_matmul(dab, ans, lower, upper))
+    by_b = 0.0 if is_zero(db) else banded((lower, upper), ab, db)
+    return by_ab, by_b
+
+
+def _banded_points(rng):
+    def band(lower, upper, m):
+        ab = draw(rng, (lower + upper + 1, m))
+        return np.concatenate([ab[:upper], ab[upper:upper + 1] + 5.0, ab[upper + 1:]])
+    return [(((1, 1), band(1, 1, 5), draw(rng, (5,))), {}),
+            (((2, 0), band(2, 0, 4), draw(rng, (4, 2))), {}),
+            (((0, 2), band(0, 2, 4), draw(rng, (4,))), {}),
+            (((1, 2), band(1, 2, 6), draw(rng, (6, 3))), {})]
+
+
 # --------------------------------------------------------------------------- registration
 
 def _register(fn, vjp, jvp, domain, diff_args=(0,), name=None):
@@ -408,6 +487,9 @@ _register(sla.cho_factor, cho_factor_vjp, cho_factor_jvp, _spd_points)
 _register(sla.cho_solve, cho_solve_vjp, cho_solve_jvp, _cho_solve_points, (0, 1))
 _register(sla.lu_factor, lu_factor_vjp, lu_factor_jvp, _lu_points)
 _register(sla.lu_solve, lu_solve_vjp, lu_solve_jvp, _lu_solve_points, (0, 1))
+_register(sla.solve_banded, solve_banded_vjp, solve_banded_jvp, _banded_points, (1, 2))
+_register(banded, solve_banded_vjp, solve_banded_jvp, _banded_points, (1, 2),
+          name="srcgrad.rules.scipy_linalg.banded")
 _register(sla.inv, inv_vjp, inv_jvp, _square_points)
 _register(sla.det, det_vjp, det_jvp, _square_points)
 _register(sla.expm, expm_vjp, expm_jvp, _expm_points)

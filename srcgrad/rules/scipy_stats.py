@@ -270,30 +270,55 @@ def mvn_dim(x, mean, cov):
     return np.shape(cov)[-1] if np.ndim(cov) == 2 else np.shape(x)[-1]
 
 
-def mvn_parts(x, mean, cov):
-    """``(residual, C^-1 residual, C^-1)`` of a multivariate normal's log-density."""
+@nondifferentiable
+def mvn_pseudo_inverse(c):
+    """scipy's pseudo-inverse of a covariance matrix of deficient rank (``allow_singular``:
+    eigenvalues within ``1e6 * eps * max|eigenvalue|`` of zero left out), or None when the
+    matrix has full rank."""
+    s, u = np.linalg.eigh(c)
+    cut = 1e6 * np.finfo(np.float64).eps * np.max(np.abs(s))
+    if np.all(s > cut):
+        return None
+    kept = s > cut
+    return np.matmul(u[:, kept] / s[kept], matrix_transpose(u[:, kept]))
+
+
+def mvn_parts(x, mean, cov, allow_singular=False):
+    """``(residual, C^-1 residual, C^-1, singular)`` of a multivariate normal's log-density;
+    with ``allow_singular`` and a covariance of deficient rank, ``C^-1`` is scipy's
+    pseudo-inverse and ``singular`` is True."""
     c = full_cov(cov, mvn_dim(x, mean, cov))
     r = x - (0.0 if mean is None else mean)
-    c_inv = np.linalg.inv(c)
-    return r, np.matmul(r, c_inv), c_inv
+    pseudo = mvn_pseudo_inverse(c) if allow_singular else None
+    c_inv = np.linalg.inv(c) if pseudo is None else pseudo
+    return r, np.matmul(r, c_inv), c_inv, pseudo is not None
+
+
+def undefined_if(singular, value):
+    """``value``, or NaNs shaped like it where a derivative does not exist: the density on a
+    singular covariance's support jumps when the covariance gains rank, so its derivative
+    with respect to the covariance is undefined (the ones in ``x`` and ``mean``, along the
+    support, are not)."""
+    return value * np.nan if singular else value
 
 
 def mvn_logpdf_vjp(g, ans, x, mean=None, cov=1, allow_singular=False):
-    _, sol, c_inv = mvn_parts(x, mean, cov)
+    _, sol, c_inv, singular = mvn_parts(x, mean, cov, allow_singular)
     gsol = np.expand_dims(g, -1) * sol
     dim = np.shape(c_inv)[-1]
     outer = np.matmul(matrix_transpose(np.reshape(gsol, (-1, dim))), np.reshape(sol, (-1, dim)))
     gc = 0.5 * (outer - np.sum(g) * c_inv)
     gmean = ZERO if mean is None else unbroadcast(gsol, mean)
-    return -gsol, gmean, full_cov_adjoint(gc, cov)
+    return -gsol, gmean, undefined_if(singular, full_cov_adjoint(gc, cov))
 
 
 def mvn_logpdf_jvp(dx, dmean, dcov, ans, x, mean=None, cov=1, allow_singular=False):
-    r, sol, c_inv = mvn_parts(x, mean, cov)
+    r, sol, c_inv, singular = mvn_parts(x, mean, cov, allow_singular)
     by_c = 0.0
     if not is_zero(dcov):
         dc = full_cov(dcov, np.shape(c_inv)[-1])
-        by_c = 0.5 * (np.sum(np.matmul(sol, dc) * sol, axis=-1) - np.sum(c_inv * dc))
+        by_c = undefined_if(singular, 0.5 * (np.sum(np.matmul(sol, dc) * sol, axis=-1)
+                                             - np.sum(c_inv * dc)))
     return (-np.sum(sol * dx, axis=-1), np.sum(sol * dmean, axis=-1), by_c)
 
 
@@ -302,7 +327,22 @@ def mvn_pdf_vjp(g, ans, x, mean=None, cov=1, allow_singular=False):
 
 
 def mvn_pdf_jvp(dx, dmean, dcov, ans, x, mean=None, cov=1, allow_singular=False):
-    return tuple([ans * t for t in mvn_logpdf_jvp(dx, dmean, dcov, ans, x, mean, cov)])
+    return tuple([ans * t for t in mvn_logpdf_jvp(dx, dmean, dcov, ans, x, mean, cov,
+                                                   allow_singular)])
+
+
+def mvn_entropy_vjp(g, ans, mean=None, cov=1):
+    # entropy = (dim log(2 pi e) + log det C) / 2 reads only C
+    c = full_cov(cov, np.shape(cov)[-1] if np.ndim(cov) else mvn_dim(None, mean, cov))
+    return ZERO, full_cov_adjoint(0.5 * g * matrix_transpose(np.linalg.inv(c)), cov)
+
+
+def mvn_entropy_jvp(dmean, dcov, ans, mean=None, cov=1):
+    if is_zero(dcov):
+        return 0.0, 0.0
+    c = full_cov(cov, np.shape(cov)[-1] if np.ndim(cov) else mvn_dim(None, mean, cov))
+    dc = full_cov(dcov, np.shape(c)[-1])
+    return 0.0, 0.5 * np.sum(matrix_transpose(np.linalg.inv(c)) * dc)
 
 
 def dirichlet_full(x, alpha):
@@ -393,6 +433,13 @@ def _mvn_points(rng):
             ((draw(rng, (3,)), draw(rng, (3,)), draw(rng, (3,), 0.5, 2.0)), {})]
 
 
+def _mvn_entropy_points(rng):
+    spd = draw(rng, (3, 3))
+    spd = spd @ spd.T + 3.0 * np.eye(3)
+    return [((draw(rng, (3,)), spd), {}), ((draw(rng, (3,)), spd + np.triu(draw(rng, (3, 3)), 1)), {}),
+            ((draw(rng, (2,)), draw(rng, (2,), 0.5, 2.0)), {})]
+
+
 def _dirichlet_points(rng):
     alpha = draw(rng, (4,), 1.2, 3.0)
     # the last component is left out: perturbations of the others stay on the simplex
@@ -428,6 +475,8 @@ defrule(st.multivariate_normal.logpdf, mvn_logpdf_vjp, diff_args=(0, 1, 2), jvp=
         domain=_mvn_points, name="scipy.stats.multivariate_normal.logpdf")
 defrule(st.multivariate_normal.pdf, mvn_pdf_vjp, diff_args=(0, 1, 2), jvp=mvn_pdf_jvp,
         domain=_mvn_points, name="scipy.stats.multivariate_normal.pdf")
+defrule(st.multivariate_normal.entropy, mvn_entropy_vjp, diff_args=(0, 1), jvp=mvn_entropy_jvp,
+        domain=_mvn_entropy_points, name="scipy.stats.multivariate_normal.entropy")
 defrule(st.dirichlet.logpdf, dirichlet_logpdf_vjp, diff_args=(0, 1), jvp=dirichlet_logpdf_jvp,
         domain=_dirichlet_points, name="scipy.stats.dirichlet.logpdf")
 defrule(st.dirichlet.pdf, dirichlet_pdf_vjp, diff_args=(0, 1), jvp=dirichlet_pdf_jvp,
