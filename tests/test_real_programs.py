@@ -216,3 +216,18 @@ def test_odeint_of_a_network_with_nested_parameters():
     grads = srcgrad.grad(_ode_net_loss)(params, y0)
     assert isinstance(grads, list) and grads[0][0].shape == (2, 3)
     check_grad(_ode_net_loss, (params, y0))
+
+
+# -- np.meshgrid and np.gradient in a program (autograd's test_numpy idioms, written anew) ------
+def grid_field_energy(x):
+    gx, gy = np.meshgrid(x[:3], np.tanh(x[3:]))
+    field = np.sin(gx * gy) + gx ** 2
+    dy, dx = np.gradient(field, 0.5)
+    sparse = np.meshgrid(x[:2], x[2:4], x[4:], indexing="ij", sparse=True)
+    return np.sum(dx * dy) + np.sum(sparse[0] * sparse[1] * sparse[2])
+
+
+def test_meshgrid_and_gradient_in_a_program():
+    from fdcheck import check_orders
+    x = np.linspace(-0.8, 0.9, 6)
+    check_orders(grid_field_energy, x, direction=np.cos(np.arange(6.0)), hessian=True)

@@ -8,7 +8,7 @@ it went (ties take the permutation numpy's ``argsort``/``argpartition`` picks).
 import numpy as np
 
 from ..errors import SrcgradError
-from ..runtime import broadcast_like, densify, unbroadcast
+from ..runtime import ZERO, broadcast_like, densify, is_zero, unbroadcast
 from ._helpers import like_sequence, unindex
 from .derive import deflinear
 from .domains import draw
@@ -238,6 +238,40 @@ def gradient_vjp(g, ans, f, *varargs, axis=None, edge_order=1):
         moved = ungradient(np.moveaxis(parts[k], ax, -1), n, stencils)
         total = total + np.moveaxis(moved, -1, ax)
     return (total,)
+
+
+@nondifferentiable
+def meshgrid_axis(k, count, indexing):
+    """The axis along which ``np.meshgrid``'s ``k``-th output varies (``"xy"`` swaps the
+    first two of two or more)."""
+    if indexing == "xy" and count > 1 and k < 2:
+        return 1 - k
+    return k
+
+
+def meshgrid_vjp(g, ans, *xi, indexing="xy", sparse=False, copy=True):
+    parts = densify(g, ans)
+    grads = []
+    for k, x in enumerate(xi):
+        axis = meshgrid_axis(k, len(xi), indexing)
+        others = tuple(a for a in range(len(xi)) if a != axis)
+        grads.append(np.reshape(np.sum(parts[k], axis=others), np.shape(x)))
+    return tuple(grads)
+
+
+def meshgrid_jvp(d0, d1, d2, d3, d4, d5, d6, d7, ans, *xi, indexing="xy", sparse=False,
+                 copy=True):
+    # (one tangent per differentiable position the rule declares, of which len(xi) exist)
+    tangents = (d0, d1, d2, d3, d4, d5, d6, d7)
+    parts = []
+    for k, x in enumerate(xi):
+        if is_zero(tangents[k]):
+            parts.append(ZERO)
+        else:
+            parts.append(np.meshgrid(*[tangents[k] if j == k else np.zeros(np.shape(y))
+                                       for j, y in enumerate(xi)],
+                                     indexing=indexing, sparse=sparse))
+    return tuple(parts)
 
 # --------------------------------------------------------------------------- products
 
@@ -549,6 +583,9 @@ deflinear(np.gradient, gradient_vjp, _points(
     ((4, 3), 2.0, {"axis": 0, "edge_order": 2}), ((6,), np.array([0.0, 0.5, 1.5, 1.75, 3.0, 4.0]),
                                                   {"edge_order": 2}),
     ((3, 4), 0.5, np.array([0.0, 1.0, 1.5, 3.0]), {}), ((2, 3), {"axis": -1})))
+defrule(np.meshgrid, meshgrid_vjp, diff_args=tuple(range(8)), linear=True,
+        jvp=meshgrid_jvp, domain=_points(((3,), {}), ((3,), (2,), {}), ((2,), (3,), (2,), {"indexing": "ij"}),
+                                         ((3,), (2, 2), {"sparse": True}), ((2,), (3,), {"copy": False})))
 defrule(np.kron, kron_vjp, diff_args=(0, 1), jvp=kron_jvp, domain=_kron_points)
 defrule(np.cross, cross_vjp, diff_args=(0, 1), jvp=cross_jvp, domain=_cross_points)
 defrule(np.pad, pad_vjp, jvp=pad_jvp, domain=_pad_points)
