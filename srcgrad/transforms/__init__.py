@@ -393,7 +393,12 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
     call)``, specialized on the arguments active at that call); raise for calls nothing can
     differentiate."""
     user_calls = {}
-    for node in _walk_live(tree, _never_called(tree)):
+    # (a local def or lambda is differentiated on its own when called, with its own routing
+    # of spread calls: its body is not this function's to check)
+    top = tree.body[0] if isinstance(tree, gast.Module) else tree
+    nested = {id(n) for n in gast.walk(tree) if isinstance(n, (gast.FunctionDef, gast.Lambda))
+              and n is not top}
+    for node in _walk_live(tree, nested):
         if isinstance(node, gast.Call):
             spread = [a.value for a in node.args if isinstance(a, gast.Starred)]
             spread += [k.value for k in node.keywords if k.arg is None]
