@@ -294,12 +294,21 @@ def mvn_parts(x, mean, cov, allow_singular=False):
     return r, np.matmul(r, c_inv), c_inv, pseudo is not None
 
 
+@nondifferentiable
+def nan_like(value):
+    """NaNs shaped like ``value``, carrying no gradient (``value * nan`` would pass NaN to
+    every cotangent of ``value`` at the next order, even a zero one)."""
+    return np.full(np.shape(value), np.nan)
+
+
 def undefined_if(singular, value):
     """``value``, or NaNs shaped like it where a derivative does not exist: the density on a
     singular covariance's support jumps when the covariance gains rank, so its derivative
     with respect to the covariance is undefined (the ones in ``x`` and ``mean``, along the
     support, are not)."""
-    return value * np.nan if singular else value
+    if singular:
+        return nan_like(value)
+    return value
 
 
 def mvn_logpdf_vjp(g, ans, x, mean=None, cov=1, allow_singular=False):
