@@ -54,6 +54,7 @@ __all__ = [
     "size_of",
 ]
 
+import inspect
 import math
 import struct
 import sys
@@ -669,6 +670,14 @@ def setitem(x, index, value):
         raise TypeError(f"cannot assign into an element of {type(x).__name__}")
     out[index] = value
     return out
+
+
+def plain_writeback(fn, names: tuple, *args, **kwargs) -> tuple:
+    """``fn(*args, **kwargs)`` run as plain Python, and the objects bound to its parameters
+    ``names`` (which it changed in place) after its result: a call site taking them back
+    (desugar.write_back) whose call carries no gradient."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    return (fn(*args, **kwargs),) + tuple(bound.arguments[n] for n in names)
 
 
 def list_append(xs, value):

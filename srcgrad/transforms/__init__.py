@@ -30,7 +30,7 @@ from .activity import mark_active, mark_varied, mutated_parameters
 from .anf import to_anf
 from .calls import route_calls
 from .checkpoint import lower_checkpointed
-from .context import Context, DynamicCall
+from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
 from .gradient_calls import fold_gradient_calls
@@ -40,10 +40,12 @@ from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
 from .trycatch import lower_try, protect_try_bodies
 from .validate import validate
+from .writeback import return_written_back, written_back
 
 # The passes that normalize user code, in order; the mode-specific generator comes after.
 PIPELINE: list[tuple[str, Callable]] = [
     ("validate", validate),
+    ("return_written_back", return_written_back),
     ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
     ("lower_try", lower_try),
@@ -190,6 +192,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     guards: dict[int, list] = {}
     reads = Counter(n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load))
+    taking_back = []
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
@@ -197,6 +200,8 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
         if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
             continue
+        if written_back(getattr(call, "srcgrad_consumed", ())):
+            taking_back.append(call)
         bound = A.bind_arguments(_param_names(r.obj), 0, call)
         varied = [(i, a) for i, a in bound or () if A.names_read(a) & ctx.varied]
         if not varied:
@@ -239,6 +244,21 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
                 A.const(f"{ctx.location(node)}: {what} is not supported. {hint}")), at=node))
     if guards:
         _insert_before(tree, guards)
+    for call in taking_back:
+        _run_as_python(call, ctx)
+
+
+def _run_as_python(call: gast.Call, ctx: Context) -> None:
+    """A call whose site takes back what the helper changes in place (desugar.write_back)
+    carrying no gradient: ``_rt.plain_writeback(helper, (names...), args...)`` runs the
+    helper itself, which changes those objects as Python does, and returns them after its
+    result, as the helper's written-back build would."""
+    names = written_back(call.srcgrad_consumed)
+    call.args = [call.func, gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load())
+                 ] + call.args
+    call.func = A.located(A.attr(ctx.rt, "plain_writeback"), call)
+    del call.srcgrad_consumed
+    ctx.resolved[id(call)] = Resolved("nondiff", runtime.plain_writeback, "plain_writeback")
 
 
 def _hoist_arguments(call, ctx: Context, at) -> list:

@@ -1,0 +1,264 @@
+"""A helper changing its caller's list, dict or array in place while the caller keeps reading
+it (issue 9): the call site takes the changed container back (``r = h(xs)`` runs as ``_r, xs
+= h'(xs); r = _r``, h' returning xs after its result), so values and gradients are Python's.
+What Python would make visible through another name of the caller is refused at the call's
+line, at run time."""
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import srcgrad
+from srcgrad.errors import UnsupportedSyntaxError
+from test_language import check_all_orders
+
+rng = np.random.default_rng(62)
+X3 = rng.uniform(0.5, 1.5, 3)
+
+
+# -- helpers of the kinds real code writes -------------------------------------------------------
+def _push(stack, x):
+    stack.append(np.sin(x))
+
+
+def _add_layer(layers, n, x):
+    layers.append(x[:n] * 2.0)
+    return len(layers)
+
+
+def _update(params, grads, lr):
+    for k in params:
+        params[k] = params[k] - lr * grads[k]
+
+
+def _scale_item(ws, i, x):
+    ws[i] = ws[i] * x
+    return np.sum(ws[i])
+
+
+def _push_twice(stack, x):  # a helper handing the list on to another that changes it
+    _push(stack, x)
+    _push(stack, x * x)
+    return stack[-1]
+
+
+def _fill_to(stack, x, n):  # recursion
+    if len(stack) < n:
+        stack.append(stack[-1] * x)
+        _fill_to(stack, x, n)
+
+
+def _maybe_push(stack, x, flag):  # mutation in a branch
+    if flag:
+        stack.append(x * 3.0)
+    else:
+        stack[0] = stack[0] + x
+    return flag
+
+
+def _push_and_return(stack, x):  # the list itself returned
+    stack.append(np.cos(x))
+    return stack
+
+
+def _set_row(a, x):  # an array changed in place
+    a[0] = x[0] * x[1]
+
+
+def pushes_then_reads(x):
+    s = [x]
+    _push(s, x * 2.0)
+    _push(s, x)
+    return np.sum(s[0] * s[1] + s[2])
+
+
+def adds_layers(x):
+    layers = []
+    n = _add_layer(layers, 2, x)
+    n = n + _add_layer(layers, 3, x)
+    return np.sum(layers[0]) * np.sum(layers[1] ** 2) + n
+
+
+def optimiser_update(x):
+    params = {"w": x * 1.0, "b": x ** 2}
+    grads = {"w": np.sin(x), "b": x}
+    _update(params, grads, 0.1)
+    _update(params, grads, 0.2)
+    return np.sum(params["w"] * params["b"])
+
+
+def item_scaled(x):
+    ws = [x, x ** 2, np.ones(3)]
+    t = _scale_item(ws, 1, x)
+    return t + np.sum(ws[1] * ws[0])
+
+
+def nested_helpers(x):
+    s = [x]
+    last = _push_twice(s, x)
+    return np.sum(last * s[0]) + np.sum(s[1] * s[2])
+
+
+def recursive_fill(x):
+    s = [x]
+    _fill_to(s, x, 4)
+    return np.sum(s[3] * s[1])
+
+
+def loop_calling_the_helper(x):
+    s = [x]
+    for k in range(3):
+        _push(s, s[-1] * (k + 1.0))
+    return np.sum(s[1] + s[2] * s[3])
+
+
+def branches_in_the_helper(x):
+    s = [x * 1.0]
+    _maybe_push(s, x, True)
+    _maybe_push(s, x * x, False)
+    return np.sum(s[0] * s[1])
+
+
+def returns_the_list(x):
+    s = [x]
+    t = _push_and_return(s, x)  # t is s, as in Python
+    u = s[1] * 0.5
+    return np.sum(t[1] * s[0]) + np.sum(u) + len(t)
+
+
+def array_row_set(x):
+    a = np.ones(3) * x
+    _set_row(a, x)
+    return np.sum(a ** 2)
+
+
+def call_in_a_branch(x):
+    s = [x]
+    if np.sum(x) > 0:
+        _push(s, x)
+    else:
+        _push(s, -x)
+    return np.sum(s[0] * s[-1])
+
+
+CASES = [pushes_then_reads, adds_layers, optimiser_update, item_scaled, nested_helpers,
+         recursive_fill, loop_calling_the_helper, branches_in_the_helper, returns_the_list,
+         array_row_set, call_in_a_branch]
+
+
+@pytest.mark.parametrize("f", CASES)
+def test_written_back_at_every_order(f):
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)
+
+
+@pytest.mark.parametrize("f", [pushes_then_reads, optimiser_update, nested_helpers])
+def test_written_back_vjp(f):
+    value, back = srcgrad.vjp(f, X3)
+    assert np.isclose(value, f(X3))
+    assert np.allclose(back(1.0)[0], srcgrad.grad(f)(X3))
+
+
+def _log(history, x):
+    history.append(float(np.sum(x)))  # a float: carries no gradient
+
+
+def logs_and_reads(x):
+    history = [0.0]
+    _log(history, x)
+    _log(history, x * 2.0)
+    return np.sum(x ** 2) + len(history)
+
+
+def test_a_call_carrying_no_gradient_still_changes_the_list():
+    # the call's result reaches nothing differentiable: run as plain Python, which changes
+    # the caller's list itself, taken back as it is
+    assert srcgrad.value_and_grad(logs_and_reads)(X3)[0] == pytest.approx(logs_and_reads(X3))
+    assert np.allclose(srcgrad.grad(logs_and_reads)(X3), 2 * X3)
+
+
+# -- what Python makes visible through another name: refused at the call's line ----------------
+def alias_of_the_list(x):
+    s = [x]
+    t = s
+    _push(s, x)  # Python changes t too
+    return np.sum(t[-1] * s[0])
+
+
+def list_held_by_another(x):
+    s = [x]
+    outer = [s]
+    _push(s, x)  # Python changes outer[0] too
+    return np.sum(outer[0][-1]) + np.sum(s[0])
+
+
+def array_viewed_elsewhere(x):
+    a = np.ones(3) * x
+    v = a[:2]
+    _set_row(a, x)  # Python changes v too
+    return np.sum(a * a) + np.sum(v)
+
+
+def returned_list_then_called_again(x):
+    s = [x]
+    t = _push_and_return(s, x)
+    _push(s, x)  # t is s: Python changes t too
+    return np.sum(t[-1]) + np.sum(s[0])
+
+
+@pytest.mark.parametrize("f, line", [
+    (alias_of_the_list, "_push(s, x)"),
+    (list_held_by_another, "_push(s, x)"),
+    (array_viewed_elsewhere, "_set_row(a, x)"),
+    (returned_list_then_called_again, "_push(s, x)")])
+def test_changes_seen_through_another_name_are_refused_at_the_call(f, line):
+    lines, start = inspect.getsourcelines(f)
+    at = start + next(i for i, text in enumerate(lines) if text.strip().startswith(line))
+    with pytest.raises(UnsupportedSyntaxError, match=rf"test_written_back\.py:{at}:"):
+        srcgrad.grad(f)(X3)
+
+
+def test_the_refused_cases_differ_from_a_rewrite():
+    s = [X3]
+    t = s
+    _push(s, X3)
+    assert len(t) == 2  # Python changed the other name too
+
+
+def _push_to_attribute(holder, x):
+    holder.items.append(x * 2.0)
+
+
+def rebinds_the_parameter_first(x):
+    s = [x]
+    _rebinding(s, x)
+    return np.sum(s[-1])
+
+
+def _rebinding(stack, x):
+    stack.append(x)
+    stack = [x * 5.0]  # the caller's list keeps what was appended before
+    stack.append(x)
+
+
+def test_a_helper_rebinding_its_parameter_stays_refused():
+    with pytest.raises(srcgrad.SrcgradError, match="in place|caller's"):
+        srcgrad.grad(rebinds_the_parameter_first)(X3)
+
+
+def _bump(n, x):
+    n += 1  # on a number: rebinds n, the caller's n is unchanged
+    return x * n
+
+
+def augmented_number_parameter(x):
+    n = 1.0
+    y = _bump(n, x)
+    return np.sum(y) * n
+
+
+def test_an_augmented_number_parameter_is_not_taken_back():
+    g = srcgrad.grad(augmented_number_parameter)(X3)
+    assert np.allclose(g, np.full(3, 2.0))
