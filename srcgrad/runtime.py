@@ -672,12 +672,29 @@ def setitem(x, index, value):
     return out
 
 
-def plain_writeback(fn, names: tuple, *args, **kwargs) -> tuple:
-    """``fn(*args, **kwargs)`` run as plain Python, and the objects bound to its parameters
-    ``names`` (which it changed in place) after its result: a call site taking them back
-    (desugar.write_back) whose call carries no gradient."""
+def plain_call(fn, handed: tuple, back: tuple, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run as plain Python on copies of the arguments bound to its
+    parameters ``handed`` (which it changes in place; the originals, or the arrays they
+    hold, may be saved for a backward sweep), and, when ``back`` names some, those copies
+    after its result: a call site handing arguments over or taking them back (desugar)
+    whose call carries no gradient."""
     bound = inspect.signature(fn).bind(*args, **kwargs)
-    return (fn(*args, **kwargs),) + tuple(bound.arguments[n] for n in names)
+    for name in handed:
+        bound.arguments[name] = _fresh_copy(bound.arguments[name])
+    value = fn(*bound.args, **bound.kwargs)
+    return (value,) + tuple(bound.arguments[n] for n in back) if back else value
+
+
+def _fresh_copy(value):
+    """``value`` with every list, dict, tuple and array in it copied (other objects
+    shared)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_fresh_copy(v) for v in value)
+    if type(value) is dict:
+        return {k: _fresh_copy(v) for k, v in value.items()}
+    return value
 
 
 def list_append(xs, value):

@@ -262,3 +262,144 @@ def augmented_number_parameter(x):
 def test_an_augmented_number_parameter_is_not_taken_back():
     g = srcgrad.grad(augmented_number_parameter)(X3)
     assert np.allclose(g, np.full(3, 2.0))
+
+
+# -- more call shapes ----------------------------------------------------------------------------
+def _pop(stack):
+    return stack.pop()  # the value first, then the list as pop left it
+
+
+def pops_and_reads(x):
+    s = [x, x * 2.0, x * 3.0]
+    v = _pop(s)
+    return np.sum(v * s[-1]) + len(s)
+
+
+def _two(a, b, x):
+    a.append(x)
+    b["k"] = x * 2.0
+
+
+def two_containers_by_keyword(x):
+    s, d = [x], {"k": x}
+    _two(b=d, a=s, x=x)
+    return np.sum(s[1] * d["k"] * s[0])
+
+
+def _append_len(stack, x):
+    stack.append(x * x)
+    return len(stack)
+
+
+def call_inside_an_expression(x):
+    s = [x]
+    y = np.sum(x) * _append_len(s, x) + 1.0
+    return y * np.sum(s[-1])
+
+
+def an_item_passed_along(x):
+    s = [x * 1.0]
+    _push(s, s[0])  # _push changes no item of s in place: s[0] may go along
+    return np.sum(s[-1] * s[0])
+
+
+def grows_while_iterated(x):
+    s = [x, x * 2.0]
+    total = 0.0
+    for v in s:  # Python's iterator sees what _push appends
+        if len(s) < 4:
+            _push(s, v)
+        total = total + np.sum(v)
+    return total
+
+
+def _ret_pair(stack, x):
+    stack.append(x)
+    return x * 2.0, len(stack)
+
+
+def unpacks_the_result(x):
+    s = [x]
+    a, n = _ret_pair(s, x)
+    return np.sum(a * s[-1]) * n
+
+
+MORE = [pops_and_reads, two_containers_by_keyword, call_inside_an_expression,
+        an_item_passed_along, grows_while_iterated, unpacks_the_result]
+
+
+@pytest.mark.parametrize("f", MORE)
+def test_more_call_shapes_at_every_order(f):
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)
+
+
+def vector_of_pushes(x):
+    return np.sin(x) * pushes_then_reads(x)
+
+
+def test_jacobians_through_a_written_back_helper():
+    # jacfwd runs the jvp batched: its sparse call sites keep what the call takes back
+    numeric = np.stack([(vector_of_pushes(X3 + 1e-6 * e) - vector_of_pushes(X3 - 1e-6 * e))
+                        / 2e-6 for e in np.eye(3)], axis=-1)
+    assert np.allclose(srcgrad.jacfwd(vector_of_pushes)(X3), numeric, rtol=1e-6, atol=1e-8)
+    assert np.allclose(srcgrad.jacrev(vector_of_pushes)(X3), numeric, rtol=1e-6, atol=1e-8)
+
+
+def _two_lists(a, b, x):
+    a.append(x)
+    b.append(x * 3.0)
+
+
+def same_list_twice(x):
+    s = [x]
+    _two_lists(s, s, x)  # a and b are one list in Python
+    return np.sum(s[-1])
+
+
+def _scale_first(ws, x):
+    ws[0] *= x  # the array itself, in place
+
+
+def item_held_by_another_variable(x):
+    a = x * 1.0
+    s = [a]
+    _scale_first(s, x)  # Python changes a too
+    return np.sum(s[0]) + np.sum(a)
+
+
+@pytest.mark.parametrize("f, line", [
+    (same_list_twice, "_two_lists(s, s, x)"),
+    (item_held_by_another_variable, "_scale_first(s, x)")])
+def test_more_sharing_refused_at_the_call(f, line):
+    lines, start = inspect.getsourcelines(f)
+    at = start + next(i for i, text in enumerate(lines) if text.strip().startswith(line))
+    with pytest.raises(UnsupportedSyntaxError, match=rf"test_written_back\.py:{at}:"):
+        srcgrad.grad(f)(X3)
+
+
+# -- calls carrying no gradient run as Python, on copies of what they change -------------------
+def _double_first(ws, x):
+    ws[0] *= 2.0  # the array itself, in place
+
+
+def handed_over_to_a_plain_call(x):
+    s = [x * 2.0]
+    y = np.sum(s[0] * x)  # the backward sweep reads s[0]
+    _double_first(s, 1.0)  # s is read no more: handed over, and run as plain Python
+    return y * np.sum(x)
+
+
+def taken_back_from_a_plain_call(x):
+    s = [x * 2.0]
+    y = np.sum(s[0] * x)
+    _double_first(s, 1.0)  # s read afterwards, but carrying no gradient to the result
+    return y + len(s) + float(np.sum(s[0]))
+
+
+@pytest.mark.parametrize("f", [handed_over_to_a_plain_call, taken_back_from_a_plain_call])
+def test_a_plain_call_leaves_what_the_backward_sweep_reads(f):
+    # _double_first used to double, in place, the array the backward sweep of s[0] * x
+    # reads: a silent wrong gradient (handed_over_to_a_plain_call, before write_back too)
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)

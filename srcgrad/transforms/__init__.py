@@ -200,7 +200,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
         if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
             continue
-        if written_back(getattr(call, "srcgrad_consumed", ())):
+        if getattr(call, "srcgrad_consumed", ()):
             taking_back.append(call)
         bound = A.bind_arguments(_param_names(r.obj), 0, call)
         varied = [(i, a) for i, a in bound or () if A.names_read(a) & ctx.varied]
@@ -249,16 +249,20 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
 
 
 def _run_as_python(call: gast.Call, ctx: Context) -> None:
-    """A call whose site takes back what the helper changes in place (desugar.write_back)
-    carrying no gradient: ``_rt.plain_writeback(helper, (names...), args...)`` runs the
-    helper itself, which changes those objects as Python does, and returns them after its
-    result, as the helper's written-back build would."""
-    names = written_back(call.srcgrad_consumed)
-    call.args = [call.func, gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load())
-                 ] + call.args
-    call.func = A.located(A.attr(ctx.rt, "plain_writeback"), call)
+    """A call carrying no gradient whose site hands arguments over (desugar.hand_over) or
+    takes them back (desugar.write_back): ``_rt.plain_call(helper, (handed...), (taken
+    back...), args...)`` runs the helper itself on copies of what is handed over, which it
+    changes in place as Python would change the originals (those, or the arrays they hold,
+    may be saved for the backward sweep), and returns those taken back after its result,
+    as the helper's build for the call site would."""
+    consumed = call.srcgrad_consumed
+    handed = sorted(n for n in consumed if n.isidentifier())
+    names = [gast.Tuple(elts=[A.const(n) for n in group], ctx=gast.Load())
+             for group in (handed, written_back(consumed))]
+    call.args = [call.func] + names + call.args
+    call.func = A.located(A.attr(ctx.rt, "plain_call"), call)
     del call.srcgrad_consumed
-    ctx.resolved[id(call)] = Resolved("nondiff", runtime.plain_writeback, "plain_writeback")
+    ctx.resolved[id(call)] = Resolved("nondiff", runtime.plain_call, "plain_call")
 
 
 def _hoist_arguments(call, ctx: Context, at) -> list:

@@ -685,18 +685,37 @@ class _Desugar:
         # (s's other parts: an augmented target is read before the call)
         outside = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and id(n) not in
                    inside and (isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))}
+        passed = [a.id for _, a in bound if isinstance(a, gast.Name)]
         back = []
         for i, arg in bound:
             if params[i] not in taken or not isinstance(arg, gast.Name) \
+                    or passed.count(arg.id) > 1 \
                     or arg.id in outside or not self.own_variable(arg.id) \
                     or self.dead_after(arg.id, s, call):
                 continue
             # another argument reading xs must be a new value (not xs[0], which the helper
-            # would see change)
-            if all(self.fresh(a) and not _may_be_view(a) for _, a in bound
-                   if a is not arg and arg.id in A.names_read(a)):
+            # would see change), unless the helper changes no item of xs in place
+            if params[i] not in _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED) \
+                    or all(self.fresh(a) and not _may_be_view(a) for _, a in bound
+                           if a is not arg and arg.id in A.names_read(a)):
                 back.append((params[i], arg.id))
         return sorted(back)
+
+    def taken_back_in(self, stmts, names) -> list[str]:
+        """Those of ``names`` the statements pass to a helper that changes them in place,
+        which write_back may take back (rebinding the name to the changed object)."""
+        out = []
+        for stmt in stmts:
+            for call in gast.walk(stmt):
+                fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
+                if fn is None:
+                    continue
+                params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                                      + fn.__code__.co_kwonlyargcount])
+                out += [a.id for i, a in A.bind_arguments(params, 0, call) or []
+                        if isinstance(a, gast.Name) and a.id in names
+                        and params[i] in _taken_back(fn)]
+        return list(dict.fromkeys(out))
 
     def fresh(self, value) -> bool:
         """Whether ``value`` is certainly a new object: not a name, an item or attribute, a
@@ -1527,10 +1546,14 @@ class _Desugar:
         rebinds = _rebound_names(s.body + s.orelse)
         # (read before too: there 'xs.append(v)' is not yet 'xs = ...append...')
         grown = _length_changed(s.body, A.names_read(s.iter))
+        # a helper the body calls may lengthen the list too, which write_back takes back
+        taken = self.taken_back_in(s.body, A.names_read(s.iter))
+        grown += [n for n in taken if n not in grown]
         self.refuse_updates_of_iterated_views(s)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
-        if not (A.names_read(s.iter) & self.ctx.varied) or _is_range(s.iter, self.ctx):
+        if not (A.names_read(s.iter) & self.ctx.varied) and not taken \
+                or _is_range(s.iter, self.ctx):
             # a range yields integers: nothing differentiable to iterate
             if not isinstance(s.target, gast.Name):
                 # for a, b in pairs  ->  for _t in pairs: a, b = _t

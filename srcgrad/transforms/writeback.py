@@ -62,6 +62,15 @@ def surely_mutated(tree: gast.FunctionDef) -> frozenset:
     return mutated_parameters(tree, augmented=False)
 
 
+def _blocks(tree):
+    """The statement lists of ``tree``'s own scope (not of nested functions)."""
+    for node in A.own_nodes(tree):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list) and block and isinstance(block[0], gast.stmt):
+                yield block
+
+
 def return_written_back(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Each ``return e`` of ``tree``'s own scope -> ``return (e, p1, ..., pk)`` for the
     written-back parameters, and ``return (None, p1, ..., pk)`` at its end."""
@@ -73,9 +82,17 @@ def return_written_back(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDe
         elts = [value if value is not None else A.const(None)] + [A.load(n) for n in names]
         return A.located(gast.Tuple(elts=elts, ctx=gast.Load()), at)
 
-    for node in list(A.own_nodes(tree)):
-        if isinstance(node, gast.Return):
-            node.value = packed(node.value, node)
+    for block in list(_blocks(tree)):  # (collected before they change)
+        for k in reversed(range(len(block))):
+            node = block[k]
+            if isinstance(node, gast.Return) and any(
+                    isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(node.value)):
+                # the value first, then the parameters as it left them (return xs.pop())
+                value = ctx.namer.fresh("_value")
+                block[k:k + 1] = [A.assign(value, node.value, at=node), node]
+                node.value = packed(A.located(A.load(value), node), node)
+            elif isinstance(node, gast.Return):  # (reading changes nothing: in place)
+                node.value = packed(node.value, node)
     last = tree.body[-1]
     if not isinstance(last, gast.Return):
         # placed just past where the body ends: what reads the parameters comes after
