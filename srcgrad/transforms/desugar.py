@@ -153,7 +153,7 @@ def _taken_back(fn) -> frozenset:
         except (SrcgradError, OSError, TypeError, SyntaxError):
             tree = None
         known = frozenset() if tree is None else writeback_parameters(
-            fn, tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED))
+            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED))
         _TAKEN_BACK[fn.__code__] = known
     return known
 

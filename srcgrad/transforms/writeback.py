@@ -13,9 +13,7 @@ handed-over argument.
 from __future__ import annotations
 
 __all__ = ["WRITTEN_BACK", "written_back", "writeback_mark", "writeback_parameters",
-           "return_written_back"]
-
-import types
+           "surely_mutated", "return_written_back"]
 
 import gast
 
@@ -38,9 +36,8 @@ def written_back(consumed) -> tuple[str, ...]:
     return tuple(sorted(n[:-len(WRITTEN_BACK)] for n in consumed if n.endswith(WRITTEN_BACK)))
 
 
-def writeback_parameters(fn: types.FunctionType, tree: gast.FunctionDef,
-                         changed: frozenset) -> frozenset:
-    """The parameters of ``fn`` (source ``tree``) a call site may take back: ``changed``
+def writeback_parameters(tree: gast.FunctionDef, changed: frozenset) -> frozenset:
+    """The parameters of the function ``tree`` a call site may take back: ``changed``
     (those it surely changes in place, itself or through a helper it hands them to) that its
     own statements never bind anew (``xs = xs[1:]`` would return another list than the one
     Python changes), that no nested function or lambda reads, of a plain function (not a
