@@ -444,3 +444,24 @@ def test_writeback_parameters_of_small_trees():
     assert params("def h(xs, v):\n    xs.append(v)\n    xs = [v]\n") == set()  # rebound
     assert params("def h(xs, v):\n    xs.append(v)\n    yield v\n") == set()  # generator
     assert params("def h(xs, v):\n    xs.append(v)\n    f = lambda: xs\n") == set()
+
+
+# -- a callee looked up at run time (a closure's cell) cannot take back: refused at the call ------
+def _make_closure_pusher():
+    def push(stack, x):
+        stack.append(np.sin(x))
+
+    def f(x):
+        s = [x]
+        push(s, x)  # run as plain Python, its append was lost to the tape
+        return np.sum(s[-1] * s[0])
+    return f
+
+
+def test_a_closure_changing_a_callers_list_is_refused_at_the_call():
+    # was a silent wrong gradient (the call, carrying no result, ran as plain Python)
+    f = _make_closure_pusher()
+    lines, start = inspect.getsourcelines(_make_closure_pusher)
+    at = start + next(i for i, text in enumerate(lines) if text.strip().startswith("push(s"))
+    with pytest.raises(UnsupportedSyntaxError, match=rf"test_written_back\.py:{at}:"):
+        srcgrad.grad(f)(X3)

@@ -197,8 +197,8 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
             continue  # differentiated: the callee's own transformation checks it
-        node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
-        if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
+        node, r = statements.get(id(call), tree), _plain_callee(call, ctx)
+        if r is None:
             continue
         if getattr(call, "srcgrad_consumed", ()):
             taking_back.append(call)
@@ -246,6 +246,17 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         _insert_before(tree, guards)
     for call in taking_back:
         _run_as_python(call, ctx)
+
+
+def _plain_callee(call: gast.Call, ctx: Context) -> Resolved | None:
+    """The user function ``call`` runs when it carries no gradient: the one it resolved to,
+    or the function a closure's cell holds now (a 'dynamic' call; the closures one 'def'
+    makes share its code, so what it changes in place is the same for each), or None."""
+    r = ctx.resolved.get(id(call))
+    if r is not None and r.kind == "dynamic" and isinstance(call.func, gast.Name) \
+            and inspect.isfunction(ctx.closure.get(call.func.id)):
+        r = Resolved("user", ctx.closure[call.func.id], r.name)
+    return r if r is not None and r.kind == "user" and inspect.isfunction(r.obj) else None
 
 
 def _run_as_python(call: gast.Call, ctx: Context) -> None:
