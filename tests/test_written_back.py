@@ -12,7 +12,8 @@ import pytest
 
 import srcgrad
 from srcgrad.errors import UnsupportedSyntaxError
-from test_language import check_all_orders
+from fdcheck import check_grad
+from test_language import _fd_gradient, check_all_orders
 
 rng = np.random.default_rng(62)
 X3 = rng.uniform(0.5, 1.5, 3)
@@ -465,3 +466,33 @@ def test_a_closure_changing_a_callers_list_is_refused_at_the_call():
     at = start + next(i for i, text in enumerate(lines) if text.strip().startswith("push(s"))
     with pytest.raises(UnsupportedSyntaxError, match=rf"test_written_back\.py:{at}:"):
         srcgrad.grad(f)(X3)
+
+
+# -- the shape the fuzzer's container helpers write (docs/fuzzing.md, seeds 56-58) --------------
+def _replace_last_layer(p):
+    p[-1] = (p[-1][0] * 0.5, np.tanh(p[-1][1]))
+    return np.sum(p[0][1])
+
+
+def layers_changed_by_a_helper(x):
+    params = [(np.outer(x, x), x * 1.0), (np.eye(3) * x, x ** 2)]
+    t = _replace_last_layer(params)
+    a = x
+    for W, b in params:  # the caller reads params afterwards: Python shows it the new layer
+        a = np.tanh(W @ a + b)
+    return np.sum(a) + t
+
+
+def test_the_fuzzers_layer_helper_is_taken_back():
+    # first order, forward mode and forward over reverse; reverse over reverse of a tuple of
+    # arrays stored into a list slot raises numpy's inhomogeneous-shape error with or without
+    # a helper (`params[-1] = (W, b)` in the function itself too): not checked here
+    f = layers_changed_by_a_helper
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_grad(f, (X3,))
+    v = rng.standard_normal(3)
+    _, tangent = srcgrad.jvp(f, (X3,), (v,))
+    assert np.isclose(tangent, (f(X3 + 1e-6 * v) - f(X3 - 1e-6 * v)) / 2e-6, rtol=1e-6)
+    g = srcgrad.grad(f)
+    numeric = np.stack([_fd_gradient(lambda y: g(y)[i], X3) for i in range(3)])
+    assert np.allclose(srcgrad.hessian(f)(X3), numeric, rtol=1e-5, atol=1e-6)
