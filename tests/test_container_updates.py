@@ -314,15 +314,20 @@ def rows_extended_then_updated(x):
 
 
 def test_a_list_extended_in_place_is_still_built_here():
-    f = rows_extended_then_updated
+    check_all_but_reverse_over_reverse(rows_extended_then_updated, X3)
+
+
+def check_all_but_reverse_over_reverse(f, x):
+    """First order, forward mode and forward over reverse of scalar ``f`` at ``x``, each
+    against central differences."""
     from fdcheck import check_grad
-    check_grad(f, (X3,))
-    v = rng.standard_normal(3)
-    _, tangent = srcgrad.jvp(f, (X3,), (v,))
-    assert np.allclose(tangent, (f(X3 + 1e-6 * v) - f(X3 - 1e-6 * v)) / 2e-6, rtol=1e-6)
+    check_grad(f, (x,))
+    v = rng.standard_normal(x.shape)
+    _, tangent = srcgrad.jvp(f, (x,), (v,))
+    assert np.allclose(tangent, (f(x + 1e-6 * v) - f(x - 1e-6 * v)) / 2e-6, rtol=1e-6)
     g = srcgrad.grad(f)
-    numeric = np.stack([_fd_gradient(lambda y: g(y)[i], X3) for i in range(3)])
-    assert np.allclose(srcgrad.hessian(f)(X3), numeric, rtol=1e-5, atol=1e-6)
+    numeric = np.stack([_fd_gradient(lambda y: g(y)[i], x) for i in range(x.size)])
+    assert np.allclose(srcgrad.hessian(f)(x), numeric, rtol=1e-5, atol=1e-6)
 
 
 # Reverse over reverse through 'rows += [...]' added a float zero to a list (TypeError, also
