@@ -54,6 +54,7 @@ __all__ = [
     "size_of",
 ]
 
+import inspect
 import math
 import struct
 import sys
@@ -669,6 +670,31 @@ def setitem(x, index, value):
         raise TypeError(f"cannot assign into an element of {type(x).__name__}")
     out[index] = value
     return out
+
+
+def plain_call(fn, handed: tuple, back: tuple, *args, **kwargs):
+    """``fn(*args, **kwargs)`` run as plain Python on copies of the arguments bound to its
+    parameters ``handed`` (which it changes in place; the originals, or the arrays they
+    hold, may be saved for a backward sweep), and, when ``back`` names some, those copies
+    after its result: a call site handing arguments over or taking them back (desugar)
+    whose call carries no gradient."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    for name in handed:
+        bound.arguments[name] = _fresh_copy(bound.arguments[name])
+    value = fn(*bound.args, **bound.kwargs)
+    return (value,) + tuple(bound.arguments[n] for n in back) if back else value
+
+
+def _fresh_copy(value):
+    """``value`` with every list, dict, tuple and array in it copied (other objects
+    shared)."""
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if type(value) in (list, tuple):
+        return type(value)(_fresh_copy(v) for v in value)
+    if type(value) is dict:
+        return {k: _fresh_copy(v) for k, v in value.items()}
+    return value
 
 
 def list_append(xs, value):

@@ -187,7 +187,7 @@ def _sparse_site_call(site, args, kwargs, batched, size: int):
     target = site.sites.get(live)
     if target is None:
         target = site.sites[live] = CallSite(
-            site.fn, tuple(w for w, on in zip(site.wrt, live) if on))
+            site.fn, tuple(w for w, on in zip(site.wrt, live) if on), site.consumed)
     positions = {keep.index(k) for k in batched if isinstance(k, int) and k in keep}
     positions |= {k for k in batched if isinstance(k, str)}
     return batched_call(target, tuple(args[i] for i in keep), kwargs, positions, size)

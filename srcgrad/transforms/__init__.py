@@ -30,7 +30,7 @@ from .activity import mark_active, mark_varied, mutated_parameters
 from .anf import to_anf
 from .calls import route_calls
 from .checkpoint import lower_checkpointed
-from .context import Context, DynamicCall
+from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
 from .gradient_calls import fold_gradient_calls
@@ -40,10 +40,12 @@ from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
 from .trycatch import lower_try, protect_try_bodies
 from .validate import validate
+from .writeback import return_written_back, written_back
 
 # The passes that normalize user code, in order; the mode-specific generator comes after.
 PIPELINE: list[tuple[str, Callable]] = [
     ("validate", validate),
+    ("return_written_back", return_written_back),
     ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
     ("lower_try", lower_try),
@@ -190,13 +192,16 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     guards: dict[int, list] = {}
     reads = Counter(n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load))
+    taking_back = []
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
             continue  # differentiated: the callee's own transformation checks it
-        node, r = statements.get(id(call), tree), ctx.resolved.get(id(call))
-        if r is None or r.kind != "user" or not inspect.isfunction(r.obj):
+        node, r = statements.get(id(call), tree), _plain_callee(call, ctx)
+        if r is None:
             continue
+        if getattr(call, "srcgrad_consumed", ()):
+            taking_back.append(call)
         bound = A.bind_arguments(_param_names(r.obj), 0, call)
         varied = [(i, a) for i, a in bound or () if A.names_read(a) & ctx.varied]
         if not varied:
@@ -239,6 +244,36 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
                 A.const(f"{ctx.location(node)}: {what} is not supported. {hint}")), at=node))
     if guards:
         _insert_before(tree, guards)
+    for call in taking_back:
+        _run_as_python(call, ctx)
+
+
+def _plain_callee(call: gast.Call, ctx: Context) -> Resolved | None:
+    """The user function ``call`` runs when it carries no gradient: the one it resolved to,
+    or the function a closure's cell holds now (a 'dynamic' call; the closures one 'def'
+    makes share its code, so what it changes in place is the same for each), or None."""
+    r = ctx.resolved.get(id(call))
+    if r is not None and r.kind == "dynamic" and isinstance(call.func, gast.Name) \
+            and inspect.isfunction(ctx.closure.get(call.func.id)):
+        r = Resolved("user", ctx.closure[call.func.id], r.name)
+    return r if r is not None and r.kind == "user" and inspect.isfunction(r.obj) else None
+
+
+def _run_as_python(call: gast.Call, ctx: Context) -> None:
+    """A call carrying no gradient whose site hands arguments over (desugar.hand_over) or
+    takes them back (desugar.write_back): ``_rt.plain_call(helper, (handed...), (taken
+    back...), args...)`` runs the helper itself on copies of what is handed over, which it
+    changes in place as Python would change the originals (those, or the arrays they hold,
+    may be saved for the backward sweep), and returns those taken back after its result,
+    as the helper's build for the call site would."""
+    consumed = call.srcgrad_consumed
+    handed = sorted(n for n in consumed if n.isidentifier())
+    names = [gast.Tuple(elts=[A.const(n) for n in group], ctx=gast.Load())
+             for group in (handed, written_back(consumed))]
+    call.args = [call.func] + names + call.args
+    call.func = A.located(A.attr(ctx.rt, "plain_call"), call)
+    del call.srcgrad_consumed
+    ctx.resolved[id(call)] = Resolved("nondiff", runtime.plain_call, "plain_call")
 
 
 def _hoist_arguments(call, ctx: Context, at) -> list:

@@ -19,6 +19,7 @@ from .activity import match_bindings, mutated_parameters
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
+from .writeback import surely_mutated, writeback_mark, writeback_parameters
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
 
@@ -137,6 +138,25 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
 
 
 _ITEMS_UPDATED: dict = {}
+_SURELY_MUTATED: dict = {}
+_TAKEN_BACK: dict = {}
+
+
+def _taken_back(fn) -> frozenset:
+    """The parameters of ``fn`` a call site may take back (writeback.writeback_parameters:
+    changed in place by ``fn`` or a helper it hands them to, never rebound), once per code
+    object."""
+    known = _TAKEN_BACK.get(fn.__code__)
+    if known is None:
+        try:
+            tree = get_source(fn).tree
+        except (SrcgradError, OSError, TypeError, SyntaxError):
+            tree = None
+        known = frozenset() if tree is None else writeback_parameters(
+            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED))
+        _TAKEN_BACK[fn.__code__] = known
+    return known
+
 
 
 def _items_updated(tree: gast.FunctionDef) -> frozenset:
@@ -414,6 +434,8 @@ class _Desugar:
         # owned parameters no statement binds anew: the caller's list or dict, handed over
         # (or the differentiated function's own argument), item_guard checks at run time
         self.kept_params = self.owned - _rebound_names(tree.body if tree is not None else [])
+        # the calls write_back made take back containers, by id: the parameters taken back
+        self.taken_back: dict[int, tuple[str, ...]] = {}
         self.tree = tree
         # where each name is read (line, column), the names nested functions read, and the
         # spans of loops and try statements: what hand_over needs to know a name is dead
@@ -612,9 +634,88 @@ class _Desugar:
                     # step(x * 1.0, g): a new array nothing else holds; step([x], g): a new
                     # list, unless the helper changes its items in place (x itself)
                     handed.add(params[i])
+            handed |= {writeback_mark(p) for p in self.taken_back.get(id(call), ())}
             if handed:
                 call.srcgrad_consumed = frozenset(handed)
         return guards
+
+    def write_back(self, s) -> list | None:
+        """``r = helper(xs, ...)`` or ``helper(xs, ...)``, where the helper changes the list,
+        dict or array ``xs`` (a variable of this function) in place and something reads
+        ``xs`` afterwards: ``_r, xs = helper(xs, ...); r = _r``, the helper's build
+        returning ``xs`` after its result (writeback.py), as Python's caller sees the object
+        it changed. A call inside an expression (``n = n + helper(xs)``) is taken out first
+        when nothing else in the statement reads ``xs``. hand_over then checks, at run time,
+        that no other name of this function holds that object. None when nothing is taken
+        back: an attribute, an item or an expression passed (refused in the helper, as
+        before), a name read elsewhere in the call, a callee looked up at run time (a
+        closure's cell), a call carrying no gradient (run as Python, it changes ``xs``)."""
+        if not isinstance(s, (gast.Expr, gast.Assign, gast.AugAssign, gast.Return)) \
+                or s.value is None or self.nested or _start(s) is None:
+            return None
+        for call in _called_once(s.value):
+            back = self.taken_back_names(call, s)
+            if back:
+                break
+        else:
+            return None
+        result = self.ctx.namer.fresh("_r")
+        target = gast.Tuple(elts=[A.store(result)] + [A.store(n) for _, n in back],
+                            ctx=gast.Store())
+        self.taken_back[id(call)] = tuple(p for p, _ in back)
+        out = [A.assign(target, call, at=s)]
+        if call is s.value and isinstance(s, gast.Expr):
+            return out
+        s.value = _replaced(s.value, call, A.located(A.load(result), call))
+        return out + [s]
+
+    def taken_back_names(self, call, s) -> list[tuple[str, str]]:
+        """``(parameter, variable)`` for what ``call`` (in ``s``) takes back, sorted as the
+        helper returns them; [] for none."""
+        if not isinstance(call, gast.Call) or not A.names_read(call) & self.ctx.varied:
+            return []
+        fn = self.static_function(call.func)
+        if fn is None or call.func.id in self.ctx.closure:
+            return []
+        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                              + fn.__code__.co_kwonlyargcount])
+        taken = _taken_back(fn)
+        bound = A.bind_arguments(params, 0, call) or []
+        inside = {id(n) for n in gast.walk(call)}
+        # (s's other parts: an augmented target is read before the call)
+        outside = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and id(n) not in
+                   inside and (isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))}
+        passed = [a.id for _, a in bound if isinstance(a, gast.Name)]
+        back = []
+        for i, arg in bound:
+            if params[i] not in taken or not isinstance(arg, gast.Name) \
+                    or passed.count(arg.id) > 1 \
+                    or arg.id in outside or not self.own_variable(arg.id) \
+                    or self.dead_after(arg.id, s, call):
+                continue
+            # another argument reading xs must be a new value (not xs[0], which the helper
+            # would see change), unless the helper changes no item of xs in place
+            if params[i] not in _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED) \
+                    or all(self.fresh(a) and not _may_be_view(a) for _, a in bound
+                           if a is not arg and arg.id in A.names_read(a)):
+                back.append((params[i], arg.id))
+        return sorted(back)
+
+    def taken_back_in(self, stmts, names) -> list[str]:
+        """Those of ``names`` the statements pass to a helper that changes them in place,
+        which write_back may take back (rebinding the name to the changed object)."""
+        out = []
+        for stmt in stmts:
+            for call in gast.walk(stmt):
+                fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
+                if fn is None:
+                    continue
+                params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                                      + fn.__code__.co_kwonlyargcount])
+                out += [a.id for i, a in A.bind_arguments(params, 0, call) or []
+                        if isinstance(a, gast.Name) and a.id in names
+                        and params[i] in _taken_back(fn)]
+        return list(dict.fromkeys(out))
 
     def fresh(self, value) -> bool:
         """Whether ``value`` is certainly a new object: not a name, an item or attribute, a
@@ -683,9 +784,8 @@ class _Desugar:
         arguments come before it; ``s`` must read ``name`` nowhere else. A variable of this
         function only: not a parameter holding the caller's object, not one a nested
         function reads."""
-        if name not in self.scope_names or name in self.captured or (
-                name in self.ctx.params and not self.ctx.entry and name not in self.owned):
-            return False  # (a helper's parameter holds its caller's object, even rebound)
+        if not self.own_variable(name):
+            return False
         inside = {id(n) for n in gast.walk(call)}
         if any(isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Load)
                and id(n) not in inside for n in gast.walk(s)):
@@ -705,6 +805,13 @@ class _Desugar:
                  and end <= _end(n.body[-1])]
         # (a loop's else block runs once: only the loops whose body holds s repeat it)
         return not loops or self.rebound_first(name, max(loops, key=_start), start)
+
+    def own_variable(self, name: str) -> bool:
+        """Whether ``name`` is a variable of this function only: not a parameter holding
+        the caller's object (a helper's, even rebound, unless its call site hands it over),
+        not one a nested function reads."""
+        return name in self.scope_names and name not in self.captured and not (
+            name in self.ctx.params and not self.ctx.entry and name not in self.owned)
 
     def rebound_first(self, name: str, loop, start: tuple) -> bool:
         """Whether each iteration of ``loop`` binds ``name`` anew before anything reads it
@@ -829,6 +936,9 @@ class _Desugar:
             s = self.loop_with_walrus_test(s)
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
+        taken = self.write_back(s)
+        if taken is not None:
+            return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
@@ -1436,10 +1546,14 @@ class _Desugar:
         rebinds = _rebound_names(s.body + s.orelse)
         # (read before too: there 'xs.append(v)' is not yet 'xs = ...append...')
         grown = _length_changed(s.body, A.names_read(s.iter))
+        # a helper the body calls may lengthen the list too, which write_back takes back
+        taken = self.taken_back_in(s.body, A.names_read(s.iter))
+        grown += [n for n in taken if n not in grown]
         self.refuse_updates_of_iterated_views(s)
         s.body = self.block(s.body)
         s.orelse = self.block(s.orelse)
-        if not (A.names_read(s.iter) & self.ctx.varied) or _is_range(s.iter, self.ctx):
+        if not (A.names_read(s.iter) & self.ctx.varied) and not taken \
+                or _is_range(s.iter, self.ctx):
             # a range yields integers: nothing differentiable to iterate
             if not isinstance(s.target, gast.Name):
                 # for a, b in pairs  ->  for _t in pairs: a, b = _t
@@ -1603,6 +1717,33 @@ class _Desugar:
             if isinstance(node, gast.AST) and not isinstance(s, gast.While):
                 setattr(s, field, hoister.visit(node))
         return pre
+
+
+def _called_once(value):
+    """The calls ``value`` evaluates exactly once, whatever its values: not those under
+    'and'/'or' after the first operand, in a conditional expression's branches, in a lambda or
+    a comprehension."""
+    if isinstance(value, gast.Call):
+        yield value
+    if isinstance(value, gast.BoolOp):
+        children = value.values[:1]
+    elif isinstance(value, gast.IfExp):
+        children = [value.test]
+    elif isinstance(value, (gast.Lambda, gast.ListComp, gast.DictComp, gast.SetComp,
+                            gast.GeneratorExp)):
+        children = []
+    else:
+        children = list(gast.iter_child_nodes(value))
+    for child in children:
+        yield from _called_once(child)
+
+
+def _replaced(tree, old, new):
+    """``tree`` with the node ``old`` (by identity) replaced by ``new``."""
+    class Replace(gast.NodeTransformer):
+        def visit(self, node):
+            return new if node is old else self.generic_visit(node)
+    return Replace().visit(tree)
 
 
 def _conjunction(tests):
