@@ -35,6 +35,7 @@ with ``bind(Tensor, dtypes)`` when it is imported, and the modules between the t
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -102,14 +103,35 @@ NO_INDEX = object()
 
 
 class Meta:
-    """Rarely used per-tensor state: leaf hooks, and the base (and index) of a view."""
+    """Rarely used per-tensor state: leaf hooks, the base (and index) of a view, how to make
+    the view again from its base, and the live views of this tensor."""
 
-    __slots__ = ("hooks", "base", "index")
+    __slots__ = ("hooks", "base", "index", "remake", "views")
 
     def __init__(self):
         self.hooks = None
         self.base = None
         self.index = NO_INDEX
+        self.remake = None  # (op, arguments after the base, keywords, node class)
+        self.views = None  # weak references to the views made of this tensor
+
+
+def _register_view(out: "Tensor", base: "Tensor", op: Op, rest: tuple, kw: dict,
+                   cls: type | None) -> None:
+    """Mark ``out`` as a view of ``base`` when numpy made it one (it shares memory): an
+    in-place update of ``base`` then gives ``out`` a new history, as PyTorch does."""
+    if not np.may_share_memory(out._data, base._data):
+        return
+    if out._meta is None:
+        out._meta = Meta()
+    out._meta.base = base
+    out._meta.remake = (op, rest, kw, cls)
+    meta = base._meta
+    if meta is None:
+        meta = base._meta = Meta()
+    if meta.views is None:
+        meta.views = []
+    meta.views.append(weakref.ref(out))
 
 
 class NodeHooks:
@@ -209,9 +231,8 @@ def apply(op: Op, args: tuple, kw: dict = NO_KWARGS, cls: type | None = None,
         out._vc = view_of._vc
     if _STATE.enabled and ans.dtype.kind in "fc" and _any_requires_grad(args):
         _record(op, cls or op.cls, rule, args, raw, kw, ans, out)
-        if view_of is not None and view_of._rg:
-            out._meta = Meta()
-            out._meta.base = view_of
+    if view_of is not None:
+        _register_view(out, view_of, op, args[1:], kw, cls)
     return out
 
 
@@ -241,12 +262,11 @@ def _apply1(op: Op, a: "Tensor", kw: dict, cls: type | None, view_of: "Tensor | 
         node.vers = _saved_versions(op, node.args, out) if cls.saves else None
         out.grad_fn = node
         out._rg = True
-        if view_of is not None:
-            out._meta = Meta()
-            out._meta.base = view_of
     else:
         out.grad_fn = None
         out._rg = False
+    if view_of is not None:
+        _register_view(out, view_of, op, (), kw, cls)
     return out
 
 
@@ -342,14 +362,7 @@ def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
             node.edges = [(1, None, b.grad_fn or b)]
             node.pullback = op.pullbacks.get(_SECOND) or _pullback(op, rule, _SECOND)
         if cls.saves:
-            saved = []
-            if ta and op.read0:
-                saved.append((a, a._vc, a._vc[0]))
-            if tb and op.read1:
-                saved.append((b, b._vc, b._vc[0]))
-            if op.read_ans:
-                saved.append((None, out._vc, 0))
-            node.vers = saved or None
+            node.vers = _binary_saved(op, a, b, ta, tb, out)
         else:
             node.vers = None
         out.grad_fn = node
@@ -362,6 +375,27 @@ def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
 
 _FIRST = (True, False)
 _SECOND = (False, True)
+
+
+def _binary_saved(op: Op, a: Any, b: Any, ta: bool, tb: bool, out: "Tensor") -> list | None:
+    """(tensor, counter, version) of the operands and the result ``a <op> b``'s backward
+    reads: with ``op.reads_by``, only what the cotangents of the operands requiring grad read
+    (``x * 3`` keeps no claim on ``x``, as PyTorch's MulBackward0 keeps none)."""
+    read0, read1, read_ans = op.read0, op.read1, op.read_ans
+    if op.reads_by is not None:
+        (args0, ans0), (args1, ans1) = op.reads_by
+        need0, need1 = ta and a._rg, tb and b._rg
+        read0 = (need0 and 0 in args0) or (need1 and 0 in args1)
+        read1 = (need0 and 1 in args0) or (need1 and 1 in args1)
+        read_ans = (need0 and ans0) or (need1 and ans1)
+    saved = []
+    if ta and read0:
+        saved.append((a, a._vc, a._vc[0]))
+    if tb and read1:
+        saved.append((b, b._vc, b._vc[0]))
+    if read_ans:
+        saved.append((None, out._vc, 0))
+    return saved or None
 
 
 def _pullback(op: Op, rule, needed: tuple) -> Any:

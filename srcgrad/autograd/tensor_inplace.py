@@ -6,15 +6,17 @@ value refuses to run). On a view made by indexing it is written as ``base[i] = n
 """
 from __future__ import annotations
 
-__all__ = ["LEAF_INPLACE", "VIEW_OF_LEAF_INPLACE", "InplaceMethods"]
+__all__ = ["LEAF_INPLACE", "RESHAPED_VIEW_INPLACE", "VIEW_OF_LEAF_INPLACE", "InplaceMethods",
+           "refresh_views"]
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..errors import UnsupportedFeatureError
 from . import dispatch
-from .dispatch import NO_INDEX, apply, raw_data, raw_index, wrap
+from .dispatch import NO_INDEX, NO_KWARGS, apply, raw_data, raw_index, wrap
 from .dtypes import SCALAR_TYPE_NAMES
 from .generator import default_generator
 from .grad_mode import STATE as _STATE
@@ -23,6 +25,12 @@ from .ops import OPS
 if TYPE_CHECKING:  # annotations name the class these methods are mixed into
     from .._tensor import Tensor
 
+RESHAPED_VIEW_INPLACE = (
+    "srcgrad records in-place operations on views made by indexing, reshapes and transposes; "
+    "this view repeats elements of its base (expand): use the out-of-place operation")
+OVERLAPPING_INPLACE = (
+    "unsupported operation: more than one element of the written-to tensor refers to a single "
+    "memory location. Please clone() the tensor before performing the operation.")
 LEAF_INPLACE = "a leaf Variable that requires grad is being used in an in-place operation."
 VIEW_OF_LEAF_INPLACE = ("a view of a leaf Variable that requires grad is being used in an "
                         "in-place operation.")
@@ -58,16 +66,15 @@ class InplaceMethods:
                 root = root._meta.base
             if root._rg and root.grad_fn is None:
                 raise RuntimeError(VIEW_OF_LEAF_INPLACE)
-            if meta.index is NO_INDEX and self._rg:
-                raise UnsupportedFeatureError(
-                    "srcgrad records in-place operations on views made by indexing; this view "
-                    "was made by a reshape or a transpose: use the out-of-place operation")
 
     def _inplace(self, compute) -> "Tensor":
         """Apply ``compute(value) -> Tensor`` in place, rebasing history like PyTorch."""
+        if not self._data.flags.writeable:  # (numpy's expanded views are read-only)
+            raise RuntimeError(OVERLAPPING_INPLACE)
         self._check_inplace()
         meta = self._meta
-        if _STATE.enabled and meta is not None and meta.base is not None:
+        view = meta is not None and meta.base is not None
+        if _STATE.enabled and view and meta.index is not NO_INDEX:
             return self._inplace_view(compute)
         if _STATE.enabled:
             before = wrap(self._data.copy())
@@ -89,11 +96,14 @@ class InplaceMethods:
             if data is None:
                 raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match "
                                    f"the broadcast shape {list(result._data.shape)}")
+        if _STATE.enabled and view and result._rg:  # the base must record the history
+            return self._inplace_reshaped(result)
         np.copyto(self._data, data, casting="unsafe")
         self._vc[0] += 1
         if result.grad_fn is not None:
-            self.grad_fn = result.grad_fn
-            self._rg = True
+            rebase(self, result.grad_fn, True)
+        if _STATE.enabled:
+            refresh_views(self)
         return self
 
     def _inplace_view(self, compute) -> "Tensor":
@@ -103,8 +113,23 @@ class InplaceMethods:
         before = wrap(self._data.copy())
         before.grad_fn, before._rg = self.grad_fn, self._rg
         base[index] = compute(before)
-        fresh = base[index]
-        self.grad_fn, self._rg = fresh.grad_fn, fresh._rg
+        if base._rg:  # (refresh_views did it, unless numpy's index copied)
+            rebase(self, *view_history(self, base))
+        return self
+
+    def _inplace_reshaped(self, result: "Tensor") -> "Tensor":
+        """In-place update of a view made by a reshape, transpose, permute, (un)squeeze...:
+        each element of the view is one element of its base, so the base's new value is the
+        view's new value (``result``) put back in the base's order, recorded as an indexing
+        of ``result``; the view then takes its history from the base (``refresh_views``)."""
+        base = self._meta.base
+        order = base_order(self, base)
+        if order is None:  # one element of the base appears twice (not made by the ops here)
+            raise UnsupportedFeatureError(RESHAPED_VIEW_INPLACE)
+        if result.shape != self.shape:
+            result = result.expand(self.shape)
+        flat = result.reshape(-1)
+        base._inplace(lambda before: flat[order].reshape(base.shape))
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
@@ -168,3 +193,64 @@ class InplaceMethods:
 
     def __itruediv__(self, other):
         return self.div_(other)
+
+
+def refresh_views(t: "Tensor") -> None:
+    """After ``t`` changed in place, give each live view of it (and their views) the history
+    of the same view taken of ``t`` now, as PyTorch regenerates a view's ``grad_fn``: their
+    data is ``t``'s memory, so they already hold the new values."""
+    meta = t._meta
+    if meta is None or not meta.views:
+        return
+    alive = []
+    for ref in meta.views:
+        view = ref()
+        if view is None or view._meta is None or view._meta.base is not t:
+            continue
+        alive.append(ref)
+        if t._rg:
+            rebase(view, *view_history(view, t))
+        refresh_views(view)
+    meta.views = alive
+
+
+def view_history(view: "Tensor", base: "Tensor") -> tuple:
+    """(grad_fn, requires grad) of ``view`` taken again of ``base`` as it is now."""
+    meta = view._meta
+    if meta.index is not NO_INDEX:
+        fresh = apply(OPS["getitem"], (base, meta.index), NO_KWARGS,
+                      cls=dispatch.index_node(meta.index, False))
+    else:
+        op, rest, kw, cls = meta.remake
+        fresh = apply(op, (base,) + rest, kw, cls=cls)
+    return fresh.grad_fn, fresh._rg
+
+
+def base_order(view: "Tensor", base: "Tensor") -> np.ndarray | None:
+    """For a view made of ``base`` by a reshape-like op: the position in the flattened view of
+    each element of the flattened base, or None when the view does not hold each element of
+    the base exactly once."""
+    op, rest, kw, _ = view._meta.remake
+    rule = op.rule or op.resolve()
+    positions = np.asarray(rule.fn(np.arange(base._data.size).reshape(base._data.shape),
+                                   *rest, **kw)).ravel()
+    if positions.size != base._data.size:
+        return None
+    order = np.full(base._data.size, -1)
+    order[positions] = np.arange(positions.size)
+    return None if np.any(order < 0) else order
+
+
+def rebase(t: "Tensor", node: Any, requires_grad: bool) -> None:
+    """Give ``t`` the history ``node`` after an in-place change. ``retain_grad`` moves to the
+    new node (``.grad`` is the gradient of the new value, as in PyTorch); hooks registered
+    before stay with the old value's node."""
+    old = t.grad_fn
+    if old is not node and old is not None and old.hooks is not None and \
+            old.hooks.retain is not None and old.hooks.retain() is t:
+        old.hooks.retain = None
+        if node is not None:
+            if node.hooks is None:
+                node.hooks = dispatch.NodeHooks()
+            node.hooks.retain = weakref.ref(t)
+    t.grad_fn, t._rg = node, requires_grad
