@@ -266,3 +266,30 @@ def test_bmm():
     np.testing.assert_allclose(out, a @ b)
     with pytest.raises(RuntimeError, match="batch2 must be a 3D tensor"):
         srcgrad.bmm(_leaf(srcgrad, a), _leaf(srcgrad, b[0]))
+
+
+OVERLAPS = {  # in-place updates reading memory they partly write: PyTorch refuses them
+    "y.add_(y.T)": (lambda y: y.add_(y.T), True),
+    "y.add_(y[0])": (lambda y: y.add_(y[0]), True),
+    "y[1:] = y[:2]": (lambda y: y.__setitem__(slice(1, None), y[:2]), True),
+    "y[[0, 1]] = y[1:]": (lambda y: y.__setitem__([0, 1], y[1:]), True),
+    "y[0:2].copy_(y[1:3])": (lambda y: y[0:2].copy_(y[1:3]), True),
+    "y.add_(y)": (lambda y: y.add_(y), False),
+    "y[0].add_(y[1])": (lambda y: y[0].add_(y[1]), False),
+    "y[:, 0].sub_(y[:, 1])": (lambda y: y[:, 0].sub_(y[:, 1]), False),
+    "y[0] = y[0]": (lambda y: y.__setitem__(0, y[0]), False),
+    "y[0] = y[:, 0]": (lambda y: y.__setitem__(0, y[:, 0]), False),
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERLAPS))
+def test_partly_overlapping_in_place_updates_refuse_as_pytorch_does(name):
+    # seed 3 program 730, seed 4 program 1074: srcgrad computed numpy's answer
+    update, refused = OVERLAPS[name]
+    for lib in LIBS:
+        y = _leaf(lib, np.arange(9.0).reshape(3, 3)) * 1.0
+        if refused:
+            with pytest.raises(RuntimeError, match="refer to a single memory location"):
+                update(y)
+        else:
+            update(y)

@@ -28,6 +28,9 @@ if TYPE_CHECKING:  # annotations name the class these methods are mixed into
 RESHAPED_VIEW_INPLACE = (
     "srcgrad records in-place operations on views made by indexing, reshapes and transposes; "
     "this view repeats elements of its base (expand): use the out-of-place operation")
+PARTIAL_OVERLAP = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.")
 OVERLAPPING_INPLACE = (
     "unsupported operation: more than one element of the written-to tensor refers to a single "
     "memory location. Please clone() the tensor before performing the operation.")
@@ -44,7 +47,9 @@ class InplaceMethods:
     # ----------------------------------------------------------------- in place
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        raw, _ = raw_index(index)
+        raw, advanced = raw_index(index)
+        # (PyTorch writes a basic index through the view self[index], copy_ of the value)
+        check_overlap(self._data if advanced else self._data[raw], value)
         if _STATE.enabled and (self._rg or (isinstance(value, dispatch.Tensor) and value._rg)):
             if self._rg and self.grad_fn is None:  # PyTorch writes through a view here
                 raise RuntimeError(VIEW_OF_LEAF_INPLACE)
@@ -133,15 +138,19 @@ class InplaceMethods:
         return self
 
     def add_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        check_overlap(self, other)
         return self._inplace(lambda v: v.add(other, alpha=alpha))
 
     def sub_(self, other: Any, *, alpha: Any = 1) -> "Tensor":
+        check_overlap(self, other)
         return self._inplace(lambda v: v.sub(other, alpha=alpha))
 
     def mul_(self, other: Any) -> "Tensor":
+        check_overlap(self, other)
         return self._inplace(lambda v: v * other)
 
     def div_(self, other: Any) -> "Tensor":
+        check_overlap(self, other)
         return self._inplace(lambda v: v / other)
 
     def pow_(self, exponent: Any) -> "Tensor":
@@ -170,6 +179,7 @@ class InplaceMethods:
         return self
 
     def copy_(self, src: Any) -> "Tensor":
+        check_overlap(self, src)
         if isinstance(src, dispatch.Tensor) and src._rg and _STATE.enabled:
             return self._inplace(lambda v: v * 0 + src)
         return self.fill_(src)
@@ -254,3 +264,30 @@ def rebase(t: "Tensor", node: Any, requires_grad: bool) -> None:
                 node.hooks = dispatch.NodeHooks()
             node.hooks.retain = weakref.ref(t)
     t.grad_fn, t._rg = node, requires_grad
+
+
+def check_overlap(target: Any, operand: Any) -> None:
+    """PyTorch's refusal of an in-place update reading memory it partly writes (``y.add_(y.T)``,
+    ``y[1:] = y[:2]``): numpy would compute it, but the program means something else there.
+    As in PyTorch, only dense memory is compared and the same memory exactly is fine."""
+    if not isinstance(operand, dispatch.Tensor):
+        return
+    a, b = getattr(target, "_data", target), operand._data
+    if not isinstance(a, np.ndarray):  # (a numpy scalar: an element read by a basic index)
+        return
+    span_a, span_b = _dense_span(a), _dense_span(b)
+    if span_a is None or span_b is None or span_a[1] <= span_b[0] or span_b[1] <= span_a[0]:
+        return
+    if span_a == span_b and a.shape == b.shape and a.strides == b.strides:
+        return
+    raise RuntimeError(PARTIAL_OVERLAP)
+
+
+def _dense_span(a: np.ndarray) -> tuple | None:
+    """The bytes ``a`` covers, when it covers each of them once (no gaps, no repeats)."""
+    if a.size <= 1 or any(s == 0 for n, s in zip(a.shape, a.strides) if n > 1):
+        return None
+    start = a.__array_interface__["data"][0]
+    low = start + sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
+    high = start + sum(max(0, (n - 1) * s) for n, s in zip(a.shape, a.strides)) + a.itemsize
+    return (low, high) if high - low == a.size * a.itemsize else None
