@@ -274,6 +274,7 @@ OVERLAPS = {  # in-place updates reading memory they partly write: PyTorch refus
     "y[1:] = y[:2]": (lambda y: y.__setitem__(slice(1, None), y[:2]), True),
     "y[[0, 1]] = y[1:]": (lambda y: y.__setitem__([0, 1], y[1:]), True),
     "y[0:2].copy_(y[1:3])": (lambda y: y[0:2].copy_(y[1:3]), True),
+    "y[[0, 1]] = y[1, 1]": (lambda y: y.__setitem__([0, 1], y[1, 1]), True),  # (one element)
     "y.add_(y)": (lambda y: y.add_(y), False),
     "y[0].add_(y[1])": (lambda y: y[0].add_(y[1]), False),
     "y[:, 0].sub_(y[:, 1])": (lambda y: y[:, 0].sub_(y[:, 1]), False),

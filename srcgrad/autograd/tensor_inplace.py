@@ -285,7 +285,7 @@ def check_overlap(target: Any, operand: Any) -> None:
 
 def _dense_span(a: np.ndarray) -> tuple | None:
     """The bytes ``a`` covers, when it covers each of them once (no gaps, no repeats)."""
-    if a.size <= 1 or any(s == 0 for n, s in zip(a.shape, a.strides) if n > 1):
+    if a.size == 0 or any(s == 0 for n, s in zip(a.shape, a.strides) if n > 1):
         return None
     start = a.__array_interface__["data"][0]
     low = start + sum(min(0, (n - 1) * s) for n, s in zip(a.shape, a.strides))
