@@ -30,7 +30,9 @@ def _same_on_both(program, *values):
     if torch is not None:
         theirs = [_np(t) for t in program(torch, *[_leaf(torch, v) for v in values])]
         for a, b in zip(ours, theirs):
-            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     return ours
 
 
@@ -294,3 +296,29 @@ def test_partly_overlapping_in_place_updates_refuse_as_pytorch_does(name):
                 update(y)
         else:
             update(y)
+
+
+def test_backward_with_inputs_runs_no_hook_off_the_path_to_them():
+    # seed 7 program 883: a hook on a tensor that only leads to other leaves ran
+    def program(lib, a, b):
+        seen = []
+        h = b * 3
+        h.register_hook(lambda g: seen.append(g))
+        y = lib.where(a > 0, a, h)
+        (y * y).sum().backward(inputs=[a])
+        return a.grad, b.grad, lib.tensor(float(len(seen)))
+
+    ga, gb, calls = _same_on_both(program, [0.5, -1.0], [2.0, 1.0])
+    np.testing.assert_allclose(ga, [1.0, 0.0])
+    assert gb is None and calls == 0
+
+
+def test_mse_loss_refuses_when_its_target_changed_as_pytorch_does():
+    # seed 7 program 291: PyTorch's MseLossBackward0 saves input and target
+    for lib in LIBS:
+        a, b = _leaf(lib, [0.5, -1.0]), _leaf(lib, [2.0, 1.0])
+        loss = lib.nn.functional.mse_loss(a, b, reduction="sum")
+        with lib.no_grad():
+            b.mul_(0.5)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            loss.backward()

@@ -194,7 +194,9 @@ class _Walk:
             node = ready.pop()
             g = grads.pop(node, None)
             if g is not None:
-                if node.hooks is not None:
+                # (a node backward(inputs=...) does not need runs no hooks, as in PyTorch)
+                if node.hooks is not None and (needed is None or node in needed or
+                                               (tnodes is not None and node in tnodes)):
                     g = self._node_hooks(node, g)
                 if tnodes is not None and node in tnodes:
                     self._capture(tnodes[node], g)
