@@ -313,6 +313,22 @@ def test_backward_with_inputs_runs_no_hook_off_the_path_to_them():
     assert gb is None and calls == 0
 
 
+def test_backward_with_inputs_runs_no_hook_of_another_leaf():
+    # seed 8 program 1586: the hook of a leaf left out of inputs ran
+    def program(lib, a, b):
+        seen = []
+        b.register_hook(lambda g: seen.append(g))
+        y = lib.where(a > 0, a, b)
+        (y * y).sum().backward(inputs=[a], retain_graph=True)
+        grads = lib.autograd.grad((y * y).sum(), [a])
+        return a.grad, b.grad, grads[0], lib.tensor(float(len(seen)))
+
+    ga, gb, g, calls = _same_on_both(program, [0.5, -1.0], [2.0, 1.0])
+    np.testing.assert_allclose(ga, [1.0, 0.0])
+    np.testing.assert_allclose(g, [1.0, 0.0])
+    assert gb is None and calls == 0
+
+
 def test_mse_loss_refuses_when_its_target_changed_as_pytorch_does():
     # seed 7 program 291: PyTorch's MseLossBackward0 saves input and target
     for lib in LIBS:
