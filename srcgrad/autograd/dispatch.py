@@ -113,7 +113,7 @@ class Meta:
         self.base = None
         self.index = NO_INDEX
         self.remake = None  # (op, arguments after the base, keywords, node class)
-        self.views = None  # weak references to the views made of this tensor
+        self.views = None  # the live views made of this tensor (a WeakSet)
 
 
 def _register_view(out: "Tensor", base: "Tensor", op: Op, rest: tuple, kw: dict,
@@ -130,8 +130,8 @@ def _register_view(out: "Tensor", base: "Tensor", op: Op, rest: tuple, kw: dict,
     if meta is None:
         meta = base._meta = Meta()
     if meta.views is None:
-        meta.views = []
-    meta.views.append(weakref.ref(out))
+        meta.views = weakref.WeakSet()  # (dead views leave it: x[i] in a long loop)
+    meta.views.add(out)
 
 
 class NodeHooks:
@@ -355,14 +355,25 @@ def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
             if tb and b._rg:
                 node.edges = [(0, None, a.grad_fn or a), (1, None, b.grad_fn or b)]
                 node.pullback = rule.vjp
+                needed = 3
             else:
                 node.edges = [(0, None, a.grad_fn or a)]
                 node.pullback = op.pullbacks.get(_FIRST) or _pullback(op, rule, _FIRST)
+                needed = 2
         else:
             node.edges = [(1, None, b.grad_fn or b)]
             node.pullback = op.pullbacks.get(_SECOND) or _pullback(op, rule, _SECOND)
+            needed = 1
         if cls.saves:
-            node.vers = _binary_saved(op, a, b, ta, tb, out)
+            read0, read1, read_ans = op.binary_reads[needed]
+            saved = []
+            if ta and read0:
+                saved.append((a, a._vc, a._vc[0]))
+            if tb and read1:
+                saved.append((b, b._vc, b._vc[0]))
+            if read_ans:
+                saved.append((None, out._vc, 0))
+            node.vers = saved or None
         else:
             node.vers = None
         out.grad_fn = node
@@ -375,27 +386,6 @@ def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
 
 _FIRST = (True, False)
 _SECOND = (False, True)
-
-
-def _binary_saved(op: Op, a: Any, b: Any, ta: bool, tb: bool, out: "Tensor") -> list | None:
-    """(tensor, counter, version) of the operands and the result ``a <op> b``'s backward
-    reads: with ``op.reads_by``, only what the cotangents of the operands requiring grad read
-    (``x * 3`` keeps no claim on ``x``, as PyTorch's MulBackward0 keeps none)."""
-    read0, read1, read_ans = op.read0, op.read1, op.read_ans
-    if op.reads_by is not None:
-        (args0, ans0), (args1, ans1) = op.reads_by
-        need0, need1 = ta and a._rg, tb and b._rg
-        read0 = (need0 and 0 in args0) or (need1 and 0 in args1)
-        read1 = (need0 and 1 in args0) or (need1 and 1 in args1)
-        read_ans = (need0 and ans0) or (need1 and ans1)
-    saved = []
-    if ta and read0:
-        saved.append((a, a._vc, a._vc[0]))
-    if tb and read1:
-        saved.append((b, b._vc, b._vc[0]))
-    if read_ans:
-        saved.append((None, out._vc, 0))
-    return saved or None
 
 
 def _pullback(op: Op, rule, needed: tuple) -> Any:

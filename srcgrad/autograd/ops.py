@@ -60,7 +60,7 @@ class Op:
     """A Tensor operation: its rule (found in the registry) and its default node name."""
 
     __slots__ = ("label", "keys", "rule", "node", "cls", "reads", "read0", "read1", "read_ans",
-                 "pullbacks", "reads_by", "result_saved")
+                 "pullbacks", "reads_by", "result_saved", "binary_reads")
 
     def __init__(self, label: str, keys: tuple, node: str, reads: tuple | None = None,
                  reads_by: tuple | None = None, result_saved: bool = False):
@@ -93,8 +93,25 @@ class Op:
         self.read0 = 0 in self.reads[0]
         self.read1 = 1 in self.reads[0]
         self.read_ans = self.reads[1]
+        self.binary_reads = self._binary_reads()
         self.rule = rule
         return rule
+
+    def _binary_reads(self) -> tuple:
+        """(reads operand 0, reads operand 1, reads the result) of a binary op's backward, by
+        which operands require grad: index 2 * (operand 0 does) + (operand 1 does). With
+        ``reads_by``, only what the needed cotangents read (``x * 3`` claims nothing of
+        ``x``, as PyTorch's MulBackward0); else what the whole vjp reads."""
+        every = (self.read0, self.read1, self.read_ans)
+        if self.reads_by is None:
+            return (every,) * 4
+        (args0, ans0), (args1, ans1) = self.reads_by
+        table = []
+        for need0, need1 in ((False, False), (False, True), (True, False), (True, True)):
+            table.append(((need0 and 0 in args0) or (need1 and 0 in args1),
+                          (need0 and 1 in args0) or (need1 and 1 in args1),
+                          (need0 and ans0) or (need1 and ans1)))
+        return tuple(table)
 
     def _find(self):
         for key in self.keys:

@@ -212,16 +212,12 @@ def refresh_views(t: "Tensor") -> None:
     meta = t._meta
     if meta is None or not meta.views:
         return
-    alive = []
-    for ref in meta.views:
-        view = ref()
-        if view is None or view._meta is None or view._meta.base is not t:
+    for view in list(meta.views):
+        if view._meta is None or view._meta.base is not t:
             continue
-        alive.append(ref)
         if t._rg:
             rebase(view, *view_history(view, t))
         refresh_views(view)
-    meta.views = alive
 
 
 def view_history(view: "Tensor", base: "Tensor") -> tuple:

@@ -168,7 +168,6 @@ def as_view_index(index: Any) -> tuple:
     """A basic index with a trailing ``...``: numpy then returns a view even where it would
     return a copied scalar (``a[0]`` of a vector), so the result shares the tensor's memory
     as PyTorch's does and sees its in-place updates."""
-    parts = index if isinstance(index, tuple) else (index,)
-    if any(p is Ellipsis for p in parts):
-        return parts
-    return parts + (Ellipsis,)
+    if type(index) is not tuple:
+        return index if index is Ellipsis else (index, Ellipsis)
+    return index if Ellipsis in index else index + (Ellipsis,)
