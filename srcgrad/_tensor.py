@@ -23,8 +23,18 @@ Deliberate differences from PyTorch (what users see is otherwise meant to be ide
 
 * ``2 / x`` shows ``DivBackward0`` (PyTorch records a reciprocal and ``MulBackward0``).
 * In-place updates of a view made by indexing are recorded on its base as ``base[i] = new``
-  (``CopySlices``), as PyTorch does; on views made by a reshape or a transpose of a tensor
-  with history they raise ``UnsupportedFeatureError``.
+  (``CopySlices``), as PyTorch does; those of a view made by a reshape, transpose, permute or
+  (un)squeeze as the base taking the view's new values in its own element order (an
+  indexing node, where PyTorch shows ``AsStridedBackward0``). Views then take their history
+  from the base again.
+* The values a node claims for the version counter are those its registry vjp reads, plus
+  what PyTorch's node saves where that differs (``relu`` and ``prod`` claim their result,
+  ``mse_loss`` its input and target). Where the vjp reads more than PyTorch saves (``clamp``,
+  ``x ** 2`` and ``1 / x`` read their result, ``max(dim)`` and ``where`` their input...),
+  srcgrad refuses an in-place change before ``backward`` that PyTorch accepts, never the
+  reverse.
+* Memory layout follows numpy: a binary op of a transposed and a row-major tensor is laid
+  out as numpy lays it out, so ``view`` may accept (or refuse) it where PyTorch does not.
 * ``max(dim)``/``min(dim)`` share the gradient among tied elements, as the registry rule of
   ``np.max`` does; PyTorch sends it to the returned index only.
 * Float sums use numpy's pairwise summation, so the last bit can differ from PyTorch's.

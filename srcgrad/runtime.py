@@ -736,6 +736,10 @@ def setitem_zeroed(g, x, index):
         out = dict(g)
         out.pop(index, None)
         return out
+    if _is_recording_array(g):
+        keep = np.ones(np.shape(g))
+        keep[index] = 0
+        return g * keep
     out = list(g)
     out[index] = ZERO
     return out
@@ -1327,12 +1331,19 @@ def _shares_data(v, array, depth: int) -> bool:
 def last_writes(g, index):
     """``g[index]`` as the adjoint of the values a store ``x[index] = v`` wrote: where a
     fancy index repeats a position, numpy keeps the last write, so only it gets ``g``."""
-    if is_zero(g) or not isinstance(g, np.ndarray):
+    if is_zero(g) or not (isinstance(g, np.ndarray) or _is_recording_array(g)):
         return part(g, index)
     written = g[index]
     if _is_simple_index(index):
         return written
     return np.where(last_write_mask(np.shape(g), index), written, 0.0)
+
+
+def _is_recording_array(g) -> bool:
+    """An array-like that records numpy calls on it (a Tensor of the facade running a vjp
+    with ``create_graph=True``): not a container to copy item by item."""
+    return not isinstance(g, (list, tuple, dict, np.ndarray)) and \
+        hasattr(type(g), "__array_ufunc__") and hasattr(g, "shape")
 
 
 def last_write_mask(shape, index):

@@ -43,7 +43,7 @@ __all__ = [
     "tan", "tanh", "sigmoid", "relu", "sqrt", "rsqrt", "abs", "absolute", "clamp", "clip",
     "clamp_min", "clamp_max", "maximum", "minimum", "where",
     # linear algebra
-    "matmul", "mm", "mv", "dot", "outer",
+    "matmul", "mm", "bmm", "mv", "dot", "outer",
     # reductions
     "sum", "mean", "max", "min", "amax", "amin", "prod", "norm", "var", "std", "argmax",
     "argmin", "softmax", "log_softmax", "logsumexp",
@@ -418,6 +418,10 @@ def matmul(input: Any, other: Any) -> Tensor:
 
 def mm(input: Tensor, mat2: Tensor) -> Tensor:
     return input.mm(mat2)
+
+
+def bmm(input: Tensor, mat2: Tensor) -> Tensor:
+    return input.bmm(mat2)
 
 
 def mv(input: Tensor, vec: Tensor) -> Tensor:

@@ -35,6 +35,7 @@ with ``bind(Tensor, dtypes)`` when it is imported, and the modules between the t
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any, Iterable
 
 import numpy as np
@@ -102,14 +103,35 @@ NO_INDEX = object()
 
 
 class Meta:
-    """Rarely used per-tensor state: leaf hooks, and the base (and index) of a view."""
+    """Rarely used per-tensor state: leaf hooks, the base (and index) of a view, how to make
+    the view again from its base, and the live views of this tensor."""
 
-    __slots__ = ("hooks", "base", "index")
+    __slots__ = ("hooks", "base", "index", "remake", "views")
 
     def __init__(self):
         self.hooks = None
         self.base = None
         self.index = NO_INDEX
+        self.remake = None  # (op, arguments after the base, keywords, node class)
+        self.views = None  # the live views made of this tensor (a WeakSet)
+
+
+def _register_view(out: "Tensor", base: "Tensor", op: Op, rest: tuple, kw: dict,
+                   cls: type | None) -> None:
+    """Mark ``out`` as a view of ``base`` when numpy made it one (it shares memory): an
+    in-place update of ``base`` then gives ``out`` a new history, as PyTorch does."""
+    if not np.may_share_memory(out._data, base._data):
+        return
+    if out._meta is None:
+        out._meta = Meta()
+    out._meta.base = base
+    out._meta.remake = (op, rest, kw, cls)
+    meta = base._meta
+    if meta is None:
+        meta = base._meta = Meta()
+    if meta.views is None:
+        meta.views = weakref.WeakSet()  # (dead views leave it: x[i] in a long loop)
+    meta.views.add(out)
 
 
 class NodeHooks:
@@ -209,9 +231,8 @@ def apply(op: Op, args: tuple, kw: dict = NO_KWARGS, cls: type | None = None,
         out._vc = view_of._vc
     if _STATE.enabled and ans.dtype.kind in "fc" and _any_requires_grad(args):
         _record(op, cls or op.cls, rule, args, raw, kw, ans, out)
-        if view_of is not None and view_of._rg:
-            out._meta = Meta()
-            out._meta.base = view_of
+    if view_of is not None:
+        _register_view(out, view_of, op, args[1:], kw, cls)
     return out
 
 
@@ -241,12 +262,11 @@ def _apply1(op: Op, a: "Tensor", kw: dict, cls: type | None, view_of: "Tensor | 
         node.vers = _saved_versions(op, node.args, out) if cls.saves else None
         out.grad_fn = node
         out._rg = True
-        if view_of is not None:
-            out._meta = Meta()
-            out._meta.base = view_of
     else:
         out.grad_fn = None
         out._rg = False
+    if view_of is not None:
+        _register_view(out, view_of, op, (), kw, cls)
     return out
 
 
@@ -335,19 +355,23 @@ def binary(op: Op, a: Any, b: Any, cls: type | None = None) -> "Tensor":
             if tb and b._rg:
                 node.edges = [(0, None, a.grad_fn or a), (1, None, b.grad_fn or b)]
                 node.pullback = rule.vjp
+                needed = 3
             else:
                 node.edges = [(0, None, a.grad_fn or a)]
                 node.pullback = op.pullbacks.get(_FIRST) or _pullback(op, rule, _FIRST)
+                needed = 2
         else:
             node.edges = [(1, None, b.grad_fn or b)]
             node.pullback = op.pullbacks.get(_SECOND) or _pullback(op, rule, _SECOND)
+            needed = 1
         if cls.saves:
+            read0, read1, read_ans = op.binary_reads[needed]
             saved = []
-            if ta and op.read0:
+            if ta and read0:
                 saved.append((a, a._vc, a._vc[0]))
-            if tb and op.read1:
+            if tb and read1:
                 saved.append((b, b._vc, b._vc[0]))
-            if op.read_ans:
+            if read_ans:
                 saved.append((None, out._vc, 0))
             node.vers = saved or None
         else:

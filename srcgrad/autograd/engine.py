@@ -194,7 +194,9 @@ class _Walk:
             node = ready.pop()
             g = grads.pop(node, None)
             if g is not None:
-                if node.hooks is not None:
+                # (a node backward(inputs=...) does not need runs no hooks, as in PyTorch)
+                if node.hooks is not None and (needed is None or node in needed or
+                                               (tnodes is not None and node in tnodes)):
                     g = self._node_hooks(node, g)
                 if tnodes is not None and node in tnodes:
                     self._capture(tnodes[node], g)
@@ -276,16 +278,17 @@ class _Walk:
     def _finish_leaves(self, leaves: dict) -> None:
         ids = self.target_ids
         for leaf, g in leaves.values():
+            target = ids is not None and id(leaf) in ids
+            if not target and (ids is not None or not self.accumulate):
+                continue  # (nor are its hooks run: PyTorch does not run its AccumulateGrad)
             meta = leaf._meta
             if meta is not None and meta.hooks:
                 for hook in list(meta.hooks.values()):
                     g = self._call_hook(hook, g, leaf._data)
-            if ids is not None and id(leaf) in ids:
+            if target:
                 self._capture(leaf, g)
                 if not self.accumulate:
                     continue
-            elif not self.accumulate or ids is not None:
-                continue
             self._deposit(leaf, g)
         if self.accumulate and ids is not None:
             for t in self.targets:

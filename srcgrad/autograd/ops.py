@@ -60,15 +60,22 @@ class Op:
     """A Tensor operation: its rule (found in the registry) and its default node name."""
 
     __slots__ = ("label", "keys", "rule", "node", "cls", "reads", "read0", "read1", "read_ans",
-                 "pullbacks")
+                 "pullbacks", "reads_by", "result_saved", "binary_reads")
 
-    def __init__(self, label: str, keys: tuple, node: str, reads: tuple | None = None):
+    def __init__(self, label: str, keys: tuple, node: str, reads: tuple | None = None,
+                 reads_by: tuple | None = None, result_saved: bool = False):
         self.label = label
         self.keys = keys
         self.node = node
         self.cls = node_class(node)
         self.rule = None
         self.reads = reads  # None: found by reading the vjp's bytecode
+        # for a binary op, the values (argument positions, ans) each operand's cotangent
+        # reads, beyond shapes: only those of the operands requiring grad are version-checked
+        self.reads_by = reads_by
+        # PyTorch's node saves the result although the vjp does not read it: an in-place
+        # update of the result then raises at backward there, so it must here too
+        self.result_saved = result_saved
         self.pullbacks: dict = {}
 
     def resolve(self):
@@ -81,11 +88,30 @@ class Op:
             raise MissingRuleError(_rules.rule_name(key) if key is not None else self.label)
         if self.reads is None:
             self.reads = vjp_reads(rule)
+        if self.result_saved:
+            self.reads = (self.reads[0], True)
         self.read0 = 0 in self.reads[0]
         self.read1 = 1 in self.reads[0]
         self.read_ans = self.reads[1]
+        self.binary_reads = self._binary_reads()
         self.rule = rule
         return rule
+
+    def _binary_reads(self) -> tuple:
+        """(reads operand 0, reads operand 1, reads the result) of a binary op's backward, by
+        which operands require grad: index 2 * (operand 0 does) + (operand 1 does). With
+        ``reads_by``, only what the needed cotangents read (``x * 3`` claims nothing of
+        ``x``, as PyTorch's MulBackward0); else what the whole vjp reads."""
+        every = (self.read0, self.read1, self.read_ans)
+        if self.reads_by is None:
+            return (every,) * 4
+        (args0, ans0), (args1, ans1) = self.reads_by
+        table = []
+        for need0, need1 in ((False, False), (False, True), (True, False), (True, True)):
+            table.append(((need0 and 0 in args0) or (need1 and 0 in args1),
+                          (need0 and 1 in args0) or (need1 and 1 in args1),
+                          (need0 and ans0) or (need1 and ans1)))
+        return tuple(table)
 
     def _find(self):
         for key in self.keys:
@@ -123,19 +149,29 @@ def vjp_reads(rule) -> tuple[tuple[int, ...], bool]:
     return reads, names[1] in loaded
 
 
-def _op(label: str, *keys: Any, node: str, reads: tuple | None = None) -> Op:
-    return Op(label, keys, node, reads)
+def _op(label: str, *keys: Any, node: str, reads: tuple | None = None,
+        reads_by: tuple | None = None, result_saved: bool = False) -> Op:
+    return Op(label, keys, node, reads, reads_by, result_saved)
+
+
+# The vjps of these read their operand only for its shape (np.shape, unbroadcast, unindex...),
+# as PyTorch's nodes save sizes and indices, not the input: an input changed in place later
+# does not stop their backward.
+_SHAPES_ONLY = ((), False)
+_NONE_READ = (((), False), ((), False))
+_EACH_OTHER = (((1,), False), ((0,), False))  # x * y, x @ y: x's cotangent reads y, y's x
 
 
 _NN = "srcgrad.rules.nn"
 OPS: dict[str, Op] = {op.label: op for op in [
-    _op("add", np.add, operator.add, node="AddBackward0"),
-    _op("sub", np.subtract, operator.sub, node="SubBackward0"),
-    _op("mul", np.multiply, operator.mul, node="MulBackward0"),
-    _op("div", np.divide, operator.truediv, node="DivBackward0"),
+    _op("add", np.add, operator.add, node="AddBackward0", reads_by=_NONE_READ),
+    _op("sub", np.subtract, operator.sub, node="SubBackward0", reads_by=_NONE_READ),
+    _op("mul", np.multiply, operator.mul, node="MulBackward0", reads_by=_EACH_OTHER),
+    _op("div", np.divide, operator.truediv, node="DivBackward0",
+        reads_by=(((1,), False), ((0, 1), True))),  # (x: PyTorch saves it; the vjp reads ans)
     _op("neg", np.negative, operator.neg, node="NegBackward0"),
     _op("pow", np.power, operator.pow, node="PowBackward0"),
-    _op("matmul", np.matmul, operator.matmul, node="MmBackward0"),
+    _op("matmul", np.matmul, operator.matmul, node="MmBackward0", reads_by=_EACH_OTHER),
     _op("exp", np.exp, node="ExpBackward0"),
     _op("log", np.log, node="LogBackward0"),
     _op("sin", np.sin, node="SinBackward0"),
@@ -151,27 +187,27 @@ OPS: dict[str, Op] = {op.label: op for op in [
     _op("maximum", np.maximum, node="MaximumBackward0"),
     _op("minimum", np.minimum, node="MinimumBackward0"),
     _op("sigmoid", f"{_NN}:sigmoid", node="SigmoidBackward0"),
-    _op("relu", f"{_NN}:relu", node="ReluBackward0"),
+    _op("relu", f"{_NN}:relu", node="ReluBackward0", result_saved=True),
     _op("softmax", f"{_NN}:softmax", node="SoftmaxBackward0"),
     _op("log_softmax", f"{_NN}:log_softmax", node="LogSoftmaxBackward0"),
     _op("logsumexp", f"{_NN}:logsumexp", "scipy.special:logsumexp", node="LogsumexpBackward0"),
     _op("clip", np.clip, node="ClampBackward1"),
     _op("where", np.where, node="WhereBackward0"),
-    _op("sum", np.sum, node="SumBackward0"),
-    _op("mean", np.mean, node="MeanBackward0"),
+    _op("sum", np.sum, node="SumBackward0", reads=_SHAPES_ONLY),
+    _op("mean", np.mean, node="MeanBackward0", reads=_SHAPES_ONLY),
     _op("max", np.max, node="MaxBackward1"),
     _op("min", np.min, node="MinBackward1"),
-    _op("prod", np.prod, node="ProdBackward0"),
+    _op("prod", np.prod, node="ProdBackward0", result_saved=True),
     _op("norm", np.linalg.norm, node="LinalgVectorNormBackward0"),
-    _op("reshape", np.reshape, node="ViewBackward0"),
-    _op("transpose", np.transpose, node="PermuteBackward0"),
-    _op("swapaxes", np.swapaxes, node="TransposeBackward0"),
-    _op("expand_dims", np.expand_dims, node="UnsqueezeBackward0"),
-    _op("squeeze", np.squeeze, node="SqueezeBackward0"),
-    _op("broadcast_to", np.broadcast_to, node="ExpandBackward0"),
-    _op("getitem", operator.getitem, node="IndexBackward0"),
-    _op("concatenate", np.concatenate, node="CatBackward0"),
-    _op("stack", np.stack, node="StackBackward0"),
+    _op("reshape", np.reshape, node="ViewBackward0", reads=_SHAPES_ONLY),
+    _op("transpose", np.transpose, node="PermuteBackward0", reads=_SHAPES_ONLY),
+    _op("swapaxes", np.swapaxes, node="TransposeBackward0", reads=_SHAPES_ONLY),
+    _op("expand_dims", np.expand_dims, node="UnsqueezeBackward0", reads=_SHAPES_ONLY),
+    _op("squeeze", np.squeeze, node="SqueezeBackward0", reads=_SHAPES_ONLY),
+    _op("broadcast_to", np.broadcast_to, node="ExpandBackward0", reads=_SHAPES_ONLY),
+    _op("getitem", operator.getitem, node="IndexBackward0", reads=_SHAPES_ONLY),
+    _op("concatenate", np.concatenate, node="CatBackward0", reads=_SHAPES_ONLY),
+    _op("stack", np.stack, node="StackBackward0", reads=_SHAPES_ONLY),
     _op("copy", np.copy, node="CloneBackward0"),
     # Its vjp reads the base and the value for their shapes only: nothing to version-check.
     _op("setitem", "srcgrad.runtime:setitem", node="CopySlices", reads=((), False)),

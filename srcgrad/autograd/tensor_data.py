@@ -225,7 +225,14 @@ class DataMethods:
         raise AssertionError("Torch not compiled with CUDA enabled")
 
     def contiguous(self, memory_format: Any = None) -> "Tensor":
-        return self
+        """Itself when its memory is in row-major order, else a row-major copy (which
+        ``view`` accepts): a transpose's ``.contiguous().view(-1)``."""
+        if self._data.flags.c_contiguous:
+            return self
+        return apply(OPS["copy"], (self,), {"order": "C"})
+
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        return bool(self._data.flags.c_contiguous)
 
     def clone(self, memory_format: Any = None) -> "Tensor":
         return apply(OPS["copy"], (self,))

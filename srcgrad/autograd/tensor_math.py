@@ -125,6 +125,17 @@ class MathMethods:
             raise RuntimeError("mat2 must be a matrix")
         return matmul(self, mat2)
 
+    def bmm(self, mat2):
+        if self._data.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor")
+        if raw_data(mat2).ndim != 3:
+            raise RuntimeError("batch2 must be a 3D tensor")
+        if self._data.shape[0] != raw_data(mat2).shape[0]:
+            raise RuntimeError("Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{self._data.shape[0]}, {self._data.shape[2]}] but got: "
+                               f"[{raw_data(mat2).shape[0]}, {raw_data(mat2).shape[1]}].")
+        return matmul(self, mat2)
+
     def mv(self, vec):
         if self._data.ndim != 2 or raw_data(vec).ndim != 1:
             raise RuntimeError("vector + matrix @ vector expected, got "

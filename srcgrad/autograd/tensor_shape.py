@@ -12,6 +12,8 @@ import math
 import warnings
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from ..errors import UnsupportedFeatureError
 from .dispatch import NO_KWARGS, Meta, apply, index_error, index_node, raw_index
 from .dtypes import dtype, shape_args
@@ -20,6 +22,10 @@ from .ops import OPS
 
 if TYPE_CHECKING:  # annotations name the class these methods are mixed into
     from .._tensor import Tensor
+
+
+NOT_A_VIEW = ("view size is not compatible with input tensor's size and stride (at least one "
+              "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
 
 
 class ShapeMethods:
@@ -40,12 +46,19 @@ class ShapeMethods:
     def view(self, *shape: Any) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (dtype, type)):
             raise UnsupportedFeatureError("view(dtype) is not supported by srcgrad")
-        return self.reshape(*shape)
+        shape = shape_args(shape)
+        self._check_shape(shape)
+        try:  # numpy refuses where the memory layout needs a copy, as PyTorch's view does
+            np.reshape(self._data, shape, copy=False)
+        except ValueError:
+            raise RuntimeError(NOT_A_VIEW) from None
+        return self._view_op("reshape", (shape,), NO_KWARGS)
 
     def view_as(self, other: "Tensor") -> "Tensor":
-        return self.reshape(other.shape)
+        return self.view(other.shape)
 
-    reshape_as = view_as
+    def reshape_as(self, other: "Tensor") -> "Tensor":
+        return self.reshape(other.shape)
 
     def _check_shape(self, shape: tuple) -> None:
         n = self._data.size
@@ -140,6 +153,7 @@ class ShapeMethods:
         try:
             if advanced:
                 return apply(OPS["getitem"], (self, raw), NO_KWARGS, cls=cls)
+            raw = as_view_index(raw)
             view = apply(OPS["getitem"], (self, raw), NO_KWARGS, cls=cls, view_of=self)
         except IndexError as e:
             raise IndexError(str(e)) from None
@@ -148,3 +162,12 @@ class ShapeMethods:
             view._meta = Meta()
         view._meta.base, view._meta.index = self, raw
         return view
+
+
+def as_view_index(index: Any) -> tuple:
+    """A basic index with a trailing ``...``: numpy then returns a view even where it would
+    return a copied scalar (``a[0]`` of a vector), so the result shares the tensor's memory
+    as PyTorch's does and sees its in-place updates."""
+    if type(index) is not tuple:
+        return index if index is Ellipsis else (index, Ellipsis)
+    return index if Ellipsis in index else index + (Ellipsis,)

@@ -84,10 +84,23 @@ def mse_loss(input: Tensor, target: Tensor, size_average: Any = None, reduce: An
     squared = (input - target) ** 2
     name = node_class("MseLossBackward0")
     if reduction == "mean":
-        return apply(OPS["mean"], (squared,), cls=name)
-    if reduction == "sum":
-        return apply(OPS["sum"], (squared,), cls=name)
-    return squared
+        out = apply(OPS["mean"], (squared,), cls=name)
+    elif reduction == "sum":
+        out = apply(OPS["sum"], (squared,), cls=name)
+    else:
+        out = squared
+    return _saving(out, input, target)
+
+
+def _saving(out: Tensor, *saved: Any) -> Tensor:
+    """``out`` whose node also claims ``saved`` as PyTorch's loss node saves them: changing
+    one in place before backward then raises, as it does there (srcgrad's own nodes read the
+    difference, which is not changed)."""
+    node = out.grad_fn
+    if node is not None:
+        node.vers = list(node.vers or ()) + [(t, t._vc, t._vc[0]) for t in saved
+                                              if isinstance(t, Tensor)]
+    return out
 
 
 def _size(t: Any):
