@@ -465,6 +465,25 @@ def _zero_tangent(x):
     return _zeros_like(x)
 
 
+tangent_item = _stub("tangent_item")
+SUPPORTED = SUPPORTED | {"tangent_item"}
+
+
+@overload(tangent_item)
+def _tangent_item(d, x, index):
+    """Forward mode's tangent of ``x[index]`` for a tuple ``x`` (a callee's result and its
+    saved values, in a compiled Hessian-vector product): ``d[index]``; the zero of the item
+    when ``d`` is the lazy zero. Arrays and lists are refused (their tangent may be smaller
+    than the value: the interpreted helper broadcasts it)."""
+    if isinstance(_unwrap(x), types.BaseTuple) and isinstance(index, types.IntegerLiteral):
+        at = index.literal_value
+        if isinstance(d, types.BaseTuple):
+            return lambda d, x, index: d[at]
+        if _is_scalar(d):
+            return lambda d, x, index: zero_tangent(x[at])
+    raise TypingError(f"srcgrad: no compiled tangent of an item of a {x} (tangent {d})")
+
+
 # -- structured adjoints, element stores and their guards ----------------------------------
 
 part = _stub("part")
