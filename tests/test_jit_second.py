@@ -101,6 +101,11 @@ def helper_calls_a_helper(x):
     return np.sum(outer(x) * x)
 
 
+def indexes_a_result(x):  # (the tangent of an item of an array a helper returns)
+    y = helper(x)
+    return y[0] * y[2] + np.sum(helper(x)[1:] * x[:2])
+
+
 def scaled(v, k=2.0):
     return v * k
 
@@ -207,6 +212,7 @@ CASES = [(euler, 0.4, 1.0), (euler, -1.3, -0.5), (doubling, ARRAY, DIRECTION),
          (global_weights, ARRAY, DIRECTION), (copy_made_in_the_loop, ARRAY, DIRECTION),
          (calls_a_helper, ARRAY, DIRECTION), (helper_twice, ARRAY, DIRECTION),
          (helper_calls_a_helper, ARRAY, DIRECTION), (keywords_and_defaults, ARRAY, DIRECTION),
+         (indexes_a_result, ARRAY, DIRECTION),
          (a_times_x, ARRAY, DIRECTION), (quadratic_form, ARRAY, DIRECTION),
          (recurrent, ARRAY, DIRECTION), (mlp, ARRAY, DIRECTION),
          (matrix_times_matrix, MATRIX * 0.5, np.cos(MATRIX)),

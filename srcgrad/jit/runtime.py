@@ -473,14 +473,24 @@ SUPPORTED = SUPPORTED | {"tangent_item"}
 def _tangent_item(d, x, index):
     """Forward mode's tangent of ``x[index]`` for a tuple ``x`` (a callee's result and its
     saved values, in a compiled Hessian-vector product): ``d[index]``; the zero of the item
-    when ``d`` is the lazy zero. Arrays and lists are refused (their tangent may be smaller
-    than the value: the interpreted helper broadcasts it)."""
-    if isinstance(_unwrap(x), types.BaseTuple) and isinstance(index, types.IntegerLiteral):
+    when ``d`` is the lazy zero. For an array, ``d[index]`` when ``d`` has ``x``'s shape
+    (as compiled tangents have: broadcast_like, zero_tangent), else a ValueError (the
+    interpreted helper broadcasts a smaller tangent first). Lists are refused."""
+    x = _unwrap(x)
+    if isinstance(x, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
         at = index.literal_value
         if isinstance(d, types.BaseTuple):
             return lambda d, x, index: d[at]
         if _is_scalar(d):
             return lambda d, x, index: zero_tangent(x[at])
+    if isinstance(x, types.Array) and _is_scalar(d):
+        return lambda d, x, index: zero_tangent(x[index])
+    if isinstance(x, types.Array) and isinstance(d, types.Array) and d.ndim == x.ndim:
+        def item(d, x, index):
+            if d.shape != x.shape:
+                raise ValueError("srcgrad: a tangent's shape differs from its value's")
+            return d[index]
+        return item
     raise TypingError(f"srcgrad: no compiled tangent of an item of a {x} (tangent {d})")
 
 
