@@ -474,8 +474,8 @@ def _tangent_item(d, x, index):
     """Forward mode's tangent of ``x[index]`` for a tuple ``x`` (a callee's result and its
     saved values, in a compiled Hessian-vector product): ``d[index]``; the zero of the item
     when ``d`` is the lazy zero. For an array, ``d[index]`` when ``d`` has ``x``'s shape
-    (as compiled tangents have: broadcast_like, zero_tangent), else a ValueError (the
-    interpreted helper broadcasts a smaller tangent first). Lists are refused."""
+    (as compiled tangents of an hvp have: broadcast_like, zero_tangent), else the item of
+    ``d`` broadcast to it, as interpreted. Lists are refused."""
     x = _unwrap(x)
     if isinstance(x, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
         at = index.literal_value
@@ -488,7 +488,7 @@ def _tangent_item(d, x, index):
     if isinstance(x, types.Array) and isinstance(d, types.Array) and d.ndim == x.ndim:
         def item(d, x, index):
             if d.shape != x.shape:
-                raise ValueError("srcgrad: a tangent's shape differs from its value's")
+                return np.broadcast_to(d, x.shape)[index]
             return d[index]
         return item
     raise TypingError(f"srcgrad: no compiled tangent of an item of a {x} (tangent {d})")
