@@ -370,6 +370,26 @@ def doubling_cubes_hvp(y, v):
     return 6.0 * 8.0 ** n * y * v
 
 
+def dense_layer(W, b, h):
+    return np.tanh(W @ h + b)
+
+
+MLP_RNG = np.random.default_rng(12)  # (its own: the other workloads' data stay as they were)
+MLP_X = MLP_RNG.standard_normal((16, 64))
+MLP_B1 = MLP_RNG.standard_normal((32, 1)) * 0.1
+MLP_W2 = MLP_RNG.standard_normal((8, 32)) / np.sqrt(32)
+MLP_B2 = MLP_RNG.standard_normal((8, 1)) * 0.1
+MLP_Y = MLP_RNG.standard_normal((8, 64)) * 0.5
+
+
+def mlp_layers_loss(W1):
+    """A 2-layer MLP written with a layer() helper, on a batch of 64: the loss as a function
+    of the first layer's weights (a Newton-CG step's Hessian-vector products)."""
+    h = dense_layer(W1, MLP_B1, MLP_X)
+    out = dense_layer(MLP_W2, MLP_B2, h)
+    return np.sum((out - MLP_Y) ** 2)
+
+
 def jax_second_order(jax):
     """``name -> [(api, function, how)]``, jitted: JAX's hvp is forward over reverse (``jvp``
     of ``grad``), its hessian ``jacfwd(jacrev)``; the while loop needs ``lax.while_loop``,
@@ -389,6 +409,13 @@ def jax_second_order(jax):
     def twice_forward(f):
         return jax.jit(jax.jacfwd(jax.jacfwd(f)))
 
+    def dense_layer_jax(W, b, h):
+        return jnp.tanh(W @ h + b)
+
+    def mlp_layers_jax(W1):
+        h = dense_layer_jax(W1, MLP_B1, MLP_X)
+        return jnp.sum((dense_layer_jax(MLP_W2, MLP_B2, h) - MLP_Y) ** 2)
+
     return {"euler": [("hvp", hvp(euler_unrolled), "Python loop, unrolled"),
                       ("hvp", hvp(euler_fori), "lax.fori_loop"),
                       ("hessian", jax.jit(jax.hessian(euler_fori)), "lax.fori_loop")],
@@ -398,7 +425,8 @@ def jax_second_order(jax):
                          ("hvp", jax.jit(lambda x, v: twice_forward(doubling_while)(x) @ v),
                           "lax.while_loop, jacfwd(jacfwd)(x) @ v"),
                          ("hessian", twice_forward(doubling_while),
-                          "lax.while_loop, jacfwd(jacfwd)")]}
+                          "lax.while_loop, jacfwd(jacfwd)")],
+            "mlp": [("hvp", hvp(mlp_layers_jax), "layer() helper, jvp of grad")]}
 
 
 def _first_and_steady(fn, args) -> tuple:
@@ -416,9 +444,13 @@ def second_order() -> None:
     load = os.getloadavg()
     x = rng.standard_normal(100) * 1e-3
     v = rng.standard_normal(100)
+    w1 = MLP_RNG.standard_normal((32, 16)) / 4.0
     cases = [("euler", "Euler loop, 1000 steps on floats", euler, 0.5, 1.0, None),
              ("doubling", "while norm(y) < 1000: y = y * 2, sum(y**3), 100 elements",
-              doubling_cubes, x, v, doubling_cubes_hvp)]
+              doubling_cubes, x, v, doubling_cubes_hvp),
+             ("mlp", "2-layer MLP with a layer() helper, 16 -> 32 -> 8, batch 64, wrt W1",
+              mlp_layers_loss, w1, MLP_RNG.standard_normal(w1.shape), None)]
+    apis = {"mlp": ("hvp",)}  # (its Hessian: 512 products)
     jax = jax_columns()
     jaxes = jax_second_order(jax) if jax is not None else {}
     print("| workload | api | interpreted | jit | jit speed-up | jit first call |")
@@ -428,6 +460,8 @@ def second_order() -> None:
         runs = {"hvp": lambda jit: srcgrad.hvp(f, (x0,), (v0,), jit=jit),
                 "hessian": lambda jit: srcgrad.hessian(f, jit=jit)(x0)}
         for api, run in runs.items():
+            if api not in apis.get(key, runs):
+                continue
             got, first, t_jit = _first_and_steady(run, (True,))
             want = run(False)
             check(got, want, f"{name} {api}")

@@ -833,7 +833,11 @@ def _second_order(api, f, primals, wrt, jit):
         built = get_entry_forward(fn, indices)
         return built.scalar_variant() if scalars and built.scalar_closed else built
 
-    return second_order(api, f, tuple(primals), wrt, jit, adjoint_for, forward_of)
+    def resolve(site):  # (a call of a user function in the forward mode: its forward build;
+        # a SparseCallSite's for all of its arguments: jit/build.py _bind_helpers)
+        return get_forward(function_key(site.fn), site.wrt, consumed=site.consumed)
+
+    return second_order(api, f, tuple(primals), wrt, jit, adjoint_for, forward_of, resolve)
 
 
 def _unit_tangents(primals, indices):

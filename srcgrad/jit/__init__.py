@@ -576,7 +576,8 @@ def _second_order_refusal(f, primals, positional) -> str | None:
     return _argument_refusal(f, primals)
 
 
-def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, forward_of):
+def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, forward_of,
+                 resolve):
     """A function ``products(tangents) -> tuple`` of compiled Hessian-vector products of
     scalar ``f`` at ``primals`` with respect to the arguments ``wrt`` (one tangent and one
     product each), for ``srcgrad.hvp``/``hessian`` with ``jit=option``: forward mode over
@@ -584,7 +585,8 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
     code should run: under ``jit="auto"`` with a warning, for an integer to differentiate
     (the interpreted error) silently; the function returns None where the interpreted
     code should run (with a warning under "auto" where numba cannot compile it). ``adjoint_for(f, wrt, scalars)`` is the gradient's
-    build, ``forward_of(fn, wrt)`` a forward-mode build. The function's ``view`` is what
+    build, ``forward_of(fn, wrt)`` a forward-mode build, ``resolve(call_site)`` the
+    forward-mode build a call in one calls (the sweeps of a user function). The function's ``view`` is what
     ``srcgrad.source`` shows."""
     auto = _check_option(option)
     shown: list = []
@@ -604,7 +606,7 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
     def compiled_now():
         from .hvp import compiled_hvp
         adj = adjoint_for(f, wrt, scalars)
-        compiled, fused = compiled_hvp(adj, forward_of)
+        compiled, fused = compiled_hvp(adj, forward_of, resolve, f)
         # (one view per adjoint, alive while it is: srcgrad.source(f, "hvp") remembers it
         # weakly)
         view = _HVP_VIEWS.get(adj)

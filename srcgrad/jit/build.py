@@ -16,6 +16,7 @@ __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compil
 import ast
 import os
 import threading
+import types
 import weakref
 from typing import Any, NamedTuple
 
@@ -28,7 +29,7 @@ from ..generated import describe, runtime_alias
 from ..transforms import normalize, prepare
 from ..transforms.context import UNBOUND
 from . import runtime as jit_runtime
-from . import second, simd
+from . import products, second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .indices import constant_index_lists
@@ -51,7 +52,8 @@ from .sweeps import compiled_pair as pair_tree
 
 _LOCK = threading.RLock()
 # build -> {variant: Compiled}; variants: "grad", "vjp", "value" (entry functions), "pair"
-# (a callee's sweeps), "jvp" and "jvp callee" (forward mode), "hvp" (second.py)
+# (a callee's sweeps), "jvp" and "jvp callee" (forward mode), "hvp" and "hvp callee"
+# (second.py, hvp.py)
 _COMPILED: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
 _BUILDING: set = set()
 _ENTRY_VARIANTS = ("grad", "vjp", "value", "jvp", "hvp")
@@ -156,6 +158,13 @@ def _is_call_site(obj) -> bool:
     return type(obj).__name__ == "CallSite" and hasattr(obj, "func") and hasattr(obj, "wrt")
 
 
+def _is_forward_call(obj) -> bool:
+    """A forward-mode call site, or one picking its jvp per call by the tangents that are
+    zero (api_forward's SparseCallSite: same signature)."""
+    return _is_call_site(obj) or (type(obj).__name__ == "SparseCallSite"
+                                  and hasattr(obj, "fn") and hasattr(obj, "wrt"))
+
+
 def generated_tree(adj) -> tuple[ast.Module, Any]:
     """The build's generated ``_make`` module as an ``ast`` tree, and its context."""
     ctx = prepare(adj.fn, adj.wrt)
@@ -176,13 +185,19 @@ class _Helpers(NamedTuple):
     parts: tuple  # the callees' Compiled, once each
 
 
-def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
+def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers:
     """The compiled callees and the values the factory's parameters get; ``resolve`` gives
-    the forward-mode build a call site of generated jvp code calls."""
-    if getattr(ctx, "closure", None) and not entry:
+    the forward-mode build a call site of generated jvp code calls. In a compiled hvp (and
+    its callees) every tangent is dense (second.py types the lazy zeros), so a call site
+    picking its jvp by the tangents that are zero calls the one for all of them (hvp.py)."""
+    entry = variant in _ENTRY_VARIANTS
+    dense = variant in ("hvp", "hvp callee")
+    read = sorted(n for n, v in (getattr(ctx, "closure", None) or {}).items()
+                  if not (dense and _srcgrad_own(v)))
+    if read and not entry:
         raise JitUnsupportedError(
             f"{adj.fn.__qualname__}() reads variables of an enclosing function "
-            f"({', '.join(sorted(ctx.closure))}) and is called from a compiled gradient; "
+            f"({', '.join(read)}) and is called from a compiled gradient; "
             f"compiled callees need module-level functions: pass those values as arguments, "
             f"or use jit=False.")
     callees, calls, values, adjoints, parts = set(), {}, [jit_runtime], [], []
@@ -195,9 +210,15 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
             values.extend(pair.functions)
             adjoints.append((obj, _build_of(obj)))
             parts.append(pair)
-        elif _is_call_site(obj) and resolve is not None:
+        elif dense and _is_forward_call(obj) and products.hand_written(
+                getattr(obj, "func", obj.fn)):
+            callee = _hand_written_jvp(obj)  # (the adjoint of '@': products.py)
+            calls[name] = callee
+            values.extend(callee.functions)
+            parts.append(callee)
+        elif resolve is not None and (_is_call_site(obj) or (dense and _is_forward_call(obj))):
             built = resolve(obj)
-            callee = _cached(built, "jvp callee", resolve=resolve)
+            callee = _cached(built, "hvp callee" if dense else "jvp callee", resolve=resolve)
             calls[name] = callee
             values.extend(callee.functions)
             adjoints.append((built, _build_of(built)))
@@ -226,6 +247,23 @@ def _bind_helpers(tree: ast.Module, ctx, adj, entry: bool, resolve) -> _Helpers:
                   for name in params[1 + len(ctx.helpers):])
     unique = tuple({id(p): p for p in parts}.values())
     return _Helpers(callees, calls, values, tuple(adjoints), unique)
+
+
+def _hand_written_jvp(site) -> Compiled:
+    """The compiled jvp of a rule helper that products.py writes by hand."""
+    name = getattr(site, "func", site.fn).__name__
+    text, filename, function = products.helper_jvp(name, tuple(site.wrt))
+    header = (f"# srcgrad: compiled forward mode (jvp) of srcgrad.rules.operators.{name} (the "
+              f"adjoint of '@'), with respect to its arguments {tuple(site.wrt)}\n")
+    return Compiled(header + text, filename, (function,), (None, None), (), (), (), ())
+
+
+def _srcgrad_own(value) -> bool:
+    """Whether ``value`` is srcgrad's (its runtime, a rule helper, a callee's sweeps): what
+    the closure of a generated sweep holds, bound once when the sweep was made."""
+    name = value.__name__ if isinstance(value, types.ModuleType) else getattr(
+        value, "__module__", None)
+    return isinstance(name, str) and name.split(".")[0] == "srcgrad"
 
 
 def _compiled_helper(obj):
@@ -279,6 +317,8 @@ _TITLES = {
     "pair": "compiled forward and backward sweeps of {f}, with respect to {wrt}",
     "jvp": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
     "jvp callee": "compiled forward mode (jvp) of {f}, with respect to {wrt}",
+    "hvp callee": "compiled forward mode (jvp) of {f}, with respect to {wrt}, every tangent "
+                  "dense",
     "hvp": "compiled forward mode (jvp) of {f}, with respect to {wrt}: Hessian-vector "
            "products",
 }
@@ -405,7 +445,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
         else:  # forward mode: no tape; a callee's defaults as a pair's
             tree = matmul_operators(drop_stand_ins(tree), numpy_names)
             tree = second.default_keepdims(tree, numpy_names)
-            if variant == "jvp callee":
+            if variant in ("jvp callee", "hvp callee"):
                 _give_defaults(tree, adj.fn, ctx)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
@@ -427,7 +467,7 @@ def _build(adj, variant: str, resolve=None) -> Compiled:
         _BUILDING.add((id(adj), variant))
         try:
             tree, ctx = generated_tree(adj)
-            helpers = _bind_helpers(tree, ctx, adj, entry, resolve)
+            helpers = _bind_helpers(tree, ctx, adj, variant, resolve)
             tree = _rewrite(tree, ctx, adj, variant, helpers)
             _check_runtime_calls(tree, ctx)
             inputs, frozen = _pass_inputs(tree, ctx, adj, entry, helpers.calls)
@@ -466,9 +506,10 @@ def compiled_forward(built, resolve, fn=None) -> Compiled:
     return _cached(built, "jvp", fn, resolve)
 
 
-def compiled_second(built, fn=None) -> Compiled:
-    """The compiled jvp function of a forward-mode build of a fused gradient (second.py)."""
-    return _cached(built, "hvp", fn)
+def compiled_second(built, fn=None, resolve=None) -> Compiled:
+    """The compiled jvp function of a forward-mode build of a fused gradient (second.py);
+    ``resolve`` as for ``compiled_forward`` (the calls of a callee's sweeps in it)."""
+    return _cached(built, "hvp", fn, resolve)
 
 
 def shown_text(compiled: Compiled) -> str:

@@ -11,44 +11,63 @@ __all__ = ["compiled_hvp", "plain_gradient"]
 import ast
 import os
 import weakref
+from typing import Any, NamedTuple
 
 from .. import codegen, runtime
-from .build import compiled_second, generated_tree, is_adjoint
+from ..errors import InternalError
+from .build import compiled_second, generated_tree
 from .errors import located_error
 from .second import remember_adjoint_names
 from .sweeps import JitRewriteError, fuse
 
-# adjoint -> (its build, the fused gradient function made from it)
+# adjoint -> the _Fused made from it
 _FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# fused factory -> {adjoint name: primal name} of the gradient it fuses
+_ADJOINT_NAMES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _refusal(adj, ctx) -> str | None:
-    callees = [o.fn.__qualname__ for o in ctx.helpers.values() if is_adjoint(o)
-               and o.kind == "adjoint"]
-    if callees:
-        return (f"{adj.fn.__qualname__}() calls {', '.join(sorted(set(callees)))}(), and a "
-                f"compiled Hessian-vector product does not compile calls of user functions "
-                f"yet")
-    if ctx.closure:
-        return (f"{adj.fn.__qualname__}() reads variables of an enclosing function "
-                f"({', '.join(sorted(ctx.closure))}), which a compiled Hessian-vector "
-                f"product does not read yet: pass them as arguments or make them globals")
-    return None
+class _Fused(NamedTuple):
+    """The fused gradient's factory made from one build of an adjoint, and the instance it
+    made last."""
+
+    build: Any  # the adjoint's build (``adj._make``) it was made from
+    make: Any  # the factory: its parameters' values -> (fused,)
+    params: tuple  # the factory's parameters
+    bound: dict  # what the parameters that are not closure variables get
+    closure: tuple  # the others: the user function's closure variables it reads, in order
+    last: list  # [closure values, fused function] made last
 
 
-def plain_gradient(adj):
+def _cell(fn, name: str):
+    return fn.__closure__[fn.__code__.co_freevars.index(name)].cell_contents
+
+
+def plain_gradient(adj, fn=None):
     """``<name>_grad(*params) -> (value, gradients)``: forward sweep, seed and backward
     sweep of the adjoint ``adj`` in one interpreted Python function with its tape, a closure
     over srcgrad.runtime and the rule helpers (as the sweeps are), which forward mode can
-    differentiate."""
-    build = getattr(adj, "_make", None)
+    differentiate. For a closure ``fn`` (sharing ``adj``'s build; by default ``adj.fn``),
+    a function of that one factory closing over ``fn``'s current closure values: a new one
+    when they are other objects, so the compiled code, which passes data it reads from a
+    closure on every call (inputs.py), reads ``fn``'s."""
+    fn = adj.fn if fn is None else fn
     made = _FUSED.get(adj)
-    if made is not None and made[0] is build and not adj.stale():
-        return made[1]
+    if made is None or made.build is not getattr(adj, "_make", None) or adj.stale():
+        made = _FUSED[adj] = _factory(adj)
+    values = [_cell(fn, name) for name in made.closure]
+    if made.last and len(made.last[0]) == len(values) and all(
+            old is new for old, new in zip(made.last[0], values)):
+        return made.last[1]
+    given = dict(zip(made.closure, values), **made.bound)
+    fused = made.make(*[given[p] for p in made.params])[0]
+    remember_adjoint_names(fused, _ADJOINT_NAMES[made.make])
+    made.last[:] = [values, fused]
+    return fused
+
+
+def _factory(adj) -> _Fused:
+    build = getattr(adj, "_make", None)
     tree, ctx = generated_tree(adj)
-    refusal = _refusal(adj, ctx)
-    if refusal is not None:
-        raise located_error(refusal, ctx)
     adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
     try:
         module, name = fuse(tree, set(), adjoint_of, keep_tape=True)
@@ -67,18 +86,21 @@ def plain_gradient(adj):
         codegen.UserLines(src.filename, adj.fn.__name__, lines))
     make = type(make)(make.__code__, getattr(adj.fn, "__globals__", {}), "_make")
     bound = {ctx.rt: runtime, **ctx.helpers}
-    fused = make(*[bound[p] for p in factory.params])[0]
-    remember_adjoint_names(fused, adjoint_of)
-    _FUSED[adj] = (build, fused)
-    return fused
+    closure = tuple(p for p in factory.params if p not in bound)
+    if set(closure) - set(ctx.closure):
+        raise InternalError("jit hvp", f"the fused gradient's factory takes "
+                                       f"{factory.params}; srcgrad binds {list(bound)} and "
+                                       f"the closure variables {sorted(ctx.closure)}")
+    _ADJOINT_NAMES[make] = adjoint_of
+    return _Fused(build, make, tuple(factory.params), bound, closure, [])
 
 
-def compiled_hvp(adj, forward_of):
+def compiled_hvp(adj, forward_of, resolve, fn=None):
     """``(Compiled, fused gradient)``: the compiled jvp function ``<name>_grad_jvp(*tangents,
     *params, *passed) -> ((value, gradients), (its tangent, Hessian-vector products))``;
-    ``forward_of(fn, wrt)`` is the forward-mode build of ``fn``. Calls in it of functions
-    forward mode differentiates (the rule helper ``matmul_right`` of '@', say) are refused
-    at their line (build._bind_helpers): compiling their jvps would need compiled forms of
-    the rules' own helpers."""
-    fused = plain_gradient(adj)
-    return compiled_second(forward_of(fused, adj.wrt), fused), fused
+    ``forward_of(fn, wrt)`` is the forward-mode build of ``fn``, ``resolve(call_site)`` the
+    forward-mode build a call in one calls: the jvps of a callee's sweeps, compiled with it
+    (build._bind_helpers; the adjoint helpers of '@': products.py); ``fn`` the function
+    differentiated (a closure sharing ``adj``'s build: its cells are read)."""
+    fused = plain_gradient(adj, fn)
+    return compiled_second(forward_of(fused, adj.wrt), fused, resolve), fused

@@ -465,6 +465,35 @@ def _zero_tangent(x):
     return _zeros_like(x)
 
 
+tangent_item = _stub("tangent_item")
+SUPPORTED = SUPPORTED | {"tangent_item"}
+
+
+@overload(tangent_item)
+def _tangent_item(d, x, index):
+    """Forward mode's tangent of ``x[index]`` for a tuple ``x`` (a callee's result and its
+    saved values, in a compiled Hessian-vector product): ``d[index]``; the zero of the item
+    when ``d`` is the lazy zero. For an array, ``d[index]`` when ``d`` has ``x``'s shape
+    (as compiled tangents of an hvp have: broadcast_like, zero_tangent), else the item of
+    ``d`` broadcast to it, as interpreted. Lists are refused."""
+    x = _unwrap(x)
+    if isinstance(x, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
+        at = index.literal_value
+        if isinstance(d, types.BaseTuple):
+            return lambda d, x, index: d[at]
+        if _is_scalar(d):
+            return lambda d, x, index: zero_tangent(x[at])
+    if isinstance(x, types.Array) and _is_scalar(d):
+        return lambda d, x, index: zero_tangent(x[index])
+    if isinstance(x, types.Array) and isinstance(d, types.Array) and d.ndim == x.ndim:
+        def item(d, x, index):
+            if d.shape != x.shape:
+                return np.broadcast_to(d, x.shape)[index]
+            return d[index]
+        return item
+    raise TypingError(f"srcgrad: no compiled tangent of an item of a {x} (tangent {d})")
+
+
 # -- structured adjoints, element stores and their guards ----------------------------------
 
 part = _stub("part")
