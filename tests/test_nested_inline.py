@@ -264,3 +264,38 @@ def test_an_inner_gradient_of_a_closure_over_the_outer_variable(which):
     f = outer_closure_reads if which == "closure" else \
         (lambda x: x * srcgrad.grad(lambda y: x * y)(1.5))
     assert srcgrad.grad(f)(0.5) == pytest.approx(1.0, rel=1e-12)
+
+
+# -- inner functions updating arrays in place -----------------------------------------------------
+def doubles_first(x):
+    x[0] = 2.0 * x[0]  # (its own parameter: grad's entry sweeps may update it)
+    return np.sum(x ** 2)
+
+
+def outer_in_place(x):
+    return np.sum(srcgrad.grad(doubles_first)(x * 1.0) * x)  # sum((8, 2, 2) * x * x)
+
+
+def updates_copy(x):
+    y = x * 1.0
+    for i in range(2):
+        if y[i] > 0:
+            y[i] = np.sin(y[i]) * y[i + 1]
+    return np.sum(y ** 3)
+
+
+def outer_updates_copy(x):
+    return np.sum(np.cos(srcgrad.grad(updates_copy)(x)) * x)
+
+
+def test_inner_functions_updating_arrays_in_place():
+    x = np.array([0.3, -0.7, 1.1])
+    np.testing.assert_allclose(srcgrad.grad(outer_in_place)(x.copy()),
+                               2 * np.array([8.0, 2.0, 2.0]) * x, rtol=1e-12)
+    g = srcgrad.grad(outer_updates_copy)(x.copy())
+    fd = [central(lambda t: outer_updates_copy(x + t * e), 0.0) for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-6)
+    second = srcgrad.grad(lambda v: np.sum(srcgrad.grad(outer_updates_copy)(v) * x))
+    fd2 = [central(lambda t: np.sum(srcgrad.grad(outer_updates_copy)(x + t * e) * x), 0.0)
+           for e in np.eye(3)]
+    np.testing.assert_allclose(second(x.copy()), fd2, rtol=1e-5)
