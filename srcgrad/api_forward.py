@@ -476,24 +476,30 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
 def _parsed_sweeps(adj, scope: dict):
     """``[(definition, helpers, globals read)]`` of the forward and backward sweeps of
     ``adj`` for inlining, or None when they cannot be: not an ordinary adjoint's, another
-    module's, made per closure or per default objects, or stale."""
+    module's, made per default objects or per closure (but a generated sweep's, whose cells
+    are fixed)."""
     if not isinstance(adj, Adjoint) or adj.lean or adj._make is None \
             or getattr(adj.fn, "__globals__", None) is not scope:
         return None
-    adj.functions_for()  # (rebuilt first if stale)
+    fn = adj.fn
+    functions = adj.functions_for(fn)  # (rebuilt first if stale)
+    values: list = []
     if adj._per_instance:
-        return None
+        # a closure's cells are read per call, except a generated sweep's (a gradient's
+        # flattened wrapper, differentiated again), which nothing rebinds
+        if not adj._fixed_cells or fn.__defaults__ or fn.__kwdefaults__:
+            return None
+        values = [fn.__closure__[i].cell_contents for i in adj._closure_at]
     known = adj.__dict__.get("_parsed_sweeps")
     if known is not None and known[0] is adj._make:
         return known[1]
     code = adj._make.__code__
     names = list(code.co_varnames[:code.co_argcount])
-    helpers = dict(zip(names, adj._helpers))
-    functions = adj._functions
+    helpers = dict(zip(names, adj._helpers + values))
     module = ast.parse(adj.source)
     defs = {d.name: d for d in module.body if isinstance(d, ast.FunctionDef)}
     parsed = None
-    if len(names) == len(adj._helpers) and len(module.body) == len(defs) == 2 \
+    if len(names) == len(adj._helpers) + len(values) and len(module.body) == len(defs) == 2 \
             and len(functions) == 2 and all(f.__name__ in defs for f in functions):
         parsed = []
         for f in functions:

@@ -114,6 +114,17 @@ def test_the_inner_gradient_is_differentiated_as_one_flat_function():
     assert "gammaln" in shown and "digamma" in shown  # (the inner function's own statements)
 
 
+def test_at_third_order_the_flattened_inner_wrapper_is_inlined_too():
+    """grad(rprime)'s wrapper inlines rprime's sweeps, and the sweeps of grad(loglike)'s
+    flattened wrapper they call (a closure over its factory's objects, which nothing
+    rebinds): no sweep of a sweep is left to call. Before, loglike_grad_adj was called."""
+    from inspect import getsource
+    from srcgrad.api_forward import source_function
+    text = getsource(source_function(srcgrad.grad(rprime), flat=True))
+    assert "loglike_grad" not in text.split('"""')[-1]
+    assert "_adj" not in text and ".fwd(" not in text and ".bwd(" not in text
+
+
 @pytest.mark.parametrize("r", [0.7, 2.0, 5.5])
 def test_rprime_at_second_third_and_fourth_order(r):
     g, w = rprime, rprime_written
