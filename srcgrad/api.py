@@ -133,7 +133,7 @@ def get_adjoint(fn: Callable, wrt: tuple[int, ...], debug: bool = False,
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         # made by srcgrad (a gradient, a bound method's sweep): its generated equivalent
         from .api_forward import source_function
-        fn = source_function(fn)
+        fn = source_function(fn, flat=True)
     return cached_build(_CACHE, consuming(Adjoint, consumed), function_key(fn), wrt, debug)
 
 
@@ -147,7 +147,7 @@ def get_callee_adjoint(fn: Callable, call: gast.Call | None = None,
                                                      BoundAdjoint):
         # made by srcgrad (a gradient, a bound method's sweep): its generated form
         from .api_forward import source_function
-        fn = source_function(fn)
+        fn = source_function(fn, flat=True)
     func = function_key(fn)
     code = getattr(func, "__code__", None)
     if code is None:

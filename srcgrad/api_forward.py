@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = ["jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "get_forward",
            "source_function"]
 
+import ast
 import functools
 import inspect
 import itertools
@@ -25,7 +26,7 @@ from .adapters import has_starred_parameters, route
 from .boundary import (argument_label, as_function, callee_function, unbind, check_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (FIRST, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
+from .api import (FIRST, Adjoint, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
                   nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, RuleCall, UserCall, record_derivative)
@@ -41,6 +42,7 @@ from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
+from .transforms.inline_sweeps import Sweep, flatten_wrapper, origin_lines
 
 _CACHE = BuildCache()
 
@@ -311,10 +313,12 @@ def _rule_call_backward_jvp(record, g, d_record, d_g):
 
 
 # -- functions made by srcgrad, as generated source ------------------------------------------
-def source_function(fn, scalar: bool = False):
+def source_function(fn, scalar: bool = False, flat: bool = False):
     """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
     equivalent generated Python function calling its sweeps, which can be transformed.
-    ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve."""
+    ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve.
+    ``flat``: for reverse mode, a gradient's wrapper with its sweeps inlined when they can
+    be (``transforms/inline_sweeps.py``)."""
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, BoundAdjoint):
         return _bound_sweep(owner, fn.__name__)
@@ -324,12 +328,14 @@ def source_function(fn, scalar: bool = False):
     if isinstance(spec, JacobianSpec):
         return _jacobian_wrapper(*spec)
     attribute = "__srcgrad_scalar_source_fn__" if scalar else "__srcgrad_source_fn__"
+    if flat:
+        attribute = attribute.replace("source", "flat_source")
     defaults = _defaults_of(spec.f)
     made = getattr(fn, attribute, None)
     # the wrapper copies the function's defaults when it is made: made again after
     # ``f.__defaults__ = ...`` (the gradient itself reads them at each call)
     if made is None or not _same_defaults(made[1], defaults):
-        made = (_grad_wrapper(*spec, scalar=scalar), defaults)
+        made = (_grad_wrapper(*spec, scalar=scalar, flat=flat), defaults)
         try:
             setattr(fn, attribute, made)
         except AttributeError:
@@ -388,10 +394,11 @@ def _bound_sweep(owner, which: str):
     return cache[which]
 
 
-def _grad_wrapper(f, indices, single, mode, scalar=False):
+def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False):
     """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
     with ``scalar``, around the sweeps specialized to scalar arguments. ``mode`` is the
-    gradient's api.GradMode (what it returns besides the gradient, how it is seeded)."""
+    gradient's api.GradMode (what it returns besides the gradient, how it is seeded).
+    ``flat``: with the sweeps' statements inlined when they can be (``_flat_wrapper``)."""
     func, lead = unbind(f)  # a bound method: its self is passed first, not differentiated
     adj = get_entry_adjoint(func, tuple(i + len(lead) for i in indices))
     if scalar and not mode.has_aux:
@@ -420,8 +427,90 @@ def _grad_wrapper(f, indices, single, mode, scalar=False):
               f"    return {result}\n")
     namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime,
                       "_ones_like": np.ones_like})
+    if flat and not lead:
+        made = _flat_wrapper(source, namespace, adj, func)
+        if made is not None:
+            return made
     namespace = codegen.compile_source(source, f"{name} gradient", namespace)
     return namespace[f"{name}_grad"]
+
+
+def _flat_wrapper(source: str, namespace: dict, adj, func):
+    """The wrapper ``source`` (its free names bound in ``namespace``) with the sweeps it calls
+    inlined, and the sweeps those call (issue 9: ``grad`` inside differentiated code costs
+    what the derivative written out does only when its transformation sees through them),
+    compiled as a factory's function reading ``func``'s globals; None when the sweeps cannot
+    be inlined (their functions are then called, as the plain wrapper does)."""
+    scope = getattr(func, "__globals__", None)
+    if scope is None or adj.fn is not func:
+        return None
+    wrapper = ast.parse(source).body[0]
+    fwd, bwd = namespace[f"{wrapper.name[:-len('_grad')]}_fwd"], \
+        namespace[f"{wrapper.name[:-len('_grad')]}_bwd"]
+    sweeps = {id(fwd): (adj, 0), id(bwd): (adj, 1)}
+
+    def inlinable(obj, attribute):
+        if attribute is None:
+            owner, index = sweeps.get(id(obj), (None, None))
+        else:
+            owner, index = obj, {"fwd": 0, "bwd": 1}.get(attribute)
+        parsed = _parsed_sweeps(owner, scope) if index is not None else None
+        if parsed is None:
+            return None
+        definition, helpers, free = parsed[index]
+        return Sweep(definition, helpers, free, (id(owner), index), owner.filename)
+
+    flat = flatten_wrapper(wrapper, namespace, inlinable)
+    if flat is None:
+        return None
+    definition, helpers, origins = flat
+    text = ast.unparse(definition) + "\n"
+    lines = codegen.UserLines(adj.filename, definition.name,
+                              origin_lines(definition, text, origins))
+    make, _ = codegen.compile_factory(text, list(helpers), [definition.name],
+                                      f"{wrapper.name[:-len('_grad')]} flat gradient", lines)
+    make = types.FunctionType(make.__code__, scope, "_make")
+    return make(*helpers.values())[0]
+
+
+def _parsed_sweeps(adj, scope: dict):
+    """``[(definition, helpers, globals read)]`` of the forward and backward sweeps of
+    ``adj`` for inlining, or None when they cannot be: not an ordinary adjoint's, another
+    module's, made per default objects or per closure (but a generated sweep's, whose cells
+    are fixed)."""
+    if not isinstance(adj, Adjoint) or adj.lean or adj._make is None \
+            or getattr(adj.fn, "__globals__", None) is not scope:
+        return None
+    fn = adj.fn
+    functions = adj.functions_for(fn)  # (rebuilt first if stale)
+    values: list = []
+    if adj._per_instance:
+        # a closure's cells are read per call, except a generated sweep's (a gradient's
+        # flattened wrapper, differentiated again), which nothing rebinds
+        if not adj._fixed_cells or fn.__defaults__ or fn.__kwdefaults__:
+            return None
+        values = [fn.__closure__[i].cell_contents for i in adj._closure_at]
+    known = adj.__dict__.get("_parsed_sweeps")
+    if known is not None and known[0] is adj._make:
+        return known[1]
+    code = adj._make.__code__
+    names = list(code.co_varnames[:code.co_argcount])
+    helpers = dict(zip(names, adj._helpers + values))
+    module = ast.parse(adj.source)
+    defs = {d.name: d for d in module.body if isinstance(d, ast.FunctionDef)}
+    parsed = None
+    if len(names) == len(adj._helpers) + len(values) and len(module.body) == len(defs) == 2 \
+            and len(functions) == 2 and all(f.__name__ in defs for f in functions):
+        parsed = []
+        for f in functions:
+            d = defs[f.__name__]
+            local = {a.arg for a in d.args.args} | {
+                n.id for n in ast.walk(d) if isinstance(n, ast.Name)
+                and isinstance(n.ctx, (ast.Store, ast.Del))}
+            free = {n.id for n in ast.walk(d) if isinstance(n, ast.Name)} - local - set(helpers)
+            parsed.append((d, helpers, frozenset(free)))
+    adj.__dict__["_parsed_sweeps"] = (adj._make, parsed)
+    return parsed
 
 
 class JacobianSpec(NamedTuple):

@@ -111,7 +111,7 @@ class UserLines(NamedTuple):
 
     filename: str
     function: str
-    lines: dict  # generated line -> user line
+    lines: dict  # generated line -> user line, or (file, function, line) of another file
 
 
 # pseudo-filename -> UserLines, for tracebacks through generated code (see errors.relocate)
@@ -153,7 +153,10 @@ def user_line(filename: str, lineno: int):
     mapped = [g for g in found.lines if g <= lineno]
     if not mapped:
         return None
-    return found.filename, found.function, found.lines[max(mapped)]
+    line = found.lines[max(mapped)]
+    if isinstance(line, tuple):  # (a statement inlined from another generated file)
+        return line
+    return found.filename, found.function, line
 
 
 def _register(source: str, name: str, user_lines: UserLines | None) -> str:
