@@ -333,9 +333,14 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
     defaults = _defaults_of(spec.f)
     made = getattr(fn, attribute, None)
     # the wrapper copies the function's defaults when it is made: made again after
-    # ``f.__defaults__ = ...`` (the gradient itself reads them at each call)
-    if made is None or not _same_defaults(made[1], defaults):
-        made = (_grad_wrapper(*spec, scalar=scalar, flat=flat), defaults)
+    # ``f.__defaults__ = ...`` (the gradient itself reads them at each call); and its text
+    # holds the sweeps of one build of ``f``: made again when that build went stale (a
+    # global ``f`` calls was rebound; the builds of code that differentiated the wrapper
+    # depend on it, see GeneratedCode.stale)
+    if made is None or not _same_defaults(made[1], defaults) or made[0].__srcgrad_depends__.stale():
+        wrapper = _grad_wrapper(*spec, scalar=scalar, flat=flat)
+        wrapper.__srcgrad_remake__ = functools.partial(source_function, fn, scalar, flat)
+        made = (wrapper, defaults)
         try:
             setattr(fn, attribute, made)
         except AttributeError:
@@ -427,12 +432,26 @@ def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False):
               f"    return {result}\n")
     namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime,
                       "_ones_like": np.ones_like})
-    if flat and not lead:
-        made = _flat_wrapper(source, namespace, adj, func)
-        if made is not None:
-            return made
-    namespace = codegen.compile_source(source, f"{name} gradient", namespace)
-    return namespace[f"{name}_grad"]
+    made = _flat_wrapper(source, namespace, adj, func) if flat and not lead else None
+    if made is None:
+        made = codegen.compile_source(source, f"{name} gradient", namespace)[f"{name}_grad"]
+    # the builds whose sweeps the wrapper calls or holds inlined (GeneratedCode.stale)
+    made.__srcgrad_depends__ = Depends((adj,) + getattr(made, "__srcgrad_inlined__", ()))
+    return made
+
+
+class Depends(tuple):
+    """Builds a gradient's generated wrapper was made from, each with the generation it had
+    then: stale when one of them is, or was rebuilt since (by another of its users)."""
+
+    def __new__(cls, builds):
+        return super().__new__(cls, tuple((b, b.generation) for b in builds))
+
+    def stale(self) -> bool:
+        for build, generation in self:
+            if build.generation != generation or build.stale():
+                return True
+        return False
 
 
 def _flat_wrapper(source: str, namespace: dict, adj, func):
@@ -448,6 +467,7 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     fwd, bwd = namespace[f"{wrapper.name[:-len('_grad')]}_fwd"], \
         namespace[f"{wrapper.name[:-len('_grad')]}_bwd"]
     sweeps = {id(fwd): (adj, 0), id(bwd): (adj, 1)}
+    inlined = []  # the builds whose sweeps' text the flat wrapper holds
 
     def inlinable(obj, attribute):
         if attribute is None:
@@ -457,6 +477,7 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
         parsed = _parsed_sweeps(owner, scope) if index is not None else None
         if parsed is None:
             return None
+        inlined.append(owner)
         definition, helpers, free = parsed[index]
         return Sweep(definition, helpers, free, (id(owner), index), owner.filename)
 
@@ -470,7 +491,9 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     make, _ = codegen.compile_factory(text, list(helpers), [definition.name],
                                       f"{wrapper.name[:-len('_grad')]} flat gradient", lines)
     make = types.FunctionType(make.__code__, scope, "_make")
-    return make(*helpers.values())[0]
+    made = make(*helpers.values())[0]
+    made.__srcgrad_inlined__ = tuple({id(b): b for b in inlined}.values())
+    return made
 
 
 def _parsed_sweeps(adj, scope: dict):

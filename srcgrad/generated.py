@@ -59,12 +59,23 @@ class Generated(abc.ABC):
         self._instance = None  # (make, defaults, kwdefaults, closure values, functions, cells)
         self._has_closure = bool(getattr(fn, "__closure__", None))
         self._closure_assumptions: dict = {}
+        # the build whose sweeps a gradient's generated wrapper (self.fn) calls or inlines:
+        # stale when that build is (api_forward.source_function)
+        self._depends = None
+        self.generation = 0  # how many times it was built (Depends: rebuilt since?)
 
     @abc.abstractmethod
     def generate(self, tree, ctx):
         """The generated module for the normalized ``tree``: the subclass's generator."""
 
     def build(self, debug: bool = False) -> None:
+        remake = getattr(self.fn, "__srcgrad_remake__", None)
+        if remake is not None and self._depends is not None and self._depends.stale():
+            # a gradient's generated wrapper whose sweeps' build went stale (a global its
+            # function called was rebound): its text holds the old sweeps, so make it again
+            self.fn = remake()
+        self._depends = getattr(self.fn, "__srcgrad_depends__", None)
+        self.generation += 1
         self._rules_version = registry.version()
         ctx = prepare(self.fn, self.wrt, debug)
         ctx.rt = runtime_alias(ctx)
@@ -174,6 +185,8 @@ class Generated(abc.ABC):
         has been rebound since, so Python would call the new one, or a user's derivative
         rule was registered or replaced since (the build may have inlined the old one)."""
         if self._rules_version != registry.version():
+            return True
+        if self._depends is not None and self._depends.stale():
             return True
         g = self._globals
         for name, obj in self._assumptions:  # (a loop: any() of a generator costs ~1 us)

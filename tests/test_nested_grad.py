@@ -545,3 +545,40 @@ def test_the_inner_backward_sweep_is_differentiated_only_for_its_saved_values():
     w3 = srcgrad.grad(w2)
     assert g3(2.0) == pytest.approx(w3(2.0), rel=1e-9)
     assert g3(2.0) == pytest.approx(central(w2, 2.0), rel=1e-5)
+
+
+# -- a global the inner function calls, rebound after the caller was differentiated ----------
+def _cube(x):
+    return x ** 3
+
+
+def _fourth(x):
+    return x ** 4
+
+
+_inner_power = _cube
+
+
+def _inner_scaled(x):
+    return _inner_power(x) * 2.0
+
+
+def _outer_of_inner_gradient(x):
+    return srcgrad.grad(_inner_scaled)(x) * x
+
+
+def test_rebinding_a_global_of_the_inner_function_rebuilds_every_order():
+    # (found on c7f9df9: the caller's code held the inner gradient's sweeps, made from the
+    # old global, and kept returning its values at first and second order)
+    global _inner_power
+    g = srcgrad.grad(_outer_of_inner_gradient)
+    g2 = srcgrad.grad(g)
+    assert g(1.5) == pytest.approx(18 * 1.5 ** 2) and g2(1.5) == pytest.approx(36 * 1.5)
+    try:
+        _inner_power = _fourth
+        assert g(1.5) == pytest.approx(32 * 1.5 ** 3)
+        assert g2(1.5) == pytest.approx(96 * 1.5 ** 2)
+        _inner_power = _cube
+        assert g2(1.5) == pytest.approx(36 * 1.5) and g(1.5) == pytest.approx(18 * 1.5 ** 2)
+    finally:
+        _inner_power = _cube
