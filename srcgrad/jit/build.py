@@ -16,6 +16,7 @@ __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compil
 import ast
 import os
 import threading
+import types
 import weakref
 from typing import Any, NamedTuple
 
@@ -384,8 +385,10 @@ def _pass_to_callees(funcs: list, calls: dict, params: dict) -> None:
 def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast.Module:
     """``tree`` (the generated factory) rewritten into the compiled ``variant``."""
     adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
-    numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
-                   if value is np}
+    namespace = getattr(adj.fn, "__globals__", {})
+    numpy_names = {name for name, value in namespace.items() if value is np}
+    module_names = {name for name, value in namespace.items()
+                    if isinstance(value, types.ModuleType)}
     try:
         tree = shared_locals_checks(tree)
         if variant in ("grad", "vjp"):
@@ -411,7 +414,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
         raise located_error(e.what, ctx, e.node) from None
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
-    tree = reductions_along_an_axis(tree, numpy_names)
+    tree = reductions_along_an_axis(tree, numpy_names, module_names)
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
 
