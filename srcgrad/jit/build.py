@@ -33,6 +33,7 @@ from . import second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .indices import constant_index_lists
+from .joined import joined_lists
 from .inputs import RefusedRead, check_passed, external_reads
 from .lifting import lift_local_functions
 from .sweeps import (
@@ -415,8 +416,19 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names, module_names)
+    tree = joined_lists(tree, numpy_names, _join_helpers(ctx, namespace))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
+
+
+def _join_helpers(ctx, namespace: dict) -> dict[str, int]:
+    """The names the generated code calls the adjoints of ``np.stack`` and ``np.vstack``
+    by, with the position of their argument holding the joined items (joined.py)."""
+    positions = {"unstack": 1, "vstack_vjp": 2}
+    return {name: positions[obj.__name__]
+            for name, obj in [*ctx.helpers.items(), *namespace.items()]
+            if getattr(obj, "__name__", None) in positions
+            and getattr(obj, "__module__", "").startswith("srcgrad.rules")}
 
 
 def _build(adj, variant: str, resolve=None) -> Compiled:
