@@ -1341,6 +1341,54 @@ def test_reduction_helpers_match_numpy_exactly():
         along(x, 3)
 
 
+def method_reductions(x):
+    m = x.max(axis=0, keepdims=True)
+    rows = x.min(1) * x.mean(axis=-1)
+    return np.sum((x - m) ** 2) + np.sum(rows) + np.sum(x.sum(axis=1, keepdims=True) ** 2) \
+        + np.sum(x.mean(0, keepdims=True))
+
+
+def test_method_reductions_along_an_axis_compile_and_agree():
+    # numba lacks a.max(axis=...), a.mean(axis=...) and keepdims=: the methods are called
+    # through the same compiled loops as the numpy functions (before: refused at the line)
+    rng = np.random.default_rng(5)
+    g = srcgrad.value_and_grad(method_reductions, jit=True)
+    for x in (rng.normal(size=(3, 4)), np.array([[1.0, 3.0, 3.0], [3.0, -0.0, 0.0]])):
+        want, got = srcgrad.value_and_grad(method_reductions)(x), g(x)
+        assert got[0] == pytest.approx(want[0], rel=1e-12)
+        np.testing.assert_allclose(got[1], want[1], rtol=1e-12, atol=1e-14)
+        check_grad(method_reductions, (x,), grads=(got[1],))
+    text = srcgrad.source(g)
+    for helper in ("max_along", "min_along", "mean_along", "sum_along"):
+        assert f"_rt.{helper}(" in text
+    code = [line for line in text.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if "x.m" in line]  # (no method call left)
+
+
+def method_mean_of_ints(x, n):
+    k = np.arange(n).reshape((2, 3))
+    return np.sum(x * k.mean(axis=0))  # (numpy: a float64 mean of an int array)
+
+
+def method_with_dtype(x):
+    return np.sum(x.sum(0, np.float64))
+
+
+def test_method_reductions_only_of_float64_arrays_and_an_axis():
+    x = np.arange(3.0) + 0.5
+    # an int array's mean along an axis: the compiled loop takes float64 arrays only
+    with pytest.raises(JitUnsupportedError, match="mean_along"):
+        srcgrad.grad(method_mean_of_ints, jit=True)(x, 6)
+    with pytest.warns(RuntimeWarning, match="mean_along"):
+        got = srcgrad.grad(method_mean_of_ints, jit="auto")(x, 6)
+    np.testing.assert_array_equal(got, [1.5, 2.5, 3.5])
+    # a second positional argument (the dtype) is left to numba's own method
+    x = np.arange(6.0).reshape((2, 3))
+    g = srcgrad.grad(method_with_dtype, jit=True)
+    np.testing.assert_array_equal(g(x), srcgrad.grad(method_with_dtype)(x))
+    assert "_along" not in srcgrad.source(g)
+
+
 # -- arithmetic on bools made in the body: refused at its line, or computed as numpy ----------
 
 def _bools_of(x):

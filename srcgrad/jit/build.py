@@ -33,6 +33,7 @@ from . import products, second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .indices import constant_index_lists
+from .joined import joined_lists
 from .inputs import RefusedRead, check_passed, external_reads
 from .lifting import lift_local_functions
 from .sweeps import (
@@ -424,8 +425,10 @@ def _pass_to_callees(funcs: list, calls: dict, params: dict) -> None:
 def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast.Module:
     """``tree`` (the generated factory) rewritten into the compiled ``variant``."""
     adjoint_of = {b: x for x, b in ctx.namer.adjoints.items()}
-    numpy_names = {name for name, value in getattr(adj.fn, "__globals__", {}).items()
-                   if value is np}
+    namespace = getattr(adj.fn, "__globals__", {})
+    numpy_names = {name for name, value in namespace.items() if value is np}
+    module_names = {name for name, value in namespace.items()
+                    if isinstance(value, types.ModuleType)}
     try:
         tree = shared_locals_checks(tree)
         if variant in ("grad", "vjp"):
@@ -451,9 +454,20 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
         raise located_error(e.what, ctx, e.node) from None
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
-    tree = reductions_along_an_axis(tree, numpy_names)
+    tree = reductions_along_an_axis(tree, numpy_names, module_names)
+    tree = joined_lists(tree, numpy_names, _join_helpers(ctx, namespace))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
+
+
+def _join_helpers(ctx, namespace: dict) -> dict[str, int]:
+    """The names the generated code calls the adjoints of ``np.stack`` and ``np.vstack``
+    by, with the position of their argument holding the joined items (joined.py)."""
+    positions = {"unstack": 1, "vstack_vjp": 2}
+    return {name: positions[obj.__name__]
+            for name, obj in [*ctx.helpers.items(), *namespace.items()]
+            if getattr(obj, "__name__", None) in positions
+            and getattr(obj, "__module__", "").startswith("srcgrad.rules")}
 
 
 def _build(adj, variant: str, resolve=None) -> Compiled:

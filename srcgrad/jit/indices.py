@@ -14,14 +14,15 @@ has numba's bounds checks (build.py).
 """
 from __future__ import annotations
 
-__all__ = ["constant_index_lists"]
+__all__ = ["constant_index_lists", "list_displays_read_only_by"]
 
 import ast
+from typing import Callable
 
 
 def constant_index_lists(module: ast.Module) -> ast.Module:
     for func in (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)):
-        for name in _index_lists(func):
+        for name in list_displays_read_only_by(func, _index_reads):
             for node in ast.walk(func):
                 if isinstance(node, ast.Assign) and _targets(node) == name \
                         and isinstance(node.value, ast.List):
@@ -29,8 +30,12 @@ def constant_index_lists(module: ast.Module) -> ast.Module:
     return module
 
 
-def _index_lists(func: ast.FunctionDef) -> set[str]:
-    """The variables of ``func`` that hold list displays read only as indices."""
+def list_displays_read_only_by(func: ast.FunctionDef,
+                               allowed: Callable[[ast.AST, str], list[int]]) -> set[str]:
+    """The variables of ``func`` that hold list displays (or ``None``, or values popped
+    from their own stacks) whose reads are all ``allowed`` ones, at least one, or pushes on
+    their own stacks; ``allowed(node, name)`` gives the ids of the reads of ``name`` that
+    ``node`` makes in an allowed way."""
     listed, other = set(), set()
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
@@ -50,7 +55,7 @@ def _index_lists(func: ast.FunctionDef) -> set[str]:
         elif isinstance(node, ast.arguments):
             other.update(a.arg for a in node.posonlyargs + node.args + node.kwonlyargs)
     candidates = listed - other
-    return {name for name in candidates if _read_only_as_index(func, name)}
+    return {name for name in candidates if _read_only_by(func, name, allowed)}
 
 
 def _targets(node: ast.Assign) -> str | None:
@@ -78,22 +83,30 @@ def _popped(value) -> bool:
         and value.func.value.id.startswith("_stack_")
 
 
-def _read_only_as_index(func: ast.FunctionDef, name: str) -> bool:
-    """Whether ``name`` is read as an index, and otherwise only pushed on its own stacks."""
-    indexing, pushed, stacks = set(), set(), set()
+def _index_reads(node, name: str) -> list[int]:
+    """The reads of ``name`` as an index that ``node`` makes: a subscript's, ``add_at``'s."""
+    if isinstance(node, ast.Subscript):
+        return _index_parts(node.slice, name)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr == "add_at" and len(node.args) == 4:
+        return _index_parts(node.args[2], name)
+    return []
+
+
+def _read_only_by(func: ast.FunctionDef, name: str, allowed) -> bool:
+    """Whether ``name`` is read in ``allowed`` ways, and otherwise only pushed on its own
+    stacks."""
+    using, pushed, stacks = set(), set(), set()
     for node in ast.walk(func):
-        if isinstance(node, ast.Subscript):
-            indexing.update(_index_parts(node.slice, name))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if node.func.attr == "add_at" and len(node.args) == 4:
-                indexing.update(_index_parts(node.args[2], name))
-            elif node.func.attr == "append" and _stack_of(node, name):
-                pushed.add(id(node.args[0]))
-                stacks.add(node.func.value.id)
+        using.update(allowed(node, name))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr == "append" and _stack_of(node, name):
+            pushed.add(id(node.args[0]))
+            stacks.add(node.func.value.id)
     reads = {id(node) for node in ast.walk(func) if isinstance(node, ast.Name)
              and node.id == name and isinstance(node.ctx, ast.Load)}
-    # (a list nobody indexes with, such as one never read, stays a list)
-    return bool(reads & indexing) and reads <= indexing | pushed and all(
+    # (a list nobody reads so, such as one never read, stays a list)
+    return bool(reads & using) and reads <= using | pushed and all(
         _own_stack(func, stack, name) for stack in stacks)
 
 

@@ -1038,13 +1038,16 @@ def _row_starts(arrays) -> str:
 @overload(unstack)
 def _unstack(g, arrays, axis=0):
     """``g`` cut along ``axis`` into one piece per stacked item, a tuple (the items are
-    views of ``g``, as numpy's are)."""
-    if not (isinstance(g, types.Array) and _array_items(arrays)):
+    views of ``g``, as numpy's are). Only the items' count is read, from the type: a tuple
+    the sweeps first bound to None (optional: pushed on a tape in a loop) is the tuple
+    ``np.stack`` joined in the forward sweep."""
+    items = _unwrap(arrays)
+    if not (isinstance(g, types.Array) and _array_items(items)):
         raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
                           f"supported (a tuple of arrays)")
     first = _axis_first(g.ndim)
     lines = ["def cut(g, arrays, axis=0):", "    moved = first(g, axis)",
-             _pieces(arrays, lambda k, x: f"moved[{k}]")]
+             _pieces(items, lambda k, x: f"moved[{k}]")]
     scope = {"first": first}
     exec("\n".join(lines), scope)
     return scope["cut"]

@@ -568,21 +568,39 @@ _ALONG_AN_AXIS = {"max": "max_along", "amax": "max_along", "min": "min_along",
                   "amin": "min_along", "mean": "mean_along", "sum": "sum_along"}
 
 
+_METHODS = frozenset({"max", "min", "mean", "sum"})  # (ndarray has no .amax, .amin)
+
+
+def _local_value(node, modules: set[str]) -> bool:
+    """Whether ``node``, a method's receiver, is a value of the sweeps (a name, not one
+    bound to a module: ``mymod.mean(x, axis=0)`` is a function call)."""
+    return isinstance(node, ast.Name) and node.id not in modules
+
+
 class _Reductions(ast.NodeTransformer):
     """``np.max(a, axis=k)`` -> ``_rt.max_along(a, k, False)`` (also ``min``, and ``mean``
     and ``sum`` with ``keepdims=``), which numba lacks: compiled loops (runtime.py). A
     ``np.sum``/``np.mean`` without ``keepdims`` stays numba's own where it has one."""
 
-    def __init__(self, numpy_names: set[str]):
+    def __init__(self, numpy_names: set[str], modules: set[str]):
         self.numpy_names = numpy_names
+        self.modules = modules
 
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if not (isinstance(func, ast.Attribute) and func.attr in _ALONG_AN_AXIS
-                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names):
+        if not (isinstance(func, ast.Attribute) and func.attr in _ALONG_AN_AXIS):
             return node
-        given = dict(zip(("a", "axis", "out", "keepdims"), node.args))
+        if isinstance(func.value, ast.Name) and func.value.id in self.numpy_names:
+            given = dict(zip(("a", "axis", "out", "keepdims"), node.args))
+        elif func.attr in _METHODS and len(node.args) <= 1 and _local_value(func.value,
+                                                                            self.modules):
+            # a method: ``a.max(axis, out, keepdims)``, ``a.mean(axis, dtype, out, keepdims)``
+            # (only the axis is positional here); a receiver numba types as no float64
+            # array is refused by the compiled helper, as numpy's function would differ
+            given = {"a": func.value, **dict(zip(("axis",), node.args))}
+        else:
+            return node
         for k in node.keywords:
             if k.arg is None or k.arg in given:
                 return node  # (**kwargs, or a repeated argument: Python's error)
@@ -598,11 +616,14 @@ class _Reductions(ast.NodeTransformer):
                                  keywords=[]), node)
 
 
-def reductions_along_an_axis(module: ast.Module, numpy_names: set[str]) -> ast.Module:
-    """``module`` with each numpy reduction along an axis numba lacks called through
-    ``_rt``; ``numpy_names`` as for ``simd_math``."""
+def reductions_along_an_axis(module: ast.Module, numpy_names: set[str],
+                             module_names: set[str] = frozenset()) -> ast.Module:
+    """``module`` with each numpy reduction along an axis numba lacks, function
+    (``np.max(a, axis=0)``) or array method (``a.max(axis=0)``), called through ``_rt``;
+    ``numpy_names`` as for ``simd_math``, ``module_names`` the global names bound to any
+    module (whose ``.mean(...)`` is no method of an array)."""
     names = numpy_names - _assigned(module)
-    return _Reductions(names).visit(module) if names else module
+    return _Reductions(names, set(module_names) | set(numpy_names)).visit(module)
 
 
 class _IntegerPowers(ast.NodeTransformer):
