@@ -82,6 +82,9 @@ class Context:
     # ... and the value is discarded too (grad, not value_and_grad): the forward sweep may
     # probe what only makes the value (dead_values.py)
     discard_value: bool = False
+    # grad's lean sweeps built for arguments of these kinds, one per parameter: (rank, whether
+    # a dimension is 1) for an exact ndarray, else None (transforms/rank_facts.py)
+    arg_facts: tuple = ()
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a
