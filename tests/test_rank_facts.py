@@ -221,3 +221,37 @@ def test_a_name_taking_another_rank_in_a_loop_proves_nothing():
     # (h: 3-d, then 2-d, then 1-d: no rank to rely on; x @ W with a 3-d x is a batch)
     assert "plain_matmul_left(" in _specialised_source(f, (0, 1), args)
     _check(f, (0, 1), args)
+
+
+def mlp(W1, b1, W2, b2, x, y):
+    h = np.tanh(x @ W1 + b1)
+    out = h @ W2 + b2
+    return np.mean((out - y) ** 2)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_an_mlp_under_a_mean_squared_error_runs_its_products_inline(dtype):
+    rng = np.random.default_rng(10)
+    args = [rng.standard_normal(s).astype(dtype) * 0.3
+            for s in ((6, 5), (5,), (5, 3), (3,), (4, 6), (4, 3))]
+    src = _specialised_source(mlp, (0, 1, 2, 3), args)
+    for line in ("bb2 = b_t4.sum(axis=0)", "bh = b_t4 @ W2.T", "bW2 = h.T @ b_t4",
+                 "bb1 = b_t2.sum(axis=0)", "bW1 = x.T @ b_t2"):
+        assert line in src
+    _check(mlp, (0, 1, 2, 3), args, fd=dtype is np.float64)
+
+
+def test_a_name_bound_in_a_loop_over_a_list_is_unknown():
+    def f(W, x, scales):
+        s = 1.0
+        for s in scales:
+            x = x * s
+        return np.sum(np.tanh(x @ W) * s)
+
+    rng = np.random.default_rng(11)
+    for scales in ([2.0, np.ones((2, 1, 1))], [0.5]):
+        args = [rng.standard_normal((3, 2)), rng.standard_normal((4, 3)), scales]
+        src = _specialised_source(f, (0, 1), args)
+        assert "plain_matmul_left(" in src  # (s, then x: anything)
+        got = srcgrad.grad(f, wrt=(0, 1))(*args)
+        _same_bits(got, _unspecialised(f, (0, 1), args), _ordinary(f, (0, 1), args))

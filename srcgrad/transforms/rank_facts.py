@@ -36,7 +36,7 @@ from typing import NamedTuple
 import gast
 import numpy as np
 
-from ..rules._helpers import expand_to
+from ..rules._helpers import expand_to, reduced_count
 from ..rules.operators import plain_matmul_left, plain_matmul_right
 from . import astutil as A
 
@@ -145,6 +145,8 @@ class _Facts:
         self.pops_by_name = self._pops_by_name()
         self.local = {n.id for f in (fwd, bwd) for n in gast.walk(f)
                       if isinstance(n, gast.Name) and not isinstance(n.ctx, gast.Load)}
+        self.local |= {n.name for f in (fwd, bwd) for n in gast.walk(f)
+                       if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not f}
 
     def _is_pop(self, node) -> bool:
         return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
@@ -160,7 +162,8 @@ class _Facts:
                 if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
                         and isinstance(n.func.value, gast.Name) \
                         and n.func.value.id == self.tape and n.func.attr == "push":
-                    if len(n.args) != 1 or not isinstance(n.args[0], gast.Name):
+                    if len(n.args) != 1 or not isinstance(n.args[0], gast.Name) \
+                            or f is self.bwd:
                         return False
                     pushed.add(n.args[0].id)
                 elif isinstance(n, gast.Assign) and self._is_pop(n.value):
@@ -214,6 +217,9 @@ class _Facts:
         self.env[name] = v if old is None else join(old, v)
 
     def _stmt(self, s) -> None:
+        for part in ("value", "test", "iter"):  # (a name an expression binds: ':=')
+            if isinstance(getattr(s, part, None), gast.AST):
+                self._unknown(getattr(s, part))
         if isinstance(s, gast.Assign) and len(s.targets) == 1:
             target = s.targets[0]
             if isinstance(target, gast.Name):
@@ -238,6 +244,9 @@ class _Facts:
                     and isinstance(s.iter.func, gast.Name) and s.iter.func.id == "range" \
                     and "range" not in self.local and self._builtin("range") is range:
                 self._assign(s.target.id, INT)
+            else:
+                self.value(s.iter)
+                self._unknown(s.target)
             for b in s.body + s.orelse:
                 self._stmt(b)
             return
@@ -263,6 +272,13 @@ class _Facts:
         for n in gast.walk(s):  # anything else: what it reads may escape (the tape)
             if isinstance(n, gast.Name) and n.id == self.tape:
                 self.tape_escapes = True
+        self._unknown(s)
+
+    def _unknown(self, node) -> None:
+        """Whatever ``node`` binds may be anything."""
+        for n in gast.walk(node):
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                self._assign(n.id, TOP)
 
     def _unpack(self, targets: list, value) -> None:
         if isinstance(value, gast.Name) and value.id == self.bwd.args.args[0].id \
@@ -300,7 +316,7 @@ class _Facts:
                 else INT if type(v) is int else TOP
         if isinstance(node, gast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
-            if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult, gast.Div)):
+            if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)):
                 return arith(left, right)
             if isinstance(node.op, gast.MatMult):
                 x, y = _matrix(left), _matrix(right)
@@ -340,6 +356,8 @@ class _Facts:
         obj = self._callee(func)
         if obj is None:
             return TOP
+        if obj is reduced_count and len(args) == 2:
+            return INT  # (a number: an int or a numpy integer, both of rank 0)
         if obj is expand_to and len(args) == 2 and args[1].kind == "nd" \
                 and not args[1].none and args[1].dims:
             return args[1]
@@ -424,7 +442,8 @@ class _Facts:
 
 def _elementwise(fn) -> bool:
     """An arithmetic operator or a numpy ufunc of one result: of its operands' broadcast shape."""
-    return fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator.neg) \
+    return fn in (operator.add, operator.sub, operator.mul, operator.truediv, operator.pow,
+                  operator.neg) \
         or isinstance(fn, np.ufunc) and fn.nout == 1
 
 
