@@ -48,8 +48,9 @@ class Adjoint(Generated):
 
     kind = "adjoint"
     # a lean build whose backward sweep has what a build for its arguments' ranks may
-    # rewrite (LeanAdjoint)
+    # rewrite (LeanAdjoint); in a build for them, how many calls were rewritten
     specialisable = False
+    rank_rewrites = 0
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         super().__init__(fn, wrt, scalar_mode)
@@ -114,6 +115,7 @@ class LeanAdjoint(EntryAdjoint):
         # (only then does a call compute its arguments' facts: ~0.2 us an argument)
         self.specialisable = not self.arg_facts and not ctx.scalar_mode \
             and rank_candidates(module, ctx.helpers, ctx.rt)
+        self.rank_rewrites = ctx.rank_rewrites
         return module
 
 
@@ -557,16 +559,24 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
         return last.get(func, entry_lookup)
 
     quick = lean and not verbose  # (adjoint(True), without its call: ~0.2 us of ~6)
+    specialising = quick  # (builds for the arguments' ranks: specialised)
 
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
+        nonlocal specialising
         adj = last_lean.get(func, lean_lookup) if quick else adjoint(lean)
-        if quick and adj.specialisable and not kwargs:
+        if specialising and adj.specialisable and not kwargs:
             facts = argument_facts(bound + args)
             if facts is not None:
-                adj = specialised(facts)
+                built = specialised(facts)
+                if built.rank_rewrites:
+                    adj = built
+                elif all(f == "f" or f >= 0 for f in facts):
+                    # nothing proven of arguments with no dimension of 1: not worth its
+                    # facts on each call (~0.2 us an argument) from now on
+                    specialising = False
         if adj.scalar_closed and not kwargs and all(type(a) in SCALAR_TYPES for a in args) \
                 and not mode.has_aux:
             adj = adj.scalar_variant()

@@ -255,3 +255,39 @@ def test_a_name_bound_in_a_loop_over_a_list_is_unknown():
         assert "plain_matmul_left(" in src  # (s, then x: anything)
         got = srcgrad.grad(f, wrt=(0, 1))(*args)
         _same_bits(got, _unspecialised(f, (0, 1), args), _ordinary(f, (0, 1), args))
+
+
+_SCALE = np.array([1.0, 2.0, 3.0])
+
+
+def test_a_gradient_whose_build_proves_nothing_stops_computing_facts(monkeypatch):
+    """(the tutorial's while loop: its one reduction is against a global of unknown rank)"""
+    counted = []
+    facts = api.argument_facts
+
+    def counting(args):
+        counted.append(args)
+        return facts(args)
+
+    def f(x):
+        y = x * 2
+        while np.linalg.norm(y) < 100:
+            y = y * 2
+        return np.sum(y * _SCALE)
+
+    monkeypatch.setattr(api, "argument_facts", counting)
+    g = srcgrad.grad(f)
+    x = np.array([0.3, -1.2, 0.5])
+    for _ in range(3):
+        assert np.array_equal(g(x), _unspecialised(f, (0,), (x,))[0])
+    assert len(counted) == 1
+
+
+def test_a_gradient_keeps_computing_facts_after_a_dimension_of_1():
+    g = srcgrad.grad(rnn, wrt=(0, 1, 2))
+    for args in (_rnn_args(batch=1), _rnn_args()):
+        got = g(*args)
+        _same_bits(got, _unspecialised(rnn, (0, 1, 2), args), _ordinary(rnn, (0, 1, 2), args))
+    builds = [built for slot, made in api._CACHE[rnn.__code__].items() for built in made
+              if getattr(slot[3], "arg_facts", ())]
+    assert any(b.rank_rewrites for b in builds) and any(not b.rank_rewrites for b in builds)

@@ -85,6 +85,8 @@ class Context:
     # grad's lean sweeps built for arguments of these kinds, one per parameter: (rank, whether
     # a dimension is 1) for an exact ndarray, else None (transforms/rank_facts.py)
     arg_facts: tuple = ()
+    # ... and how many calls the facts proved could be rewritten
+    rank_rewrites: int = 0
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

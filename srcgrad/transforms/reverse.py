@@ -841,9 +841,9 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
     if lean and ctx.arg_facts:
-        specialise_sweeps(fwd, bwd, ctx.arg_facts, _callees(ctx, fwd.body + bwd.body), ctx.rt,
-                          gen.tape,
-                          ctx.lookup_static)
+        ctx.rank_rewrites = specialise_sweeps(fwd, bwd, ctx.arg_facts,
+                                              _callees(ctx, fwd.body + bwd.body), ctx.rt,
+                                              gen.tape, ctx.lookup_static)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
 
 
