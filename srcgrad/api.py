@@ -534,17 +534,32 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
         return get_lean_adjoint(func, func_indices, mode.value_first)
 
     # per kind of arguments (argument_facts): the last build specialised to it and its
-    # lookup, as last_lean and lean_lookup
+    # lookup, as last_lean and lean_lookup; None where it proved nothing
     last_specialised: dict = {}
 
     def specialised(facts):
-        held = last_specialised.get(facts)
+        """The lean build for arguments of ``facts`` when it proves something, else None."""
+        nonlocal specialising
+        held = last_specialised.get(facts, False)
         if held is None:
+            return None
+        if held is False:
+            if not last_lean.get(func, lean_lookup).specialisable:
+                specialising = False  # (nothing to rewrite, whatever the arguments)
+                return None
             if len(last_specialised) >= 64:  # (a function called with many kinds: not held)
                 last_specialised.clear()
             held = last_specialised[facts] = (LastBuild(_CACHE), functools.partial(
                 get_lean_adjoint, func, func_indices, mode.value_first, facts))
-        return held[0].get(func, held[1])
+        built = held[0].get(func, held[1])
+        if built.rank_rewrites:
+            return built
+        last_specialised[facts] = None
+        if all(f == "f" or f >= 0 for f in facts):
+            # nothing proven of arguments with no dimension of 1: not worth their facts on
+            # each call (~0.2 us an argument) from now on
+            specialising = False
+        return None
 
     def adjoint(lean: bool = False):
         # looked up on every call (the last build, checked): the cache decides when code is
@@ -565,18 +580,13 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
-        nonlocal specialising
-        adj = last_lean.get(func, lean_lookup) if quick else adjoint(lean)
-        if specialising and adj.specialisable and not kwargs:
+        adj = None
+        if specialising and not kwargs:  # (the build for these arguments: checked as last_lean)
             facts = argument_facts(bound + args)
             if facts is not None:
-                built = specialised(facts)
-                if built.rank_rewrites:
-                    adj = built
-                elif all(f == "f" or f >= 0 for f in facts):
-                    # nothing proven of arguments with no dimension of 1: not worth its
-                    # facts on each call (~0.2 us an argument) from now on
-                    specialising = False
+                adj = specialised(facts)
+        if adj is None:
+            adj = last_lean.get(func, lean_lookup) if quick else adjoint(lean)
         if adj.scalar_closed and not kwargs and all(type(a) in SCALAR_TYPES for a in args) \
                 and not mode.has_aux:
             adj = adj.scalar_variant()

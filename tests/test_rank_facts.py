@@ -162,15 +162,23 @@ def test_one_function_called_with_two_ranks_has_two_builds_both_right():
     assert sorted(b.arg_facts for b in builds) == [(2, 1, 1), (2, 1, 2)]
 
 
-def test_a_function_without_candidates_computes_no_facts(monkeypatch):
-    def refuse(args):
-        raise AssertionError("facts computed")
+def test_a_function_without_candidates_computes_facts_once(monkeypatch):
+    counted = []
+    facts = api.argument_facts
+
+    def counting(args):
+        counted.append(args)
+        return facts(args)
 
     def f(x):
         return np.sum(np.tanh(x) * x)
 
-    monkeypatch.setattr(api, "argument_facts", refuse)
-    assert np.allclose(srcgrad.grad(f)(np.ones(3)), np.tanh(1.0) + 1.0 - np.tanh(1.0) ** 2)
+    monkeypatch.setattr(api, "argument_facts", counting)
+    g = srcgrad.grad(f)
+    for _ in range(3):
+        assert np.allclose(g(np.ones(3)), np.tanh(1.0) + 1.0 - np.tanh(1.0) ** 2)
+    assert len(counted) == 1
+    assert not [slot for slot in api._CACHE[f.__code__] if getattr(slot[3], "arg_facts", ())]
 
 
 def test_argument_facts():
