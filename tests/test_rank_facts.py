@@ -162,7 +162,8 @@ def test_one_function_called_with_two_ranks_has_two_builds_both_right():
     assert sorted(b.arg_facts for b in builds) == [(2, 1, 1), (2, 1, 2)]
 
 
-def test_a_function_without_candidates_computes_facts_once(monkeypatch):
+def _count_facts(monkeypatch) -> list:
+    """The arguments of each call of api.argument_facts from now on."""
     counted = []
     facts = api.argument_facts
 
@@ -170,10 +171,16 @@ def test_a_function_without_candidates_computes_facts_once(monkeypatch):
         counted.append(args)
         return facts(args)
 
+    monkeypatch.setattr(api, "argument_facts", counting)
+    return counted
+
+
+def test_a_function_without_candidates_computes_facts_once(monkeypatch):
+    counted = _count_facts(monkeypatch)
+
     def f(x):
         return np.sum(np.tanh(x) * x)
 
-    monkeypatch.setattr(api, "argument_facts", counting)
     g = srcgrad.grad(f)
     for _ in range(3):
         assert np.allclose(g(np.ones(3)), np.tanh(1.0) + 1.0 - np.tanh(1.0) ** 2)
@@ -270,12 +277,7 @@ _SCALE = np.array([1.0, 2.0, 3.0])
 
 def test_a_gradient_whose_build_proves_nothing_stops_computing_facts(monkeypatch):
     """(the tutorial's while loop: its one reduction is against a global of unknown rank)"""
-    counted = []
-    facts = api.argument_facts
-
-    def counting(args):
-        counted.append(args)
-        return facts(args)
+    counted = _count_facts(monkeypatch)
 
     def f(x):
         y = x * 2
@@ -283,7 +285,6 @@ def test_a_gradient_whose_build_proves_nothing_stops_computing_facts(monkeypatch
             y = y * 2
         return np.sum(y * _SCALE)
 
-    monkeypatch.setattr(api, "argument_facts", counting)
     g = srcgrad.grad(f)
     x = np.array([0.3, -1.2, 0.5])
     for _ in range(3):
@@ -299,3 +300,24 @@ def test_a_gradient_keeps_computing_facts_after_a_dimension_of_1():
     builds = [built for slot, made in api._CACHE[rnn.__code__].items() for built in made
               if getattr(slot[3], "arg_facts", ())]
     assert any(b.rank_rewrites for b in builds) and any(not b.rank_rewrites for b in builds)
+
+
+def shifted_sum(x, c):
+    return np.sum(x * 2.0 + c)
+
+
+def test_a_probe_of_a_probe_has_the_broadcast_shape():
+    """``x * 2.0`` is probed (only its shape is read), then ``+ c``: the sum's shape is x's,
+    not c's, so c's cotangent is summed over the rows (a probe taken for a number gave
+    ``bc = b_t2``, a (5, 4) gradient for a (4,) c)."""
+    rng = np.random.default_rng(13)
+    args = [rng.standard_normal((5, 4)), rng.standard_normal(4)]
+    src = _specialised_source(shifted_sum, (0, 1), args)
+    assert "_rt.probe(add, _t1, c)" in src and "bc = b_t2.sum(axis=0)" in src
+    _check(shifted_sum, (0, 1), args)
+
+
+def test_a_probe_in_arithmetic_is_unknown():
+    probe = R.Val("probe", (S0,), False)
+    assert R.arith(probe, R.Val("nd", (S1,), False)) == R.TOP
+    assert R.arith(probe, R.FLOAT) == R.TOP

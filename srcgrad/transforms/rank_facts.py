@@ -104,9 +104,14 @@ def _nd(dims: tuple) -> Val:
     return Val("nd", dims, False) if dims else TOP
 
 
+_OPERANDS = ("nd", "int", "float")
+
+
 def arith(a: Val, b: Val) -> Val:
-    """An elementwise operation of two operands (neither may be None)."""
-    if a.none or b.none or "?" in (a.kind, b.kind) or "nd" not in (a.kind, b.kind):
+    """An elementwise operation of two operands (neither may be None, nor a probe: see
+    ``_Facts._runtime_call``)."""
+    if a.none or b.none or a.kind not in _OPERANDS or b.kind not in _OPERANDS \
+            or "nd" not in (a.kind, b.kind):
         return TOP
     da = a.dims if a.kind == "nd" else ()
     db = b.dims if b.kind == "nd" else ()
@@ -132,6 +137,7 @@ class _Facts:
         self.env: dict[str, Val] = {}
         self.tape_val = Val("none", None, True)
         self.tape_escapes = False
+        self.fwd_env: dict | None = None  # (the forward sweep's, once at its fixed point)
         for i, (arg, fact) in enumerate(zip(fwd.args.args, facts)):
             if fact == "f":
                 self.env[arg.id] = FLOAT
@@ -223,8 +229,8 @@ class _Facts:
         if isinstance(s, gast.Assign) and len(s.targets) == 1:
             target = s.targets[0]
             if isinstance(target, gast.Name):
-                if self.pops_by_name and self._is_pop(s.value) and self.env is not \
-                        getattr(self, "fwd_env", None):
+                if self.pops_by_name and self._is_pop(s.value) and self.fwd_env is not None \
+                        and self.env is not self.fwd_env:
                     # a value this name held in the forward sweep
                     self._assign(target.id, TOP if self.tape_escapes
                                  else self.fwd_env.get(target.id, TOP))
@@ -236,7 +242,6 @@ class _Facts:
                 self._unpack(target.elts, s.value)
                 return
         if isinstance(s, gast.Expr):
-            self._push(s.value)
             self.value(s.value)
             return
         if isinstance(s, gast.For):
@@ -282,7 +287,8 @@ class _Facts:
 
     def _unpack(self, targets: list, value) -> None:
         if isinstance(value, gast.Name) and value.id == self.bwd.args.args[0].id \
-                and self.saved is not None and len(self.saved) == len(targets):
+                and self.saved is not None and len(self.saved) == len(targets) \
+                and self.fwd_env is not None and self.env is not self.fwd_env:
             env = self.env
             values = []
             self.env = self.fwd_env  # (the saved list's values are the forward sweep's)
@@ -296,12 +302,6 @@ class _Facts:
             return
         for t in targets:
             self._assign(t.id, TOP)
-
-    def _push(self, call) -> None:
-        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
-                and isinstance(call.func.value, gast.Name) and call.func.value.id == self.tape \
-                and call.func.attr == "push" and len(call.args) == 1 and not call.keywords:
-            self.tape_val = join(self.tape_val, self.value(call.args[0]))
 
     def value(self, node) -> Val:
         """The abstract value of expression ``node`` (the tape's uses recorded)."""
@@ -343,8 +343,11 @@ class _Facts:
                 and func.value.id == self.tape:
             if func.attr == "pop" and not call.args and not call.keywords:
                 return TOP if self.tape_escapes else self.tape_val
-            if func.attr == "push":
+            if func.attr == "push" and len(call.args) == 1 and not call.keywords:
+                self.tape_val = join(self.tape_val, self.value(call.args[0]))
                 return NONE
+            self.tape_escapes = True  # (another method: what it does is not modelled)
+            return TOP
         args = [self.value(a) for a in call.args]
         for k in call.keywords:
             self.value(k.value)
@@ -378,7 +381,9 @@ class _Facts:
             return v._replace(kind="nd") if v.kind in ("nd", "probe") and v.dims else \
                 TOP if v.kind in ("nd", "probe") else v
         if attr == "probe" and len(args) >= 2 and _elementwise(self._callee(call.args[0])):
-            # an elementwise operation, computed or as a Probe of its result's shape
+            # an elementwise operation, computed or as a Probe of its result's shape (an
+            # operand that is a probe stands for an array of its shape)
+            args = [a._replace(kind="nd") if a.kind == "probe" else a for a in args]
             result = args[1]
             for a in args[2:]:
                 result = arith(result, a)
