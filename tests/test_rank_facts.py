@@ -321,3 +321,33 @@ def test_a_probe_in_arithmetic_is_unknown():
     probe = R.Val("probe", (S0,), False)
     assert R.arith(probe, R.Val("nd", (S1,), False)) == R.TOP
     assert R.arith(probe, R.FLOAT) == R.TOP
+
+
+def branchy(W, h, k):
+    for i in range(3):
+        if i < k:
+            h = np.tanh(h @ W)
+        else:
+            h = h * 0.5
+    return np.sum(h * h)
+
+
+def step(W, h):
+    if np.sum(h) > 0.0:
+        h = np.tanh(h @ W)
+    return h * 0.5
+
+
+def calls_inner(W, h):
+    for i in range(2):
+        h = step(W, h)
+    return np.sum(h * h)
+
+
+@pytest.mark.parametrize("k", [0, 2, 3])
+def test_a_branch_in_the_loop_restores_each_name_from_the_tape(k):
+    rng = np.random.default_rng(14)
+    args = [rng.standard_normal((3, 3)) * 0.5, rng.standard_normal((4, 3)), k]
+    assert "bh = b_t1 @ W.T" in _specialised_source(branchy, (0, 1), args)
+    _check(branchy, (0, 1), args)
+    _check(calls_inner, (0, 1), args[:2])

@@ -248,6 +248,8 @@ class _Facts:
             if isinstance(s.target, gast.Name) and isinstance(s.iter, gast.Call) \
                     and isinstance(s.iter.func, gast.Name) and s.iter.func.id == "range" \
                     and "range" not in self.local and self._builtin("range") is range:
+                for a in s.iter.args + [k.value for k in s.iter.keywords]:
+                    self.value(a)
                 self._assign(s.target.id, INT)
             else:
                 self.value(s.iter)
@@ -300,6 +302,7 @@ class _Facts:
             for t, v in zip(targets, values):
                 self._assign(t.id, v)
             return
+        self.value(value)  # (what it reads: the tape, escaping)
         for t in targets:
             self._assign(t.id, TOP)
 
