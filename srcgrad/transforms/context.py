@@ -82,8 +82,9 @@ class Context:
     # ... and the value is discarded too (grad, not value_and_grad): the forward sweep may
     # probe what only makes the value (dead_values.py)
     discard_value: bool = False
-    # grad's lean sweeps built for arguments of these kinds, one per parameter: (rank, whether
-    # a dimension is 1) for an exact ndarray, else None (transforms/rank_facts.py)
+    # grad's lean sweeps built for arguments of these kinds, one per positional parameter
+    # (api.argument_facts: an exact ndarray's rank, negated when a dimension is 1; "f" for a
+    # Python float; 0 for anything else; transforms/rank_facts.py)
     arg_facts: tuple = ()
     # ... and how many calls the facts proved could be rewritten
     rank_rewrites: int = 0
