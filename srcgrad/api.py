@@ -32,6 +32,7 @@ from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
 from .transforms.binding import scatter_rule_grads
+from .transforms.rank_facts import rank_candidates
 from .transforms.reverse import reverse
 from .jit import jit_gradient, jit_vjp, unwrap_numba
 
@@ -46,6 +47,10 @@ class Adjoint(Generated):
     """
 
     kind = "adjoint"
+    # a lean build whose backward sweep has what a build for its arguments' ranks may
+    # rewrite (LeanAdjoint); in a build for them, how many calls were rewritten
+    specialisable = False
+    rank_rewrites = 0
 
     def __init__(self, fn: Callable, wrt: tuple[int, ...], scalar_mode: bool = False):
         super().__init__(fn, wrt, scalar_mode)
@@ -100,6 +105,18 @@ class LeanAdjoint(EntryAdjoint):
     accumulated in place (Context.lean)."""
 
     lean = True
+    # the arguments' kinds it is built for (Context.arg_facts): a subclass per tuple, so that
+    # cached_build keys the builds apart (_specialised)
+    arg_facts: tuple = ()
+
+    def generate(self, tree, ctx):
+        ctx.arg_facts = self.arg_facts
+        module = super().generate(tree, ctx)
+        # (only then does a call compute its arguments' facts: ~0.2 us an argument)
+        self.specialisable = not self.arg_facts and not ctx.scalar_mode \
+            and rank_candidates(module, ctx.helpers, ctx.rt)
+        self.rank_rewrites = ctx.rank_rewrites
+        return module
 
 
 class ValuelessAdjoint(LeanAdjoint):
@@ -109,13 +126,46 @@ class ValuelessAdjoint(LeanAdjoint):
     discard_value = True
 
 
-def get_lean_adjoint(fn: Callable, wrt: tuple[int, ...], value: bool = True) -> Adjoint:
+def get_lean_adjoint(fn: Callable, wrt: tuple[int, ...], value: bool = True,
+                     facts: tuple | None = None) -> Adjoint:
     """``get_entry_adjoint``'s sweeps in their ``grad``-only form (``LeanAdjoint``; without
-    ``value``, a ``ValuelessAdjoint``)."""
+    ``value``, a ``ValuelessAdjoint``), specialised to arguments of ``facts``
+    (``argument_facts``) when given."""
     if hasattr(fn, "__srcgrad_grad__") or hasattr(getattr(fn, "__self__", None), "adj"):
         return get_adjoint(fn, wrt)
-    return cached_build(_CACHE, LeanAdjoint if value else ValuelessAdjoint,
+    cls = LeanAdjoint if value else ValuelessAdjoint
+    return cached_build(_CACHE, _specialised(cls, facts) if facts else cls,
                         function_key(fn), wrt)
+
+
+_SPECIALISED: dict = {}
+
+
+def _specialised(cls: type, facts: tuple) -> type:
+    """``cls`` built for arguments of ``facts``: one subclass per pair, made once."""
+    made = _SPECIALISED.get((cls, facts))
+    if made is None:
+        made = _SPECIALISED[cls, facts] = type(cls.__name__, (cls,), {"arg_facts": facts})
+    return made
+
+
+_ndarray = np.ndarray
+
+
+def argument_facts(args: tuple) -> tuple | None:
+    """What grad's lean sweeps are specialised on (transforms/rank_facts.py): per argument,
+    for an exact ndarray its rank, negated when a dimension is 1; "f" for a Python float; 0
+    for anything else. None when no argument is an ndarray of rank 1 or more (nothing to
+    prove about)."""
+    facts = []
+    arrays = False
+    for a in args:
+        if type(a) is _ndarray and a.ndim:
+            facts.append(-a.ndim if 1 in a.shape else a.ndim)
+            arrays = True
+        else:
+            facts.append("f" if type(a) is float else 0)
+    return tuple(facts) if arrays else None
 
 
 def get_entry_adjoint(fn: Callable, wrt: tuple[int, ...]) -> Adjoint:
@@ -483,6 +533,34 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     def lean_lookup():
         return get_lean_adjoint(func, func_indices, mode.value_first)
 
+    # per kind of arguments (argument_facts): the last build specialised to it and its
+    # lookup, as last_lean and lean_lookup; None where it proved nothing
+    last_specialised: dict = {}
+
+    def specialised(facts):
+        """The lean build for arguments of ``facts`` when it proves something, else None."""
+        nonlocal specialising
+        held = last_specialised.get(facts, False)
+        if held is None:
+            return None
+        if held is False:
+            if not last_lean.get(func, lean_lookup).specialisable:
+                specialising = False  # (nothing to rewrite, whatever the arguments)
+                return None
+            if len(last_specialised) >= 64:  # (a function called with many kinds: not held)
+                last_specialised.clear()
+            held = last_specialised[facts] = (LastBuild(_CACHE), functools.partial(
+                get_lean_adjoint, func, func_indices, mode.value_first, facts))
+        built = held[0].get(func, held[1])
+        if built.rank_rewrites:
+            return built
+        last_specialised[facts] = None
+        if all(f == "f" or f >= 0 for f in facts):
+            # nothing proven of arguments with no dimension of 1: not worth their facts on
+            # each call (~0.2 us an argument) from now on
+            specialising = False
+        return None
+
     def adjoint(lean: bool = False):
         # looked up on every call (the last build, checked): the cache decides when code is
         # rebuilt
@@ -496,12 +574,19 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
         return last.get(func, entry_lookup)
 
     quick = lean and not verbose  # (adjoint(True), without its call: ~0.2 us of ~6)
+    specialising = quick  # (builds for the arguments' ranks: specialised)
 
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
-        adj = last_lean.get(func, lean_lookup) if quick else adjoint(lean)
+        adj = None
+        if specialising and not kwargs:  # (the build for these arguments: checked as last_lean)
+            facts = argument_facts(bound + args)
+            if facts is not None:
+                adj = specialised(facts)
+        if adj is None:
+            adj = last_lean.get(func, lean_lookup) if quick else adjoint(lean)
         if adj.scalar_closed and not kwargs and all(type(a) in SCALAR_TYPES for a in args) \
                 and not mode.has_aux:
             adj = adj.scalar_variant()

@@ -136,9 +136,9 @@ def _counting(monkeypatch):
         calls.append(fn)
         return entry(fn, wrt)
 
-    def counted_lean(fn, wrt, value=True):
+    def counted_lean(fn, wrt, value=True, facts=None):
         calls.append(fn)
-        return lean(fn, wrt, value)
+        return lean(fn, wrt, value, facts)
 
     monkeypatch.setattr(api, "get_entry_adjoint", counted)
     monkeypatch.setattr(api, "get_lean_adjoint", counted_lean)

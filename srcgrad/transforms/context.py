@@ -82,6 +82,12 @@ class Context:
     # ... and the value is discarded too (grad, not value_and_grad): the forward sweep may
     # probe what only makes the value (dead_values.py)
     discard_value: bool = False
+    # grad's lean sweeps built for arguments of these kinds, one per positional parameter
+    # (api.argument_facts: an exact ndarray's rank, negated when a dimension is 1; "f" for a
+    # Python float; 0 for anything else; transforms/rank_facts.py)
+    arg_facts: tuple = ()
+    # ... and how many calls the facts proved could be rewritten
+    rank_rewrites: int = 0
     # globals the transformation resolved, with the objects they were bound to
     assumptions: dict = field(default_factory=dict)
     # closure variables whose value the transformation read (a function it resolved, a

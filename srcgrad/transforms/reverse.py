@@ -25,8 +25,9 @@ runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py),
 an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py),
 compute saved negations again (remat.py), scale by ``c ** n`` once where a backward loop only
 scales an adjoint by a number (scaling_loops.py), compute plain matrices' products' cotangents
-without the matmul rules' generality (plain_products.py) and, when the value is discarded,
-probe what only makes it (dead_values.py).
+without the matmul rules' generality (plain_products.py), write those helpers and reductions
+as single numpy operations where the arguments' ranks prove their fast path (rank_facts.py)
+and, when the value is discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ from .dead_values import probe_dead_values
 from .desugar import regroup_contexts
 from .inplace import accumulate_in_place
 from .plain_products import plain_products
+from .rank_facts import specialise_sweeps
 from .prune_tape import dead_restores, remove_statements
 from .release import release_dead
 from .remat import recompute_negations
@@ -845,6 +847,10 @@ def reverse(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> gast.Modu
                                 entry=(seed,) if lean else ())
     fwd = A.function_def(f"{name}_fwd", A.signature_of(tree.args), fwd_body)
     bwd = A.function_def(f"{name}_bwd", A.parameters([gen.saved_name, seed]), bwd_body)
+    if lean and ctx.arg_facts:
+        ctx.rank_rewrites = specialise_sweeps(fwd, bwd, ctx.arg_facts,
+                                              _callees(ctx, fwd.body + bwd.body), ctx.rt,
+                                              gen.tape, ctx.lookup_static)
     return factory_module(ctx, [fwd, bwd], [fwd.name, bwd.name])
 
 
