@@ -191,10 +191,13 @@ def test_logspace_end():
     check_grad(logspace_end, (0.3,))
 
 
-def test_meshgrid_of_differentiable_values_is_refused_not_zero():
-    # no rule yet: a clear error naming it (it used to be marked non-differentiable: zeros)
-    with pytest.raises(srcgrad.MissingRuleError, match="meshgrid"):
-        srcgrad.grad(meshgrid_of_input)(X3)
+def test_meshgrid_of_differentiable_values_is_differentiated_not_zero():
+    # it used to be marked non-differentiable (zeros), then refused; it has a rule now
+    g = check_grad(meshgrid_of_input, (X3,))[0]
+    # a = x along columns, b = x along rows: d/dx_j sum(a * M) = column sums of M, and
+    # d/dx_i sum(b**2) = 2 * 3 * x_i
+    np.testing.assert_allclose(g, np.arange(9.0).reshape(3, 3).sum(axis=0) + 6 * X3,
+                               rtol=1e-12)
 
 
 def test_random_draw_with_differentiable_parameters_is_refused_not_zero():
