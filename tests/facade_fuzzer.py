@@ -685,20 +685,27 @@ def _outcome(seed: int, index: int) -> Outcome:
     return compare(write_program(seed, index), torch, srcgrad)
 
 
+def _quiet_worker() -> None:
+    # A worker forked from pytest inherits its faulthandler, which would print every thread's
+    # stack to the test log when PyTorch crashes the worker: an expected, counted outcome.
+    import faulthandler
+    faulthandler.disable()
+
+
 def outcomes(seed: int, indices):
     """Each program's outcome, run in a worker process: PyTorch itself can crash the process
     (a hook registered on a view whose base changed in place segfaults in 2.13), which then
     counts as ``oracle-crash`` and a new worker takes over."""
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-    pool = ProcessPoolExecutor(1)
+    pool = ProcessPoolExecutor(1, initializer=_quiet_worker)
     try:
         for i in indices:
             try:
                 yield i, pool.submit(_outcome, seed, i).result()
             except BrokenProcessPool:
                 pool.shutdown(wait=False)
-                pool = ProcessPoolExecutor(1)
+                pool = ProcessPoolExecutor(1, initializer=_quiet_worker)
                 yield i, Outcome("oracle", "oracle-crash", "PyTorch or srcgrad killed the process")
     finally:
         pool.shutdown()
