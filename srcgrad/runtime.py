@@ -1665,20 +1665,23 @@ def refuse_vspace_attribute(obj, name: str) -> None:
     where a derivative reaches it: its derivative is an object of the class, which only the
     class's rules can build from attribute derivatives."""
     cls = type(obj).__qualname__
-    raise UnsupportedFeatureError(
-        f"reading the attribute '{name}' of an object of {cls}, a registered vector "
-        f"space (srcgrad.register_vspace), in differentiated code: srcgrad cannot turn "
-        f"derivatives of its attributes into a {cls} object. Compute with it in a function "
-        f"or method that has a derivative rule (@srcgrad.rule({cls}.method)) returning "
-        f"{cls} cotangents.")
+    _refuse_vspace_use(f"reading the attribute '{name}' of", cls,
+                       f"srcgrad cannot turn derivatives of its attributes into a {cls} object",
+                       f"a function or method that has a derivative rule "
+                       f"(@srcgrad.rule({cls}.method)) returning {cls} cotangents")
 
 
 def refuse_vspace_operator(value) -> None:
     """Raise for an arithmetic operator whose derivative met an object of a registered class:
     srcgrad's operator rules assume numbers and arrays."""
     cls = type(value).__qualname__
+    _refuse_vspace_use("an arithmetic operator applied to", cls,
+                       f"srcgrad's rules for operators assume numbers and arrays, and would "
+                       f"run {cls}'s own operators on its derivatives",
+                       "a function with a derivative rule (@srcgrad.rule(...))")
+
+
+def _refuse_vspace_use(what: str, cls: str, why: str, instead: str) -> None:
     raise UnsupportedFeatureError(
-        f"an arithmetic operator applied to an object of {cls}, a registered vector "
-        f"space (srcgrad.register_vspace), in differentiated code: srcgrad's rules for operators "
-        f"assume numbers and arrays, and would run {cls}'s own operators on its derivatives. "
-        f"Compute with it in a function with a derivative rule (@srcgrad.rule(...)).")
+        f"{what} an object of {cls}, a registered vector space (srcgrad.register_vspace), in "
+        f"differentiated code: {why}. Compute with it in {instead}.")
