@@ -239,8 +239,8 @@ def _refusal(x) -> str | None:
                     f"cotangents as if they were values)",
                     f"pass the arrays it holds, and compute with them in the function; or "
                     f"register the class with srcgrad.register_vspace({type(x).__name__}, "
-                    f"zeros=..., add=..., scale=...) and give the functions it flows "
-                    f"through derivative rules")
+                    f"zeros=..., add=...) and give the functions it flows through "
+                    f"derivative rules")
     if isinstance(x, _FUNCTIONS):  # (an object that merely defines __call__ may have
         # differentiable attributes)
         return f"a function or class ({type(x).__name__})", "leave it out of wrt"

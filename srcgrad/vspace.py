@@ -1,7 +1,7 @@
 """User-defined vector spaces: classes whose objects may be differentiated with respect to.
 
-``register_vspace(cls, zeros=..., add=..., scale=...)`` tells srcgrad how to compute with
-objects of ``cls`` as derivatives: a function-valued object (an RKHS function holding a dict
+``register_vspace(cls, zeros=..., add=...)`` tells srcgrad how to compute with objects of
+``cls`` as derivatives: a function-valued object (an RKHS function holding a dict
 of coefficients), a polynomial, anything closed under addition and scaling. srcgrad cannot see
 inside such an object: it reaches it only through
 
@@ -9,8 +9,9 @@ inside such an object: it reaches it only through
   on a plain function taking the object), whose vjp returns the cotangent as an object of
   ``cls`` and whose jvp (``.defjvp``) receives its tangent as one;
 * the registered operations, which the runtime uses where it accumulates two contributions
-  (``add``), needs a zero cotangent or tangent (``zeros``), or scales one by a number
-  (``scale``).
+  (``add``) or needs a zero cotangent or tangent (``zeros``). Nothing else: scaling a
+  cotangent by a number is the rules' business (they build their cotangents), so there is no
+  ``scale`` to register (autograd's VSpace has one; srcgrad would never call it).
 
 Reading the object's attributes, or applying arithmetic operators to it, in code being
 differentiated is refused at the user's line: those would run the class's own code on
@@ -35,7 +36,6 @@ class VSpace(NamedTuple):
     cls: type
     zeros: Callable[[Any], Any]  # zeros(x): the zero of x's space (x's kernel, shape...)
     add: Callable[[Any, Any], Any]  # add(a, b): a + b
-    scale: Callable[[Any, Any], Any]  # scale(a, c): the object a times the number c
 
 
 # class -> its operations; the runtime reads it (one dict test on its generic paths), only
@@ -43,13 +43,12 @@ class VSpace(NamedTuple):
 REGISTERED: dict[type, VSpace] = {}
 
 
-def register_vspace(cls: type, *, zeros: Callable, add: Callable, scale: Callable) -> type:
+def register_vspace(cls: type, *, zeros: Callable, add: Callable) -> type:
     """Let ``grad``, ``value_and_grad``, ``vjp`` and ``jvp`` differentiate with respect to
     objects of ``cls`` (exactly that class: a subclass is registered on its own).
 
-    ``zeros(x)`` returns the zero object of ``x``'s space, ``add(a, b)`` the sum of two
-    objects, ``scale(a, c)`` the object ``a`` times the number ``c``; each returns a new
-    object and leaves its operands alone. Registering a class again replaces its operations.
+    ``zeros(x)`` returns the zero object of ``x``'s space and ``add(a, b)`` the sum of two
+    objects; each returns a new object and leaves its operands alone. Registering a class again replaces its operations.
     Returns ``cls``.
     """
     if not isinstance(cls, type):
@@ -58,11 +57,11 @@ def register_vspace(cls: type, *, zeros: Callable, add: Callable, scale: Callabl
     if cls.__module__ == "builtins" or cls.__module__.partition(".")[0] == "numpy":
         raise SrcgradError(f"register_vspace() cannot register {cls.__qualname__}: srcgrad "
                            f"already computes with numbers, arrays and containers itself")
-    for name, op in (("zeros", zeros), ("add", add), ("scale", scale)):
+    for name, op in (("zeros", zeros), ("add", add)):
         if not callable(op):
             raise SrcgradError(f"register_vspace({cls.__qualname__}): {name}= must be a "
                                f"function; got {type(op).__name__}")
-    REGISTERED[cls] = VSpace(cls, zeros, add, scale)
+    REGISTERED[cls] = VSpace(cls, zeros, add)
     return cls
 
 

@@ -1,7 +1,7 @@
 """Differentiating with respect to objects of user-defined vector spaces (srcgrad/vspace.py):
-``srcgrad.register_vspace(cls, zeros=, add=, scale=)`` plus derivative rules on the functions
+``srcgrad.register_vspace(cls, zeros=, add=)`` plus derivative rules on the functions
 the objects flow through. Checked against central differences along the objects' own
-directions (``add(f, scale(v, eps))``), paired with the gradient by the space's inner product.
+directions (``f + eps v``), paired with the gradient by the space's inner product.
 """
 import numpy as np
 import pytest
@@ -27,6 +27,9 @@ class Expansion:
             total = total + w * self.kernel(x, c)
         return total
 
+    def value_at(self, x):  # (a method with its own rule, below)
+        return self(x)
+
     def __add__(self, other):  # (its own operators: unregistered, srcgrad refuses it)
         return expansion_add(self, other)
 
@@ -51,7 +54,7 @@ def expansion_inner(a, b):
                for cb, wb in b.weights.items())
 
 
-CALLS = {"add": 0, "zeros": 0, "scale": 0}
+CALLS = {"add": 0, "zeros": 0}
 
 
 def counted_add(a, b):
@@ -64,12 +67,7 @@ def counted_zeros(a):
     return Expansion({}, a.kernel)
 
 
-def counted_scale(a, s):
-    CALLS["scale"] += 1
-    return expansion_scale(a, s)
-
-
-srcgrad.register_vspace(Expansion, zeros=counted_zeros, add=counted_add, scale=counted_scale)
+srcgrad.register_vspace(Expansion, zeros=counted_zeros, add=counted_add)
 
 
 @srcgrad.rule(Expansion.__call__, diff_args=(0, 1))
@@ -101,6 +99,11 @@ def deriv_at(f, x):
 def _deriv_at_vjp(g, ans, f, x):
     # f'(x) = sum_c w_c k(x, c) (c - x) is linear in f: its representer is d/dx k(., x)
     return Expansion({x + 1e-4: g / 2e-4, x - 1e-4: -g / 2e-4}, f.kernel)
+
+
+@srcgrad.rule(Expansion.value_at, diff_args=(0,))
+def _value_at_vjp(g, ans, f, x):
+    return Expansion({x: g}, f.kernel)
 
 
 # -- checks ------------------------------------------------------------------------------
@@ -223,6 +226,17 @@ def through_a_helper(f, xs):
 
 def test_through_a_user_helper():
     check_against_fd(through_a_helper, random_expansion(np.random.default_rng(7)), (XS,))
+
+
+def through_a_method(f, xs):
+    total = 0.0
+    for x in xs:
+        total = total + np.cos(f.value_at(x)) * f(x)
+    return total
+
+
+def test_through_a_ruled_method():
+    check_against_fd(through_a_method, random_expansion(np.random.default_rng(16)), (XS,))
 
 
 def in_a_list(fs, x):
@@ -352,8 +366,7 @@ class Other:
         return self.w * x
 
 
-srcgrad.register_vspace(Other, zeros=lambda o: Other(0.0), add=lambda a, b: Other(a.w + b.w),
-                        scale=lambda a, s: Other(a.w * s))
+srcgrad.register_vspace(Other, zeros=lambda o: Other(0.0), add=lambda a, b: Other(a.w + b.w))
 
 
 @srcgrad.rule(Other.__call__, diff_args=(0,))
@@ -369,11 +382,11 @@ def test_a_rule_returning_another_type_is_refused():
 
 def test_register_vspace_checks_its_arguments():
     with pytest.raises(SrcgradError, match="takes a class"):
-        srcgrad.register_vspace(Other(1.0), zeros=len, add=len, scale=len)
+        srcgrad.register_vspace(Other(1.0), zeros=len, add=len)
     with pytest.raises(SrcgradError, match="cannot register float"):
-        srcgrad.register_vspace(float, zeros=len, add=len, scale=len)
-    with pytest.raises(SrcgradError, match="scale= must be a function"):
-        srcgrad.register_vspace(Other, zeros=len, add=len, scale=2.0)
+        srcgrad.register_vspace(float, zeros=len, add=len)
+    with pytest.raises(SrcgradError, match="add= must be a function"):
+        srcgrad.register_vspace(Other, zeros=len, add=2.0)
 
 
 # -- the call of an object whose class has a rule on __call__ -------------------------------
