@@ -343,6 +343,16 @@ def test_inside_a_dict_argument():
     assert g["b"].weights == pytest.approx({0.4: -2.0})
 
 
+def test_forward_mode_through_a_rule_without_jvp_is_refused_at_its_vjp():
+    """Forward mode transposes a vjp by differentiating it, and value_at's builds an
+    Expansion from the cotangent: refused at that line, never a number."""
+    rng = np.random.default_rng(17)
+    f, v = random_expansion(rng), random_expansion(rng)
+    with pytest.raises(SrcgradError, match="test_vspace.py:[0-9]+: constructing 'Expansion' "
+                                           "from differentiable"):
+        srcgrad.jvp(through_a_method, (f, XS), (v, None))
+
+
 def test_second_order_is_refused_at_the_vjp():
     """hvp differentiates the rule's vjp, which builds an Expansion from the cotangent."""
     rng = np.random.default_rng(12)
