@@ -3,7 +3,8 @@
 Function transformations (JAX names): ``grad``, ``value_and_grad``, ``vjp``, ``jvp``,
 ``jacfwd``, ``jacrev``, ``hessian``, ``hvp``, ``vmap``, ``elementwise_grad``, ``source``;
 pytrees: ``tree_map``, ``tree_flatten``, ``tree_unflatten``, ``tree_leaves``; derivative
-rules: ``rule``, ``nondifferentiable``, ``custom_vjp``, ``custom_jvp``; errors under
+rules: ``rule``, ``nondifferentiable``, ``custom_vjp``, ``custom_jvp``; user-defined vector
+spaces: ``register_vspace``; errors under
 ``SrcgradError``.
 
 The PyTorch-style Tensor facade shares the namespace, so ``import srcgrad as torch`` runs
@@ -24,6 +25,7 @@ _checkpoint.connect(_api.get_adjoint, _api.dynamic_wrt, jvp)  # (checkpointed lo
 from .vmap import VmapFallbackWarning, vmap
 from .show import source
 from .tree import tree_flatten, tree_leaves, tree_map, tree_structure, tree_unflatten
+from .vspace import register_vspace
 
 # entry points whose own machinery srcgrad cannot differentiate: called on differentiable
 # values inside a function being differentiated, they are refused at the caller's line
@@ -44,5 +46,6 @@ __all__ = [
     "jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "vmap", "VmapFallbackWarning",
     "elementwise_grad", "custom_vjp", "custom_jvp", "checkpointed", "checkpointed_while",
     "tree_map", "tree_flatten", "tree_unflatten", "tree_leaves", "tree_structure",
+    "register_vspace",
 ]
 __all__ += [name for name in _torch_api.__all__ if name not in __all__]

@@ -19,7 +19,7 @@ them unchanged. Each is built once per call shape.
 """
 from __future__ import annotations
 
-__all__ = ["route", "twin_of"]
+__all__ = ["route", "twin_of", "instance_call"]
 
 import ast
 import copy
@@ -34,6 +34,7 @@ from . import runtime
 from .codegen import compile_source
 from .errors import UnsupportedFeatureError
 from .rules import lookup
+from .vspace import space_of
 from .source import FunctionSource, get_source, register_source
 
 _STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
@@ -79,7 +80,41 @@ def _callee_parts(expr: str, f):
     return expr, [], {}, None
 
 
+def instance_call(f):
+    """``type(f).__call__`` for a called object whose class registered a vector space
+    (vspace.py) or has a rule on ``__call__``: called with the object as its first argument,
+    so that the object gets its derivative (the rule's, or the method's own); else None."""
+    if isinstance(f, (types.FunctionType, types.MethodType, type, runtime.Bound)):
+        return None
+    call = getattr(type(f), "__call__", None)
+    if space_of(f) is not None or (isinstance(call, types.FunctionType) and
+                                   lookup(call) is not None):
+        return call
+    return None
+
+
+_INSTANCE_CALLS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # cls -> adapters
+
+
+def _instance_adapter(call, f, n: int, keys: tuple):
+    """``def apply_adapter(f, args, kwargs): return _call(f, args[0], .., k=kwargs['k'])``
+    with ``_call`` the class's ``__call__`` (``instance_call``)."""
+    shapes = _INSTANCE_CALLS.setdefault(type(f), {})
+    adapter = shapes.get((n, keys))
+    if adapter is None:
+        _check_keywords(keys)
+        passed = ["f"] + [f"args[{i}]" for i in range(n)] + [f"{k}=kwargs[{k!r}]" for k in keys]
+        source = (f"def apply_adapter(f, args, kwargs):\n"
+                  f"    return _call({', '.join(passed)})\n")
+        adapter = shapes[(n, keys)] = _compiled(source, "apply adapter", "apply_adapter",
+                                                {"_call": call})
+    return adapter
+
+
 def _apply_adapter(f, n: int, keys: tuple):
+    call = instance_call(f)
+    if call is not None:
+        return _instance_adapter(call, f, n, keys)
     fn, positional, keywords, shape = _callee_parts("f", f)
     key = (shape, n, keys)
     adapter = _APPLY.get(key)

@@ -24,6 +24,7 @@ import numpy as np
 from . import codegen, runtime
 from .adapters import has_starred_parameters, route
 from .boundary import (argument_label, as_function, callee_function, unbind, check_argument,
+                       check_shaped_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
 from .api import (FIRST, Adjoint, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
@@ -651,6 +652,7 @@ def _check_wrt_argument(f, index, args) -> None:
         raise SrcgradError(f"{_name(f)}() was called with {len(args)} arguments, but it is "
                            f"differentiated with respect to argument {index}")
     check_argument(args[index], f, index)
+    check_shaped_argument(args[index], f, index)  # (a registered vector space: vspace.py)
     _refuse_unshaped_argument(f, index, args[index])
 
 

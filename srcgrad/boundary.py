@@ -9,12 +9,14 @@ respect to which arguments.
 * ``check_argument`` refuses a differentiated argument whose gradient would be meaningless or
   silently wrong: None, strings, integers, pandas objects (their operators align by label),
   ``np.matrix`` (its ``*`` is a matrix product), masked arrays (the mask is lost), other
-  ndarray subclasses and objects that only convert to arrays.
+  ndarray subclasses, objects that only convert to arrays, and objects with their own
+  operators unless their class is a registered vector space (vspace.py).
 """
 from __future__ import annotations
 
 __all__ = ["as_function", "unbind", "callee_function", "signature_text", "argument_label",
-           "check_argument", "check_sequence", "check_cotangent", "structure_shape"]
+           "check_argument", "check_shaped_argument", "check_sequence", "check_cotangent",
+           "structure_shape"]
 
 import functools
 import inspect
@@ -29,6 +31,7 @@ from . import codegen
 from .errors import NonDifferentiableError, SrcgradError
 from .rules import is_nondifferentiable, lookup
 from .runtime import is_foreign_array
+from .vspace import space_of
 
 _WRAPPERS: dict = {}
 # operators a class may define in Python: srcgrad's rules for them assume numbers and arrays
@@ -234,7 +237,10 @@ def _refusal(x) -> str | None:
             return (f"an object of class {type(x).__name__} with its own {own[0]}, which "
                     f"srcgrad cannot trace to its attributes (it would run on tangents and "
                     f"cotangents as if they were values)",
-                    "pass the arrays it holds, and compute with them in the function")
+                    f"pass the arrays it holds, and compute with them in the function; or "
+                    f"register the class with srcgrad.register_vspace({type(x).__name__}, "
+                    f"zeros=..., add=...) and give the functions it flows through "
+                    f"derivative rules")
     if isinstance(x, _FUNCTIONS):  # (an object that merely defines __call__ may have
         # differentiable attributes)
         return f"a function or class ({type(x).__name__})", "leave it out of wrt"
@@ -261,8 +267,8 @@ def check_argument(x, f, index: int) -> None:
 
 
 def _find_refusal(x, where: str, depth: int):
-    if depth > 20:
-        return None
+    if depth > 20 or space_of(x) is not None:  # (a registered vector space's object: its
+        return None  # rules and registered operations compute its derivatives)
     if isinstance(x, dict):
         for k, v in x.items():
             found = _find_refusal(v, f"{where}[{k!r}]", depth + 1)
@@ -287,6 +293,17 @@ def _find_refusal(x, where: str, depth: int):
                 if found:
                     return found
     return None
+
+
+def check_shaped_argument(x, f, index: int) -> None:
+    """jacfwd, jacrev and hessian lay their result out as ``out.shape + in.shape``: refuse
+    an object of a registered vector space (vspace.py), which has no shape."""
+    space = space_of(x)
+    if space is not None:
+        raise NonDifferentiableError(
+            f"jacfwd, jacrev and hessian lay their result out as out.shape + in.shape, and "
+            f"{argument_label(f, index)} is a {space.cls.__qualname__}, a registered vector "
+            f"space, which has no such shape. Use grad, value_and_grad, vjp or jvp.")
 
 
 def check_sequence(api: str, what: str, value) -> tuple:

@@ -66,6 +66,7 @@ import numpy as np
 from .errors import (InternalError, MissingRuleError, NonDifferentiableError,
                      UnsupportedFeatureError,
                      UnsupportedSyntaxError)
+from .vspace import REGISTERED, space_of
 
 
 _ndarray = np.ndarray
@@ -208,6 +209,8 @@ def refuse_foreign_array(value) -> None:
     ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by
     label): an operand of that type met a differentiable value, and the rules, written for
     arrays, would compute a wrong derivative."""
+    if space_of(value) is not None:  # (vspace hook) a registered class's object
+        refuse_vspace_operator(value)
     if isinstance(value, np.matrix):
         kind = "an np.matrix"
     elif isinstance(value, np.ma.MaskedArray):
@@ -240,6 +243,9 @@ def zeros_like(x):
         return np.zeros_like(np.asarray(x), dtype=np.float64)
     if isinstance(x, _FUNCTION_TYPES):  # a function value carries no gradient of its own
         return None
+    space = space_of(x)  # (vspace hook) a registered class: its own zero
+    if space is not None:
+        return space.zeros(x)
     if _is_object(x):
         return _densify_object({}, x)
     return None
@@ -278,6 +284,8 @@ def densify(g, x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
         # container: it keeps the container's structure
         return g
+    if REGISTERED and (type(g) in REGISTERED or type(x) in REGISTERED):  # (vspace hook)
+        return vspace_densify(g, x)
     if isinstance(g, dict) and not isinstance(x, dict):
         return _densify_object(g, x)
     if _is_object(g):
@@ -430,6 +438,8 @@ def add(a, b):
         return b
     if b is None or (type(b) is float and b == 0.0):
         return a
+    if REGISTERED and (type(a) in REGISTERED or type(b) in REGISTERED):  # (vspace hook)
+        return vspace_add(a, b)
     if isinstance(a, dict) or isinstance(b, dict) or _is_object(a):
         a, b = _attr_dict(a), _attr_dict(b)
         out = dict(a)
@@ -576,6 +586,8 @@ def may_carry_gradient(x, depth: int = 6) -> bool:
         return kind in "fcO"
     if depth == 0:
         return True  # deep structures: assume the worst
+    if space_of(x) is not None:  # (vspace hook) a registered class's object, even an empty one
+        return True
     if isinstance(x, dict):
         return any(may_carry_gradient(v, depth - 1) for v in x.values())
     if isinstance(x, (list, tuple)):  # (a Bound too: the values it carries)
@@ -639,6 +651,8 @@ def add_attr(acc, obj, name: str, g):
         return acc
     if isinstance(obj, (_ndarray, _generic)) or type(obj).__module__.startswith("pandas"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    if space_of(obj) is not None:  # (vspace hook)
+        refuse_vspace_attribute(obj, name)
     if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
         import inspect
         if isinstance(inspect.getattr_static(type(obj), name, None), property):
@@ -1606,3 +1620,68 @@ def probed_result(value):
     if type(value) is Probe and not value.shape:
         return value.sample
     return computed(value)
+
+
+# -- registered vector spaces (vspace.py): the hooks above call these ----------------------
+# Only objects of a class given to srcgrad.register_vspace reach them; everything else keeps
+# the paths above.
+def vspace_add(a, b):
+    """``a + b`` of two contributions to the derivative of an object of a registered class
+    (neither is the lazy zero): the class's registered ``add``."""
+    space = space_of(a) or space_of(b)
+    if type(a) is not type(b):
+        _refuse_vspace_mismatch(space.cls, b if type(a) is space.cls else a)
+    return space.add(a, b)
+
+
+def vspace_densify(g, x):
+    """``densify`` where ``g`` or ``x`` is an object of a registered class (``g`` is not the
+    lazy zero: that became ``zeros(x)``): an object of ``x``'s class passes as it is."""
+    if type(g) is type(x):
+        return g
+    if space_of(x) is None and is_zero(x):  # a lazy-zero accumulator's cotangent
+        return g
+    space = space_of(x)
+    if space is None:
+        raise UnsupportedFeatureError(
+            f"a derivative with respect to a {type(x).__name__} came out as an object of "
+            f"{type(g).__name__}, a registered vector space: a derivative rule returned it "
+            f"for an argument that is not one. Return a {type(x).__name__} there.")
+    _refuse_vspace_mismatch(space.cls, g)
+
+
+def _refuse_vspace_mismatch(cls: type, other) -> None:
+    what = "its attributes' derivatives" if isinstance(other, dict) else \
+        f"a {type(other).__name__}"
+    raise UnsupportedFeatureError(
+        f"a derivative with respect to an object of {cls.__qualname__} (a registered vector "
+        f"space) came out as {what}: the derivative rules it flows through must return "
+        f"{cls.__qualname__} objects for it (their vjp's cotangent, their jvp's tangent), "
+        f"built with the class's own operations.")
+
+
+def refuse_vspace_attribute(obj, name: str) -> None:
+    """Raise for an attribute of an object of a registered class read in differentiated code
+    where a derivative reaches it: its derivative is an object of the class, which only the
+    class's rules can build from attribute derivatives."""
+    cls = type(obj).__qualname__
+    _refuse_vspace_use(f"reading the attribute '{name}' of", cls,
+                       f"srcgrad cannot turn derivatives of its attributes into a {cls} object",
+                       f"a function or method that has a derivative rule "
+                       f"(@srcgrad.rule({cls}.method)) returning {cls} cotangents")
+
+
+def refuse_vspace_operator(value) -> None:
+    """Raise for an arithmetic operator whose derivative met an object of a registered class:
+    srcgrad's operator rules assume numbers and arrays."""
+    cls = type(value).__qualname__
+    _refuse_vspace_use("an arithmetic operator applied to", cls,
+                       f"srcgrad's rules for operators assume numbers and arrays, and would "
+                       f"run {cls}'s own operators on its derivatives",
+                       "a function with a derivative rule (@srcgrad.rule(...))")
+
+
+def _refuse_vspace_use(what: str, cls: str, why: str, instead: str) -> None:
+    raise UnsupportedFeatureError(
+        f"{what} an object of {cls}, a registered vector space (srcgrad.register_vspace), in "
+        f"differentiated code: {why}. Compute with it in {instead}.")

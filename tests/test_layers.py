@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent / "srcgrad"
 LAYERS = [
     (0, ("srcgrad.errors", "srcgrad.naming", "srcgrad.codegen", "srcgrad.source")),
     (1, ("srcgrad.runtime",)),  # values: tape, zeros, accumulation, unbroadcast
+    (1, ("srcgrad.vspace",)),  # registered vector spaces: their zeros, add and scale
     (2, ("srcgrad.rules", "srcgrad.batching")),  # derivative rules, batch rules
     (2, ("srcgrad.adapters",)),  # fixed-arity twins of *args functions, compiled source
     (2, ("srcgrad.signature",)),  # function keys, parameter names, wrt, integer arguments
