@@ -69,9 +69,10 @@ def _check(fn, wrt, args, fd=True):
 def test_the_rnn_built_for_matrices_runs_the_products_and_the_reduction_inline():
     src = _specialised_source(rnn, (0, 1, 2), _rnn_args())
     assert "bh = b_t5 @ Wh.T" in src
-    assert "bWh = bWh + h.T @ b_t5" in src
-    assert "bWx = bWx + _t2.T @ b_t5" in src
-    assert "bb = bb + b_t5.sum(axis=0)" in src
+    # (float64 throughout, the seed's dtype too: added in place, test_accumulate_in_place.py)
+    assert "bWh += h.T @ b_t5" in src
+    assert "bWx += _t2.T @ b_t5" in src
+    assert "bb += b_t5.sum(axis=0)" in src
     assert "plain_matmul" not in src.split("def rnn_bwd")[1] and "unbroadcast" not in src
     # built for every kind of argument: the helpers
     plain = get_lean_adjoint(rnn, (0, 1, 2), value=False).source
@@ -101,9 +102,9 @@ def test_a_bias_of_one_row_is_summed_by_the_helper_a_vector_inline(bias):
     args = _rnn_args(bias=bias)
     src = _specialised_source(rnn, (0, 1, 2), args)
     if bias == (5,):
-        assert "bb = bb + b_t5.sum(axis=0)" in src
-    else:
-        assert "_rt.unbroadcast(b_t5, b)" in src
+        assert "bb += b_t5.sum(axis=0)" in src
+    else:  # (of a shape with a 1: not proven, nor added in place)
+        assert "bb = bb + _rt.unbroadcast(b_t5, b)" in src
     _check(rnn, (0, 1, 2), args)
 
 
