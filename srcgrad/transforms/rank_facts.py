@@ -1,16 +1,22 @@
 """Guarantees afterwards: in a ``grad`` backward sweep built for arguments of known ranks
-(api.LeanAdjoint's ``arg_facts``), a matrix product's cotangent helper or a reduction
-``_rt.unbroadcast`` whose operands are PROVEN plain matrices (or a bias and its batch) is
-written as the one numpy operation the helper would run on them; all else is unchanged.
+and dtypes (api.LeanAdjoint's ``arg_facts``), a matrix product's cotangent helper or a
+reduction ``_rt.unbroadcast`` whose operands are PROVEN plain matrices (or a bias and its
+batch) is written as the one numpy operation the helper would run on them, and an
+accumulator PROVEN to get contributions of its own dtype and shape is added to in place; all
+else is unchanged.
 
-Facts per argument: an exact ``np.ndarray`` of rank r, and whether a dimension of it is 1
-(``ArgFact``); anything else is unknown. Each name gets one abstract value per sweep (the
-join of everything assigned to it anywhere in that sweep, to a fixed point): an exact
-ndarray of known rank whose dimensions are each 1, a symbol (an argument's dimension, known
-not 1), "not 1" or unknown; a Python int or float; or unknown. The backward sweep reads the
-forward one's values through the saved list, and through the tape: a pop into a name gives
-a value the forward sweep pushed of that name, when every push and pop is of a name (what
-reverse mode restores), else any value pushed; a tape read in any other way gives unknown. Broadcasting two dimensions known not to be 1 succeeded, so they are equal (the
+Facts per argument: an exact ``np.ndarray`` of rank r, whether a dimension of it is 1
+(``ArgFact``) and its dtype; a Python float; anything else is unknown. Each name gets one
+abstract value per sweep (the join of everything assigned to it anywhere in that sweep, to a
+fixed point): an exact ndarray of known rank whose dimensions are each 1, a symbol (an
+argument's dimension, known not 1), "not 1" or unknown, and of a known dtype or not; a numpy
+floating number of a known dtype; a Python int or float; or unknown. Dtypes are numpy's own
+resolution (``ufunc.resolve_dtypes``: a Python number is weak, a 0-d array is not). The
+backward sweep reads the forward one's values through the saved list, and through the
+tape: a pop into a name gives a value the forward sweep pushed of that name, when every push
+and pop is of a name (what reverse mode restores), else any value pushed; a tape read in any
+other way gives unknown. Its seed is what ``api._seed`` makes of the forward sweep's value
+(a 0-d array of a numpy float32 or float64 value's dtype, 1.0 for a Python float). Broadcasting two dimensions known not to be 1 succeeded, so they are equal (the
 result keeps the symbol); a dimension of unknown size against one not 1 gives that one.
 
 Rewrites, each exactly the fast path of the helper it replaces (so the same bits):
@@ -21,7 +27,13 @@ Rewrites, each exactly the fast path of the helper it replaces (so the same bits
   (unreduced.py), which for a rank-2 ``g`` and such a product is the product's shape;
 - ``_rt.unbroadcast(g, x)`` -> ``g`` (same ranks) or ``g.sum(axis=0)`` (``g`` one rank more)
   when both are exact ndarrays and no dimension of ``x`` may be 1 (the two fast paths of
-  ``runtime.unbroadcast``; ``ndarray.sum`` is the ``np.add.reduce`` it calls).
+  ``runtime.unbroadcast``; ``ndarray.sum`` is the ``np.add.reduce`` it calls);
+- ``b = b + c`` -> ``b += c`` when ``b`` is owned (``_owned_accumulators``: bound only to a
+  number or to ``b + c``, read by nothing but these additions and the sweep's return) and
+  every ``c`` added to it is an exact ndarray of one float dtype ``d`` and one shape of
+  arguments' dimensions, with ``number + c`` and ``c + c`` of dtype ``d``: the first ``+=``
+  on the number is ``number + c`` (a new array nothing else holds), every later one is
+  ``np.add(b, c, out=b)``, the same bits as ``b + c`` into the same dtype and shape.
 
 An operand of a matrix product that may be None is taken as not None: the forward sweep's
 ``x @ y`` would have raised.
@@ -672,7 +684,8 @@ def specialise_sweeps(fwd: gast.FunctionDef, bwd: gast.FunctionDef, facts: tuple
                       callees: dict, rt: str, tape: str, resolve) -> int:
     """Rewrite ``bwd`` (in place) where ``facts`` (one per parameter of ``fwd``, as
     api.argument_facts gives them: the rank of an exact ndarray, negated when a dimension is
-    1, or 0 for anything else) prove a helper's fast path; the number of rewrites."""
+    1, paired with its dtype's ``str`` unless float64; "f" for a Python float, 0 for anything
+    else) prove a helper's fast path or an accumulation in place; the number of rewrites."""
     analysis = _Facts(fwd, bwd, facts, callees, rt, tape, resolve)
     analysis.run()
     in_place = {id(s) for sites in _owned_accumulators(bwd, rt).values()
@@ -683,7 +696,8 @@ def specialise_sweeps(fwd: gast.FunctionDef, bwd: gast.FunctionDef, facts: tuple
 
 
 def rank_candidates(module, helpers: dict, rt: str) -> bool:
-    """Whether generated ``module`` calls what ``specialise_sweeps`` may rewrite."""
+    """Whether generated ``module`` calls what ``specialise_sweeps`` may rewrite, or adds to
+    a name (``b = b + c``) it may add to in place."""
     products = {name for name, obj in helpers.items()
                 if obj is plain_matmul_left or obj is plain_matmul_right}
     for n in gast.walk(module):
