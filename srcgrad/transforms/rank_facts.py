@@ -25,9 +25,9 @@ Rewrites, each exactly the fast path of the helper it replaces (so the same bits
   ``g``, ``x`` and ``y`` are exact 2-d ndarrays and both dimensions of the product are known
   not to be 1: a lean sweep's cotangent of ``x @ y`` has a shape the product broadcasts to
   (unreduced.py), which for a rank-2 ``g`` and such a product is the product's shape;
-- ``_rt.unbroadcast(g, x)`` -> ``g`` (same ranks) or ``g.sum(axis=0)`` (``g`` one rank more)
-  when both are exact ndarrays and no dimension of ``x`` may be 1 (the two fast paths of
-  ``runtime.unbroadcast``; ``ndarray.sum`` is the ``np.add.reduce`` it calls);
+- ``_rt.unbroadcast(g, x)`` -> ``g`` (same ranks) or ``_rt.add_reduce(g, 0)`` (``g`` one rank
+  more: ``np.add.reduce(g, axis=0)``) when both are exact ndarrays and no dimension of ``x``
+  may be 1 (the two fast paths of ``runtime.unbroadcast``);
 - ``b = b + c`` -> ``b += c`` when ``b`` is owned (``_owned_accumulators``: bound only to a
   number or to ``b + c``, read by nothing but these additions and the sweep's return) and
   every ``c`` added to it is an exact ndarray of one float dtype ``d`` and one shape of
@@ -524,7 +524,7 @@ class _Facts:
 
     def reduction(self, args: list) -> str | None:
         """'same' or 'lead' when ``_rt.unbroadcast(g, x)`` is proven to return ``g`` or
-        ``g.sum(axis=0)``."""
+        ``np.add.reduce(g, axis=0)``."""
         if len(args) != 2:
             return None
         g, x = args
@@ -662,11 +662,8 @@ class _Rewrite(gast.NodeTransformer):
                 return call.args[0]
             if how == "lead":
                 self.count += 1
-                total = gast.Call(func=gast.Attribute(value=call.args[0], attr="sum",
-                                                      ctx=gast.Load()),
-                                  args=[], keywords=[gast.keyword(arg="axis",
-                                                                  value=A.const(0))])
-                return gast.copy_location(total, call)
+                return gast.copy_location(A.call(A.attr(f.rt, "add_reduce"), call.args[0],
+                                                 A.const(0)), call)
             return call
         obj = f._callee(func)
         if (obj is plain_matmul_left or obj is plain_matmul_right) \
