@@ -240,3 +240,12 @@ def test_join_forgets_a_dtype_that_differs():
     a = R.Val("nd", (("s", 0, 0),), False, np.dtype(F4))
     assert R.join(a, a._replace(dtype=np.dtype(F8))).dtype is None
     assert R.join(a, a).dtype == np.dtype(F4)
+
+
+def test_a_count_of_unknown_objects_may_be_a_numpy_integer():
+    # (np.int64 is not weak: a float32 array divided by it is float64)
+    nd = R.Val("nd", (("s", 0, 0),), False, np.dtype(F4))
+    assert R.result_dtype(np.true_divide, [nd, R.INT]) == np.dtype(F4)
+    assert R.result_dtype(np.true_divide, [nd, R.SOME_INT]) is None
+    assert (np.ones(2, F4) / np.int64(2)).dtype == F8
+    assert R.join(R.INT, R.SOME_INT) == R.SOME_INT

@@ -63,7 +63,8 @@ class Val(NamedTuple):
     """An abstract value: ``kind`` 'nd' (exact ndarray, ``dims`` one fact per axis: 1, a
     symbol ('s', i, axis), 'nz' (not 1) or '?'), 'num' (a numpy floating scalar), 'int',
     'float', 'none' (only None) or '?'; ``none``: it may be None; ``dtype``: the numpy dtype
-    of an 'nd' or 'num' when known, else None."""
+    of an 'nd' or 'num', or ``int``/``float`` for a Python number of those kinds, when known,
+    else None."""
     kind: str
     dims: tuple | None
     none: bool
@@ -72,8 +73,9 @@ class Val(NamedTuple):
 
 TOP = Val("?", None, True)
 NONE = Val("none", None, True)
-INT = Val("int", None, False)
-FLOAT = Val("float", None, False)
+INT = Val("int", None, False, int)  # (a Python int: weak in numpy's arithmetic, NEP 50)
+FLOAT = Val("float", None, False, float)
+SOME_INT = Val("int", None, False)  # (a Python int or a numpy integer: of rank 0)
 
 
 def _nonone(d) -> bool:
@@ -138,8 +140,8 @@ def result_dtype(ufunc, operands: list) -> np.dtype | None:
     for v in operands:
         if v.kind in ("nd", "num", "probe") and v.dtype is not None:
             types.append(v.dtype)
-        elif v.kind in ("int", "float") and not v.none:
-            types.append(int if v.kind == "int" else float)
+        elif v.kind in ("int", "float") and not v.none and v.dtype in (int, float):
+            types.append(v.dtype)
         else:
             return None
     try:
@@ -413,7 +415,10 @@ class _Facts:
         if obj is None:
             return TOP
         if obj is reduced_count and len(args) == 2:
-            return INT  # (a number: an int or a numpy integer, both of rank 0)
+            # (a number of rank 0: the sizes of numpy's arrays and numbers and of Python's
+            # numbers are Python ints, another object's may not be)
+            return INT if all(a.kind in ("nd", "num", "int", "float") and not a.none
+                              for a in args) else SOME_INT
         if obj is expand_to and len(args) == 2 and args[1].kind == "nd" \
                 and not args[1].none and args[1].dims:
             # (x's shape; the cotangent's dtype when it is an ndarray, a 0-d one included)
@@ -612,7 +617,7 @@ def seed_of(result: Val | None) -> Val:
     """What ``api._seed`` makes of a value of ``result``: 1.0 for a Python float, a 0-d
     array of one of its dtype for a numpy float32 or float64 number."""
     if result is not None and not result.none:
-        if result.kind == "float":
+        if result == FLOAT:
             return FLOAT
         if result.kind == "num" and result.dtype in (np.dtype(np.float64),
                                                       np.dtype(np.float32)):
