@@ -150,18 +150,22 @@ def _specialised(cls: type, facts: tuple) -> type:
 
 
 _ndarray = np.ndarray
+_float64 = np.dtype(np.float64)
 
 
 def argument_facts(args: tuple) -> tuple | None:
     """What grad's lean sweeps are specialised on (transforms/rank_facts.py): per argument,
-    for an exact ndarray its rank, negated when a dimension is 1; "f" for a Python float; 0
-    for anything else. None when no argument is an ndarray of rank 1 or more (nothing to
-    prove about)."""
+    for an exact ndarray its rank, negated when a dimension is 1, alone for a float64 array
+    (the common case: one identity check) and paired with its dtype's ``str`` otherwise;
+    "f" for a Python float; 0 for anything else. None when no argument is an ndarray of rank
+    1 or more (nothing to prove about)."""
     facts = []
     arrays = False
     for a in args:
         if type(a) is _ndarray and a.ndim:
-            facts.append(-a.ndim if 1 in a.shape else a.ndim)
+            rank = -a.ndim if 1 in a.shape else a.ndim
+            dtype = a.dtype
+            facts.append(rank if dtype is _float64 else (rank, dtype.str))
             arrays = True
         else:
             facts.append("f" if type(a) is float else 0)
@@ -555,7 +559,7 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
         if built.rank_rewrites:
             return built
         last_specialised[facts] = None
-        if all(f == "f" or f >= 0 for f in facts):
+        if all(f == "f" or (f if type(f) is int else f[0]) >= 0 for f in facts):
             # nothing proven of arguments with no dimension of 1: not worth their facts on
             # each call (~0.2 us an argument) from now on
             specialising = False

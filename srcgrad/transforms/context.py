@@ -83,8 +83,9 @@ class Context:
     # probe what only makes the value (dead_values.py)
     discard_value: bool = False
     # grad's lean sweeps built for arguments of these kinds, one per positional parameter
-    # (api.argument_facts: an exact ndarray's rank, negated when a dimension is 1; "f" for a
-    # Python float; 0 for anything else; transforms/rank_facts.py)
+    # (api.argument_facts: an exact ndarray's rank, negated when a dimension is 1, paired with
+    # its dtype's str unless float64; "f" for a Python float; 0 for anything else;
+    # transforms/rank_facts.py)
     arg_facts: tuple = ()
     # ... and how many calls the facts proved could be rewritten
     rank_rewrites: int = 0

@@ -1,16 +1,22 @@
 """Guarantees afterwards: in a ``grad`` backward sweep built for arguments of known ranks
-(api.LeanAdjoint's ``arg_facts``), a matrix product's cotangent helper or a reduction
-``_rt.unbroadcast`` whose operands are PROVEN plain matrices (or a bias and its batch) is
-written as the one numpy operation the helper would run on them; all else is unchanged.
+and dtypes (api.LeanAdjoint's ``arg_facts``), a matrix product's cotangent helper or a
+reduction ``_rt.unbroadcast`` whose operands are PROVEN plain matrices (or a bias and its
+batch) is written as the one numpy operation the helper would run on them, and an
+accumulator PROVEN to get contributions of its own dtype and shape is added to in place; all
+else is unchanged.
 
-Facts per argument: an exact ``np.ndarray`` of rank r, and whether a dimension of it is 1
-(``ArgFact``); anything else is unknown. Each name gets one abstract value per sweep (the
-join of everything assigned to it anywhere in that sweep, to a fixed point): an exact
-ndarray of known rank whose dimensions are each 1, a symbol (an argument's dimension, known
-not 1), "not 1" or unknown; a Python int or float; or unknown. The backward sweep reads the
-forward one's values through the saved list, and through the tape: a pop into a name gives
-a value the forward sweep pushed of that name, when every push and pop is of a name (what
-reverse mode restores), else any value pushed; a tape read in any other way gives unknown. Broadcasting two dimensions known not to be 1 succeeded, so they are equal (the
+Facts per argument: an exact ``np.ndarray`` of rank r, whether a dimension of it is 1
+(``ArgFact``) and its dtype; a Python float; anything else is unknown. Each name gets one
+abstract value per sweep (the join of everything assigned to it anywhere in that sweep, to a
+fixed point): an exact ndarray of known rank whose dimensions are each 1, a symbol (an
+argument's dimension, known not 1), "not 1" or unknown, and of a known dtype or not; a numpy
+floating number of a known dtype; a Python int or float; or unknown. Dtypes are numpy's own
+resolution (``ufunc.resolve_dtypes``: a Python number is weak, a 0-d array is not). The
+backward sweep reads the forward one's values through the saved list, and through the
+tape: a pop into a name gives a value the forward sweep pushed of that name, when every push
+and pop is of a name (what reverse mode restores), else any value pushed; a tape read in any
+other way gives unknown. Its seed is what ``api._seed`` makes of the forward sweep's value
+(a 0-d array of a numpy float32 or float64 value's dtype, 1.0 for a Python float). Broadcasting two dimensions known not to be 1 succeeded, so they are equal (the
 result keeps the symbol); a dimension of unknown size against one not 1 gives that one.
 
 Rewrites, each exactly the fast path of the helper it replaces (so the same bits):
@@ -19,9 +25,15 @@ Rewrites, each exactly the fast path of the helper it replaces (so the same bits
   ``g``, ``x`` and ``y`` are exact 2-d ndarrays and both dimensions of the product are known
   not to be 1: a lean sweep's cotangent of ``x @ y`` has a shape the product broadcasts to
   (unreduced.py), which for a rank-2 ``g`` and such a product is the product's shape;
-- ``_rt.unbroadcast(g, x)`` -> ``g`` (same ranks) or ``g.sum(axis=0)`` (``g`` one rank more)
-  when both are exact ndarrays and no dimension of ``x`` may be 1 (the two fast paths of
-  ``runtime.unbroadcast``; ``ndarray.sum`` is the ``np.add.reduce`` it calls).
+- ``_rt.unbroadcast(g, x)`` -> ``g`` (same ranks) or ``_rt.add_reduce(g, 0)`` (``g`` one rank
+  more: ``np.add.reduce(g, axis=0)``) when both are exact ndarrays and no dimension of ``x``
+  may be 1 (the two fast paths of ``runtime.unbroadcast``);
+- ``b = b + c`` -> ``b += c`` when ``b`` is owned (``_owned_accumulators``: bound only to a
+  number or to ``b + c``, read by nothing but these additions and the sweep's return) and
+  every ``c`` added to it is an exact ndarray of one float dtype ``d`` and one shape of
+  arguments' dimensions, with ``number + c`` and ``c + c`` of dtype ``d``: the first ``+=``
+  on the number is ``number + c`` (a new array nothing else holds), every later one is
+  ``np.add(b, c, out=b)``, the same bits as ``b + c`` into the same dtype and shape.
 
 An operand of a matrix product that may be None is taken as not None: the forward sweep's
 ``x @ y`` would have raised.
@@ -49,17 +61,21 @@ class ArgFact(NamedTuple):
 
 class Val(NamedTuple):
     """An abstract value: ``kind`` 'nd' (exact ndarray, ``dims`` one fact per axis: 1, a
-    symbol ('s', i, axis), 'nz' (not 1) or '?'), 'int', 'float', 'none' (only None) or '?';
-    ``none``: it may be None."""
+    symbol ('s', i, axis), 'nz' (not 1) or '?'), 'num' (a numpy floating scalar), 'int',
+    'float', 'none' (only None) or '?'; ``none``: it may be None; ``dtype``: the numpy dtype
+    of an 'nd' or 'num', or ``int``/``float`` for a Python number of those kinds, when known,
+    else None."""
     kind: str
     dims: tuple | None
     none: bool
+    dtype: np.dtype | None = None
 
 
 TOP = Val("?", None, True)
 NONE = Val("none", None, True)
-INT = Val("int", None, False)
-FLOAT = Val("float", None, False)
+INT = Val("int", None, False, int)  # (a Python int: weak in numpy's arithmetic, NEP 50)
+FLOAT = Val("float", None, False, float)
+SOME_INT = Val("int", None, False)  # (a Python int or a numpy integer: of rank 0)
 
 
 def _nonone(d) -> bool:
@@ -80,11 +96,12 @@ def join(a: Val, b: Val) -> Val:
     if a.kind != b.kind:
         return TOP
     none = a.none or b.none
+    dtype = a.dtype if a.dtype == b.dtype else None
     if a.kind not in ("nd", "probe"):
-        return Val(a.kind, None, none)
+        return Val(a.kind, None, none, dtype)
     if len(a.dims) != len(b.dims):
         return TOP
-    return Val(a.kind, tuple(_join_dim(x, y) for x, y in zip(a.dims, b.dims)), none)
+    return Val(a.kind, tuple(_join_dim(x, y) for x, y in zip(a.dims, b.dims)), none, dtype)
 
 
 def _broadcast_dim(a, b):
@@ -99,17 +116,43 @@ def _broadcast_dim(a, b):
     return "nz" if "nz" in (a, b) else "?"
 
 
-def _nd(dims: tuple) -> Val:
+def _nd(dims: tuple, dtype: np.dtype | None = None) -> Val:
     """An exact ndarray of these dims; a 0-d result of numpy arithmetic is a numpy scalar."""
-    return Val("nd", dims, False) if dims else TOP
+    return Val("nd", dims, False, dtype) if dims else TOP
 
 
 _OPERANDS = ("nd", "int", "float")
+# the ufunc each arithmetic operator calls on ndarrays (for the result's dtype)
+_UFUNCS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
+           gast.Div: np.true_divide, gast.Pow: np.power, gast.MatMult: np.matmul,
+           operator.add: np.add, operator.sub: np.subtract, operator.mul: np.multiply,
+           operator.truediv: np.true_divide, operator.pow: np.power,
+           operator.neg: np.negative}
 
 
-def arith(a: Val, b: Val) -> Val:
+def result_dtype(ufunc, operands: list) -> np.dtype | None:
+    """The dtype of ``ufunc`` applied to operands of these abstract values: numpy's own type
+    resolution (a Python int or float is a weak scalar, NEP 50), or None when an operand's
+    dtype is unknown or numpy resolves none."""
+    if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or len(operands) != ufunc.nin:
+        return None
+    types = []
+    for v in operands:
+        if v.kind in ("nd", "num", "probe") and v.dtype is not None:
+            types.append(v.dtype)
+        elif v.kind in ("int", "float") and not v.none and v.dtype in (int, float):
+            types.append(v.dtype)
+        else:
+            return None
+    try:
+        return ufunc.resolve_dtypes((*types, None))[-1]
+    except (TypeError, ValueError):  # (numpy has no loop for them: the call would raise)
+        return None
+
+
+def arith(a: Val, b: Val, ufunc=None) -> Val:
     """An elementwise operation of two operands (neither may be None, nor a probe: see
-    ``_Facts._runtime_call``)."""
+    ``_Facts._runtime_call``), by ``ufunc`` (None: the result's dtype unknown)."""
     if a.none or b.none or a.kind not in _OPERANDS or b.kind not in _OPERANDS \
             or "nd" not in (a.kind, b.kind):
         return TOP
@@ -117,7 +160,8 @@ def arith(a: Val, b: Val) -> Val:
     db = b.dims if b.kind == "nd" else ()
     n = max(len(da), len(db))
     da, db = (1,) * (n - len(da)) + da, (1,) * (n - len(db)) + db
-    return _nd(tuple(_broadcast_dim(x, y) for x, y in zip(da, db)))
+    return _nd(tuple(_broadcast_dim(x, y) for x, y in zip(da, db)),
+               result_dtype(ufunc, [a, b]))
 
 
 def _matrix(v: Val) -> Val | None:
@@ -142,11 +186,14 @@ class _Facts:
             if fact == "f":
                 self.env[arg.id] = FLOAT
             elif fact:
-                fact = ArgFact(abs(fact), fact < 0)
+                rank, dtype = fact if isinstance(fact, tuple) else (fact, "<f8")
+                fact = ArgFact(abs(rank), rank < 0)
                 dims = tuple("?" if fact.has_one else ("s", i, k) for k in range(fact.ndim))
-                self.env[arg.id] = Val("nd", dims, False)
+                self.env[arg.id] = Val("nd", dims, False, np.dtype(dtype))
             else:
                 self.env[arg.id] = TOP
+        # the forward sweep's value, what grad's seed is made from (None: not returned yet)
+        self.result: Val | None = None
         self.saved = self._saved_values()
         self.pops_by_name = self._pops_by_name()
         self.local = {n.id for f in (fwd, bwd) for n in gast.walk(f)
@@ -207,6 +254,8 @@ class _Facts:
         for _ in range(100):
             before = (dict(self.env), self.tape_val)
             self.handled: set[str] = set()
+            if f is self.bwd and len(f.args.args) == 2:
+                self._assign(f.args.args[1].id, seed_of(self.result))
             for s in f.body:
                 self._stmt(s)
             for name in stored - self.handled:
@@ -265,7 +314,8 @@ class _Facts:
         if isinstance(s, gast.Return) and self.saved is not None and s.value is not None \
                 and isinstance(s.value, gast.Tuple) and len(s.value.elts) == 2 \
                 and getattr(s.value.elts[1], "elts", None) is self.saved:
-            self.value(s.value.elts[0])
+            value = self.value(s.value.elts[0])
+            self.result = value if self.result is None else join(self.result, value)
             for v in self.saved:  # (the tape handed to the backward sweep in the list)
                 if not (isinstance(v, gast.Name) and v.id == self.tape):
                     self.value(v)
@@ -320,18 +370,20 @@ class _Facts:
         if isinstance(node, gast.BinOp):
             left, right = self.value(node.left), self.value(node.right)
             if isinstance(node.op, (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.Pow)):
-                return arith(left, right)
+                return arith(left, right, _UFUNCS[type(node.op)])
             if isinstance(node.op, gast.MatMult):
                 x, y = _matrix(left), _matrix(right)
-                return _nd((x.dims[0], y.dims[1])) if x and y else TOP
+                return _nd((x.dims[0], y.dims[1]), result_dtype(np.matmul, [x, y])) \
+                    if x and y else TOP
             return TOP
         if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
             v = self.value(node.operand)
-            return v if v.kind == "nd" and not v.none else TOP
+            return v._replace(dtype=result_dtype(np.negative, [v])) \
+                if v.kind == "nd" and not v.none else TOP
         if isinstance(node, gast.Subscript):
             v, index = self.value(node.value), self.value(node.slice)
             if v.kind == "nd" and not v.none and len(v.dims) >= 2 and index == INT:
-                return _nd(v.dims[1:])
+                return _nd(v.dims[1:], v.dtype)
             return TOP
         if isinstance(node, gast.Call):
             return self._call(node)
@@ -363,19 +415,29 @@ class _Facts:
         if obj is None:
             return TOP
         if obj is reduced_count and len(args) == 2:
-            return INT  # (a number: an int or a numpy integer, both of rank 0)
+            # (a number of rank 0: the sizes of numpy's arrays and numbers and of Python's
+            # numbers are Python ints, another object's may not be)
+            return INT if all(a.kind in ("nd", "num", "int", "float") and not a.none
+                              for a in args) else SOME_INT
         if obj is expand_to and len(args) == 2 and args[1].kind == "nd" \
                 and not args[1].none and args[1].dims:
-            return args[1]
+            # (x's shape; the cotangent's dtype when it is an ndarray, a 0-d one included)
+            g = args[0]
+            return args[1]._replace(dtype=g.dtype if g.kind == "nd" and not g.none else None)
         if obj is plain_matmul_left or obj is plain_matmul_right:
             proved = self.product(args)
-            if proved:
+            if proved:  # (g @ y.T, x.T @ g)
                 g, x, y = proved
-                return x if obj is plain_matmul_left else y
+                if obj is plain_matmul_left:
+                    return x._replace(dtype=result_dtype(np.matmul, [g, y]))
+                return y._replace(dtype=result_dtype(np.matmul, [x, g]))
             return TOP
         if isinstance(obj, np.ufunc) and obj.nin == 1 and obj.nout == 1 and len(args) == 1 \
                 and args[0].kind == "nd" and not args[0].none and args[0].dims:
-            return args[0]  # (an exact ndarray of the operand's shape, whatever its dtype)
+            # (an exact ndarray of the operand's shape)
+            return args[0]._replace(dtype=result_dtype(obj, args))
+        if (obj is np.sum or obj is np.mean) and len(args) == 1:
+            return _float_total(args[0])
         return TOP
 
     def _runtime_call(self, attr: str, args: list, call: gast.Call) -> Val:
@@ -383,22 +445,33 @@ class _Facts:
             v = args[0]  # (a probe's stand-in: an exact ndarray of its shape)
             return v._replace(kind="nd") if v.kind in ("nd", "probe") and v.dims else \
                 TOP if v.kind in ("nd", "probe") else v
-        if attr == "probe" and len(args) >= 2 and _elementwise(self._callee(call.args[0])):
+        if attr == "probe" and len(args) >= 2:
+            fn = self._callee(call.args[0])
+            if (fn is np.sum or fn is np.mean) and len(args) == 2:
+                return _float_total(args[1])  # (probed or computed: a number of that dtype)
+            if not _elementwise(fn):
+                return TOP
             # an elementwise operation, computed or as a Probe of its result's shape (an
             # operand that is a probe stands for an array of its shape)
             args = [a._replace(kind="nd") if a.kind == "probe" else a for a in args]
+            ufunc = _UFUNCS.get(fn, fn)
             result = args[1]
             for a in args[2:]:
                 result = arith(result, a)
             if len(args) == 2:
                 result = result if result.kind == "nd" and not result.none else TOP
-            return result._replace(kind="probe") if result.kind == "nd" else TOP
-        if attr == "times_unit" and len(args) == 2:
-            return arith(args[0], args[1])
+            if result.kind != "nd":
+                return TOP
+            return result._replace(kind="probe", dtype=result_dtype(ufunc, args[1:]))
+        if attr == "probed_result" and len(args) == 1:
+            return args[0] if args[0].kind in ("num", "float") and not args[0].none else TOP
+        if attr == "times_unit" and len(args) == 2:  # (y itself only when of one * y's dtype)
+            return arith(args[0], args[1], np.multiply)
         if attr == "unbroadcast" and len(args) == 2:
             g, x = args
             if g.kind == "nd" and x.kind == "nd" and not (g.none or x.none) and x.dims:
-                return x
+                # (g itself or its sum over the first axis: g's dtype where that is proven)
+                return x._replace(dtype=g.dtype if self.reduction(args) else None)
         return TOP
 
     def _builtin(self, name: str):
@@ -434,9 +507,29 @@ class _Facts:
             return None
         return g, x, y
 
+    def in_place(self, sites: list) -> bool:
+        """Whether every ``b = b + c`` of ``sites`` (one name's, starting from a number) may
+        be ``b += c``: each ``c`` an exact ndarray of the same float dtype and the same shape
+        (each dimension an argument's), so that ``b``, from its first ``+`` on an array of
+        that shape and dtype, is what ``b + c`` would be. (A number plus ``c``, the first
+        time, is ``b + c`` under ``+=`` too.)"""
+        values = [self.value(_accumulation(s)) for s in sites]
+        first = values[0]
+        if first.kind != "nd" or first.none or not first.dims or first.dtype is None \
+                or first.dtype.kind != "f" \
+                or not all(isinstance(d, tuple) for d in first.dims):
+            return False
+        dtype = first.dtype
+        if result_dtype(np.add, [Val("nd", first.dims, False, dtype)] * 2) != dtype \
+                or result_dtype(np.add, [FLOAT, first]) != dtype \
+                or result_dtype(np.add, [INT, first]) != dtype:
+            return False
+        return all(v.kind == "nd" and not v.none and v.dims == first.dims and v.dtype == dtype
+                   for v in values)
+
     def reduction(self, args: list) -> str | None:
         """'same' or 'lead' when ``_rt.unbroadcast(g, x)`` is proven to return ``g`` or
-        ``g.sum(axis=0)``."""
+        ``np.add.reduce(g, axis=0)``."""
         if len(args) != 2:
             return None
         g, x = args
@@ -446,6 +539,90 @@ class _Facts:
         if len(g.dims) == len(x.dims):
             return "same"
         return "lead" if len(g.dims) == len(x.dims) + 1 else None
+
+
+def _accumulation(node, name: str | None = None):
+    """``c`` when ``node`` is ``name = name + c`` (any name when None) with ``c`` not
+    reading it, else None."""
+    if isinstance(node, gast.Assign) and len(node.targets) == 1 \
+            and isinstance(node.targets[0], gast.Name) and isinstance(node.value, gast.BinOp) \
+            and isinstance(node.value.op, gast.Add) and isinstance(node.value.left, gast.Name) \
+            and node.value.left.id == node.targets[0].id \
+            and (name is None or node.targets[0].id == name) \
+            and node.targets[0].id not in A.names_read(node.value.right):
+        return node.value.right
+    return None
+
+
+def _number_start(node, name: str) -> bool:
+    """Whether ``node`` is ``name = <an int or float constant>``."""
+    return isinstance(node, gast.Assign) and len(node.targets) == 1 \
+        and isinstance(node.targets[0], gast.Name) and node.targets[0].id == name \
+        and isinstance(node.value, gast.Constant) and type(node.value.value) in (int, float)
+
+
+def _owned_accumulators(bwd: gast.FunctionDef, rt: str) -> dict[str, list]:
+    """Per name of ``bwd`` bound only to a number constant (``b = 0.0``) or to ``b + c``, and
+    read only as that ``b`` or as ``rt.densify(b, x)`` in the sweep's last statement (its
+    return): the ``b = b + c`` statements. Such a name's array is made by its first ``+``
+    and seen by nothing else until it is returned, so adding to it in place changes no value
+    anything else reads."""
+    nested = {n.id for d in gast.walk(bwd) if d is not bwd and isinstance(
+        d, (gast.FunctionDef, gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp,
+            gast.GeneratorExp)) for n in gast.walk(d) if isinstance(n, gast.Name)}
+    nested |= {name for d in gast.walk(bwd) if isinstance(d, (gast.Global, gast.Nonlocal))
+               for name in d.names}
+    nested |= {a.id for a in bwd.args.args}
+    sites: dict[str, list] = {}
+    for node in gast.walk(bwd):
+        if _accumulation(node) is not None:
+            sites.setdefault(node.targets[0].id, []).append(node)
+    returned = bwd.body[-1] if bwd.body and isinstance(bwd.body[-1], gast.Return) else None
+    densified = [c.args[0] for c in gast.walk(returned) if isinstance(c, gast.Call)
+                 and isinstance(c.func, gast.Attribute) and c.func.attr == "densify"
+                 and isinstance(c.func.value, gast.Name) and c.func.value.id == rt
+                 and len(c.args) == 2 and not c.keywords] if returned else []
+    owned = {}
+    for name, found in sites.items():
+        if name in nested:
+            continue
+        allowed_loads = {id(s.value.left) for s in found} \
+            | {id(a) for a in densified if isinstance(a, gast.Name) and a.id == name}
+        allowed_stores = {id(s.targets[0]) for s in found}
+        ok = True
+        for node in gast.walk(bwd):
+            if isinstance(node, gast.Assign) and _number_start(node, name):
+                allowed_stores.add(id(node.targets[0]))
+        for node in gast.walk(bwd):
+            if isinstance(node, gast.Name) and node.id == name:
+                if isinstance(node.ctx, gast.Load) and id(node) not in allowed_loads \
+                        or isinstance(node.ctx, gast.Store) and id(node) not in allowed_stores:
+                    ok = False
+                    break
+        if ok:
+            owned[name] = found
+    return owned
+
+
+def _float_total(v: Val) -> Val:
+    """``np.sum(v)`` or ``np.mean(v)`` without an axis: for a float32 or float64 exact
+    ndarray, a numpy number of its dtype (what ``runtime.probe`` samples too)."""
+    if v.kind in ("nd", "probe") and not v.none and v.dims \
+            and v.dtype in (np.dtype(np.float64), np.dtype(np.float32)):
+        return Val("num", None, False, v.dtype)
+    return TOP
+
+
+def seed_of(result: Val | None) -> Val:
+    """What ``api._seed`` makes of a value of ``result``: 1.0 for a Python float, a 0-d
+    array of one of its dtype for a numpy float32 or float64 number."""
+    if result is not None and not result.none:
+        if result == FLOAT:
+            return FLOAT
+        if result.kind == "num" and result.dtype in (np.dtype(np.float64),
+                                                      np.dtype(np.float32)):
+            return Val("nd", (), False, result.dtype)
+    return TOP
 
 
 def _elementwise(fn) -> bool:
@@ -460,9 +637,21 @@ def _transposed(node):
 
 
 class _Rewrite(gast.NodeTransformer):
-    def __init__(self, facts: _Facts):
+    def __init__(self, facts: _Facts, in_place: set):
         self.facts = facts
+        self.in_place = in_place  # (the ids of ``b = b + c`` statements to write ``b += c``)
         self.count = 0
+
+    def visit_Assign(self, node):
+        self.generic_visit(node)
+        if id(node) not in self.in_place:
+            return node
+        self.count += 1
+        target = node.targets[0]
+        return gast.copy_location(gast.AugAssign(
+            target=gast.copy_location(gast.Name(id=target.id, ctx=gast.Store(), annotation=None,
+                                                type_comment=None), target),
+            op=gast.Add(), value=node.value.right), node)
 
     def visit_Call(self, call):
         self.generic_visit(call)
@@ -478,11 +667,8 @@ class _Rewrite(gast.NodeTransformer):
                 return call.args[0]
             if how == "lead":
                 self.count += 1
-                total = gast.Call(func=gast.Attribute(value=call.args[0], attr="sum",
-                                                      ctx=gast.Load()),
-                                  args=[], keywords=[gast.keyword(arg="axis",
-                                                                  value=A.const(0))])
-                return gast.copy_location(total, call)
+                return gast.copy_location(A.call(A.attr(f.rt, "add_reduce"), call.args[0],
+                                                 A.const(0)), call)
             return call
         obj = f._callee(func)
         if (obj is plain_matmul_left or obj is plain_matmul_right) \
@@ -500,19 +686,25 @@ def specialise_sweeps(fwd: gast.FunctionDef, bwd: gast.FunctionDef, facts: tuple
                       callees: dict, rt: str, tape: str, resolve) -> int:
     """Rewrite ``bwd`` (in place) where ``facts`` (one per parameter of ``fwd``, as
     api.argument_facts gives them: the rank of an exact ndarray, negated when a dimension is
-    1, or 0 for anything else) prove a helper's fast path; the number of rewrites."""
+    1, paired with its dtype's ``str`` unless float64; "f" for a Python float, 0 for anything
+    else) prove a helper's fast path or an accumulation in place; the number of rewrites."""
     analysis = _Facts(fwd, bwd, facts, callees, rt, tape, resolve)
     analysis.run()
-    rewrite = _Rewrite(analysis)
+    in_place = {id(s) for sites in _owned_accumulators(bwd, rt).values()
+                if analysis.in_place(sites) for s in sites}
+    rewrite = _Rewrite(analysis, in_place)
     bwd.body = [rewrite.visit(s) for s in bwd.body]
     return rewrite.count
 
 
 def rank_candidates(module, helpers: dict, rt: str) -> bool:
-    """Whether generated ``module`` calls what ``specialise_sweeps`` may rewrite."""
+    """Whether generated ``module`` calls what ``specialise_sweeps`` may rewrite, or adds to
+    a name (``b = b + c``) it may add to in place."""
     products = {name for name, obj in helpers.items()
                 if obj is plain_matmul_left or obj is plain_matmul_right}
     for n in gast.walk(module):
+        if _accumulation(n) is not None:
+            return True
         if isinstance(n, gast.Call):
             func = n.func
             if isinstance(func, gast.Name) and func.id in products:
