@@ -19,7 +19,7 @@ them unchanged. Each is built once per call shape.
 """
 from __future__ import annotations
 
-__all__ = ["route", "twin_of", "instance_call"]
+__all__ = ["route", "twin_of", "instance_call", "receiver_method"]
 
 import ast
 import copy
@@ -81,14 +81,15 @@ def _callee_parts(expr: str, f):
 
 
 def instance_call(f):
-    """``type(f).__call__`` for a called object whose class registered a vector space
-    (vspace.py) or has a rule on ``__call__``: called with the object as its first argument,
-    so that the object gets its derivative (the rule's, or the method's own); else None."""
+    """``type(f).__call__`` for a called object whose class defines ``__call__`` in Python
+    (or registered a vector space, vspace.py): called with the object as its first argument,
+    as a method call ``m.__call__(x)`` is, so that the object gets its derivative (the
+    rule's, or the method's own). Bound to the object instead, its attributes were constants
+    of the call: ``m(x)`` gave ``w`` no gradient where ``m.__call__(x)`` gave it. Else None."""
     if isinstance(f, (types.FunctionType, types.MethodType, type, runtime.Bound)):
         return None
     call = getattr(type(f), "__call__", None)
-    if space_of(f) is not None or (isinstance(call, types.FunctionType) and
-                                   lookup(call) is not None):
+    if space_of(f) is not None or isinstance(call, types.FunctionType):
         return call
     return None
 
@@ -111,10 +112,37 @@ def _instance_adapter(call, f, n: int, keys: tuple):
     return adapter
 
 
+def receiver_method(f) -> bool:
+    """Whether ``f`` is an object bound to a Python method of its class (``m.apply``): called
+    as ``f.__func__(f.__self__, ..)``, so that the receiver gets its derivative, which is the
+    bound method's (runtime.is_receiver_method)."""
+    return type(f) is types.MethodType and type(f.__func__) is types.FunctionType and \
+        not isinstance(f.__self__, (type, types.ModuleType))
+
+
+_METHOD_CALLS: dict = {}  # (n, keys) -> adapter
+
+
+def _method_adapter(n: int, keys: tuple):
+    adapter = _METHOD_CALLS.get((n, keys))
+    if adapter is None:
+        _check_keywords(keys)
+        passed = ["f.__self__"] + [f"args[{i}]" for i in range(n)] + \
+            [f"{k}=kwargs[{k!r}]" for k in keys]
+        source = (f"def apply_adapter(f, args, kwargs):\n"
+                  f"    method = f.__func__\n"
+                  f"    return method({', '.join(passed)})\n")
+        adapter = _METHOD_CALLS[(n, keys)] = _compiled(source, "apply adapter",
+                                                       "apply_adapter", {})
+    return adapter
+
+
 def _apply_adapter(f, n: int, keys: tuple):
     call = instance_call(f)
     if call is not None:
         return _instance_adapter(call, f, n, keys)
+    if receiver_method(f):
+        return _method_adapter(n, keys)
     fn, positional, keywords, shape = _callee_parts("f", f)
     key = (shape, n, keys)
     adapter = _APPLY.get(key)

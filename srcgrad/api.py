@@ -19,7 +19,7 @@ from .boundary import (as_function, callee_function, check_argument, check_cotan
                        signature_text, unbind)
 from .tracebacks import user_tracebacks
 from .runtime import stop_gradient
-from .adapters import has_starred_parameters, instance_call, route
+from .adapters import has_starred_parameters, instance_call, receiver_method, route
 from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
 from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
@@ -841,7 +841,7 @@ class custom_jvp(_CustomRule):
 def dynamic_forward(fn, args, kwargs):
     """Run ``fn(*args, **kwargs)`` recording how to differentiate it; see runtime.call_fwd."""
     if fn is runtime.apply and not isinstance(args[0], runtime.Bound) and \
-            instance_call(args[0]) is None:
+            instance_call(args[0]) is None and not receiver_method(args[0]):
         # a plain function value: called as such (no adapter layer at first order)
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
         return value, ApplyCall(record)

@@ -245,9 +245,12 @@ def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
 
 
 # -- forward mode of the runtime's dispatch (api.dynamic_forward/dynamic_backward records) ----
-def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
+def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents, fn_tangent=runtime.ZERO):
     """``((value, record), (d_value, d_record))``: forward mode of ``api.dynamic_forward``,
-    whose record's saved values get tangents (for differentiating generated sweeps)."""
+    whose record's saved values get tangents (for differentiating generated sweeps).
+    ``fn_tangent``: the tangent of ``fn`` itself, an object with ``__call__`` whose method
+    runs with ``fn`` as ``self``."""
+    called = fn
     fn = route(fn, args, kwargs)
     zero = runtime.ZERO
     rule = lookup(fn)
@@ -267,9 +270,10 @@ def dynamic_forward_jvp(fn, args, kwargs, tangents, kw_tangents):
     self_args = (fn.__self__,) if inspect.ismethod(fn) else ()
     wrt = dynamic_wrt(func, self_args, args, kwargs)
     fwd, bwd = get_adjoint(func, wrt).sweeps_for(func)
+    d_self = (fn_tangent if self_args[0] is runtime.receiver_of(called) else zero,) \
+        if self_args else ()
     (value, saved), d_pair = dynamic_jvp(fwd, self_args + tuple(args), kwargs,
-                                         (zero,) * len(self_args) + tuple(tangents),
-                                         kw_tangents)
+                                         d_self + tuple(tangents), kw_tangents)
     record = UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
     d_value, d_saved = runtime.part(d_pair, 0), runtime.part(d_pair, 1)
     return (value, record), (d_value, record_derivative(UserCall, saved=d_saved))

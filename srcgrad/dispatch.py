@@ -27,7 +27,7 @@ from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            record_derivative)
 from .errors import MissingRuleError, UnsupportedFeatureError, unnested_api
 from .rules import lookup
-from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part
+from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part, receiver_of
 from .transforms.binding import scatter_rule_grads
 
 __all__ = ["call_fwd", "method_fwd", "call_bwd", "call_jvp", "method_jvp", "call_fwd_jvp",
@@ -133,7 +133,8 @@ def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
     """Forward mode of ``call_fwd``: ``((value, record), (d_value, d_record))``;
     ``tangents`` align with ``(fn,) + args``."""
     refuse_third_order(fn, args)
-    return dynamic_forward_jvp(fn, args, kwargs, tuple(tangents[1:]), kw_tangents)
+    return dynamic_forward_jvp(fn, args, kwargs, tuple(tangents[1:]), kw_tangents,
+                               tangents[0])  # (an object with __call__ has a tangent)
 
 
 def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
@@ -173,6 +174,8 @@ class _CallFwdData(NamedTuple):
     lead: int  # helper arguments before the callee's: 1 (call_fwd) or 2 (method_fwd)
     receiver: bool  # method_fwd: obj is the callee's first argument
     n_self: int = 0  # a bound method's instance, before the call's arguments
+    called_object: bool = False  # call_fwd(obj, ...) of an object with __call__ (or of a
+    # method bound to obj): its gradient is the callee's self's (runtime.is_receiver_method)
 
 
 def _redispatch_fwd(helper, args, kwargs):
@@ -223,7 +226,8 @@ def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):
     self_args, names, wrt, fwd, bwd = user_sweeps(fn, args, kwargs)
     (value, saved), inner = dynamic_forward(fwd, self_args + tuple(args), kwargs)
     record = UserCall(bwd, saved, len(self_args), names, len(args), kwargs, wrt)
-    data = _CallFwdData(inner, len(args), lead, receiver, len(self_args))
+    data = _CallFwdData(inner, len(args), lead, receiver, len(self_args),
+                        called_object=bool(self_args) and self_args[0] is receiver_of(fn))
     return (value, record), Redispatch(_call_fwd_bwd, data)
 
 
@@ -245,6 +249,8 @@ def _call_fwd_bwd(data, g):
         grads, g_kwargs = dynamic_backward(data.inner, (g_value, part(g_record, USER_SAVED)))
         g_args = [_zero_if_none(a) for a in grads[data.n_self:]]
         g_kwargs = {k: _zero_if_none(v) for k, v in g_kwargs.items()}
+        if data.called_object:  # call_fwd(obj, *args): obj's gradient is its __call__'s self's
+            return [_zero_if_none(grads[0])] + g_args, g_kwargs
     if data.receiver:  # method_fwd(obj, name, *rest): obj's gradient first, none for the name
         return [g_args[0], ZERO] + g_args[1:], g_kwargs
     return [ZERO] + g_args, g_kwargs

@@ -274,7 +274,9 @@ def densify(g, x):
     if type(g) is _float64 and (type(x) is float or type(x) is _float64):
         return g
     if isinstance(x, (type, _FUNCTION_TYPES)):  # a class (the cls of a classmethod) or a
-        return None  # function value carries no gradient
+        if type(x) is types.MethodType and not is_zero(g):  # function value carries no
+            return densify(g, x.__self__)  # gradient; a bound method's is its receiver's
+        return None
     if isinstance(g, Tape):  # a tape's adjoint (higher derivatives): a tape of adjoints
         return g
     if is_zero(g):
@@ -579,6 +581,9 @@ def may_carry_gradient(x, depth: int = 6) -> bool:
     """Whether ``x`` can hold a differentiable value: a float or complex number or array, or a
     container or object holding one. Integers, strings, slices, functions, a RandomState are
     constants wherever they are passed."""
+    if type(x) is types.MethodType and type(x.__func__) is types.FunctionType:
+        # a Python method bound to an object: its derivative is its receiver's
+        return may_carry_gradient(x.__self__, depth)
     if isinstance(x, (bool, np.bool_, int, np.integer, str, bytes, slice, range, type(None),
                       type)) or isinstance(x, _FUNCTION_TYPES):
         return False
@@ -665,6 +670,8 @@ def add_attr(acc, obj, name: str, g):
                 f"computing it instead (def {name}(self): ...).")
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple: by position
         return add_at(acc, obj, obj._fields.index(name), g)
+    if is_receiver_method(obj, name):  # a bound method's adjoint is its receiver's
+        return add(acc, g)
     out = dict(acc) if isinstance(acc, dict) else {}
     out[name] = add(out.get(name, ZERO), g)
     return out
@@ -876,11 +883,32 @@ def tangent_item(d, x, index):
     return d[index]
 
 
-def tangent_attr(d, name: str):
+def is_receiver_method(obj, name: str) -> bool:
+    """Whether ``obj.name`` is ``obj`` bound to a method of its class (or ``name`` is a bound
+    method's ``__self__``). Such a value's derivative (adjoint, tangent) is its receiver's:
+    calling it runs the method with ``obj`` as ``self`` (adapters.py), so ``h = m.apply;
+    h(x)`` differentiates ``m`` as ``m.apply(x)`` does."""
+    if type(obj) is types.MethodType:
+        return name == "__self__"
+    if name in getattr(obj, "__dict__", ()):
+        return False
+    return type(inspect.getattr_static(type(obj), name, None)) is types.FunctionType
+
+
+def receiver_of(fn):
+    """The object whose derivative a called ``fn`` carries: a bound method's receiver, or
+    ``fn`` itself (an object with ``__call__``)."""
+    return fn.__self__ if type(fn) is types.MethodType else fn
+
+
+def tangent_attr(d, name: str, obj=None):
     """Tangent of ``obj.name`` from the tangent ``d`` of ``obj``: an object of the same class
-    holding tangents, a dict of attribute tangents, or the lazy zero."""
+    holding tangents, a dict of attribute tangents, or the lazy zero; ``d`` itself for a
+    bound method of ``obj`` (is_receiver_method)."""
     if is_zero(d):
         return ZERO
+    if obj is not None and is_receiver_method(obj, name):
+        return d
     if isinstance(d, dict):
         return d.get(name, ZERO)
     return getattr(d, name, ZERO)

@@ -321,7 +321,7 @@ del _fn
 # add_attr, so it needs a rule to be differentiated again)
 
 def add_attr_vjp(c, ans, acc, obj, name, g):
-    return (c, rt.tangent_attr(c, name))
+    return (c, rt.tangent_attr(c, name, obj))
 
 
 def add_attr_jvp(dacc, dg, ans, acc, obj, name, g):

@@ -400,7 +400,8 @@ class ForwardGenerator:
         base = value.value
         if self.kind_of(base, st) is None:
             return None
-        call = A.call(self.rt("tangent_attr"), A.load(self.tan(base.id)), A.const(value.attr))
+        call = A.call(self.rt("tangent_attr"), A.load(self.tan(base.id)), A.const(value.attr),
+                      A.load(base.id))
         out.append(A.assign(self.tan(v), call, at=s))
         return MAYBE
 
