@@ -310,3 +310,24 @@ def test_inner_functions_updating_arrays_in_place():
     fd2 = [central(lambda t: np.sum(srcgrad.grad(outer_updates_copy)(x + t * e) * x), 0.0)
            for e in np.eye(3)]
     np.testing.assert_allclose(second(x.copy()), fd2, rtol=1e-5)
+
+
+# -- a gradient's generated wrapper is its own -------------------------------------------------
+def cubic(x):
+    return x ** 3 + np.sin(x)
+
+
+def test_a_gradient_of_a_gradient_differentiated_before_makes_its_own_wrapper():
+    """grad(d1) copies d1's __dict__ (functools.wraps), where d1 keeps its generated wrapper
+    once differentiated: grad(grad(d1)) took d1's wrapper for grad(d1)'s, and gave the second
+    derivative for the third (a silent wrong value before)."""
+    d1 = srcgrad.grad(cubic)
+
+    def twice(x):
+        return 2.0 * d1(x)
+    x = 0.5
+    assert srcgrad.grad(twice)(x) == pytest.approx(2 * (6 * x - np.sin(x)), rel=1e-12)
+    d2 = srcgrad.grad(d1)  # (made after d1 was differentiated)
+    assert srcgrad.grad(d2)(x) == pytest.approx(6.0 - np.cos(x), rel=1e-12)
+    _, t = srcgrad.jvp(d2, (x,), (1.0,))
+    assert t == pytest.approx(6.0 - np.cos(x), rel=1e-12)
