@@ -341,11 +341,14 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
     # ``f.__defaults__ = ...`` (the gradient itself reads them at each call); and its text
     # holds the sweeps of one build of ``f``: made again when that build went stale (a
     # global ``f`` calls was rebound; the builds of code that differentiated the wrapper
-    # depend on it, see GeneratedCode.stale)
-    if made is None or not _same_defaults(made[1], defaults) or made[0].__srcgrad_depends__.stale():
+    # depend on it, see GeneratedCode.stale). Tagged with ``fn``: ``grad(fn)`` copies fn's
+    # __dict__ (functools.wraps), and must not take fn's wrapper for its own (its derivative
+    # was then one order short)
+    if made is None or made[2] is not fn or not _same_defaults(made[1], defaults) \
+            or made[0].__srcgrad_depends__.stale():
         wrapper = _grad_wrapper(*spec, scalar=scalar, flat=flat)
         wrapper.__srcgrad_remake__ = functools.partial(source_function, fn, scalar, flat)
-        made = (wrapper, defaults)
+        made = (wrapper, defaults, fn)
         try:
             setattr(fn, attribute, made)
         except AttributeError:

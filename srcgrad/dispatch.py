@@ -78,8 +78,12 @@ def _callee_name(helper, args) -> str:
         helper, args = args[0], args[1:]
     if helper is runtime.method_fwd and len(args) >= 2:
         return f"{type(args[0]).__name__}.{args[1]}()"
+    if helper is runtime.call_fwd and len(args) > 1 and args[0] is runtime.apply:
+        args = args[1:]  # (a call spreading arguments, or passing a closure's captures)
     if helper is runtime.call_fwd and args:
-        name = f"{getattr(args[0], '__qualname__', type(args[0]).__name__)}()"
+        name = getattr(args[0], '__qualname__', type(args[0]).__name__)
+        # a local function's qualname runs through the generated sweeps that define it
+        name = f"{name.rpartition('<locals>.')[2]}()"
         made = getattr(args[0], "__srcgrad_grad__", None)  # (wraps copies f's name)
         return f"a gradient of {name}" if made is not None else name
     return "a call"

@@ -2,12 +2,13 @@
 (issue 9, transforms/inline_sweeps.py): the flattening on small functions, then values at
 second and third order, in reverse and forward mode, against written-out derivatives and
 finite differences, for inner functions with loops, branches, helpers and closures, and for
-an inner function reading the outer variable (perturbation confusion).
+an inner function reading the outer variable (perturbation confusion, also as a closure).
 
 The functions are module globals: ``srcgrad.grad(f)(x)`` of a global ``f`` is made at
 transform time (transforms/gradient_calls.py) and differentiated as a known callee.
 """
 import ast
+import functools
 import os
 import sys
 
@@ -266,15 +267,93 @@ def test_an_inner_gradient_of_a_function_reading_the_outer_variable(x):
     assert t == pytest.approx(2 * x, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, raises=srcgrad.SrcgradError, reason=(
-    "grad of a local closure over the differentiated variable: srcgrad differentiates "
-    "grad() itself and refuses inside srcgrad/jit (MissingRuleError 'getattr'); never a "
-    "wrong value"))
-@pytest.mark.parametrize("which", ["closure", "lambda"])
-def test_an_inner_gradient_of_a_closure_over_the_outer_variable(which):
-    f = outer_closure_reads if which == "closure" else \
-        (lambda x: x * srcgrad.grad(lambda y: x * y)(1.5))
-    assert srcgrad.grad(f)(0.5) == pytest.approx(1.0, rel=1e-12)
+def outer_lambda_reads(x):
+    return x * srcgrad.grad(lambda y: x * y)(1.5)
+
+
+def outer_partial_reads(x):
+    return x * srcgrad.grad(functools.partial(times, x=x))(1.5)
+
+
+def outer_closure_loop(x):
+    # a closure with a loop, a branch and a helper, over two of the caller's variables
+    c = np.cos(x)
+
+    def inner(y):
+        s = 0.0
+        for i in range(3):
+            if y > 0:
+                s = s + np.sin(c * y) * x * i
+            else:
+                s = s - y * c
+        return s * x
+    return np.exp(0.3 * x) * srcgrad.grad(inner)(0.7 + 0.1 * x)
+
+
+def outer_closure_array(x):
+    v = np.array([1.0, 2.0, 3.0]) * x
+
+    def inner(y):
+        return np.sum(np.tanh(v * y) ** 2)
+    return np.sum(srcgrad.grad(inner)(np.array([0.3, -0.2, 0.5])) * v)
+
+
+def outer_value_and_grad_at_once(x):
+    return srcgrad.value_and_grad(lambda y, z: x * y * y * z + np.sin(x * z),
+                                  argnums=1)(1.2, x)[1] * x
+
+
+def written_value_and_grad(x):
+    return (x * 1.2 * 1.2 + x * np.cos(x * x)) * x
+
+
+CLOSURE_CASES = {
+    "def": (outer_closure_reads, lambda x: 2 * x, lambda x: 2.0),
+    "lambda": (outer_lambda_reads, lambda x: 2 * x, lambda x: 2.0),
+    "partial": (outer_partial_reads, lambda x: 2 * x, lambda x: 2.0),
+    "loop": (outer_closure_loop, None, None),
+    "array": (outer_closure_array, None, None),
+    "value_and_grad": (outer_value_and_grad_at_once, srcgrad.grad(written_value_and_grad),
+                       srcgrad.grad(srcgrad.grad(written_value_and_grad))),
+}
+
+
+@pytest.mark.parametrize("which", sorted(CLOSURE_CASES))
+@pytest.mark.parametrize("x", [0.5, -1.3])
+def test_an_inner_gradient_of_a_closure_over_the_outer_variable(which, x):
+    """The closure form of perturbation confusion: the inner derivative is taken with the
+    outer variable held, then differentiated with respect to it (was refused, differentiating
+    grad() itself: MissingRuleError 'getattr')."""
+    f, first, second = CLOSURE_CASES[which]
+    g1 = srcgrad.grad(f)
+    g2 = srcgrad.grad(g1)
+    assert g1(x) == pytest.approx(central(f, x), rel=1e-7, abs=1e-9)
+    assert g2(x) == pytest.approx(central(g1, x), rel=1e-7, abs=1e-8)
+    if first is not None:
+        assert g1(x) == pytest.approx(first(x), rel=1e-12)
+        assert g2(x) == pytest.approx(second(x), rel=1e-12)
+    _, t = srcgrad.jvp(f, (x,), (1.0,))
+    assert t == pytest.approx(g1(x), rel=1e-12)
+    _, t2 = srcgrad.jvp(g1, (x,), (1.0,))
+    assert t2 == pytest.approx(g2(x), rel=1e-12)
+
+
+def test_a_closure_gradient_at_third_order_is_refused_at_the_users_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"third derivative through a gradient of "
+                       r"inner\(\).*srcgrad.grad\(f\)\(\.\.\.\) of a module-level f") as e:
+        srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads)))(0.5)
+    assert "test_nested_inline.py" in "\n".join(getattr(e.value, "__notes__", [])) + str(e.value)
+
+
+def made_not_called(x):
+    g = srcgrad.grad(lambda y: x * y)
+    return g(1.0)
+
+
+def test_a_closure_gradient_made_and_called_later_is_refused_at_its_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_nested_inline.py:\d+: a gradient "
+                       r"of a function reading differentiable values of its caller, made here"):
+        srcgrad.grad(made_not_called)(0.5)
 
 
 # -- inner functions updating arrays in place -----------------------------------------------------
@@ -310,3 +389,24 @@ def test_inner_functions_updating_arrays_in_place():
     fd2 = [central(lambda t: np.sum(srcgrad.grad(outer_updates_copy)(x + t * e) * x), 0.0)
            for e in np.eye(3)]
     np.testing.assert_allclose(second(x.copy()), fd2, rtol=1e-5)
+
+
+# -- a gradient's generated wrapper is its own -------------------------------------------------
+def cubic(x):
+    return x ** 3 + np.sin(x)
+
+
+def test_a_gradient_of_a_gradient_differentiated_before_makes_its_own_wrapper():
+    """grad(d1) copies d1's __dict__ (functools.wraps), where d1 keeps its generated wrapper
+    once differentiated: grad(grad(d1)) took d1's wrapper for grad(d1)'s, and gave the second
+    derivative for the third (a silent wrong value before)."""
+    d1 = srcgrad.grad(cubic)
+
+    def twice(x):
+        return 2.0 * d1(x)
+    x = 0.5
+    assert srcgrad.grad(twice)(x) == pytest.approx(2 * (6 * x - np.sin(x)), rel=1e-12)
+    d2 = srcgrad.grad(d1)  # (made after d1 was differentiated)
+    assert srcgrad.grad(d2)(x) == pytest.approx(6.0 - np.cos(x), rel=1e-12)
+    _, t = srcgrad.jvp(d2, (x,), (1.0,))
+    assert t == pytest.approx(6.0 - np.cos(x), rel=1e-12)

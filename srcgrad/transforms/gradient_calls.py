@@ -9,6 +9,18 @@ run time (``runtime.call_fwd``) on every call, and again at every higher order. 
 returns the same function for the same ``f`` and options, so calling the one made here is
 what the user's code would have done; the names ``f`` and ``srcgrad`` are watched like every
 global a transformation resolved (a rebinding rebuilds the code).
+
+A gradient of a local def or lambda reading differentiable variables of the enclosing
+function (``grad(lambda y: x * y)(c)``, ``grad(inner)(c)``: the closure form of perturbation
+confusion) reaches this pass closure-converted by desugar, ``_rt.apply(grad(_rt.bind(inner,
+(), {'x': x})), (c,), {})``: ``inner`` reads ``x`` through a keyword parameter of its own.
+Such a call is made to pass the captured values at the call instead, ``_rt.apply(grad(
+_rt.stop_gradient(inner)), (c,), {'x': x})``: the gradient is taken with respect to the
+positional arguments the user's call differentiates, and ``x`` is an argument of the call to
+the gradient, which differentiating the code around it differentiates like any other
+(dispatched at run time, ``runtime.call_fwd``, twice at most). ``inner`` itself then carries no
+gradient: all it reads of the caller's differentiable values are those keywords. A gradient of
+such a function made and not called at once (``g = grad(inner)``) is refused at the line.
 """
 from __future__ import annotations
 
@@ -33,7 +45,64 @@ def fold_gradient_calls(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDe
             if made is not None:
                 name = f"{made[1].__name__.replace('<lambda>', 'lambda')}_{made[2]}"
                 node.func = A.located(A.load(ctx.helper(made[0], name)), node.func)
+        elif _is_runtime(node, "apply", ctx) and len(node.args) == 3 and not node.keywords:
+            _pass_captures(node, ctx)
+    _refuse_bound_gradients(tree, ctx)
     return tree
+
+
+def _pass_captures(apply: gast.Call, ctx: Context) -> None:
+    """``_rt.apply(grad(_rt.bind(f, (), {'x': x})), args, {...})`` made to read
+    ``_rt.apply(grad(_rt.stop_gradient(f)), args, {..., 'x': x})`` (see the module's doc)."""
+    made, _, kwargs = apply.args
+    if not (isinstance(made, gast.Call) and made.args and _is_maker(made.func, ctx)
+            and _is_runtime(made.args[0], "bind", ctx)):
+        return
+    bound = made.args[0]
+    if len(bound.args) != 3 or bound.keywords:
+        return
+    fn, positional, captured = bound.args
+    if not (isinstance(positional, gast.Tuple) and not positional.elts
+            and _constant_keys(captured) and _constant_keys(kwargs)):
+        return
+    if {k.value for k in captured.keys} & {k.value for k in kwargs.keys}:
+        return  # (a keyword named like a captured variable: the call raises, as written)
+    made.args[0] = A.located(A.call(A.attr(ctx.rt, "stop_gradient"), fn), bound)
+    kwargs.keys += captured.keys
+    kwargs.values += captured.values
+
+
+def _refuse_bound_gradients(tree, ctx: Context) -> None:
+    """A gradient made of a function value carrying differentiable values (a closure over
+    them not called where the gradient is made, a ``functools.partial`` of them)."""
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call) and _is_maker(node.func, ctx) and any(
+                _is_runtime(a, "bind", ctx) or _is_runtime(a, "bind_again", ctx)
+                for a in node.args):
+            ctx.problem(node, "a gradient of a function reading differentiable values of "
+                              "its caller, made here but not called at once",
+                        "Call the gradient where it is made (grad(inner)(y)), or pass those "
+                        "values to the function as arguments.")
+
+
+def _is_runtime(node, name: str, ctx: Context) -> bool:
+    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+        and node.func.attr == name and isinstance(node.func.value, gast.Name) \
+        and node.func.value.id == ctx.rt
+
+
+def _is_maker(func, ctx: Context) -> bool:
+    if not _static(func, ctx):
+        return False
+    try:
+        return getattr(static_value(func, ctx), "__srcgrad_makes_gradient__", False)
+    except KeyError:
+        return False
+
+
+def _constant_keys(node) -> bool:
+    return isinstance(node, gast.Dict) and all(
+        isinstance(k, gast.Constant) and isinstance(k.value, str) for k in node.keys)
 
 
 def _made_gradient(call: gast.Call, ctx: Context):
