@@ -738,6 +738,27 @@ def _tangent_like(d, x):
 
 
 
+def _spread_onto(dtype):
+    """A compiled ``spread(d, shape)``: ``d`` broadcast to ``shape`` in a new array of
+    ``dtype``, as ``out = np.empty(shape, dtype); out[...] = d``. For real dtypes written
+    ``d * np.ones(shape, dtype)``, the same numbers (``x * 1.0`` is ``x``, signed zeros, infs
+    and NaNs alike): numba's ``out[...] = d`` compiles its shape error's message formatting
+    (str and repr of tuples), ~20 s of a compiled hvp's first call under load."""
+    if isinstance(dtype, types.Complex):  # ((a + bj) * 1 is not a + bj when b is inf)
+        def assigned(d, shape):
+            out = np.empty(shape, dtype)
+            out[...] = d
+            return out
+        return register_jitable(assigned)
+
+    def multiplied(d, shape):
+        out = d * np.ones(shape, dtype)
+        if out.shape != shape:  # (d larger than the value: out[...] = d raises)
+            raise ValueError("srcgrad: a tangent that does not broadcast to its value's shape")
+        return out
+    return register_jitable(multiplied)
+
+
 @overload(broadcast_like)
 def _broadcast_like(d, ans):
     """A tangent contribution ``d`` broadcast to the shape of the result ``ans``."""
@@ -747,20 +768,15 @@ def _broadcast_like(d, ans):
             return lambda d, ans: d
         raise TypingError(f"srcgrad: a tangent of type {d} for a scalar result")
     dtype = _float_dtype(d)
+    spread = _spread_onto(dtype)
     if isinstance(d, types.Array) and d.ndim == ans.ndim:
         def same_rank(d, ans):
             if d.shape == ans.shape:
                 return np.ascontiguousarray(d)
-            out = np.empty(ans.shape, dtype)
-            out[...] = d
-            return out
+            return spread(d, ans.shape)
         return same_rank
     if _is_scalar(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
-        def spread(d, ans):
-            out = np.empty(ans.shape, dtype)
-            out[...] = d
-            return out
-        return spread
+        return lambda d, ans: spread(d, ans.shape)
     raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
 
 
