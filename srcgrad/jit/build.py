@@ -450,6 +450,8 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
             tree = second.default_keepdims(tree, numpy_names)
             if variant in ("jvp callee", "hvp callee"):
                 _give_defaults(tree, adj.fn, ctx)
+            if variant == "hvp callee":  # (a sweep's tape and its tangent's: second.py)
+                tree = second.callee_tapes(tree, adj.fn, ctx.namer.tangents, _adjoint_names)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
@@ -458,6 +460,11 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     tree = joined_lists(tree, numpy_names, _join_helpers(ctx, namespace))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
+
+
+def _adjoint_names(adj) -> dict[str, str]:
+    """``{adjoint name: primal name}`` of an adjoint's generated sweeps (its namer's table)."""
+    return {b: x for x, b in generated_tree(adj)[1].namer.adjoints.items()}
 
 
 def _join_helpers(ctx, namespace: dict) -> dict[str, int]:

@@ -17,7 +17,7 @@ from .. import codegen, runtime
 from ..errors import InternalError
 from .build import compiled_second, generated_tree
 from .errors import located_error
-from .second import remember_adjoint_names
+from .second import remember_adjoint_names, remember_sweeps
 from .sweeps import JitRewriteError, fuse
 
 # adjoint -> the _Fused made from it
@@ -86,6 +86,7 @@ def _factory(adj) -> _Fused:
         codegen.UserLines(src.filename, adj.fn.__name__, lines))
     make = type(make)(make.__code__, getattr(adj.fn, "__globals__", {}), "_make")
     bound = {ctx.rt: runtime, **ctx.helpers}
+    remember_sweeps(ctx.helpers.values())  # (their jvps' builds look them up: second.py)
     closure = tuple(p for p in factory.params if p not in bound)
     if set(closure) - set(ctx.closure):
         raise InternalError("jit hvp", f"the fused gradient's factory takes "

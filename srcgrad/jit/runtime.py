@@ -15,7 +15,8 @@ import numpy as np
 from numba import types
 from numba.np import numpy_support
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload, register_jitable
 
 from ..errors import SrcgradError, UnsupportedSyntaxError
 
@@ -456,13 +457,40 @@ SUPPORTED = SUPPORTED | {"zero_tangent"}
 @overload(zero_tangent)
 def _zero_tangent(x):
     """Forward mode's lazy zero tangent of ``x`` (in a compiled Hessian-vector product),
-    typed as ``x``'s tangent: float zeros for an array, else the number 0.0 (for ints,
-    bools, and None: a variable bound later, whose tangent numba then unifies or refuses)."""
+    typed as ``x``'s tangent: float zeros for an array, the number 0.0 for ints and bools,
+    None for None (a variable bound later: its tangent then is None too where numba types it
+    as maybe None, ``Optional``, as it types the variable; a None read by arithmetic raises
+    at run time, it is never a number), and zeros or None for such an ``Optional`` array."""
     if isinstance(x, types.Optional) and isinstance(x.type, types.Array):
-        raise TypingError(f"srcgrad: no compiled zero tangent for a value of type {x}")
+        dtype = _float_dtype(x.type)
+
+        def maybe(x):
+            if x is None:
+                return None
+            return np.zeros(present(x).shape, dtype)
+        return maybe
     if isinstance(x, types.NoneType):
-        return lambda x: 0.0
+        return lambda x: None
     return _zeros_like(x)
+
+
+@intrinsic
+def present(typingctx, x):
+    """``x`` itself, typed as its value when numba types it as maybe None (``Optional``): a
+    callee's saved values popped from a stack whose first push was the ``None`` they were
+    bound to before a loop, read by its backward sweep's jvp. numba's cast raises
+    ``TypeError`` at run time if it is None; its item reads on an ``Optional`` tuple do not
+    lower. (Forward mode's code only, compiled Hessian-vector products: second.py.)"""
+    value = x.type if isinstance(x, types.Optional) else x
+
+    def codegen(context, builder, signature, args):
+        # (a new reference, as numba's functions return: the argument's is borrowed)
+        return impl_ret_borrowed(context, builder, value,
+                                 context.cast(builder, args[0], x, value))
+    return value(x), codegen
+
+
+SUPPORTED = SUPPORTED | {"present"}
 
 
 tangent_item = _stub("tangent_item")
@@ -710,6 +738,27 @@ def _tangent_like(d, x):
 
 
 
+def _spread_onto(dtype):
+    """A compiled ``spread(d, shape)``: ``d`` broadcast to ``shape`` in a new array of
+    ``dtype``, as ``out = np.empty(shape, dtype); out[...] = d``. For real dtypes written
+    ``d * np.ones(shape, dtype)``, the same numbers (``x * 1.0`` is ``x``, signed zeros, infs
+    and NaNs alike): numba's ``out[...] = d`` compiles its shape error's message formatting
+    (str and repr of tuples), ~20 s of a compiled hvp's first call under load."""
+    if isinstance(dtype, types.Complex):  # ((a + bj) * 1 is not a + bj when b is inf)
+        def assigned(d, shape):
+            out = np.empty(shape, dtype)
+            out[...] = d
+            return out
+        return register_jitable(assigned)
+
+    def multiplied(d, shape):
+        out = d * np.ones(shape, dtype)
+        if out.shape != shape:  # (d larger than the value: out[...] = d raises)
+            raise ValueError("srcgrad: a tangent that does not broadcast to its value's shape")
+        return out
+    return register_jitable(multiplied)
+
+
 @overload(broadcast_like)
 def _broadcast_like(d, ans):
     """A tangent contribution ``d`` broadcast to the shape of the result ``ans``."""
@@ -719,20 +768,15 @@ def _broadcast_like(d, ans):
             return lambda d, ans: d
         raise TypingError(f"srcgrad: a tangent of type {d} for a scalar result")
     dtype = _float_dtype(d)
+    spread = _spread_onto(dtype)
     if isinstance(d, types.Array) and d.ndim == ans.ndim:
         def same_rank(d, ans):
             if d.shape == ans.shape:
                 return np.ascontiguousarray(d)
-            out = np.empty(ans.shape, dtype)
-            out[...] = d
-            return out
+            return spread(d, ans.shape)
         return same_rank
     if _is_scalar(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
-        def spread(d, ans):
-            out = np.empty(ans.shape, dtype)
-            out[...] = d
-            return out
-        return spread
+        return lambda d, ans: spread(d, ans.shape)
     raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
 
 

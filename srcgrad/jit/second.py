@@ -13,15 +13,20 @@ refuses anything else; the pushes and pops of the tape itself were checked mirro
 """
 from __future__ import annotations
 
-__all__ = ["adjoint_names", "remember_adjoint_names", "tangent_tapes"]
+__all__ = ["adjoint_names", "callee_tapes", "remember_adjoint_names", "remember_sweeps",
+           "tangent_tapes"]
 
 import ast
+import linecache
 import re
 import weakref
 
 from ..codegen import COMMENT_PREFIX
 from .errors import through_generated
-from .sweeps import TAPE, JitRewriteError, fresh_name, tape_to_stacks, type_zero_adjoints
+from .sweeps import (TAPE, JitRewriteError, check_mirrored, drop_stand_ins, fresh_name,
+                     tape_to_stacks)
+from .sweeps import _pop_only as stacks_for  # (the pushes and pops, onto given stacks)
+from .sweeps import type_zero_adjoints
 
 # fused gradient function -> {adjoint name: primal name} of the gradient it fuses (the
 # first-order namer's table, which the forward-mode build of it no longer has)
@@ -34,6 +39,26 @@ def remember_adjoint_names(fused, adjoint_of: dict[str, str]) -> None:
 
 def adjoint_names(fused) -> dict[str, str]:
     return _ADJOINT_NAMES.get(fused, {})
+
+
+# a callee's sweep function (interpreted) -> the adjoint whose sweeps it is
+_SWEEPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def remember_sweeps(helpers) -> None:
+    """The callee adjoints among ``helpers`` (what a fused gradient's factory binds), and
+    their callees', by their sweep functions: their jvps are compiled as functions of the
+    sweeps (call sites), and the backward sweep's jvp needs its adjoint's names."""
+    todo, seen = list(helpers), set()
+    while todo:
+        obj = todo.pop()
+        if getattr(obj, "kind", None) != "adjoint" or not hasattr(obj, "functions_for") \
+                or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        for sweep in obj.functions_for():
+            _SWEEPS[sweep] = obj
+        todo.extend(getattr(obj, "_helpers", ()))
 
 
 def _method(stmt, owner: str, method: str):
@@ -244,3 +269,129 @@ def tangent_tapes(module: ast.Module, adjoint_of: dict[str, str],
     func.body = [_UserComments().visit(_DefaultKeepdims().visit(_Seed().visit(zeros.visit(s))))
                  for s in body]
     return ast.fix_missing_locations(module)
+
+
+# -- a callee's sweeps: the tape handed from its forward sweep to its backward sweep ------
+
+def _sweep_layout(sweep) -> tuple[str, ...]:
+    """The variables a callee's interpreted forward sweep pushes on its tape, sorted: the
+    order of their stacks in the saved values, in the jvps of both sweeps alike. ``sweep``
+    is either sweep; both are read from the one generated module that made them, and the
+    backward sweep's pops are checked to mirror the pushes (else refused), so the two jvps,
+    compiled apart, agree on which stack is which."""
+    lines = linecache.getlines(sweep.__code__.co_filename)
+    if not lines:
+        raise JitRewriteError("a callee's sweeps whose generated text is gone (a srcgrad bug)")
+    # (the text as shown: the two functions, fwd then bwd)
+    # (without stand-ins, as the jvps were rewritten: ``_tape.push(_rt.shape_like(x))``)
+    module = drop_stand_ins(ast.parse("".join(lines)))
+    defs = [s for s in module.body if isinstance(s, ast.FunctionDef)]
+    if len(defs) != 2 or not (defs[0].name.endswith("_fwd") and defs[1].name.endswith("_bwd")):
+        raise JitRewriteError("a callee's sweeps of unexpected shape (a srcgrad bug)")
+    fwd, bwd = defs
+    check_mirrored(fwd.body, bwd.body)
+    pushed = {call.args[0].id for node in ast.walk(fwd) if (call := _method(
+        node, TAPE, "push")) is not None and call.args and isinstance(call.args[0], ast.Name)}
+    return tuple(sorted(pushed))
+
+
+class _TapeInSaved(ast.NodeTransformer):
+    """``(_tape, v, ...)`` -> ``((_stack_a, _stack_b), v, ...)`` in the saved values a forward
+    sweep returns and its backward sweep unpacks; the tangent tape's likewise."""
+
+    def __init__(self, stacks: dict[str, tuple]):
+        self.stacks = stacks  # tape name -> its stacks' names, in the layout's order
+
+    def unpacked(self, name: ast.Name, ctx) -> ast.Tuple:
+        return ast.copy_location(ast.Tuple(
+            elts=[ast.Name(id=s, ctx=ctx()) for s in self.stacks[name.id]], ctx=ctx()), name)
+
+    def visit_Assign(self, node):  # (``_tape = _saved[0]`` in a backward sweep's jvp)
+        self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and node.targets[0].id in self.stacks:
+            node.targets = [self.unpacked(node.targets[0], ast.Store)]
+        return node
+
+    def visit_Tuple(self, node):
+        self.generic_visit(node)
+        node.elts = [self.unpacked(e, type(node.ctx)) if isinstance(e, ast.Name)
+                     and e.id in self.stacks else e for e in node.elts]
+        return node
+
+
+def callee_tapes(module: ast.Module, sweep, tangents: dict[str, str],
+                 names_of) -> ast.Module:
+    """``module`` (the forward-mode factory of one of a callee's sweeps, ``sweep``) with its
+    tape and tangent tape as stacks (one per taped variable, as ``tangent_tapes`` makes them
+    in one function), handed between the two sweeps' jvps inside the saved values and their
+    tangents as tuples of stacks, in ``_sweep_layout``'s order; lazy zero tangents typed from
+    their primal, and in the backward sweep's jvp its lazy zero adjoints (``names_of(adj)``:
+    the adjoint's ``{adjoint name: primal name}``)."""
+    func = next(s for s in module.body[0].body if isinstance(s, ast.FunctionDef))
+    owner = _SWEEPS.get(sweep)
+    if owner is not None and sweep is owner.functions_for()[1]:
+        func.body = type_zero_adjoints(func.body, _assigned(func), names_of(owner))
+    d_tape = tangents.get(TAPE)
+    if not any(isinstance(n, ast.Name) and n.id == TAPE for n in ast.walk(func)):
+        return _typed_zeros(module, func, tangents)
+    if d_tape is None:
+        raise JitRewriteError("a callee's tape without its tangent tape (a srcgrad bug)")
+    layout = _sweep_layout(sweep)
+    taken = _names(module)
+    tapes = _TangentTape(d_tape, taken)
+    for var in layout:
+        tapes.stack(var)
+    stacks = {}
+    for var in layout:
+        stacks[var] = fresh_name(f"_stack{var}" if var.startswith("_") else f"_stack_{var}",
+                                 taken)
+    body = tapes.block(func.body)
+    if set(tapes.stacks) != set(layout):
+        raise JitRewriteError("a callee's tangent tape used for other variables than its "
+                              "tape (a srcgrad bug)")
+    made = any(_method(s, "_rt", "Tape") is not None for s in body)
+    body = [_TapeInSaved({TAPE: tuple(stacks[v] for v in layout),
+                          d_tape: tuple(tapes.stacks[v] for v in layout)}).visit(s)
+            for s in body]
+    if any(isinstance(n, ast.Name) and n.id == d_tape for s in body for n in ast.walk(s)):
+        raise JitRewriteError("a use of the tangent tape other than push, pop and the saved "
+                              "values")
+    body = [s for s in stacks_for(body, stacks, taken) if s is not None]
+    body = _present_saved(body, {*stacks.values(), *tapes.stacks.values()})
+    if made:  # (the forward sweep's jvp: the stacks start empty there)
+        body = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                           value=ast.List(elts=[], ctx=ast.Load()))
+                for var in layout for name in (stacks[var], tapes.stacks[var])] + body
+    func.body = body
+    return _typed_zeros(module, func, tangents)
+
+
+def _present_saved(body: list, stacks) -> list:
+    """``_t2 = _saved`` -> ``_t2 = _rt.present(_saved)`` where a backward sweep's jvp takes
+    its stacks out of ``_t2`` (``(_stack_s, ...) = _t2[0]``): see jit/runtime.py ``present``."""
+    stacks = set(stacks)
+    holders = {stmt.value.value.id for stmt in body if isinstance(stmt, ast.Assign)
+               and isinstance(stmt.targets[0], ast.Tuple) and stmt.targets[0].elts
+               and all(isinstance(e, ast.Name) and e.id in stacks
+                       for e in stmt.targets[0].elts)
+               and isinstance(stmt.value, ast.Subscript)
+               and isinstance(stmt.value.value, ast.Name)}
+    for stmt in body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in holders \
+                and isinstance(stmt.value, ast.Name):
+            stmt.value = ast.copy_location(_rt_call("present", stmt.value), stmt.value)
+    return body
+
+
+def _typed_zeros(module, func, tangents: dict[str, str]) -> ast.Module:
+    primal_of = {d: x for x, d in tangents.items()}
+    zeros = _ZeroTangents(primal_of, _assigned(func))
+    func.body = [zeros.visit(s) for s in func.body]
+    return ast.fix_missing_locations(module)
+
+
+def _names(tree) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
