@@ -151,6 +151,11 @@ def broadcast_like(d, ans):
     if shape is None:
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
+        if isinstance(ans, (list, tuple, dict)):
+            # a container's tangent or adjoint (of a tuple stored into a list slot: what
+            # unbroadcast passed through at first order) is never broadcast; np.shape of a
+            # tuple of arrays of different shapes raises
+            return d
         shape = np.shape(ans)
     if type(d) is not _ndarray and type(d) is not float and not isinstance(d, _generic):
         refuse_foreign_array(d)  # (a number is not: the contribution of a sum, at higher order)
