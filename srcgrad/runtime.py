@@ -279,9 +279,10 @@ def densify(g, x):
         if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
             refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
-    if isinstance(g, (list, tuple)) and is_zero(x):
+    if isinstance(g, (list, tuple, dict)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
-        # container: it keeps the container's structure
+        # container: it keeps the container's structure (a dict: the adjoint of a list of
+        # dicts' item, 'for layer in layers', was taken for an object's attributes)
         return g
     if isinstance(g, dict) and not isinstance(x, dict):
         return _densify_object(g, x)

@@ -52,3 +52,21 @@ def test_broadcast_like_passes_a_containers_tangent_through():
     pair = (np.ones((3, 3)), np.ones(3))
     assert rt.broadcast_like(pair, pair) is pair
     assert rt.broadcast_like([pair[1]], [np.zeros(3)])[0] is pair[1]
+
+
+
+def _forward(layers, h):
+    for layer in layers:  # a list of dicts
+        h = np.tanh(layer["W"] @ h + layer["b"])
+    return h
+
+
+def list_of_layer_dicts(x):
+    layers = [{"W": np.outer(x, x) * 0.3, "b": x * 1.0}, {"W": np.eye(3) * x, "b": np.cos(x)}]
+    return np.sum(_forward(layers, x) * x)
+
+
+def test_a_list_of_dicts_iterated_at_every_order():
+    # reverse over reverse raised TypeError from runtime.densify: the adjoint of an item (a
+    # dict) met a lazy-zero accumulator item and was taken for an object's attributes
+    _check(list_of_layer_dicts)
