@@ -704,3 +704,39 @@ def layer_held_by_another_variable(x):
                                       "_decay_layer(layer, 0.1)")])
 def test_a_loop_target_held_elsewhere_is_refused_at_the_call(f, line):
     _refused_at(f, line)
+
+
+# -- what stays refused, with what to do: an attribute passed, one variable passed twice ---------
+class _Model:
+    def __init__(self):
+        self.layers = [np.ones(3), np.ones(3) * 2.0]
+
+
+_MODEL = _Model()
+
+
+def attribute_passed(x):
+    _push(_MODEL.layers, x)  # Python changes the global object's list, which outlives the call
+    return np.sum(_MODEL.layers[-1])
+
+
+def attribute_copied_first(x):  # what the refusal suggests
+    v = list(_MODEL.layers)
+    _push(v, x)
+    return np.sum(v[-1] * v[0])
+
+
+def test_an_attribute_passed_is_refused_with_what_to_do():
+    lines, start = inspect.getsourcelines(attribute_passed)
+    with pytest.raises(UnsupportedSyntaxError, match=rf"test_written_back\.py:{start + 1}:.*"
+                       r"Copy it into a variable first \(v = list\(_MODEL\.layers\)"):
+        srcgrad.grad(attribute_passed)(X3)
+    assert len(_MODEL.layers) == 2
+    assert np.isclose(srcgrad.value_and_grad(attribute_copied_first)(X3)[0],
+                      attribute_copied_first(X3))
+    check_all_orders(attribute_copied_first, X3)
+
+
+def test_a_variable_passed_twice_is_refused_with_what_to_do():
+    with pytest.raises(UnsupportedSyntaxError, match=r"'s' is passed as both 'a' and 'b'"):
+        srcgrad.grad(same_list_twice)(X3)
