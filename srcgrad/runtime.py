@@ -10,6 +10,7 @@ __all__ = [
     "Tape",
     "unbroadcast",
     "broadcast_like",
+    "refuse_shared_slot",
     "add",
     "add_at",
     "zeros_like",
@@ -1220,6 +1221,23 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
     if any(id(c) in seen for c in changed) or (
             array is not None and _sharing(arrays, array)):
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def refuse_shared_slot(root, keys: tuple, frame: dict, names: tuple, outside: tuple,
+                       message: str) -> None:
+    """Before a helper changes in place the object at ``root[k1]...[kn]``, which its call
+    site then writes back into that slot (desugar.lift_item_arguments, a loop's target):
+    refuse_shared_item for an in-place update of it, and raise for a root that is no list,
+    dict or array (a tuple's slot cannot be written back; Python changes the object it
+    holds, which other names may hold too)."""
+    holder = root
+    for key in keys[:-1]:  # (the containers along the path: none may be a tuple)
+        if type(holder) not in (list, dict):
+            break
+        holder = holder[key]
+    if type(holder) not in (list, dict) and not isinstance(holder, np.ndarray):
+        raise UnsupportedSyntaxError.from_message(message)
+    refuse_shared_item(root, keys, True, frame, names, outside, message)
 
 
 def _sharing(arrays, array) -> int:

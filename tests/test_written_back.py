@@ -740,3 +740,80 @@ def test_an_attribute_passed_is_refused_with_what_to_do():
 def test_a_variable_passed_twice_is_refused_with_what_to_do():
     with pytest.raises(UnsupportedSyntaxError, match=r"'s' is passed as both 'a' and 'b'"):
         srcgrad.grad(same_list_twice)(X3)
+
+
+def layers_updated_in_an_enumerate_loop(x):
+    layers = [{"W": np.outer(x, x) * 0.2, "b": x * 1.0}, {"W": np.eye(3) * x, "b": np.cos(x)}]
+    for i, layer in enumerate(layers):
+        _decay_layer(layer, 0.1 * (i + 1))
+    return np.sum(_forward(layers, x))
+
+
+def rows_of_an_array_changed_by_a_helper(x):
+    a = np.stack([x, x * 2.0])
+    for row in a:
+        _set_first(row, x)  # Python changes a's rows
+    return np.sum(a ** 2)
+
+
+def item_passed_with_a_new_value_read_from_it(x):
+    bufs = [[x], [x * 2.0], [x ** 2]]
+    for i in range(len(bufs)):
+        _push(bufs[i], bufs[i][0] * i)
+    return np.sum(bufs[0][1] * bufs[1][1] * bufs[2][1] + bufs[2][0])
+
+
+@pytest.mark.parametrize("f", [layers_updated_in_an_enumerate_loop,
+                               rows_of_an_array_changed_by_a_helper,
+                               item_passed_with_a_new_value_read_from_it])
+def test_more_slots_written_back(f):
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)
+
+
+def layers_in_a_tuple(x):
+    first = {"W": x * 1.0, "b": x}
+    layers = (first, {"W": x ** 2, "b": x})
+    for layer in layers:
+        _decay_layer(layer, 0.5)  # Python changes first too; a tuple's slot cannot be written
+    return np.sum(first["W"] * layers[1]["W"])
+
+
+def item_of_a_tuple(x):
+    state = ([x], 1.0)
+    _push(state[0], x)
+    return np.sum(state[0][-1])
+
+
+def item_under_a_tuple(x):
+    state = {"p": ([x], 1.0)}
+    _push(state["p"][0], x)
+    return np.sum(state["p"][0][-1])
+
+
+@pytest.mark.parametrize("f, line", [(layers_in_a_tuple, "_decay_layer(layer, 0.5)"),
+                                     (item_of_a_tuple, "_push(state[0], x)"),
+                                     (item_under_a_tuple, '_push(state["p"][0], x)')])
+def test_a_slot_of_a_tuple_is_refused_at_the_call(f, line):
+    # (was a TypeError from the write-back into the tuple, for a moment)
+    _refused_at(f, line)
+
+
+def _decay_and_read(layer, layers):
+    layer["W"] = layer["W"] * 0.5
+    return np.sum(layers[0]["W"])  # Python: the first layer, changed if it is this one
+
+
+def loop_target_and_its_list_passed(x):
+    layers = [{"W": x * 1.0}, {"W": x ** 2}]
+    total = 0.0
+    for layer in layers:
+        total = total + _decay_and_read(layer, layers)
+    return total + np.sum(layers[1]["W"])
+
+
+def test_a_loop_target_passed_with_its_list_is_refused():
+    # the helper would read the list holding the object it changes, which the rewrite as
+    # new values cannot show it
+    with pytest.raises(UnsupportedSyntaxError):
+        srcgrad.grad(loop_target_and_its_list_passed)(X3)

@@ -783,30 +783,45 @@ class _Desugar:
         refuse at run time an object something else holds too (another slot of ``seq``,
         another variable, a global), which Python would change as well."""
         seq, index = self.loop_aliases[name]
+        return self.slot_guard(seq, [A.load(index)], {seq, name}, s, fn.__name__,
+                               f"the item of {seq} the loop binds to {name}")
+
+    def slot_guard(self, root: str, keys: list, mine: set, s, callee: str, what: str):
+        """``_rt.refuse_shared_slot(root, (keys...), ...)``: before ``callee`` changes in
+        place the object at ``root[keys]`` (``what``), which the call site writes back into
+        its slot, refuse one held by another name than those of ``mine``, another slot or a
+        global, or held in a tuple."""
         outside = [A.load(n) for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
-        others = [A.const(n) for n in sorted(self.scope_names - {seq, name})]
-        message = (f"{self.ctx.location(s)}: {fn.__name__}() changes in place the item of "
-                   f"{seq} the loop binds to {name}, and something else also holds it (another "
-                   f"item, another variable, a global), which Python would change too; "
-                   f"srcgrad does not support that (in {self.ctx.fn.__name__}()). Pass a copy, "
-                   f"or hold the object in one place only.")
-        return self.check("refuse_shared_item", A.load(seq),
-                          gast.Tuple(elts=[A.load(index)], ctx=gast.Load()), A.const(True),
-                          A.call(A.load("locals")), gast.Tuple(elts=others, ctx=gast.Load()),
+        others = [A.const(n) for n in sorted(self.scope_names - mine)]
+        message = (f"{self.ctx.location(s)}: {callee}() changes in place {what}, and something "
+                   f"else also holds it (another item, another variable, a global) or it is "
+                   f"held in a tuple, which Python would change too; srcgrad does not support "
+                   f"that (in {self.ctx.fn.__name__}()). Pass a copy, or hold the object in "
+                   f"one list or dict only.")
+        return self.check("refuse_shared_slot", A.load(root),
+                          gast.Tuple(elts=keys, ctx=gast.Load()), A.call(A.load("locals")),
+                          gast.Tuple(elts=others, ctx=gast.Load()),
                           gast.Tuple(elts=outside, ctx=gast.Load()), message=message, at=s)
 
-    def loop_alias(self, s, rebinds: set[str], grown: list[str]) -> tuple[str, str] | None:
-        """``(target, sequence)`` of ``for target in sequence`` over a list of this function
-        that the body rebinds neither of, nor lengthens: a helper the body calls changing
-        ``target`` in place changes the sequence's item, which write_back writes back."""
-        if not (isinstance(s.target, gast.Name) and isinstance(s.iter, gast.Name)) \
+    def loop_alias(self, s, rebinds: set[str], grown: list[str]) -> tuple | None:
+        """``(target, sequence, index)`` of ``for target in sequence`` (index None) or ``for
+        index, target in enumerate(sequence)`` over a list of this function that the body
+        rebinds none of, nor lengthens: a helper the body calls changing ``target`` in place
+        changes the sequence's item, which write_back writes back."""
+        target, it, index = s.target, s.iter, None
+        if _builtin_call(it, self.ctx) == "enumerate" and len(it.args) == 1 \
+                and not it.keywords and isinstance(target, gast.Tuple) \
+                and len(target.elts) == 2 and isinstance(target.elts[0], gast.Name):
+            (index, target), it = [t.id for t in target.elts[:1]] + target.elts[1:], it.args[0]
+        if not (isinstance(target, gast.Name) and isinstance(it, gast.Name)) \
                 or self.nested or grown or s.orelse:
             return None
-        target, seq = s.target.id, s.iter.id
-        if target == seq or {target, seq} & (rebinds | self.captured) \
+        target, seq = target.id, it.id
+        if len({target, seq, index} - {None}) < 2 + (index is not None) \
+                or {target, seq, index} & (rebinds | self.captured) \
                 or not self.own_variable(seq) or not self.own_variable(target):
             return None
-        return target, seq
+        return target, seq, index
 
     def lift_item_arguments(self, call, s) -> tuple[list, list]:
         """``h(state["xs"])`` (an item, at a path of constant or variable keys, of a list or
@@ -828,7 +843,11 @@ class _Desugar:
             if params[i] not in _taken_back(fn) or params[i] in changes_items or path is None:
                 continue
             root, keys = path
-            inside = {id(n) for n in gast.walk(arg)}
+            # (another argument may read the root when it is a new value: h(xs[k], xs[k][0] * 2))
+            inside = {id(n) for a in [arg] + [a for _, a in A.bind_arguments(params, 0, call)
+                                                if a is not arg and self.fresh(a)
+                                                and not _may_be_view(a)]
+                      for n in gast.walk(a)}
             elsewhere = {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
                          and id(n) not in inside}
             if not self.own_variable(root) or root in elsewhere \
@@ -844,20 +863,8 @@ class _Desugar:
         _replaced(call, arg, A.located(A.load(item), arg))
         self.items_handed[id(call)] = param
         self.items_pending.add(item)
-        outside = tuple(A.load(n) for n in sorted(A.names_read(self.tree))
-                        if self.is_global(n))
-        others = tuple(A.const(n) for n in sorted(self.scope_names - {root}))
-        message = (f"{self.ctx.location(s)}: {call.func.id}() changes in place the object "
-                   f"passed as {to_source(arg).strip()}, and something else also holds it (another item, "
-                   f"another variable, a global), which Python would change too; srcgrad "
-                   f"does not support that (in {self.ctx.fn.__name__}()). Pass a copy, or "
-                   f"hold the object in one place only.")
-        guard = self.check("refuse_shared_item", A.load(root),
-                           gast.Tuple(elts=[A.deepcopy(k) for k in keys], ctx=gast.Load()),
-                           A.const(True), A.call(A.load("locals")),
-                           gast.Tuple(elts=list(others), ctx=gast.Load()),
-                           gast.Tuple(elts=list(outside), ctx=gast.Load()),
-                           message=message, at=s)
+        guard = self.slot_guard(root, [A.deepcopy(k) for k in keys], {root}, s,
+                                call.func.id, f"the object passed as {to_source(arg).strip()}")
         store = A.deepcopy(arg)
         store.ctx = gast.Store()
         return ([guard, A.assign(item, A.deepcopy(arg), at=s)],
@@ -884,6 +891,7 @@ class _Desugar:
         back = []
         for i, arg in bound:
             if isinstance(arg, gast.Name) and arg.id in self.loop_aliases \
+                    and self.loop_aliases[arg.id][0] not in A.names_read(s) \
                     and params[i] in taken and passed.count(arg.id) == 1 \
                     and arg.id not in outside and params[i] not in changes_items \
                     and not (isinstance(s, gast.Assign) and arg.id in A.names_written(s)):
@@ -1758,7 +1766,7 @@ class _Desugar:
         alias = None if _is_range(s.iter, self.ctx) else self.loop_alias(s, rebinds, grown)
         index = None
         if alias is not None:
-            index = self.ctx.namer.fresh("_i")
+            index = alias[2] or self.ctx.namer.fresh("_i")
             self.loop_aliases[alias[0]] = (alias[1], index)
         try:
             s.body = self.block(s.body)
