@@ -817,3 +817,39 @@ def test_a_loop_target_passed_with_its_list_is_refused():
     # new values cannot show it
     with pytest.raises(UnsupportedSyntaxError):
         srcgrad.grad(loop_target_and_its_list_passed)(X3)
+
+
+def _halve_layer(layer):
+    layer["W"] = layer["W"] * 0.5
+    return np.sum(layer["W"])
+
+
+def loop_target_changed_then_its_list_read_in_the_statement(x):
+    layers = [{"W": x * 1.0}, {"W": x ** 2}]
+    for layer in layers:
+        if np.sum(layer["W"]) > 3.0:
+            return _halve_layer(layer) * np.sum(layers[0]["W"])  # Python: the halved one
+    return np.sum(layers[0]["W"])
+
+
+def test_a_loop_target_whose_list_the_statement_reads_stays_refused():
+    # the statement reads the list after the call, before any write-back could run: taken
+    # back as a plain variable it was a silent wrong value and gradient (for a moment, 92b40b9)
+    assert np.sum(X3) > 3.0
+    _refused_at(loop_target_changed_then_its_list_read_in_the_statement,
+                "return _halve_layer(layer)")
+
+
+def items_pushed_in_a_while_loop(x):
+    state = {"xs": [x]}
+    k = 0
+    while k < 3:
+        _push(state["xs"], x * k)
+        k += 1
+    return np.sum(state["xs"][-1] * state["xs"][1])
+
+
+def test_an_item_written_back_in_a_while_loop():
+    f = items_pushed_in_a_while_loop
+    assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
+    check_all_orders(f, X3)

@@ -444,6 +444,7 @@ class _Desugar:
         # place: target -> (sequence, the index loop's counter), and those used (visit_For)
         self.loop_aliases: dict[str, tuple[str, str]] = {}
         self.aliases_written: set[str] = set()
+        self.alias_calls: set[tuple[int, str]] = set()  # (id(call), target) written back
         self.tree = tree
         # where each name is read (line, column), the names nested functions read, and the
         # spans of loops and try statements: what hand_over needs to know a name is dead
@@ -635,7 +636,7 @@ class _Desugar:
                         and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
                     handed.add(params[i])
                     guards.append(self.loop_alias_guard(arg.id, fn, s)
-                                  if arg.id in self.loop_aliases else
+                                  if (id(call), arg.id) in self.alias_calls else
                                   self.handed_over_guard(arg.id, fn, params[i], s))
                 elif self.fresh(arg) and not _may_be_view(arg) and (
                         self.fresh_items(arg)
@@ -684,7 +685,7 @@ class _Desugar:
         target = gast.Tuple(elts=[A.store(result)] + [A.store(n) for _, n in back],
                             ctx=gast.Store())
         self.taken_back[id(call)] = tuple(p for p, _ in back)
-        after += self.loop_alias_writes([n for _, n in back], s)
+        after += self.loop_alias_writes([n for _, n in back], s, call)
         out = before + [A.assign(target, call, at=s)]
         if call is s.value and isinstance(s, gast.Expr):
             return out + after
@@ -765,13 +766,13 @@ class _Desugar:
         return out + [A.located(gast.If(test=test, body=self.lowered_value(tail, name, at),
                                         orelse=[]), at)]
 
-    def loop_alias_writes(self, names, s) -> list:
+    def loop_alias_writes(self, names, s, call) -> list:
         """``layers[_i] = layer`` for each of ``names`` the target of a loop ``for layer in
         layers`` being desugared (visit_For): Python's ``layers`` holds the object a helper
         changed through ``layer``, which the call site takes back."""
         out = []
         for name in names:
-            if name in self.loop_aliases:
+            if (id(call), name) in self.alias_calls:  # (taken back as a loop's target)
                 seq, index = self.loop_aliases[name]
                 self.aliases_written.add(name)
                 slot = gast.Subscript(value=A.load(seq), slice=A.load(index), ctx=gast.Store())
@@ -896,6 +897,7 @@ class _Desugar:
                     and arg.id not in outside and params[i] not in changes_items \
                     and not (isinstance(s, gast.Assign) and arg.id in A.names_written(s)):
                 back.append((params[i], arg.id))  # (written into its slot: write_back)
+                self.alias_calls.add((id(call), arg.id))
                 continue
             if isinstance(arg, gast.Name) and arg.id in self.items_pending:
                 self.items_pending.discard(arg.id)  # (lift_item_arguments' temporary)
