@@ -1224,12 +1224,15 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
 
 
 def refuse_shared_slot(root, keys: tuple, frame: dict, names: tuple, outside: tuple,
-                       message: str) -> None:
+                       message: str, iterated: bool = False) -> None:
     """Before a helper changes in place the object at ``root[k1]...[kn]``, which its call
     site then writes back into that slot (desugar.lift_item_arguments, a loop's target):
     refuse_shared_item for an in-place update of it, and raise for a root that is no list,
     dict or array (a tuple's slot cannot be written back; Python changes the object it
-    holds, which other names may hold too)."""
+    holds, which other names may hold too), or, ``iterated`` by a loop whose target is that
+    object, a dict (whose loop binds its keys, not the objects at them)."""
+    if iterated and type(root) is dict:
+        raise UnsupportedSyntaxError.from_message(message)
     holder = root
     for key in keys[:-1]:  # (the containers along the path: none may be a tuple)
         if type(holder) not in (list, dict):

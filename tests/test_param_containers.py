@@ -337,3 +337,22 @@ HUNT = [mlp_tuples, sgd_index_loop, dict_sgd_helper, adam_helper, layers_of_dict
 def test_parameter_containers_at_every_order(f):
     assert np.isclose(srcgrad.value_and_grad(f)(X3)[0], f(X3.copy()))
     check_all_orders(f, X3)
+
+
+def test_refuse_shared_slot():
+    from srcgrad import runtime as rt
+    from srcgrad.errors import UnsupportedSyntaxError
+    xs = [np.ones(2)]
+    state = {"xs": xs, "n": 1}
+    rt.refuse_shared_slot(state, ("xs",), {"state": state}, (), (), "m")  # held once
+    with pytest.raises(UnsupportedSyntaxError):
+        rt.refuse_shared_slot(state, ("xs",), {"xs": xs}, ("xs",), (), "m")  # and by xs
+    with pytest.raises(UnsupportedSyntaxError):
+        rt.refuse_shared_slot({"a": xs, "b": xs}, ("a",), {}, (), (), "m")  # two slots
+    with pytest.raises(UnsupportedSyntaxError):
+        rt.refuse_shared_slot((xs, 1.0), (0,), {}, (), (), "m")  # a tuple's slot
+    with pytest.raises(UnsupportedSyntaxError):
+        rt.refuse_shared_slot({"p": (xs,)}, ("p", 0), {}, (), (), "m")  # under a tuple
+    rt.refuse_shared_slot([{"W": 1.0}], (0,), {}, (), (), "m", True)  # a list a loop iterates
+    with pytest.raises(UnsupportedSyntaxError):
+        rt.refuse_shared_slot({"k": {"W": 1.0}}, (0,), {}, (), (), "m", True)  # its keys

@@ -784,8 +784,10 @@ class _Desugar:
         refuse at run time an object something else holds too (another slot of ``seq``,
         another variable, a global), which Python would change as well."""
         seq, index = self.loop_aliases[name]
-        return self.slot_guard(seq, [A.load(index)], {seq, name}, s, fn.__name__,
-                               f"the item of {seq} the loop binds to {name}")
+        guard = self.slot_guard(seq, [A.load(index)], {seq, name}, s, fn.__name__,
+                                f"the item of {seq} the loop binds to {name}")
+        guard.value.args.append(A.const(True))  # (iterated: not a dict's keys)
+        return guard
 
     def slot_guard(self, root: str, keys: list, mine: set, s, callee: str, what: str):
         """``_rt.refuse_shared_slot(root, (keys...), ...)``: before ``callee`` changes in
