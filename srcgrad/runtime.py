@@ -10,6 +10,7 @@ __all__ = [
     "Tape",
     "unbroadcast",
     "broadcast_like",
+    "refuse_shared_slot",
     "add",
     "add_at",
     "zeros_like",
@@ -155,6 +156,11 @@ def broadcast_like(d, ans):
     if shape is None:
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
+        if isinstance(ans, (list, tuple, dict)):
+            # a container's tangent or adjoint (of a tuple stored into a list slot: what
+            # unbroadcast passed through at first order) is never broadcast; np.shape of a
+            # tuple of arrays of different shapes raises
+            return d
         shape = np.shape(ans)
     if type(d) is not _ndarray and type(d) is not float and not isinstance(d, _generic):
         refuse_foreign_array(d)  # (a number is not: the contribution of a sum, at higher order)
@@ -285,9 +291,10 @@ def densify(g, x):
         if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
             refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
-    if isinstance(g, (list, tuple)) and is_zero(x):
+    if isinstance(g, (list, tuple, dict)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
-        # container: it keeps the container's structure
+        # container: it keeps the container's structure (a dict: the adjoint of a list of
+        # dicts' item, 'for layer in layers', was taken for an object's attributes)
         return g
     if REGISTERED and (type(g) in REGISTERED or type(x) in REGISTERED):  # (vspace hook)
         return vspace_densify(g, x)
@@ -1259,6 +1266,26 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
     if any(id(c) in seen for c in changed) or (
             array is not None and _sharing(arrays, array)):
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def refuse_shared_slot(root, keys: tuple, frame: dict, names: tuple, outside: tuple,
+                       message: str, iterated: bool = False) -> None:
+    """Before a helper changes in place the object at ``root[k1]...[kn]``, which its call
+    site then writes back into that slot (desugar.lift_item_arguments, a loop's target):
+    refuse_shared_item for an in-place update of it, and raise for a root that is no list,
+    dict or array (a tuple's slot cannot be written back; Python changes the object it
+    holds, which other names may hold too), or, ``iterated`` by a loop whose target is that
+    object, a dict (whose loop binds its keys, not the objects at them)."""
+    if iterated and type(root) is dict:
+        raise UnsupportedSyntaxError.from_message(message)
+    holder = root
+    for key in keys[:-1]:  # (the containers along the path: none may be a tuple)
+        if type(holder) not in (list, dict):
+            break
+        holder = holder[key]
+    if type(holder) not in (list, dict) and not isinstance(holder, np.ndarray):
+        raise UnsupportedSyntaxError.from_message(message)
+    refuse_shared_item(root, keys, True, frame, names, outside, message)
 
 
 def _sharing(arrays, array) -> int:

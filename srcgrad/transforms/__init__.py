@@ -232,6 +232,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
             hint = ("Return the new value instead, or pass a copy." if (i, a) in varied else
                     f"Return the changed argument instead and assign it ({names[i]} = "
                     f"{r.name}({names[i]}, ...)), so that its gradient is followed.")
+            hint = _aliasing_hint(a, bound, names, r.name) or hint
             if names[i] in surely or not (isinstance(a, gast.Name) or whole):
                 ctx.problem(node, what, hint)
                 continue
@@ -246,6 +247,27 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         _insert_before(tree, guards)
     for call in taking_back:
         _run_as_python(call, ctx)
+
+
+def _aliasing_hint(arg, bound, names: list[str], callee: str) -> str | None:
+    """What to do about an argument whose change a call site cannot take back (desugar.
+    write_back) because Python's aliasing would show it where the rewrite cannot: an
+    attribute (the object keeps the changed list after the call), or a variable passed
+    twice (the helper sees one object through two parameters). None for other arguments."""
+    if isinstance(arg, gast.Attribute):
+        text = to_source(arg).strip()
+        return (f"Python changes the object {text} in place, which outlives the call; srcgrad "
+                f"cannot store into attributes. Copy it into a variable first (v = "
+                f"list({text}) or {text}.copy()), pass that, and read v afterwards.")
+    if isinstance(arg, gast.Name):
+        twice = [names[i] for i, a in bound or () if isinstance(a, gast.Name)
+                 and a.id == arg.id and i < len(names)]
+        if len(twice) > 1:
+            return (f"'{arg.id}' is passed as both {' and '.join(repr(n) for n in twice)}: "
+                    f"{callee}() sees one object through both, which srcgrad's rewrite as "
+                    f"new values cannot reproduce. Pass it once, or pass a copy "
+                    f"(list({arg.id}) or {arg.id}.copy()) where that is what you mean.")
+    return None
 
 
 def _plain_callee(call: gast.Call, ctx: Context) -> Resolved | None:

@@ -11,6 +11,7 @@ import gast
 import numpy as np
 
 from . import astutil as A
+from ..codegen import to_source
 from ..errors import InternalError, SrcgradError
 from ..rules import lookup
 from ..source import get_source
@@ -436,6 +437,14 @@ class _Desugar:
         self.kept_params = self.owned - _rebound_names(tree.body if tree is not None else [])
         # the calls write_back made take back containers, by id: the parameters taken back
         self.taken_back: dict[int, tuple[str, ...]] = {}
+        # the calls lift_item_arguments passed an item's temporary, by id: its parameter
+        self.items_handed: dict[int, str] = {}
+        self.items_pending: set[str] = set()  # (those temporaries not taken back yet)
+        # 'for layer in layers' loops being desugared whose target a call may change in
+        # place: target -> (sequence, the index loop's counter), and those used (visit_For)
+        self.loop_aliases: dict[str, tuple[str, str]] = {}
+        self.aliases_written: set[str] = set()
+        self.alias_calls: set[tuple[int, str]] = set()  # (id(call), target) written back
         self.tree = tree
         # where each name is read (line, column), the names nested functions read, and the
         # spans of loops and try statements: what hand_over needs to know a name is dead
@@ -626,7 +635,9 @@ class _Desugar:
                 if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
                         and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
                     handed.add(params[i])
-                    guards.append(self.handed_over_guard(arg.id, fn, params[i], s))
+                    guards.append(self.loop_alias_guard(arg.id, fn, s)
+                                  if (id(call), arg.id) in self.alias_calls else
+                                  self.handed_over_guard(arg.id, fn, params[i], s))
                 elif self.fresh(arg) and not _may_be_view(arg) and (
                         self.fresh_items(arg)
                         or params[i] not in _mutated_parameters(fn, 0, _items_updated,
@@ -635,6 +646,8 @@ class _Desugar:
                     # list, unless the helper changes its items in place (x itself)
                     handed.add(params[i])
             handed |= {writeback_mark(p) for p in self.taken_back.get(id(call), ())}
+            if id(call) in self.items_handed:  # (lift_item_arguments: a temporary's object)
+                handed.add(self.items_handed[id(call)])
             if handed:
                 call.srcgrad_consumed = frozenset(handed)
         return guards
@@ -650,10 +663,19 @@ class _Desugar:
         back: an attribute, an item or an expression passed (refused in the helper, as
         before), a name read elsewhere in the call, a callee looked up at run time (a
         closure's cell), a call carrying no gradient (run as Python, it changes ``xs``)."""
+        if isinstance(s, gast.If) and not self.nested and _start(s) is not None \
+                and any(self.may_take_back(c) for c in gast.walk(s.test)):
+            return self.hoisted_test(s)
         if not isinstance(s, (gast.Expr, gast.Assign, gast.AugAssign, gast.Return)) \
                 or s.value is None or self.nested or _start(s) is None:
             return None
+        conditional = self.conditional_takers(s.value, s)
+        if conditional:
+            return self.lowered_conditional(s, conditional[0])
+        before, after = [], []
         for call in _called_once(s.value):
+            if not isinstance(s, gast.Return):
+                before, after = self.lift_item_arguments(call, s)
             back = self.taken_back_names(call, s)
             if back:
                 break
@@ -663,11 +685,193 @@ class _Desugar:
         target = gast.Tuple(elts=[A.store(result)] + [A.store(n) for _, n in back],
                             ctx=gast.Store())
         self.taken_back[id(call)] = tuple(p for p, _ in back)
-        out = [A.assign(target, call, at=s)]
+        after += self.loop_alias_writes([n for _, n in back], s, call)
+        out = before + [A.assign(target, call, at=s)]
         if call is s.value and isinstance(s, gast.Expr):
-            return out
+            return out + after
         s.value = _replaced(s.value, call, A.located(A.load(result), call))
+        return out + [s] + after
+
+    def may_take_back(self, call) -> bool:
+        """Whether ``call`` is of a helper with a parameter its call site may take back
+        (write_back), passed a variable or an item of one."""
+        fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
+        if fn is None or call.func.id in self.ctx.closure:
+            return False
+        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                              + fn.__code__.co_kwonlyargcount])
+        return any(params[i] in _taken_back(fn) and (
+            isinstance(arg, gast.Name) or _item_path(arg) is not None)
+            for i, arg in A.bind_arguments(params, 0, call) or [])
+
+    def conditional_takers(self, value, s) -> list:
+        """The 'and'/'or' and conditional expressions of ``value`` (evaluated once) a part
+        of which, evaluated only sometimes, calls a helper whose call site may take back
+        what it changes: those lowered_conditional can lower into 'if' statements with
+        Python's order of evaluation. That holds when nothing else in ``s`` calls a
+        function or assigns an expression (which would run after them instead of before)
+        or reads what those helpers are passed."""
+        found = [node for node in _evaluated_once(value)
+                 if isinstance(node, (gast.BoolOp, gast.IfExp)) and any(
+                     self.may_take_back(c) for part in _sometimes(node)
+                     for c in _evaluated_once(part))]
+        if not found:
+            return []
+        inside = {id(n) for n in gast.walk(found[0])}
+        passed = set().union(*[A.names_read(a) for c in gast.walk(found[0])
+                               if isinstance(c, gast.Call) for a in c.args
+                               + [k.value for k in c.keywords]])
+        rest = [n for n in gast.walk(s) if id(n) not in inside]
+        if any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Await, gast.Yield,
+                              gast.YieldFrom)) for n in rest) \
+                or passed & {n.id for n in rest if isinstance(n, gast.Name)}:
+            return []
+        return found[:1]
+
+    def hoisted_test(self, s) -> list:
+        """``if cond and helper(xs):`` -> ``_cond = cond and helper(xs)`` then ``if
+        _cond:``, which write_back lowers further (the test is evaluated once, first)."""
+        cond = self.ctx.namer.fresh("_cond")
+        if A.names_read(s.test) & self.ctx.varied:
+            self.ctx.varied.add(cond)
+        out = [A.assign(cond, s.test, at=s.test)]
+        s.test = A.located(A.load(cond), s.test)
         return out + [s]
+
+    def lowered_conditional(self, s, node) -> list:
+        """``ok = cond and helper(xs)`` -> ``_cond = cond; if _cond: _cond = helper(xs)``,
+        ``ok = _cond``: the helper's call a statement of its own, taken back by write_back
+        on the path that runs it only, as Python changes ``xs`` only when it runs."""
+        value = self.ctx.namer.fresh("_cond")
+        if A.names_read(node) & self.ctx.varied:
+            self.ctx.varied.add(value)
+        out = self.lowered_value(node, value, s)
+        s.value = _replaced(s.value, node, A.located(A.load(value), node))
+        return out + [s]
+
+    def lowered_value(self, node, name: str, at) -> list:
+        """Statements assigning ``node``'s value to ``name``, an 'and'/'or' or conditional
+        expression as 'if' statements evaluating each part only when Python does."""
+        if isinstance(node, gast.IfExp):
+            return [A.located(gast.If(test=node.test,
+                                      body=self.lowered_value(node.body, name, at),
+                                      orelse=self.lowered_value(node.orelse, name, at)), at)]
+        if not isinstance(node, gast.BoolOp):
+            return [A.assign(name, node, at=at)]
+        out = self.lowered_value(node.values[0], name, at)
+        rest = node.values[1:]
+        tail = rest[0] if len(rest) == 1 else A.located(gast.BoolOp(op=node.op, values=rest), at)
+        test = A.load(name) if isinstance(node.op, gast.And) else \
+            gast.UnaryOp(op=gast.Not(), operand=A.load(name))
+        return out + [A.located(gast.If(test=test, body=self.lowered_value(tail, name, at),
+                                        orelse=[]), at)]
+
+    def loop_alias_writes(self, names, s, call) -> list:
+        """``layers[_i] = layer`` for each of ``names`` the target of a loop ``for layer in
+        layers`` being desugared (visit_For): Python's ``layers`` holds the object a helper
+        changed through ``layer``, which the call site takes back."""
+        out = []
+        for name in names:
+            if (id(call), name) in self.alias_calls:  # (taken back as a loop's target)
+                seq, index = self.loop_aliases[name]
+                self.aliases_written.add(name)
+                slot = gast.Subscript(value=A.load(seq), slice=A.load(index), ctx=gast.Store())
+                out.append(A.assign(A.located(slot, s), A.located(A.load(name), s), at=s))
+        return out
+
+    def loop_alias_guard(self, name: str, fn, s) -> gast.stmt:
+        """Before a helper changes ``name``, the target of ``for name in seq``, in place:
+        refuse at run time an object something else holds too (another slot of ``seq``,
+        another variable, a global), which Python would change as well."""
+        seq, index = self.loop_aliases[name]
+        guard = self.slot_guard(seq, [A.load(index)], {seq, name}, s, fn.__name__,
+                                f"the item of {seq} the loop binds to {name}")
+        guard.value.args.append(A.const(True))  # (iterated: not a dict's keys)
+        return guard
+
+    def slot_guard(self, root: str, keys: list, mine: set, s, callee: str, what: str):
+        """``_rt.refuse_shared_slot(root, (keys...), ...)``: before ``callee`` changes in
+        place the object at ``root[keys]`` (``what``), which the call site writes back into
+        its slot, refuse one held by another name than those of ``mine``, another slot or a
+        global, or held in a tuple."""
+        outside = [A.load(n) for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        others = [A.const(n) for n in sorted(self.scope_names - mine)]
+        message = (f"{self.ctx.location(s)}: {callee}() changes in place {what}, and something "
+                   f"else also holds it (another item, another variable, a global) or it is "
+                   f"held in a tuple, which Python would change too; srcgrad does not support "
+                   f"that (in {self.ctx.fn.__name__}()). Pass a copy, or hold the object in "
+                   f"one list or dict only.")
+        return self.check("refuse_shared_slot", A.load(root),
+                          gast.Tuple(elts=keys, ctx=gast.Load()), A.call(A.load("locals")),
+                          gast.Tuple(elts=others, ctx=gast.Load()),
+                          gast.Tuple(elts=outside, ctx=gast.Load()), message=message, at=s)
+
+    def loop_alias(self, s, rebinds: set[str], grown: list[str]) -> tuple | None:
+        """``(target, sequence, index)`` of ``for target in sequence`` (index None) or ``for
+        index, target in enumerate(sequence)`` over a list of this function that the body
+        rebinds none of, nor lengthens: a helper the body calls changing ``target`` in place
+        changes the sequence's item, which write_back writes back."""
+        target, it, index = s.target, s.iter, None
+        if _builtin_call(it, self.ctx) == "enumerate" and len(it.args) == 1 \
+                and not it.keywords and isinstance(target, gast.Tuple) \
+                and len(target.elts) == 2 and isinstance(target.elts[0], gast.Name):
+            (index, target), it = [t.id for t in target.elts[:1]] + target.elts[1:], it.args[0]
+        if not (isinstance(target, gast.Name) and isinstance(it, gast.Name)) \
+                or self.nested or grown or s.orelse:
+            return None
+        target, seq = target.id, it.id
+        if len({target, seq, index} - {None}) < 2 + (index is not None) \
+                or {target, seq, index} & (rebinds | self.captured) \
+                or not self.own_variable(seq) or not self.own_variable(target):
+            return None
+        return target, seq, index
+
+    def lift_item_arguments(self, call, s) -> tuple[list, list]:
+        """``h(state["xs"])`` (an item, at a path of constant or variable keys, of a list or
+        dict of this function), where ``h`` changes that parameter in place but none of its
+        items: ``_item = state["xs"]`` before, the call reading ``_item`` (which
+        taken_back_names then takes back), ``state["xs"] = _item`` after, as Python's
+        ``state`` holds the changed object; a run-time check first refuses an object held
+        elsewhere too (another slot, another variable, a global), which Python would change
+        as well. ``([], [])`` when there is nothing to lift."""
+        fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
+        if fn is None or call.func.id in self.ctx.closure \
+                or not A.names_read(call) & self.ctx.varied:
+            return [], []
+        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
+                                              + fn.__code__.co_kwonlyargcount])
+        changes_items = _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
+        for i, arg in A.bind_arguments(params, 0, call) or []:
+            path = _item_path(arg)
+            if params[i] not in _taken_back(fn) or params[i] in changes_items or path is None:
+                continue
+            root, keys = path
+            # (another argument may read the root when it is a new value: h(xs[k], xs[k][0] * 2))
+            inside = {id(n) for a in [arg] + [a for _, a in A.bind_arguments(params, 0, call)
+                                                if a is not arg and self.fresh(a)
+                                                and not _may_be_view(a)]
+                      for n in gast.walk(a)}
+            elsewhere = {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                         and id(n) not in inside}
+            if not self.own_variable(root) or root in elsewhere \
+                    or set().union(*[A.names_read(k) for k in keys]) & A.names_written(s):
+                continue
+            return self.lifted_item(call, arg, root, keys, params[i], s)
+        return [], []
+
+    def lifted_item(self, call, arg, root: str, keys: list, param: str, s):
+        item = self.ctx.namer.fresh("_item")
+        if A.names_read(arg) & self.ctx.varied:
+            self.ctx.varied.add(item)
+        _replaced(call, arg, A.located(A.load(item), arg))
+        self.items_handed[id(call)] = param
+        self.items_pending.add(item)
+        guard = self.slot_guard(root, [A.deepcopy(k) for k in keys], {root}, s,
+                                call.func.id, f"the object passed as {to_source(arg).strip()}")
+        store = A.deepcopy(arg)
+        store.ctx = gast.Store()
+        return ([guard, A.assign(item, A.deepcopy(arg), at=s)],
+                [A.assign(A.located(store, s), A.located(A.load(item), s), at=s)])
 
     def taken_back_names(self, call, s) -> list[tuple[str, str]]:
         """``(parameter, variable)`` for what ``call`` (in ``s``) takes back, sorted as the
@@ -680,6 +884,7 @@ class _Desugar:
         params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
                                               + fn.__code__.co_kwonlyargcount])
         taken = _taken_back(fn)
+        changes_items = _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
         bound = A.bind_arguments(params, 0, call) or []
         inside = {id(n) for n in gast.walk(call)}
         # (s's other parts: an augmented target is read before the call)
@@ -688,6 +893,18 @@ class _Desugar:
         passed = [a.id for _, a in bound if isinstance(a, gast.Name)]
         back = []
         for i, arg in bound:
+            if isinstance(arg, gast.Name) and arg.id in self.loop_aliases \
+                    and self.loop_aliases[arg.id][0] not in A.names_read(s) \
+                    and params[i] in taken and passed.count(arg.id) == 1 \
+                    and arg.id not in outside and params[i] not in changes_items \
+                    and not (isinstance(s, gast.Assign) and arg.id in A.names_written(s)):
+                back.append((params[i], arg.id))  # (written into its slot: write_back)
+                self.alias_calls.add((id(call), arg.id))
+                continue
+            if isinstance(arg, gast.Name) and arg.id in self.items_pending:
+                self.items_pending.discard(arg.id)  # (lift_item_arguments' temporary)
+                back.append((params[i], arg.id))
+                continue
             if params[i] not in taken or not isinstance(arg, gast.Name) \
                     or passed.count(arg.id) > 1 \
                     or arg.id in outside or not self.own_variable(arg.id) \
@@ -695,7 +912,7 @@ class _Desugar:
                 continue
             # another argument reading xs must be a new value (not xs[0], which the helper
             # would see change), unless the helper changes no item of xs in place
-            if params[i] not in _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED) \
+            if params[i] not in changes_items \
                     or all(self.fresh(a) and not _may_be_view(a) for _, a in bound
                            if a is not arg and arg.id in A.names_read(a)):
                 back.append((params[i], arg.id))
@@ -1550,8 +1767,20 @@ class _Desugar:
         taken = self.taken_back_in(s.body, A.names_read(s.iter))
         grown += [n for n in taken if n not in grown]
         self.refuse_updates_of_iterated_views(s)
-        s.body = self.block(s.body)
+        alias = None if _is_range(s.iter, self.ctx) else self.loop_alias(s, rebinds, grown)
+        index = None
+        if alias is not None:
+            index = alias[2] or self.ctx.namer.fresh("_i")
+            self.loop_aliases[alias[0]] = (alias[1], index)
+        try:
+            s.body = self.block(s.body)
+        finally:
+            if alias is not None:
+                del self.loop_aliases[alias[0]]
         s.orelse = self.block(s.orelse)
+        if alias is not None and alias[0] in self.aliases_written:
+            self.aliases_written.discard(alias[0])
+            return self.index_loop(s, rebinds, grown, index)
         if not (A.names_read(s.iter) & self.ctx.varied) and not taken \
                 or _is_range(s.iter, self.ctx):
             # a range yields integers: nothing differentiable to iterate
@@ -1611,10 +1840,11 @@ class _Desugar:
                                  f"Loop over a copy ({base}.reshape(...).copy()), or write "
                                  f"{base} = ... in the body.")
 
-    def index_loop(self, s, rebinds: set[str], grown: list[str]) -> list:
+    def index_loop(self, s, rebinds: set[str], grown: list[str], index=None) -> list:
         """``for t in X`` over a varied X -> ``for _i in range(len(X)): t = X[_i]``;
         ``rebinds``: the names the loop body binds anew; ``grown``: the lists read by the
-        loop's sequence that its body lengthens or shortens in place."""
+        loop's sequence that its body lengthens or shortens in place; ``index``: the
+        counter's name, when the body reads it already (loop_alias_writes)."""
         namer = self.ctx.namer
         it, target = s.iter, s.target
         fn = _builtin_call(it, self.ctx)
@@ -1663,8 +1893,9 @@ class _Desugar:
                 return [s]
             return pre + self.live_length_loop(s, seq_names[0], idx_target, elt_targets[0],
                                                start, fn)
-        index = idx_target.id if isinstance(idx_target, gast.Name) and start is None \
-            else namer.fresh("_i")
+        if index is None:
+            index = idx_target.id if isinstance(idx_target, gast.Name) and start is None \
+                else namer.fresh("_i")
         lengths = [A.call("len", A.load(n)) for n in seq_names]
         length = lengths[0] if len(lengths) == 1 else A.call("min", *lengths)
         rng = A.call("range", length)
@@ -1723,8 +1954,14 @@ def _called_once(value):
     """The calls ``value`` evaluates exactly once, whatever its values: not those under
     'and'/'or' after the first operand, in a conditional expression's branches, in a lambda or
     a comprehension."""
-    if isinstance(value, gast.Call):
-        yield value
+    return (node for node in _evaluated_once(value) if isinstance(node, gast.Call))
+
+
+def _evaluated_once(value):
+    """The nodes of ``value`` evaluated exactly once, whatever its values (as
+    _called_once): the first operand of 'and'/'or' and a conditional expression's test, not
+    the other parts; not inside a lambda or a comprehension."""
+    yield value
     if isinstance(value, gast.BoolOp):
         children = value.values[:1]
     elif isinstance(value, gast.IfExp):
@@ -1735,7 +1972,28 @@ def _called_once(value):
     else:
         children = list(gast.iter_child_nodes(value))
     for child in children:
-        yield from _called_once(child)
+        yield from _evaluated_once(child)
+
+
+def _sometimes(node) -> list:
+    """The parts of an 'and'/'or' or conditional expression evaluated only sometimes."""
+    return node.values[1:] if isinstance(node, gast.BoolOp) else [node.body, node.orelse]
+
+
+def _item_path(node) -> tuple[str, list] | None:
+    """``("state", [k1, ..., kn])`` for ``state[k1]...[kn]``, each key a constant, a
+    variable or a negated constant (evaluated again by the store that writes the item
+    back, to the same key); None for anything else."""
+    keys = []
+    while isinstance(node, gast.Subscript):
+        key = node.slice
+        if not (isinstance(key, (gast.Constant, gast.Name)) or (
+                isinstance(key, gast.UnaryOp) and isinstance(key.op, gast.USub)
+                and isinstance(key.operand, gast.Constant))):
+            return None
+        keys.insert(0, key)
+        node = node.value
+    return (node.id, keys) if keys and isinstance(node, gast.Name) else None
 
 
 def _replaced(tree, old, new):
