@@ -92,8 +92,20 @@ def broadcast_items(x):
     return np.sum(sum(xs) ** 2)
 
 
+def _summed_by_a_helper(x):
+    xs = []
+    for i in range(4):
+        xs.append(np.sum(x) * i + x[0])
+    return sum(xs)
+
+
+def helper_building_a_list(x):
+    # (the helper's compiled pair: its stack of copies goes to its backward sweep)
+    return _summed_by_a_helper(x) * 3.0 + _summed_by_a_helper(x * 2.0)
+
+
 ARRAY = np.array([0.3, -1.2, 0.7])
-CASES = [(floats_appended, 0.7), (comprehension_stacked, ARRAY), (generator_summed, ARRAY),
+CASES = [(helper_building_a_list, ARRAY), (floats_appended, 0.7), (comprehension_stacked, ARRAY), (generator_summed, ARRAY),
          (read_twice, ARRAY), (appended_in_a_while_loop, 1.3), (appended_in_branches, ARRAY),
          (only_counted, ARRAY), (two_lists, ARRAY), (running_sums, ARRAY),
          (broadcast_items, ARRAY)]
@@ -196,7 +208,21 @@ def summed_when_empty(x):
     return sum(xs) + x  # (Python's sum of no items is the int 0)
 
 
-@pytest.mark.parametrize("f, x", [(mixed_items, 0.5), (indexed, 0.5), (iterated, 0.5),
+def _stacked_by_a_helper(x):
+    xs = []
+    for i in range(3):
+        xs.append(np.sin(x) * (i + 1.0))
+    return np.stack(xs) * 2.0
+
+
+def helper_stacking_a_list(x):
+    # (the lazy zero of an item's adjoint in the helper's backward sweep has no primal
+    # there to take its shape from: refused by numba's typing, not guessed)
+    return np.sum(_stacked_by_a_helper(x) ** 2)
+
+
+@pytest.mark.parametrize("f, x", [(helper_stacking_a_list, ARRAY),
+                                  (mixed_items, 0.5), (indexed, 0.5), (iterated, 0.5),
                                   (ranks, ARRAY), (bound_to_none_first, 0.5),
                                   (summed_when_empty, 0.5)])
 def test_lists_numba_would_hold_otherwise_stay_refused(f, x):

@@ -453,10 +453,10 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
                 _give_defaults(tree, adj.fn, ctx)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
-    if variant in ("grad", "vjp", "value"):  # (one function: its lists' holders all seen)
+    if variant in ("grad", "vjp", "value", "pair"):  # (not forward mode: no list_append)
         tree = built_lists(tree, numpy_names, _rule_helpers_reading(
             ctx, namespace, {"unstack": 1, "spread_sum": 1}), lambda node: location(ctx, node),
-            {name for name in ("len", "sum") if name in namespace})
+            {name for name in ("len", "sum") if name in namespace}, adjoint_of)
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names, module_names)

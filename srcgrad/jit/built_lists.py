@@ -36,25 +36,51 @@ class _Append:
 
 
 def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, int],
-                locate, shadowed: set[str]) -> ast.Module:
+                locate, shadowed: set[str], adjoint_of: dict[str, str]) -> ast.Module:
     """``module`` with the lists built by appending that nothing else holds appended to
     in place; ``numpy_names`` the global names bound to numpy, ``helpers`` the names of the
     adjoint helpers of ``sum`` and ``np.stack`` (``spread_sum``, ``unstack``) with the
     position of their list argument; ``locate(node)`` the user's "file:line" of a node
     (named by the compiled ``sum()`` of an empty list, which raises); ``shadowed`` the
-    builtins the function's globals rebind (``sum = np.sum``: not the builtin)."""
+    builtins the function's globals rebind (``sum = np.sum``: not the builtin);
+    ``adjoint_of`` maps adjoints' names to their primals'."""
     assigned = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)} | set(shadowed)
     numpy = set(numpy_names) - assigned
     readers = {k: v for k, v in helpers.items() if k not in assigned}
     readers.update((b, 0) for b in ("len", "sum") if b not in assigned)
-    for func in [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]:
+    functions = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]
+    temps: dict[str, str] = {}
+    for func in functions:
         appends = _appends(func)
         names = _unshared(func, appends, numpy, readers)
         if names:
-            _rewrite(func, [a for a in appends if a.name in names], names, numpy, readers,
-                     locate)
+            kept = [a for a in appends if a.name in names]
+            _rewrite(func, kept, names, numpy, readers, locate)
+            temps.update((a.temp, a.name) for a in kept)
+    for func in functions:
+        _type_list_zeros(func, temps, adjoint_of)
     return module
+
+
+def _type_list_zeros(func, temps: dict[str, str], adjoint_of: dict[str, str]) -> None:
+    """``b_t2 = 0.0``, the lazy zero adjoint of an append's (dropped) temporary ``_t2``
+    in a helper's backward sweep, which the forward sweep's list ``xs`` had: ``b_t2 =
+    _rt.zeros_like(xs)`` where the backward sweep binds ``xs`` (an empty list of the
+    items' adjoints: only its type is read)."""
+    bound = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)
+             and isinstance(n.ctx, ast.Store)} | {a.arg for a in ast.walk(func)
+                                                  if isinstance(a, ast.arg)}
+    for node in ast.walk(func):
+        target = _assign_to(node)
+        if target is None or not (isinstance(node.value, ast.Constant)
+                                  and type(node.value.value) is float
+                                  and node.value.value == 0.0):
+            continue
+        name = temps.get(adjoint_of.get(target, target[1:]))
+        if name in bound:
+            node.value = _call("_rt", "zeros_like", [ast.Name(id=name, ctx=ast.Load())],
+                               node)
 
 
 def _is_rt(node, attr: str) -> bool:
@@ -178,7 +204,14 @@ def _reads_keep_nothing(func, name: str, names: set[str], appends: list[_Append]
             allowed.update(_reading_call(node, name, numpy, readers))
     reads = {id(n) for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name
              and isinstance(n.ctx, ast.Load)}
-    return reads <= allowed
+    return reads <= allowed | _returned(func)
+
+
+def _returned(func) -> set[int]:
+    """The ids of the names a ``return`` of ``func`` reads: after it nothing appends (a
+    helper's forward sweep returns its lists and stacks to its backward sweep)."""
+    return {id(n) for r in ast.walk(func) if isinstance(r, ast.Return) and r.value
+            for n in ast.walk(r.value) if isinstance(n, ast.Name)}
 
 
 def _reading_call(call: ast.Call, name: str, numpy: set[str], readers: dict) -> list[int]:
@@ -225,7 +258,8 @@ def _own_stack(func, stack: str, name: str) -> bool:
             return False
     methods = {id(n.value) for n in ast.walk(func) if isinstance(n, ast.Attribute)
                and _name_of(n.value) == stack and n.attr in ("append", "pop")}
-    return all(id(n) in methods for n in ast.walk(func)  # (not saved, not passed on)
+    methods |= _returned(func)  # (the copies it holds: given to a backward sweep)
+    return all(id(n) in methods for n in ast.walk(func)  # (not passed on otherwise)
                if isinstance(n, ast.Name) and n.id == stack and isinstance(n.ctx, ast.Load))
 
 
