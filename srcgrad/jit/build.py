@@ -454,8 +454,11 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
     if variant in ("grad", "vjp", "value", "pair"):  # (not forward mode: no list_append)
-        tree = built_lists(tree, numpy_names, _rule_helpers_reading(
-            ctx, namespace, {"unstack": 1, "spread_sum": 1}), lambda node: location(ctx, node),
+        readers = {name: (position, kind) for kind in ("unstack", "spread")
+                   for name, position in _rule_helpers_reading(
+                       ctx, namespace, {"unstack": 1} if kind == "unstack"
+                       else {"spread_sum": 1}).items()}
+        tree = built_lists(tree, numpy_names, readers, lambda node: location(ctx, node),
             {name for name in ("len", "sum") if name in namespace}, adjoint_of)
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)

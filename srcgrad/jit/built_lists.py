@@ -40,17 +40,20 @@ def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, in
     """``module`` with the lists built by appending that nothing else holds appended to
     in place; ``numpy_names`` the global names bound to numpy, ``helpers`` the names of the
     adjoint helpers of ``sum`` and ``np.stack`` (``spread_sum``, ``unstack``) with the
-    position of their list argument; ``locate(node)`` the user's "file:line" of a node
+    position of their list argument and the helper's own name (called as
+    ``_rt.<name>_list`` on a rewritten list: ``spread_sum`` and ``unstack`` refuse lists); ``locate(node)`` the user's "file:line" of a node
     (named by the compiled ``sum()`` of an empty list, which raises); ``shadowed`` the
     builtins the function's globals rebind (``sum = np.sum``: not the builtin);
     ``adjoint_of`` maps adjoints' names to their primals'."""
     assigned = {n.id for n in ast.walk(module) if isinstance(n, ast.Name)
                 and isinstance(n.ctx, ast.Store)} | set(shadowed)
     numpy = set(numpy_names) - assigned
-    readers = {k: v for k, v in helpers.items() if k not in assigned}
+    readers = {k: v for k, (v, _) in helpers.items() if k not in assigned}
+    kinds = {k: f"{kind}_list" for k, (_, kind) in helpers.items() if k in readers}
     readers.update((b, 0) for b in ("len", "sum") if b not in assigned)
     functions = [n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)]
     temps: dict[str, str] = {}
+    built: set[str] = set()
     for func in functions:
         appends = _appends(func)
         names = _unshared(func, appends, numpy, readers)
@@ -58,9 +61,28 @@ def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, in
             kept = [a for a in appends if a.name in names]
             _rewrite(func, kept, names, numpy, readers, locate)
             temps.update((a.temp, a.name) for a in kept)
-    for func in functions:
+            built |= names
+    for func in functions:  # (a helper's backward sweep: the lists its forward sweep built)
         _type_list_zeros(func, temps, adjoint_of)
+        _adjoint_reads(func, built | set(temps), temps, readers, kinds)
     return module
+
+
+def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dict) -> None:
+    """The adjoint helpers' reads of the built lists ``names``: ``_rt.list_zero``,
+    ``_rt.spread_list``, ``_rt.unstack_list`` (``spread_sum``, ``unstack`` and
+    ``_rt.zeros_like`` refuse lists, such as those passed in)."""
+    for node in ast.walk(func):
+        if not isinstance(node, ast.Call):
+            continue
+        if _is_rt(node, "zeros_like") and len(node.args) == 1 \
+                and _name_of(node.args[0]) in names:
+            node.args[0].id = temps.get(node.args[0].id, node.args[0].id)
+            node.func.attr = "list_zero"
+        elif isinstance(node.func, ast.Name) and node.func.id in kinds \
+                and len(node.args) > readers[node.func.id] \
+                and _name_of(node.args[readers[node.func.id]]) in names:
+            node.func = _call("_rt", kinds[node.func.id], [], node).func
 
 
 def _type_list_zeros(func, temps: dict[str, str], adjoint_of: dict[str, str]) -> None:
@@ -79,7 +101,7 @@ def _type_list_zeros(func, temps: dict[str, str], adjoint_of: dict[str, str]) ->
             continue
         name = temps.get(adjoint_of.get(target, target[1:]))
         if name in bound:
-            node.value = _call("_rt", "zeros_like", [ast.Name(id=name, ctx=ast.Load())],
+            node.value = _call("_rt", "list_zero", [ast.Name(id=name, ctx=ast.Load())],
                                node)
 
 
@@ -310,10 +332,7 @@ def _rewrite(func, appends: list[_Append], names: set[str], numpy: set[str],
             node.value = _copy(node.value.id, node)
         elif isinstance(node, ast.Call) and len(node.args) == 1 \
                 and _name_of(node.args[0]) in names | set(temps):
-            arg = node.args[0]
-            if _is_rt(node, "zeros_like") and arg.id in temps:
-                arg.id = temps[arg.id]
-            elif isinstance(node.func, ast.Name) and node.func.id == "sum" \
+            if isinstance(node.func, ast.Name) and node.func.id == "sum" \
                     and node.func.id in readers:
                 node.func = _call("_rt", "list_sum", [], node).func
                 node.args.append(ast.copy_location(ast.Constant(value=locate(node)), node))

@@ -69,8 +69,6 @@ def _float_dtype(t):
 @overload(zeros_like)
 def _zeros_like(x):
     x = _unwrap(x)
-    if isinstance(x, types.List):
-        return _zero_list(x)
     if isinstance(x, types.Array):
         dtype = _float_dtype(x)
         return lambda x: np.zeros(x.shape, dtype)
@@ -410,8 +408,6 @@ def _conj_sign(x):
 
 @overload(spread_sum)
 def _spread_sum(g, iterable):
-    if isinstance(iterable, types.List):
-        return _spread_list(g, iterable)
     if isinstance(iterable, types.Array):
         dtype = _float_dtype(g)
 
@@ -1045,20 +1041,11 @@ def _row_starts(arrays) -> str:
 
 @overload(unstack)
 def _unstack(g, arrays, axis=0):
-    """A list (a list built in the body, built_lists.py): one contiguous piece per item.
-    ``g`` cut along ``axis`` into one piece per stacked item, a tuple (the items are
+    """``g`` cut along ``axis`` into one piece per stacked item, a tuple (the items are
     views of ``g``, as numpy's are). Only the items' count is read, from the type: a tuple
     the sweeps first bound to None (optional: pushed on a tape in a loop) is the tuple
     ``np.stack`` joined in the forward sweep."""
     items = _unwrap(arrays)
-    if isinstance(items, types.List) and isinstance(g, types.Array) \
-            and _list_item(items.dtype) == "array":
-        first = _axis_first(g.ndim)
-
-        def cut_list(g, arrays, axis=0):
-            moved = first(g, axis)
-            return [np.ascontiguousarray(moved[k]) for k in range(len(arrays))]
-        return cut_list
     if not (isinstance(g, types.Array) and _array_items(items)):
         raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
                           f"supported (a tuple of arrays)")
@@ -1228,8 +1215,20 @@ list_item = _stub("list_item")
 list_slice = _stub("list_slice")
 list_sum = _stub("list_sum")
 stack_list = _stub("stack_list")
+list_zero = _stub("list_zero")
+spread_list = _stub("spread_list")
+unstack_list = _stub("unstack_list")
 EMPTY_SUM = "srcgrad: sum() of an empty list"
-SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list"}
+SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list", "list_zero",
+                         "spread_list", "unstack_list"}
+# (only built_lists.py calls list_zero, spread_list, unstack_list, list_sum and stack_list,
+# on the lists it rewrites: a list passed in or made otherwise meets zeros_like, spread_sum
+# and unstack, which refuse lists as before)
+
+
+def _built(t) -> bool:
+    """A list made in compiled code (a reflected list is one passed in: refused)."""
+    return isinstance(t, types.List) and not t.reflected
 
 
 def _list_item(t) -> str | None:
@@ -1253,9 +1252,10 @@ def _list_item_overload(value):
     return lambda value: value
 
 
+@overload(list_zero)
 def _zero_list(x):
     """The lazy zero adjoint of the list ``x``: an empty list of its items' adjoints."""
-    kind = _list_item(x.dtype)
+    kind = _list_item(x.dtype) if _built(x) else None
     if kind == "number":
         return lambda x: [0.0 for _ in range(0)]
     if kind == "array":
@@ -1275,9 +1275,10 @@ def _add_lists(a, b):
     return [add(a[k], b[k]) for k in range(min(len(a), len(b)))]
 
 
+@overload(spread_list)
 def _spread_list(g, iterable):
     """``spread_sum`` to a list: ``g`` unbroadcast to each item."""
-    kind = _list_item(iterable.dtype)
+    kind = _list_item(iterable.dtype) if _built(iterable) else None
     if kind == "number" and isinstance(g, types.Float):
         return lambda g, iterable: [g for _ in range(len(iterable))]
     if kind == "array":
@@ -1298,7 +1299,7 @@ def _list_slice(g, start, stop):
 def _list_sum(xs, line):
     """Builtin ``sum(xs)``: ``0 + xs[0] + xs[1] + ...`` in that order, as Python adds; an
     empty list (whose sum is the int 0 in Python) raises, naming the user's ``line``."""
-    if not (isinstance(xs, types.List) and _list_item(xs.dtype)):
+    if not (_built(xs) and _list_item(xs.dtype)):
         raise TypingError(f"srcgrad: compiled sum() of a {xs} is not supported")
     if not isinstance(line, types.StringLiteral):
         return None  # (numba then types the call again with the literal "file:line")
@@ -1318,7 +1319,7 @@ def _list_sum(xs, line):
 def _stack_list(xs):
     """``np.stack(xs)`` along the first axis, numpy's errors for no items and for items of
     different shapes."""
-    if not (isinstance(xs, types.List) and _list_item(xs.dtype) == "array"):
+    if not (_built(xs) and _list_item(xs.dtype) == "array"):
         raise TypingError(f"srcgrad: compiled np.stack of a {xs} is not supported")
 
     def stacked(xs):
@@ -1332,3 +1333,18 @@ def _stack_list(xs):
             out[k] = xs[k]
         return out
     return stacked
+
+
+@overload(unstack_list)
+def _unstack_list(g, arrays, axis=0):
+    """``unstack`` to a list: one contiguous piece of ``g`` per item."""
+    if not (_built(arrays) and isinstance(g, types.Array)
+            and _list_item(arrays.dtype) == "array"):
+        raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
+                          f"supported")
+    first = _axis_first(g.ndim)
+
+    def cut_list(g, arrays, axis=0):
+        moved = first(g, axis)
+        return [np.ascontiguousarray(moved[k]) for k in range(len(arrays))]
+    return cut_list
