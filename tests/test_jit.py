@@ -1543,3 +1543,24 @@ def test_ufuncs_of_bools_numpy_and_numba_agree_on_compile():
     g = srcgrad.grad(bool_ufuncs_computing_alike, jit=True)
     for x in (np.array([0.5, 1.5, -2.0]), np.array([-0.5, 0.7, 2.0])):
         np.testing.assert_array_equal(g(x), srcgrad.grad(bool_ufuncs_computing_alike)(x))
+
+
+def _returns_early(x):
+    if np.sum(x) > 100.0:
+        return np.sin(x)
+    return x * 2.0
+
+
+def calls_a_helper_returning_early(x):
+    return np.sum(np.sin(_returns_early(x)))
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, -1.2, 0.7]), np.array([50.0, 40.0, 30.0])])
+def test_a_helper_returning_from_a_branch_compiles(x):
+    # fuzzer seed 60 program 55: the helper's backward sweep typed the lazy zero of its
+    # returned value's adjoint from '_retval1', which only its forward sweep binds (numba:
+    # NameError, refused); it is typed from the cotangent passed in now
+    want = srcgrad.grad(calls_a_helper_returning_early)(x)
+    got = srcgrad.grad(calls_a_helper_returning_early, jit=True)(x)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    check_grad(calls_a_helper_returning_early, (x,), grads=(got,))

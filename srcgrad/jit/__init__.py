@@ -163,14 +163,18 @@ def _compile_failure(e: Exception) -> bool:
 
 def _refuse_int_power(e: Exception, f) -> None:
     """A ``JitUnsupportedError`` for the OverflowError the compiled ``_rt.power`` raises
-    where an int to an int power has no int64 result numba could give (runtime.py)."""
-    from .runtime import INT_POWER
+    where an int to an int power has no int64 result numba could give, and for the
+    ValueError of the compiled ``sum()`` of an empty list, whose Python result is the int 0
+    (runtime.py)."""
+    from .runtime import EMPTY_SUM, INT_POWER
     message = str(e)
-    if isinstance(e, OverflowError) and message.startswith(INT_POWER):
-        what, _, line = message.removeprefix("srcgrad: ").rpartition(" at ")
-        raise JitUnsupportedError(
-            f"{line}: {what}, in compiled code of {f.__qualname__}(); make one of them a "
-            f"float (float(k)), or use jit=False or jit='auto'.") from None
+    advice = {INT_POWER: "make one of them a float (float(k)), or use", EMPTY_SUM: "use"}
+    for prefix, error in ((INT_POWER, OverflowError), (EMPTY_SUM, ValueError)):
+        if isinstance(e, error) and message.startswith(prefix):
+            what, _, line = message.removeprefix("srcgrad: ").rpartition(" at ")
+            raise JitUnsupportedError(
+                f"{line}: {what}, in compiled code of {f.__qualname__}(); "
+                f"{advice[prefix]} jit=False or jit='auto'.") from None
 
 
 class _Entry:

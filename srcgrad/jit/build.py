@@ -33,6 +33,7 @@ from . import products, second, simd
 from .booleans import Pipeline
 from .errors import JitUnsupportedError, located_error, location
 from .indices import constant_index_lists
+from .built_lists import built_lists
 from .joined import joined_lists
 from .inputs import RefusedRead, check_passed, external_reads
 from .lifting import lift_local_functions
@@ -454,10 +455,18 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
                 tree = second.callee_tapes(tree, adj.fn, ctx.namer.tangents, _adjoint_names)
     except JitRewriteError as e:
         raise located_error(e.what, ctx, e.node) from None
+    if variant in ("grad", "vjp", "value", "pair"):  # (not forward mode: no list_append)
+        readers = {name: (position, kind) for kind in ("unstack", "spread")
+                   for name, position in _rule_helpers_reading(
+                       ctx, namespace, {"unstack": 1} if kind == "unstack"
+                       else {"spread_sum": 1}).items()}
+        tree = built_lists(tree, numpy_names, readers, lambda node: location(ctx, node),
+            {name for name in ("len", "sum") if name in namespace}, adjoint_of)
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names, module_names)
-    tree = joined_lists(tree, numpy_names, _join_helpers(ctx, namespace))
+    tree = joined_lists(tree, numpy_names, _rule_helpers_reading(
+        ctx, namespace, {"unstack": 1, "vstack_vjp": 2}))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
 
@@ -467,10 +476,10 @@ def _adjoint_names(adj) -> dict[str, str]:
     return {b: x for x, b in generated_tree(adj)[1].namer.adjoints.items()}
 
 
-def _join_helpers(ctx, namespace: dict) -> dict[str, int]:
-    """The names the generated code calls the adjoints of ``np.stack`` and ``np.vstack``
-    by, with the position of their argument holding the joined items (joined.py)."""
-    positions = {"unstack": 1, "vstack_vjp": 2}
+def _rule_helpers_reading(ctx, namespace: dict, positions: dict) -> dict[str, int]:
+    """The names the generated code calls the rule helpers named in ``positions`` by
+    (``unstack``, the adjoint of ``np.stack``), with the position of their argument
+    holding a list (joined.py, built_lists.py)."""
     return {name: positions[obj.__name__]
             for name, obj in [*ctx.helpers.items(), *namespace.items()]
             if getattr(obj, "__name__", None) in positions

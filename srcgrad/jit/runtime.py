@@ -96,11 +96,15 @@ def _seed(value):
 def _is_zero(g):
     if _is_scalar(g):
         return lambda g: g == 0
+    if isinstance(g, types.List):  # (the compiled lazy zero of a list: built_lists.py)
+        return lambda g: len(g) == 0
     return lambda g: False
 
 
 @overload(add)
 def _add(a, b):
+    if isinstance(a, types.List) and isinstance(b, types.List):
+        return _add_lists
     if isinstance(a, (types.BaseTuple, types.List)) or isinstance(b, (types.BaseTuple,
                                                                        types.List)):
         # (Python's + joins them: the adjoints of their items must be added instead)
@@ -1243,3 +1247,148 @@ overload(max_along)(_along("max_along", _MAX))
 overload(min_along)(_along("min_along", _MIN))
 overload(mean_along)(_along("mean_along", _MEAN))
 overload(sum_along)(_along("sum_along", _SUM))
+
+
+# -- lists built in the body (built_lists.py) --------------------------------------------
+# A list the sweeps build by appending is a numba reflected list of float64 numbers or of
+# float64/int64 arrays of one rank; its adjoint is a list of the items' adjoints, and the
+# lazy zero of that adjoint is the empty list (a list adjoint of a nonempty list is never
+# empty, and an empty list's adjoint is zero either way).
+
+list_item = _stub("list_item")
+list_slice = _stub("list_slice")
+list_sum = _stub("list_sum")
+stack_list = _stub("stack_list")
+list_zero = _stub("list_zero")
+spread_list = _stub("spread_list")
+unstack_list = _stub("unstack_list")
+EMPTY_SUM = "srcgrad: sum() of an empty list"
+SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list", "list_zero",
+                         "spread_list", "unstack_list"}
+# (only built_lists.py calls list_zero, spread_list, unstack_list, list_sum and stack_list,
+# on the lists it rewrites: a list passed in or made otherwise meets zeros_like, spread_sum
+# and unstack, which refuse lists as before)
+
+
+def _built(t) -> bool:
+    """A list made in compiled code (a reflected list is one passed in: refused)."""
+    return isinstance(t, types.List) and not t.reflected
+
+
+def _list_item(t) -> str | None:
+    """"number" or "array" for the items a compiled list may hold (their arithmetic is
+    numpy's in numba: float64 numbers, float64 and int64 arrays), else None."""
+    t = _unwrap(t)
+    if isinstance(t, types.Float) and t.bitwidth == 64:
+        return "number"
+    if isinstance(t, types.Array) and t.dtype in (types.float64, types.int64):
+        return "array"
+    return None
+
+
+@overload(list_item)
+def _list_item_overload(value):
+    """``value``, appended to a compiled list: refused unless ``_list_item`` accepts it
+    (numba would convert an int among floats to a float, sum ints in wrapping int64, ...)."""
+    if _list_item(value) is None:
+        raise TypingError(f"srcgrad: compiled lists of {value} items are not supported "
+                          f"(float64 numbers or float64/int64 arrays)")
+    return lambda value: value
+
+
+@overload(list_zero)
+def _zero_list(x):
+    """The lazy zero adjoint of the list ``x``: an empty list of its items' adjoints."""
+    kind = _list_item(x.dtype) if _built(x) else None
+    if kind == "number":
+        return lambda x: [0.0 for _ in range(0)]
+    if kind == "array":
+        shape, dtype = (0,) * x.dtype.ndim, _float_dtype(x.dtype)
+        return lambda x: [np.zeros(shape, dtype) for _ in range(0)]
+    raise TypingError(f"srcgrad: no compiled zero adjoint for a {x}")
+
+
+@register_jitable
+def _add_lists(a, b):
+    """``add`` of two list adjoints, the empty one being the lazy zero; as interpreted
+    (``zip``), the shorter length otherwise."""
+    if len(a) == 0:
+        return b
+    if len(b) == 0:
+        return a
+    return [add(a[k], b[k]) for k in range(min(len(a), len(b)))]
+
+
+@overload(spread_list)
+def _spread_list(g, iterable):
+    """``spread_sum`` to a list: ``g`` unbroadcast to each item."""
+    kind = _list_item(iterable.dtype) if _built(iterable) else None
+    if kind == "number" and isinstance(g, types.Float):
+        return lambda g, iterable: [g for _ in range(len(iterable))]
+    if kind == "array":
+        return lambda g, iterable: [np.ascontiguousarray(unbroadcast(g, item))
+                                    for item in iterable]
+    raise TypingError(f"srcgrad: compiled gradients of sum() of a {iterable} (cotangent "
+                      f"{g}) are not supported")
+
+
+@overload(list_slice)
+def _list_slice(g, start, stop):
+    if isinstance(g, types.List):
+        return lambda g, start, stop: g[start:stop]
+    raise TypingError(f"srcgrad: no compiled slice of a list adjoint {g}")
+
+
+@overload(list_sum)
+def _list_sum(xs, line):
+    """Builtin ``sum(xs)``: ``0 + xs[0] + xs[1] + ...`` in that order, as Python adds; an
+    empty list (whose sum is the int 0 in Python) raises, naming the user's ``line``."""
+    if not (_built(xs) and _list_item(xs.dtype)):
+        raise TypingError(f"srcgrad: compiled sum() of a {xs} is not supported")
+    if not isinstance(line, types.StringLiteral):
+        return None  # (numba then types the call again with the literal "file:line")
+    empty = f"{EMPTY_SUM} (the int 0 in Python) at {line.literal_value}"
+
+    def total(xs, line):
+        if len(xs) == 0:
+            raise ValueError(empty)
+        acc = 0 + xs[0]
+        for k in range(1, len(xs)):
+            acc = acc + xs[k]
+        return acc
+    return total
+
+
+@overload(stack_list)
+def _stack_list(xs):
+    """``np.stack(xs)`` along the first axis, numpy's errors for no items and for items of
+    different shapes."""
+    if not (_built(xs) and _list_item(xs.dtype) == "array"):
+        raise TypingError(f"srcgrad: compiled np.stack of a {xs} is not supported")
+
+    def stacked(xs):
+        if len(xs) == 0:
+            raise ValueError("need at least one array to stack")
+        first = xs[0]
+        out = np.empty((len(xs),) + first.shape, first.dtype)
+        for k in range(len(xs)):
+            if xs[k].shape != first.shape:
+                raise ValueError("all input arrays must have the same shape")
+            out[k] = xs[k]
+        return out
+    return stacked
+
+
+@overload(unstack_list)
+def _unstack_list(g, arrays, axis=0):
+    """``unstack`` to a list: one contiguous piece of ``g`` per item."""
+    if not (_built(arrays) and isinstance(g, types.Array)
+            and _list_item(arrays.dtype) == "array"):
+        raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
+                          f"supported")
+    first = _axis_first(g.ndim)
+
+    def cut_list(g, arrays, axis=0):
+        moved = first(g, axis)
+        return [np.ascontiguousarray(moved[k]) for k in range(len(arrays))]
+    return cut_list
