@@ -696,16 +696,21 @@ def outcomes(seed: int, indices):
     """Each program's outcome, run in a worker process: PyTorch itself can crash the process
     (a hook registered on a view whose base changed in place segfaults in 2.13), which then
     counts as ``oracle-crash`` and a new worker takes over."""
+    import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
-    pool = ProcessPoolExecutor(1, initializer=_quiet_worker)
+    # spawned, not forked: a process forked from a threaded one (a pytest-xdist worker runs
+    # execnet's threads; torch and numba start their own) can inherit a lock held by another
+    # thread and wait on it forever, which hung the suite under xdist
+    spawn = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(1, mp_context=spawn, initializer=_quiet_worker)
     try:
         for i in indices:
             try:
                 yield i, pool.submit(_outcome, seed, i).result()
             except BrokenProcessPool:
                 pool.shutdown(wait=False)
-                pool = ProcessPoolExecutor(1, initializer=_quiet_worker)
+                pool = ProcessPoolExecutor(1, mp_context=spawn, initializer=_quiet_worker)
                 yield i, Outcome("oracle", "oracle-crash", "PyTorch or srcgrad killed the process")
     finally:
         pool.shutdown()
