@@ -25,7 +25,7 @@ from ..codegen import COMMENT_PREFIX
 from .errors import through_generated
 from .sweeps import (TAPE, JitRewriteError, check_mirrored, drop_stand_ins, fresh_name,
                      tape_to_stacks)
-from .sweeps import _pop_only as stacks_for  # (the pushes and pops, onto given stacks)
+from .sweeps import pop_only as stacks_for  # (the pushes and pops, onto given stacks)
 from .sweeps import type_zero_adjoints
 
 # fused gradient function -> {adjoint name: primal name} of the gradient it fuses (the

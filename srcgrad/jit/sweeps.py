@@ -485,7 +485,7 @@ def compiled_pair(module: ast.Module, callees: set[str],
             else:
                 elts.append(e)
         tup.elts = elts
-    bwd.body = bwd.body[:k + 1] + _pop_only(bwd.body[k + 1:], stacks, taken)
+    bwd.body = bwd.body[:k + 1] + pop_only(bwd.body[k + 1:], stacks, taken)
     # (the backward sweep reads only what it is given: a lazy zero of the returned value's
     # adjoint, whose primal stays in the forward sweep, is typed from the cotangent passed
     # in, of that value's type; '_retval1' there was a NameError, fuzzer seed 60 program 55)
@@ -499,8 +499,9 @@ def compiled_pair(module: ast.Module, callees: set[str],
     return module
 
 
-def _pop_only(body: list, stacks: dict[str, str], taken: set[str]) -> list:
-    """A backward sweep's pops, from the stacks the forward sweep made."""
+def pop_only(body: list, stacks: dict[str, str], taken: set[str]) -> list:
+    """A backward sweep's pops, from the stacks the forward sweep made (also a callee's
+    tapes handed between its compiled sweeps' jvps, second.py)."""
     rewriter = _TapeRewriter(taken)
     rewriter.stacks = dict(stacks)
     out = [rewriter.visit(s) for s in body]

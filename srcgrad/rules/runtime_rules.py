@@ -310,7 +310,8 @@ for _name, _vjp, _jvp, _domain, _diff in [
             name=f"runtime.{_name}")
 del _name, _vjp, _jvp, _domain, _diff
 
-for _fn in (insert_position, rt.zeros_like, rt.is_zero, getattr(rt, "grad_seed", None)):
+for _fn in (insert_position, rt.zeros_like, rt.is_zero, rt.is_receiver_method,
+            getattr(rt, "grad_seed", None)):
     if _fn is not None:
         nondifferentiable(_fn)
 del _fn
