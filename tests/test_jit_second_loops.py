@@ -91,6 +91,75 @@ def temporary_bound_in_the_loop(x):  # (the entry's own tape: '_t1 = None' saved
     return np.sum(s * x)
 
 
+DATA = np.array([0.2, 0.5, -0.3])
+
+
+def counted_while(v):  # (taped: the loop counter's stand-in only; no pop reads a tangent)
+    s = v * 1.0
+    n = 0
+    while n < 3:
+        n = n + 1
+        s = s + v * v
+    return s
+
+
+def counted_branch(v):  # (taped: a condition of the counter only; no tangent tape at all)
+    s = v
+    for i in range(3):
+        if i > 0:
+            s = s * 2.0
+    return s * v
+
+
+def data_branch(v):  # (taped: conditions of data only; the backward sweep pops no tangent)
+    s = v
+    for i in range(3):
+        if DATA[i] > 0:
+            s = s + 1.0
+        else:
+            s = s - v
+    return s
+
+
+def data_only_taped(v):  # (taped: values and conditions of data only; no tangent tape)
+    s = v
+    w = DATA
+    for i in range(4):
+        w = np.cos(w)
+        if w[0] > 0.6:
+            s = s * 2.0
+    return s * w
+
+
+def data_beside_tangents(v):  # (a value of data only, saved and taped, beside ones that
+    s = v                      # carry tangents: its saved tangent is typed as its pops')
+    w = DATA
+    for i in range(3):
+        w = np.sin(w) + 0.5
+        s = s * w
+    return s
+
+
+def calls_counted_while(x):
+    return np.sum(counted_while(x) * x)
+
+
+def calls_counted_branch(x):
+    return np.sum(np.sin(counted_branch(x)) * x)
+
+
+def calls_data_branch(x):
+    return np.sum(data_branch(x) * x)
+
+
+def calls_data_only_taped(x):
+    return np.sum(data_only_taped(x) * np.exp(x * 0.3))
+
+
+def calls_data_beside_tangents(x):
+    return np.sum(np.sin(data_beside_tangents(x)) * x)
+
+
 def gradient_along(f, x, v, h=1e-6):
     g = srcgrad.grad(f)
     return (g(x + h * v) - g(x - h * v)) / (2 * h)
@@ -98,9 +167,13 @@ def gradient_along(f, x, v, h=1e-6):
 
 CASES = [calls_for_helper, calls_while_helper, calls_branching_helper, calls_it_in_a_loop,
          calls_it_twice, calls_nested, temporary_bound_in_the_loop]
+# (helpers whose tape holds values without tangents: refused before, "a callee's tape
+# without its tangent tape (a srcgrad bug)", or a type error of the saved value's tangent)
+CONSTANT_TAPED = [calls_counted_while, calls_counted_branch, calls_data_branch,
+                  calls_data_only_taped, calls_data_beside_tangents]
 
 
-@pytest.mark.parametrize("f", CASES)
+@pytest.mark.parametrize("f", CASES + CONSTANT_TAPED)
 @pytest.mark.parametrize("x", [ARRAY, -ARRAY])
 def test_compiled_hvp_through_a_helper_with_a_loop(f, x):
     want = srcgrad.hvp(f, (x,), (DIRECTION,))
@@ -111,7 +184,8 @@ def test_compiled_hvp_through_a_helper_with_a_loop(f, x):
     np.testing.assert_allclose(got, gradient_along(f, x, DIRECTION), rtol=1e-6, atol=1e-6)
 
 
-@pytest.mark.parametrize("f", [calls_branching_helper, calls_nested])
+@pytest.mark.parametrize("f", [calls_branching_helper, calls_nested, calls_counted_branch,
+                               calls_data_beside_tangents])
 def test_compiled_hessian_through_a_helper_with_a_loop(f):
     want = srcgrad.hessian(f)(ARRAY)
     got = srcgrad.hessian(f, jit=True)(ARRAY)
@@ -146,3 +220,11 @@ def calls_recursive_looping(x):
 def test_a_recursive_helper_with_a_loop_is_still_refused():
     with pytest.raises(JitUnsupportedError, match="recursive"):
         srcgrad.hvp(calls_recursive_looping, (ARRAY,), (DIRECTION,), jit=True)
+
+
+def test_a_tape_without_tangents_hands_zeros_to_the_backward_sweep():
+    srcgrad.hvp(calls_counted_branch, (ARRAY,), (DIRECTION,), jit=True)
+    shown = srcgrad.source(calls_counted_branch, "hvp")
+    # (forward mode made no tangent tape: a zero beside each push, handed over as the
+    # tangent tape's stacks in the saved values' tangent)
+    assert re.search(r"_dstack\w+\.append\(_rt\.zero_tangent\(_c1\)\)", shown), shown

@@ -327,7 +327,10 @@ def callee_tapes(module: ast.Module, sweep, tangents: dict[str, str],
     in one function), handed between the two sweeps' jvps inside the saved values and their
     tangents as tuples of stacks, in ``_sweep_layout``'s order; lazy zero tangents typed from
     their primal, and in the backward sweep's jvp its lazy zero adjoints (``names_of(adj)``:
-    the adjoint's ``{adjoint name: primal name}``)."""
+    the adjoint's ``{adjoint name: primal name}``). A tape holding no values with tangents
+    has no tangent tape from forward mode: the forward sweep's jvp then pushes zeros
+    (``_zeros_beside_pushes``), and a backward sweep's jvp that pops no tangent leaves the
+    one handed to it unread."""
     func = next(s for s in module.body[0].body if isinstance(s, ast.FunctionDef))
     owner = _SWEEPS.get(sweep)
     if owner is not None and sweep is owner.functions_for()[1]:
@@ -335,25 +338,30 @@ def callee_tapes(module: ast.Module, sweep, tangents: dict[str, str],
     d_tape = tangents.get(TAPE)
     if not any(isinstance(n, ast.Name) and n.id == TAPE for n in ast.walk(func)):
         return _typed_zeros(module, func, tangents)
-    if d_tape is None:
-        raise JitRewriteError("a callee's tape without its tangent tape (a srcgrad bug)")
     layout = _sweep_layout(sweep)
     taken = _names(module)
-    tapes = _TangentTape(d_tape, taken)
-    for var in layout:
-        tapes.stack(var)
+    made = any(_method(s, "_rt", "Tape") is not None for s in func.body)
+    if d_tape is None and made:  # (nothing pushed has a tangent: zeros handed over)
+        d_tape = _zeros_beside_pushes(func, fresh_name("d_tape", taken))
+    if made:
+        _typed_saved_tangent(func, d_tape, tangents)
     stacks = {}
     for var in layout:
         stacks[var] = fresh_name(f"_stack{var}" if var.startswith("_") else f"_stack_{var}",
                                  taken)
-    body = tapes.block(func.body)
-    if set(tapes.stacks) != set(layout):
-        raise JitRewriteError("a callee's tangent tape used for other variables than its "
-                              "tape (a srcgrad bug)")
-    made = any(_method(s, "_rt", "Tape") is not None for s in body)
-    body = [_TapeInSaved({TAPE: tuple(stacks[v] for v in layout),
-                          d_tape: tuple(tapes.stacks[v] for v in layout)}).visit(s)
-            for s in body]
+    in_saved = {TAPE: tuple(stacks[v] for v in layout)}
+    tapes = _TangentTape(d_tape or "", taken)  # (no tangent tape: no stacks of it)
+    if d_tape is not None:
+        for var in layout:
+            tapes.stack(var)
+        func.body = tapes.block(func.body)
+        if set(tapes.stacks) != set(layout):
+            raise JitRewriteError("a callee's tangent tape used for other variables than its "
+                                  "tape (a srcgrad bug)")
+        in_saved[d_tape] = tuple(tapes.stacks[v] for v in layout)
+    # (else a backward sweep's jvp that reads no tangent of what it pops: forward mode made
+    # it no tangent tape, and the one in the saved values' tangent stays unread)
+    body = [_TapeInSaved(in_saved).visit(s) for s in func.body]
     if any(isinstance(n, ast.Name) and n.id == d_tape for s in body for n in ast.walk(s)):
         raise JitRewriteError("a use of the tangent tape other than push, pop and the saved "
                               "values")
@@ -365,6 +373,58 @@ def callee_tapes(module: ast.Module, sweep, tangents: dict[str, str],
                 for var in layout for name in (stacks[var], tapes.stacks[var])] + body
     func.body = body
     return _typed_zeros(module, func, tangents)
+
+
+def _zeros_beside_pushes(func, d_tape: str) -> str:
+    """``d_tape``, a tangent tape of zeros in a forward sweep's jvp where forward mode made
+    none (every value the sweep pushes is a constant of the differentiated inputs: a loop
+    count, a condition, a value of data only): ``d_tape.push(0.0)`` after each push on the
+    tape (the lazy zero, typed from the value pushed as forward mode's own are), handed over
+    in the saved values' tangent (``_typed_saved_tangent``). The backward sweep's jvp,
+    compiled apart, may read tangents of what it pops (it does not know they are zero):
+    this hands it stacks of the layout it expects. (Zeros are allocated for array pushes
+    even where that jvp reads none.)"""
+    def beside(stmts: list) -> list:
+        out = []
+        for stmt in stmts:
+            if isinstance(stmt, (ast.For, ast.While, ast.If)):
+                stmt.body, stmt.orelse = beside(stmt.body), beside(stmt.orelse)
+            out.append(stmt)
+            if _method(stmt, TAPE, "push") is not None:
+                push = ast.Call(func=ast.Attribute(value=ast.Name(id=d_tape, ctx=ast.Load()),
+                                                   attr="push", ctx=ast.Load()),
+                                args=[ast.Constant(value=0.0)], keywords=[])
+                out.append(ast.copy_location(ast.Expr(value=push), stmt))
+        return out
+
+    func.body = beside(func.body)
+    return d_tape
+
+
+def _typed_saved_tangent(func, d_tape: str, tangents: dict[str, str]) -> None:
+    """In a forward sweep's jvp, the lazy zeros (the number 0.0) in the tangent of the saved
+    values (the tuple holding the tape) -> the tangent tape at the tape's place, and
+    ``_rt.zero_tangent(x)`` at the place of a saved ``x``: the backward sweep's jvp, compiled
+    apart, binds ``dw = d_saved[5]`` and later ``dw = d_tape.pop()`` (a value of data only,
+    saved and taped), and numba needs one type for both."""
+    saved = {stmt.targets[0].id: stmt.value.elts for stmt in ast.walk(func)
+             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+             and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Tuple)
+             and any(isinstance(e, ast.Name) and e.id == TAPE for e in stmt.value.elts)}
+    primals = {tangents[name]: elts for name, elts in saved.items() if name in tangents}
+    for stmt in ast.walk(func):
+        if not (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                and isinstance(stmt.targets[0], ast.Name) and stmt.targets[0].id in primals
+                and isinstance(stmt.value, ast.Tuple)):
+            continue
+        elts = stmt.value.elts
+        for k, primal in enumerate(primals[stmt.targets[0].id]):
+            if not (isinstance(elts[k], ast.Constant) and elts[k].value == 0
+                    and isinstance(primal, ast.Name)):
+                continue
+            zero = ast.Name(id=d_tape, ctx=ast.Load()) if primal.id == TAPE else _rt_call(
+                "zero_tangent", ast.Name(id=primal.id, ctx=ast.Load()))
+            elts[k] = ast.copy_location(zero, elts[k])
 
 
 def _present_saved(body: list, stacks) -> list:
