@@ -104,8 +104,42 @@ def helper_building_a_list(x):
     return _summed_by_a_helper(x) * 3.0 + _summed_by_a_helper(x * 2.0)
 
 
+def indexed_items(x):
+    # (an item read keeps the item, not the list: the same object in both lists)
+    xs = []
+    for i in range(3):
+        xs.append(x * (i + 1.0))
+    return np.sum(xs[1] * xs[-1]) + np.sum(xs[0])
+
+
+def last_item_in_a_loop(x):
+    xs = [x]
+    for i in range(3):
+        xs.append(np.sin(xs[-1]) * 1.5 + xs[i])
+    return np.sum(xs[-1] ** 2)
+
+
+def iterated_items(x):
+    xs = [np.cos(x) * k for k in range(3)]
+    s = x * 0.0
+    for v in xs:
+        s = s + v * v
+    return np.sum(s) + np.sum(sum(xs))
+
+
+def iterated_numbers(x):
+    xs = []
+    for i in range(3):
+        xs.append(x * i + x * x)
+    s = 0.0
+    for v in xs:
+        s = s * v + v
+    return s + xs[-1]
+
+
 ARRAY = np.array([0.3, -1.2, 0.7])
-CASES = [(helper_building_a_list, ARRAY), (floats_appended, 0.7), (comprehension_stacked, ARRAY), (generator_summed, ARRAY),
+CASES = [(indexed_items, ARRAY), (last_item_in_a_loop, ARRAY), (iterated_items, ARRAY),
+         (iterated_numbers, 0.7), (helper_building_a_list, ARRAY), (floats_appended, 0.7), (comprehension_stacked, ARRAY), (generator_summed, ARRAY),
          (read_twice, ARRAY), (appended_in_a_while_loop, 1.3), (appended_in_branches, ARRAY),
          (only_counted, ARRAY), (two_lists, ARRAY), (running_sums, ARRAY),
          (broadcast_items, ARRAY)]
@@ -187,21 +221,11 @@ def mixed_items(x):
     return sum(xs)
 
 
-def indexed(x):
+def sliced(x):
     xs = []
     for i in range(3):
         xs.append(x * i)
-    return xs[1] + xs[2]  # (an item read: not compiled yet)
-
-
-def iterated(x):
-    xs = []
-    for i in range(3):
-        xs.append(x * i)
-    s = 0.0
-    for v in xs:
-        s = s + v
-    return s
+    return sum(xs[1:])  # (a slice is a new list holding the items: not compiled)
 
 
 def ranks(x):
@@ -241,7 +265,7 @@ def helper_stacking_a_list(x):
 
 
 @pytest.mark.parametrize("f, x", [(helper_stacking_a_list, ARRAY),
-                                  (mixed_items, 0.5), (indexed, 0.5), (iterated, 0.5),
+                                  (mixed_items, 0.5), (sliced, 0.5),
                                   (ranks, ARRAY), (bound_to_none_first, 0.5),
                                   (summed_when_empty, 0.5)])
 def test_lists_numba_would_hold_otherwise_stay_refused(f, x):
@@ -250,3 +274,30 @@ def test_lists_numba_would_hold_otherwise_stay_refused(f, x):
     with pytest.warns(RuntimeWarning):
         got = srcgrad.grad(f, jit="auto")(x)
     np.testing.assert_array_equal(got, srcgrad.grad(f)(x))
+
+
+def item_updated_after_an_append(x):
+    xs = []
+    xs.append(x * 2.0)
+    v = xs[0]
+    xs.append(x + 1.0)
+    v[0] = 5.0  # (writes the item both lists hold)
+    return np.sum(np.stack(xs) ** 2)
+
+
+def item_scaled_in_place(x):
+    xs = []
+    for i in range(3):
+        xs.append(x * (i + 1.0))
+    v = xs[-1]
+    v *= 3.0
+    return np.sum(np.stack(xs) ** 2) + np.sum(v)
+
+
+@pytest.mark.parametrize("f", [item_updated_after_an_append, item_scaled_in_place])
+def test_items_read_then_updated_in_place_stay_refused(f):
+    # an item read is the list's own array (in Python and in numba alike): updating it in
+    # place would change the list's item and its pushed copies; refused at its line, as the
+    # interpreted transformation refuses it
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_jit_built_lists\.py:\d+"):
+        srcgrad.grad(f, jit=True)(ARRAY.copy())

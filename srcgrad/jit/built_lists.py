@@ -9,9 +9,11 @@ a copy. That holds when every value ``xs`` holds is a list display, a value popp
 own stack or a copy, and every read of it is one that keeps no reference: the functional
 append itself, a push on its own stack (made a copy), ``M = xs`` for another such list
 (made a copy), ``len``, ``sum`` (``_rt.list_sum``), ``np.stack`` (``_rt.stack_list``), the
-adjoints of those (``spread_sum``, ``unstack``), ``_rt.zeros_like`` and the check
-``_rt.refuse_viewed`` (which raises only when another value holds the list). Any other read
-(indexing, iteration, an item update, a call, a return) keeps the functional append,
+adjoints of those (``spread_sum``, ``unstack``), ``_rt.zeros_like``, the check
+``_rt.refuse_viewed`` (which raises only when another value holds the list), an item read
+``xs[i]`` and ``_rt.element`` (a ``for`` loop's item: the item, the same object in both
+lists) and their adjoints (``_rt.list_add_at``). Any other read (a slice, an item update, a
+call) keeps the functional append,
 refused as before. ``_rt.list_item`` refuses items numba computes with otherwise than
 Python (ints, bools, float32, ...): float64 numbers and float64/int64 arrays only.
 """
@@ -75,7 +77,13 @@ def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dic
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
             continue
-        if _is_rt(node, "zeros_like") and len(node.args) == 1 \
+        if (_is_rt(node, "add_at") or _is_rt(node, "add_element")) and len(node.args) == 4 \
+                and _name_of(node.args[1]) in names:
+            node.func.attr = "list_add_at"
+        elif _is_rt(node, "element") and len(node.args) == 2 \
+                and _name_of(node.args[0]) in names:
+            node.func.attr = "list_element"
+        elif _is_rt(node, "zeros_like") and len(node.args) == 1 \
                 and _name_of(node.args[0]) in names:
             node.args[0].id = temps.get(node.args[0].id, node.args[0].id)
             node.func.attr = "list_zero"
@@ -224,6 +232,8 @@ def _reads_keep_nothing(func, name: str, names: set[str], appends: list[_Append]
             allowed.add(id(node.value))
         elif isinstance(node, ast.Call):
             allowed.update(_reading_call(node, name, numpy, readers))
+        elif _item_read(node, name):
+            allowed.add(id(node.value))
     reads = {id(n) for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == name
              and isinstance(n.ctx, ast.Load)}
     return reads <= allowed | _returned(func)
@@ -248,6 +258,11 @@ def _reading_call(call: ast.Call, name: str, numpy: set[str], readers: dict) -> 
         position = 0
     elif _is_rt(call, "refuse_viewed"):  # (it raises when another holds the list: none)
         position = 0
+    elif _is_rt(call, "element") and len(args) == 2:  # (an item: see _item_read)
+        position = 0
+    elif (_is_rt(call, "add_at") or _is_rt(call, "add_element")) and len(args) == 4 \
+            and not _is_slice(args[2]):  # (the adjoint of an item read: reads the length)
+        position = 1
     elif isinstance(func, ast.Name) and func.id in readers and not call.keywords \
             and (func.id not in ("len", "sum") or len(args) == 1):
         position = readers[func.id]
@@ -256,6 +271,18 @@ def _reading_call(call: ast.Call, name: str, numpy: set[str], readers: dict) -> 
     if position < len(args) and _name_of(args[position]) == name:
         return [id(args[position])]
     return []
+
+
+def _item_read(node, name: str) -> bool:
+    """``name[index]`` read, an index that is no slice: the item, not the list (it is the
+    same object in the compiled list as in the interpreted one: appends in place and the
+    shallow copies pushed keep the items themselves, as ``list(xs) + [v]`` does)."""
+    return isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+        and _name_of(node.value) == name and not _is_slice(node.slice)
+
+
+def _is_slice(index) -> bool:
+    return any(isinstance(n, ast.Slice) for n in ast.walk(index))
 
 
 def _is_stack(call: ast.Call, numpy: set[str]) -> bool:

@@ -1262,9 +1262,11 @@ stack_list = _stub("stack_list")
 list_zero = _stub("list_zero")
 spread_list = _stub("spread_list")
 unstack_list = _stub("unstack_list")
+list_element = _stub("list_element")
+list_add_at = _stub("list_add_at")
 EMPTY_SUM = "srcgrad: sum() of an empty list"
 SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list", "list_zero",
-                         "spread_list", "unstack_list"}
+                         "spread_list", "unstack_list", "list_element", "list_add_at"}
 # (only built_lists.py calls list_zero, spread_list, unstack_list, list_sum and stack_list,
 # on the lists it rewrites: a list passed in or made otherwise meets zeros_like, spread_sum
 # and unstack, which refuse lists as before)
@@ -1392,3 +1394,53 @@ def _unstack_list(g, arrays, axis=0):
         moved = first(g, axis)
         return [np.ascontiguousarray(moved[k]) for k in range(len(arrays))]
     return cut_list
+
+
+@overload(list_element)
+def _list_element(xs, i):
+    """``element``: the ``i``-th item a ``for`` loop over the list ``xs`` binds."""
+    if _built(xs) and _list_item(xs.dtype) and isinstance(i, types.Integer):
+        return lambda xs, i: xs[i]
+    raise TypingError(f"srcgrad: compiled loops over a {xs} are not supported")
+
+
+@overload(list_add_at)
+def _list_add_at(acc, xs, index, g):
+    """``add_at``/``add_element`` of the item ``xs[index]``: ``g`` added to that item's
+    adjoint in ``acc`` (a list of one adjoint per item; the lazy zero ``0.0`` or the empty
+    list). Items no read reached get zero adjoints of their shapes (the interpreted lazy
+    ``0.0``: the same sums, and ``part`` of them the same numbers)."""
+    kind = _list_item(xs.dtype) if _built(xs) else None
+    acc_t = _unwrap(acc)
+    if kind is None or not isinstance(index, types.Integer) or not (
+            _is_scalar(acc_t) or isinstance(acc_t, types.List)):
+        raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (index {index}, "
+                          f"adjoint {acc}) are not supported")
+    if kind == "number":
+        def zeros(xs):
+            return [0.0 for _ in range(len(xs))]
+    else:
+        dtype = _float_dtype(xs.dtype)
+
+        def zeros(xs):
+            return [np.zeros(item.shape, dtype) for item in xs]
+    zeros = register_jitable(zeros)
+
+    if _is_scalar(acc_t):
+        def fresh(acc, xs, index, g):
+            return _add_item(zeros(xs), index, g)
+        return fresh
+
+    def into(acc, xs, index, g):
+        if len(acc) == 0:
+            return _add_item(zeros(xs), index, g)
+        return _add_item([item for item in acc], index, g)  # (a new list: adjoints alias)
+    return into
+
+
+@register_jitable
+def _add_item(out, index, g):
+    if index < -len(out) or index >= len(out):
+        raise IndexError("list index out of range")
+    out[index] = add(out[index], g)
+    return out
