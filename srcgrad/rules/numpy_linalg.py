@@ -287,11 +287,17 @@ def solve_vjp(g, ans, a, b):
 
 
 def solve_jvp(da, db, ans, a, b):
-    vector = np.ndim(b) == 1
-    x = np.expand_dims(ans, -1) if vector else ans
-    dx_a = -np.linalg.solve(a, np.matmul(da, x))
-    return (dx_a[..., 0] if vector else dx_a,
-            broadcast_like(np.linalg.solve(a, db), ans))
+    """Tangent contributions of ``a`` and ``b``; either may be the lazy zero (an inactive
+    argument, e.g. a matrix built from constants), for which no solve runs."""
+    by_a, by_b = ZERO, ZERO
+    if not is_zero(da):
+        vector = np.ndim(b) == 1
+        x = np.expand_dims(ans, -1) if vector else ans
+        dx_a = -np.linalg.solve(a, np.matmul(da, x))
+        by_a = dx_a[..., 0] if vector else dx_a
+    if not is_zero(db):
+        by_b = broadcast_like(np.linalg.solve(a, db), ans)
+    return by_a, by_b
 
 
 def inv_vjp(g, ans, a):
