@@ -1011,7 +1011,9 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence, *,
         jit: bool | str = False) -> Any:
     """The Hessian-vector product of scalar ``f`` at ``primals`` along ``tangents`` (one per
     primal): forward mode over the generated gradient with respect to every primal. Returns
-    one product per primal (a single value when there is one primal). ``jit=True``/"auto":
+    one product per primal (a single value when there is one primal); None for a primal that
+    cannot carry a derivative (an integer, a string) given a tangent of None or 0.0, which is
+    left out of the gradient. ``jit=True``/"auto":
     compiled by numba, forward mode over the gradient fused into one function
     (docs/jit.md)."""
     primals = check_sequence("hvp", "primals", primals)
@@ -1026,11 +1028,19 @@ def hvp(f: Callable, primals: Sequence, tangents: Sequence, *,
         if result is not None:
             remember(f, "hvp", [products.view])  # srcgrad.source(f, "hvp")
             return result[0] if len(result) == 1 else result
-    wrt = tuple(range(len(primals)))
+    # A primal that cannot carry a derivative (an integer batch index, a string) and is not
+    # varied stays out of the gradient: differentiating with respect to it would make
+    # everything it reaches active (an index computed from it would be refused). Its
+    # product is None.
+    wrt = tuple(i for i, (x, t) in enumerate(zip(primals, tangents))
+                if _differentiable(x) or not runtime.is_zero(t)) or tuple(range(len(primals)))
     g = grad(f, wrt=wrt[0] if len(wrt) == 1 else wrt)
     _, product = jvp(g, primals, tangents)
     remember(f, "hvp", remembered(g, "jvp"))  # srcgrad.source(f, "hvp")
-    return product
+    if len(wrt) == len(primals):
+        return product
+    products = dict(zip(wrt, (product,) if len(wrt) == 1 else product))
+    return tuple(products.get(i) for i in range(len(primals)))
 
 
 def _float_tangent(t):

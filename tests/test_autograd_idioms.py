@@ -51,3 +51,43 @@ def test_solve_with_a_constant_matrix_forward_and_second_order(f):
     check_orders(f, x, direction=rng.standard_normal(3), hessian=True)
     v = rng.standard_normal(3)
     assert np.allclose(srcgrad.hvp(f, (x,), (v,)), _fd_grad_along(f, x, v), rtol=1e-5, atol=1e-6)
+
+
+# -- hvp of a loss whose integer argument picks the data batch ------------------------------
+# hvp differentiated with respect to every primal, the integer too, so the batch index
+# computed from it became active and indexing the data with it was refused.
+_DATA = rng.standard_normal((6, 3))
+
+
+def _batch(step):
+    k = step % 3
+    return slice(2 * k, 2 * k + 2)
+
+
+def batch_loss(w, step):
+    rows = _DATA[_batch(step)]
+    return np.sum(np.tanh(rows @ w) ** 2)
+
+
+def scaled_loss(w, step):
+    return np.sum(w ** 3) * step
+
+
+def test_hvp_leaves_an_unvaried_integer_argument_out():
+    w, v = rng.standard_normal(3), rng.standard_normal(3)
+    hw, hstep = srcgrad.hvp(batch_loss, (w, 4), (v, None))
+    assert hstep is None
+    g = srcgrad.grad(batch_loss)
+    fd = (g(w + EPS * v, 4) - g(w - EPS * v, 4)) / (2 * EPS)
+    assert np.allclose(hw, fd, rtol=1e-5, atol=1e-7)
+    # the integer still scales the product; 0.0 marks it unvaried as None does
+    hw2, none = srcgrad.hvp(scaled_loss, (w, 5), (v, 0.0))
+    assert none is None and np.allclose(hw2, 5 * 6 * w * v)
+
+
+def test_hvp_of_a_float_argument_without_tangent_is_still_computed():
+    def f(x, y):
+        return np.sum(x * x * y)
+    x, y, v = rng.standard_normal(2), rng.standard_normal(2), rng.standard_normal(2)
+    hx, hy = srcgrad.hvp(f, (x, y), (v, None))
+    assert np.allclose(hx, 2 * y * v) and np.allclose(hy, 2 * x * v)
