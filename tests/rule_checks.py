@@ -115,7 +115,19 @@ def inner(a, b) -> float:
 
 def _numeric(a):
     a = np.asarray(a)
-    return a if a.dtype.kind in "fc" else a.astype(float)
+    if a.dtype.kind in "fc":
+        return a
+    if a.dtype.kind in "USO" and not _numbers(a):  # a structure's metadata (tree_flatten's
+        return np.zeros(a.shape)  # TreeDef: names, classes) carries no derivative
+    return a.astype(float)
+
+
+def _numbers(a) -> bool:
+    try:
+        a.astype(float)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 def _container_vs_zero(a, b) -> float:

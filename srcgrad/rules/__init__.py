@@ -19,6 +19,7 @@ from . import nondiff  # noqa: F401
 from . import constructors  # noqa: F401
 from . import runtime_rules  # noqa: F401  (functional updates generated code calls)
 from . import index_tricks  # noqa: F401  (np.r_[...], np.c_[...])
+from . import trees  # noqa: F401  (srcgrad.tree_leaves/tree_flatten/tree_unflatten)
 from .registry import defer as _defer
 from .registry import seal_builtins as _seal_builtins
 from .methods import ARRAY_ATTRIBUTES, ARRAY_METHODS, NONDIFF_ATTRIBUTES, NONDIFF_METHODS
