@@ -30,7 +30,9 @@ statement, as an operand of a chain of ``*``, ``/``, unary ``-``/``+`` and ``tim
 (not ``**``: a power of a number and of an array need not round alike), whose other operands
 are names, numbers and arithmetic of them, bound before ``bv`` and unchanged up to that read.
 Each such chain, the largest around the read, is wrapped in ``shaped_like``; additions stay
-outside it, so accumulations keep their form (inplace.py).
+outside it, so accumulations keep their form (inplace.py). A spread of the seed's ones read
+only as ``times_unit(bv, y)`` (unit_seed.py: ``y`` itself, no pass over the data) is left
+as it is: there is nothing to gain.
 
 Run only on the sweeps ``grad`` itself calls (Context.lean).
 """
@@ -118,6 +120,8 @@ def _chains(stmts: list, i: int, target: str, x: str, rt: str):
                                 for n in gast.walk(other) if n is not other}
                       for _, _, t in out.values()):
         return None  # (no read, or a chain inside another: nothing to gain, or to untangle)
+    if all(_is_times_unit(top, rt) for _, _, top in out.values()):
+        return None  # (the seed's ones times y: y itself either way, nothing to gain)
     return list(out.values())
 
 
