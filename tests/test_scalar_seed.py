@@ -72,6 +72,22 @@ def mlp(W1, b1, W2, b2, x, y):
     return np.mean((out - y) ** 2)
 
 
+def divided(x, w):
+    return np.mean(x / (w + 3.0))  # (w's cotangent: -(g * x) / d ** 2, a power beside)
+
+
+def scaled_sum(x, w):
+    return np.sum(np.exp(x) * w) / 7.0  # (a seed of one / 7: the products are not skipped)
+
+
+def cubed(x, w):
+    return np.mean(x ** 3 * w)
+
+
+def through_a_call(x, w):
+    return np.sum(np.abs(x) * w)  # (np.sign(x) in the chain: left spread)
+
+
 def in_loop(x, w):
     s = 0.0
     for _ in range(3):
@@ -80,7 +96,8 @@ def in_loop(x, w):
 
 
 PAIRS = [mse, summed, summed_method, mean_method, quotient, negated, mean_twice,
-         two_reductions, axis_given, keepdims, bare_copy, in_loop]
+         two_reductions, axis_given, keepdims, bare_copy, in_loop, divided, scaled_sum, cubed,
+         through_a_call]
 # shapes of (x, w): equal, a row broadcast, a column against a row, dimensions of 1, 3-d
 SHAPES = [((5,), (5,)), ((4, 3), (3,)), ((4, 1), (1, 3)), ((1, 6), (1, 6)),
           ((2, 3, 4), (4,)), ((3, 2), (3, 2))]
