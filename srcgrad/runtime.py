@@ -18,6 +18,8 @@ __all__ = [
     "add_into",
     "subtract_into",
     "times_unit",
+    "seed_scalar",
+    "shaped_like",
     "negated_product", "twice_negated_product",
     "Probe",
     "probe",
@@ -440,6 +442,59 @@ def times_unit(one, y):
             and (one.shape == y.shape or not one.ndim)):
         return y
     return one * y
+
+
+_SEED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_OPERAND_KINDS = frozenset("biu")  # (and the float dtypes above)
+
+
+def seed_scalar(g, x, *operands):
+    """The cotangent of a whole-array ``np.sum(x)`` (``expand_to(g, x)``, ``g`` spread over
+    ``x``) kept as the number ``g`` when every consumer multiplies, divides or negates it
+    elementwise and puts the shape back with ``shaped_like`` (transforms/scalar_seed.py):
+    ``g`` as a 0-d value of the spread's dtype, when it is a float32/float64 0-d array or
+    numpy number (or a Python float, made a 0-d float64 array like its spread), ``x`` an
+    exact ndarray and each of ``operands`` (the consumers' other operands) an exact ndarray
+    or numpy number of a bool, integer, float32 or float64 dtype, or a Python number. Each
+    element of the consumers' results is then computed by the same operations on the same
+    numbers of the same dtypes (NEP 50: a 0-d array or numpy number promotes as the spread
+    array does), so the same bits. Otherwise the spread, as ``expand_to`` gives it."""
+    kind = type(g)
+    if kind is float:
+        scalar = np.array(g)
+    elif (kind is _ndarray and not g.ndim or isinstance(g, _generic)) \
+            and g.dtype in _SEED_DTYPES:
+        scalar = g
+    else:
+        scalar = None
+    if scalar is not None and type(x) is _ndarray:
+        for a in operands:
+            t = type(a)
+            if t is _ndarray or isinstance(a, _generic):
+                if a.dtype.kind not in _OPERAND_KINDS and a.dtype not in _SEED_DTYPES:
+                    break
+            elif t is not float and t is not int and t is not bool:
+                break
+        else:
+            return scalar
+    from .rules._helpers import expand_to  # (rules import the runtime)
+    return expand_to(g, x)
+
+
+def shaped_like(r, x):
+    """``r``, an elementwise result computed from ``seed_scalar``'s number, with the shape
+    it has when computed from the spread over ``x``: the broadcast of both shapes (``r``
+    itself when it has that shape, else a new array of its values). Other values (computed
+    from the spread, where ``seed_scalar`` gave it) are returned as they are."""
+    shape = x.shape if type(x) is _ndarray else np.shape(x)
+    if type(r) is _ndarray or isinstance(r, _generic):
+        own = r.shape
+        if own == shape:
+            return r
+        full = np.broadcast_shapes(own, shape)
+        if full != own:
+            return np.broadcast_to(r, full).copy()
+    return r
 
 
 def add(a, b):

@@ -9,11 +9,12 @@ comes new from the system and each page faults on first touch. ``_rt.add_into(b,
 
 Ownership is a fact of the code, found statement by statement down the top level of the
 sweep: an adjoint is owned from an assignment of arithmetic (``b = g * x``, whose value on
-arrays is new), and stays owned through its accumulations, until it is read anywhere other
-than as an operand of arithmetic (``b2 = b``, ``f(b)``, ``b[i]``, ``b.T``: another name or an
-object may then hold the same array), assigned anything else, or mentioned in a branch or a
-loop (where an accumulation is carried across iterations). A saved value, an input or a
-copy is never owned, and the gradients are returned after the last accumulation.
+arrays is new; or ``_rt.shaped_like`` of it, scalar_seed.py), and stays owned through its
+accumulations, until it is read anywhere other than as an operand of arithmetic (``b2 = b``,
+``f(b)``, ``b[i]``, ``b.T``: another name or an object may then hold the same array),
+assigned anything else, or mentioned in a branch or a loop (where an accumulation is carried
+across iterations). A saved value, an input or a copy is never owned, and the gradients are
+returned after the last accumulation.
 
 Run only on the sweeps ``grad`` itself calls (Context.lean): a sweep differentiated again
 keeps every value it computed, which an update in place would overwrite.
@@ -43,11 +44,20 @@ def accumulate_in_place(stmts: list, adjoints: set[str], rt: str) -> list:
         if into is not None and target in owned:
             s.value = gast.copy_location(
                 A.call(A.attr(rt, into), A.load(target), value.right), value)
-        elif target in adjoints and A.is_fresh(value):
+        elif target in adjoints and (A.is_fresh(value) or _shaped_fresh(value, rt)):
             owned.add(target)
         else:
             owned.discard(target)
     return stmts
+
+
+def _shaped_fresh(value, rt: str) -> bool:
+    """``rt.shaped_like(a, x)`` of fresh arithmetic ``a`` (scalar_seed.py): ``a`` itself or
+    a new array of its values, new either way."""
+    return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
+        and value.func.attr == "shaped_like" and isinstance(value.func.value, gast.Name) \
+        and value.func.value.id == rt and len(value.args) == 2 and not value.keywords \
+        and A.is_fresh(value.args[0])
 
 
 def _accumulation(target: str, value) -> str | None:

@@ -116,12 +116,19 @@ def _broadcast_dim(a, b):
     return "nz" if "nz" in (a, b) else "?"
 
 
+_SCALAR_DTYPES = (np.dtype(np.float64), np.dtype(np.float32))
+
+
 def _nd(dims: tuple, dtype: np.dtype | None = None) -> Val:
-    """An exact ndarray of these dims; a 0-d result of numpy arithmetic is a numpy scalar."""
-    return Val("nd", dims, False, dtype) if dims else TOP
+    """An exact ndarray of these dims; a 0-d result of numpy arithmetic is a numpy scalar
+    (a 'num' when it is a float32 or float64 one)."""
+    if dims:
+        return Val("nd", dims, False, dtype)
+    return Val("num", None, False, dtype) if dtype is not None and dtype in _SCALAR_DTYPES \
+        else TOP  # (np.dtype(float) == None holds: None is checked first)
 
 
-_OPERANDS = ("nd", "int", "float")
+_OPERANDS = ("nd", "num", "int", "float")
 # the ufunc each arithmetic operator calls on ndarrays (for the result's dtype)
 _UFUNCS = {gast.Add: np.add, gast.Sub: np.subtract, gast.Mult: np.multiply,
            gast.Div: np.true_divide, gast.Pow: np.power, gast.MatMult: np.matmul,
@@ -154,8 +161,8 @@ def arith(a: Val, b: Val, ufunc=None) -> Val:
     """An elementwise operation of two operands (neither may be None, nor a probe: see
     ``_Facts._runtime_call``), by ``ufunc`` (None: the result's dtype unknown)."""
     if a.none or b.none or a.kind not in _OPERANDS or b.kind not in _OPERANDS \
-            or "nd" not in (a.kind, b.kind):
-        return TOP
+            or "nd" not in (a.kind, b.kind) and "num" not in (a.kind, b.kind):
+        return TOP  # (Python numbers alone: not numpy's arithmetic)
     da = a.dims if a.kind == "nd" else ()
     db = b.dims if b.kind == "nd" else ()
     n = max(len(da), len(db))
@@ -467,6 +474,22 @@ class _Facts:
             return args[0] if args[0].kind in ("num", "float") and not args[0].none else TOP
         if attr == "times_unit" and len(args) == 2:  # (y itself only when of one * y's dtype)
             return arith(args[0], args[1], np.multiply)
+        if attr == "seed_scalar" and len(args) >= 2:
+            # the number g or its spread over x: taken as the spread (expand_to's value),
+            # which is what the reads of it see (scalar_seed.py: only chains of elementwise
+            # arithmetic inside shaped_like, whose result, the broadcast of the chain's
+            # operands and x, of the spread's dtype by NEP 50, is the same either way)
+            g, x = args[0], args[1]
+            if x.kind == "nd" and not x.none and x.dims:
+                return x._replace(dtype=g.dtype if g.kind in ("nd", "num") and not g.none
+                                  else None)
+            return TOP
+        if attr == "shaped_like" and len(args) == 2:
+            r, x = args  # (r broadcast to x's shape, keeping r's dtype)
+            if r.kind in ("nd", "num") and not r.none and x.kind == "nd" and not x.none \
+                    and x.dims:
+                return arith(r, x._replace(dtype=None))._replace(dtype=r.dtype)
+            return TOP
         if attr == "unbroadcast" and len(args) == 2:
             g, x = args
             if g.kind == "nd" and x.kind == "nd" and not (g.none or x.none) and x.dims:

@@ -21,7 +21,9 @@ propagated (copies.py), repeated contributions combined (combine.py), pops nobod
 dropped with their pushes (prune_tape.py), values read only for their shape saved as
 stand-ins (shape_reads.py), trip counts pushed once saved in the saved tuple instead
 (tape_once.py), temporaries deleted after their last use (release.py). The sweeps ``grad``
-runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), do not sum
+runs itself (Context.lean) also skip products by the seed's ones (unit_seed.py), keep a
+whole-array sum's or mean's cotangent a number where elementwise products consume it
+(scalar_seed.py), do not sum
 an adjoint down that is summed down again (unreduced.py), accumulate in place (inplace.py),
 compute saved negations again (remat.py), scale by ``c ** n`` once where a backward loop only
 scales an adjoint by a number (scaling_loops.py), compute plain matrices' products' cotangents
@@ -69,6 +71,7 @@ from .resolve import BINOPS, UNARYOPS
 from .scaling_loops import collapse_scaling_loops
 from .shape_reads import shape_only_names
 from .tape_once import saved_once
+from .scalar_seed import keep_scalar_seeds
 from .unit_seed import skip_unit_products
 from .unreduced import fold_reductions
 
@@ -893,11 +896,12 @@ def _folded_reductions(gen: ReverseGenerator, backward: list) -> list:
 
 
 def _lean_accumulation(ctx: Context, backward: list, seed: str, adjoints: set[str]) -> list:
-    """``grad``'s backward sweep: products by its seed's ones skipped, accumulations into
-    arrays it owns made in place."""
+    """``grad``'s backward sweep: products by its seed's ones skipped, whole-array sums'
+    cotangents kept as numbers, accumulations into arrays it owns made in place."""
     grads = {ctx.namer.adjoint(p) for p in ctx.wrt_names}
     spread = ctx.helper(expand_to, "expand_to")  # (dropped later if the sweep reads it not)
     backward = skip_unit_products(backward, seed, ctx.rt, spread, grads)
+    backward = keep_scalar_seeds(backward, ctx.rt, spread, grads)
     return accumulate_in_place(backward, adjoints, ctx.rt)
 
 

@@ -7,7 +7,7 @@ pass saves such a value as ``_rt.shape_like(v)``: an array of the same shape and
 one element every index shares, which costs a few bytes whatever the shape.
 
 Only reads in known positions count as shape reads: the second argument of
-``unbroadcast``/``expand_to``/``expand_reduced``, both arguments of ``reduced_count``, the
+``unbroadcast``/``expand_to``/``expand_reduced``/``seed_scalar``/``shaped_like``, both arguments of ``reduced_count``, the
 argument of ``np.shape``/``np.ndim``/``np.size``, and ``.shape``/``.ndim``/``.size``/
 ``.dtype``. Any other read (an operand, an argument of any other call, a copy) makes the
 value needed in full.
@@ -39,6 +39,8 @@ batching.register(runtime.shape_like, _batch_shape_like)
 # function -> positions of the arguments it reads only for their shape (and dtype)
 _SHAPE_ARGS = {
     runtime.unbroadcast: (1,),
+    runtime.seed_scalar: (1,),
+    runtime.shaped_like: (1,),
     rule_helpers.expand_to: (1,),
     rule_helpers.expand_reduced: (1,),
     rule_helpers.reduced_count: (0, 1),
