@@ -631,7 +631,7 @@ def _float_total(v: Val) -> Val:
     """``np.sum(v)`` or ``np.mean(v)`` without an axis: for a float32 or float64 exact
     ndarray, a numpy number of its dtype (what ``runtime.probe`` samples too)."""
     if v.kind in ("nd", "probe") and not v.none and v.dims \
-            and v.dtype in (np.dtype(np.float64), np.dtype(np.float32)):
+            and v.dtype is not None and v.dtype in (np.dtype(np.float64), np.dtype(np.float32)):
         return Val("num", None, False, v.dtype)
     return TOP
 
@@ -642,8 +642,10 @@ def seed_of(result: Val | None) -> Val:
     if result is not None and not result.none:
         if result == FLOAT:
             return FLOAT
-        if result.kind == "num" and result.dtype in (np.dtype(np.float64),
-                                                      np.dtype(np.float32)):
+        # (`is not None` first: np.dtype(np.float64) == None holds, numpy reading None as
+        # its default dtype)
+        if result.kind == "num" and result.dtype is not None \
+                and result.dtype in (np.dtype(np.float64), np.dtype(np.float32)):
             return Val("nd", (), False, result.dtype)
     return TOP
 
