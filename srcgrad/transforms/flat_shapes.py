@@ -13,7 +13,8 @@ Each such statement ``v = op(a, b)`` (an arithmetic operator or a numpy ufunc of
 numbers) or ``v = np.sum(a)``/``np.mean(a)`` without an axis becomes
 ``v = _rt.stand_in_of(op, a, b)`` (runtime.py): of float64 arrays and real numbers, a
 stand-in of the result's shape, not computed; a sum, a zero of the array's dtype (what
-``grad_seed`` makes a seed of: one); anything else computed. A statement is rewritten only at
+``grad_seed`` makes a seed of: one); anything else computed; and ``u = _rt.shape_like(v)``
+becomes ``u = v``, a stand-in already. A statement is rewritten only at
 the top level, when its target is assigned nowhere else and every read of it is an operand
 of another statement rewritten, the argument of ``_rt.shape_like`` whose result (assigned
 once, at the top level) is read only as the shape argument of ``_rt.unbroadcast``,
@@ -93,6 +94,10 @@ def stand_in_shapes(fdef: ast.FunctionDef, resolve: Callable[[ast.expr], object]
     if not dead:
         return fdef
     rt_name = helper(runtime, "_rt")
+    made = {stmt.targets[0].id for stmt, _ in dead}
+    for read, stmt in shape_reads.items():
+        if stmt.value.args[0].id in made:  # (shape_like of a stand-in gives it back)
+            stmt.value = stmt.value.args[0]
     for stmt, fn in dead:
         value = stmt.value
         if isinstance(value, ast.BinOp):
@@ -143,9 +148,9 @@ def _operation(value, resolve):
 
 
 def _shape_reads(body, calls, resolve, once, loads):
-    """ids of the reads of names that only their shape is read of (through a top-level
-    ``u = _rt.shape_like(v)`` whose ``u`` is read only in shape positions), and of the
-    names read by ``_rt.grad_seed``."""
+    """The reads of names that only their shape is read of (through a top-level
+    ``u = _rt.shape_like(v)`` whose ``u`` is read only in shape positions: id of the read
+    -> that statement), and the ids of the names read by ``_rt.grad_seed``."""
     positions = set()  # ids of the name nodes in a shape-only argument position
     seeds = set()
     for call in calls:
@@ -158,7 +163,7 @@ def _shape_reads(body, calls, resolve, once, loads):
         elif fn is runtime.grad_seed and len(call.args) == 1 and not call.keywords \
                 and isinstance(call.args[0], ast.Name):
             seeds.add(id(call.args[0]))
-    reads = set()
+    reads = {}
     for stmt in body:
         name = _target(stmt)
         value = stmt.value if name is not None else None
@@ -166,7 +171,7 @@ def _shape_reads(body, calls, resolve, once, loads):
                 and not value.keywords and isinstance(value.args[0], ast.Name) \
                 and resolve(value.func) is runtime.shape_like \
                 and all(u in positions for u in loads.get(name, ())):
-            reads.add(id(value.args[0]))
+            reads[id(value.args[0])] = stmt
     return reads, seeds
 
 
