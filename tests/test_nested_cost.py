@@ -97,6 +97,26 @@ def test_a_stand_in_of_a_broadcast_shape_sums_the_cotangent_down_as_before():
     assert np.allclose(second(w), written(w), rtol=1e-10)
 
 
+
+@pytest.mark.parametrize("api", ["hessian", "jacrev", "jacfwd"])
+def test_jacobians_through_the_stand_ins(api):
+    w = np.array([0.3, 0.8, 1.5, 2.0])
+    make = getattr(srcgrad, api)
+    if api == "hessian":
+        got, want = make(outer_broadcast)(w), make(outer_broadcast_written)(w)
+    else:
+        got = make(srcgrad.grad(outer_broadcast))(w)
+        want = make(srcgrad.grad(outer_broadcast_written))(w)
+    assert np.allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_vmap_through_the_stand_ins():
+    w = np.array([0.3, 0.8, 1.5, 2.0])
+    ws = np.stack([w, w + 0.1])
+    got = srcgrad.vmap(srcgrad.grad(outer_broadcast))(ws)
+    assert np.allclose(got, [srcgrad.grad(outer_broadcast_written)(v) for v in ws], rtol=1e-10)
+
 def inner_value(r, p):
     return np.sum(gammaln(r + D) * p)
 
