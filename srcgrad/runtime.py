@@ -1720,21 +1720,25 @@ def stand_in_of(fn, *args):
     ``grad_seed`` reads: a number). Anything else is computed, operands that are stand-ins
     included (only the result's shape is read). Floating-point warnings of a value not
     computed are not raised."""
-    if _shape_arity(fn) != len(args):
-        if (fn is _np_sum or fn is _np_mean) and len(args) == 1 \
+    n = _SHAPE_OPS.get(fn)  # (inlined calls: this runs once per value not computed)
+    if n is None:
+        n = _shape_arity(fn)
+    if n != len(args):
+        if (fn is _np_sum or fn is _np_mean) and n == -1 and len(args) == 1 \
                 and type(args[0]) is _ndarray and args[0].dtype.kind in "fc":
             return args[0].dtype.type(0)
         return shape_like(fn(*args))
     shape = None
     for a in args:
-        if type(a) is _ndarray:
+        t = type(a)
+        if t is _ndarray:
             if a.dtype is not _FLOAT64:
                 return shape_like(fn(*args))
             if shape is None or shape == a.shape:
                 shape = a.shape
             else:  # (raises numpy's ValueError when the operation would)
                 shape = np.broadcast_shapes(shape, a.shape)
-        elif not _real_number(a):
+        elif t is not float and not _real_number(a):
             return shape_like(fn(*args))
     if shape is None:  # (numbers only: computed, as cheap)
         return shape_like(fn(*args))
