@@ -11,6 +11,7 @@ __all__ = ["jvp", "jacfwd", "jacrev", "jacobian", "hessian", "hvp", "get_forward
            "source_function"]
 
 import ast
+import builtins
 import functools
 import inspect
 import itertools
@@ -43,6 +44,7 @@ from .transforms import astutil as A
 from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
+from .transforms.flat_shapes import stand_in_shapes
 from .transforms.inline_sweeps import Sweep, flatten_wrapper, origin_lines
 
 _CACHE = BuildCache()
@@ -493,6 +495,7 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     if flat is None:
         return None
     definition, helpers, origins = flat
+    definition = stand_in_shapes(definition, *_flat_names(definition, helpers, scope))
     text = ast.unparse(definition) + "\n"
     lines = codegen.UserLines(adj.filename, definition.name,
                               origin_lines(definition, text, origins))
@@ -502,6 +505,44 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     made = make(*helpers.values())[0]
     made.__srcgrad_inlined__ = tuple({id(b): b for b in inlined}.values())
     return made
+
+
+def _flat_names(definition: ast.FunctionDef, helpers: dict, scope: dict):
+    """``(resolve, helper)`` for transforms/flat_shapes.py: the object a name or module
+    attribute of the flattened ``definition`` is bound to (its factory's ``helpers``, then
+    ``scope``'s globals and builtins; None for its locals and the unknown), and a name bound
+    to an object, added to ``helpers`` when none is."""
+    local = {a.arg for a in definition.args.args + definition.args.kwonlyargs} | {
+        n.id for n in ast.walk(definition) if isinstance(n, ast.Name)
+        and not isinstance(n.ctx, ast.Load)}
+    used = {n.id for n in ast.walk(definition) if isinstance(n, ast.Name)}
+
+    def resolve(node):
+        if isinstance(node, ast.Name):
+            if node.id in local:
+                return None
+            if node.id in helpers:
+                return helpers[node.id]
+            if node.id in scope:
+                return scope[node.id]
+            return getattr(builtins, node.id, None)
+        if isinstance(node, ast.Attribute):
+            owner = resolve(node.value)
+            return getattr(owner, node.attr, None) if isinstance(owner, types.ModuleType) \
+                else None
+        return None
+
+    def helper(obj, base: str) -> str:
+        for name, value in helpers.items():
+            if value is obj:
+                return name
+        name, k = base, 1
+        while name in used or name in helpers or name in scope or hasattr(builtins, name):
+            name, k = f"{base}_{k}", k + 1
+        helpers[name] = obj
+        return name
+
+    return resolve, helper
 
 
 def _parsed_sweeps(adj, scope: dict):

@@ -59,6 +59,7 @@ __all__ = [
 
 import inspect
 import math
+import operator as _operator
 import struct
 import sys
 import types
@@ -1733,6 +1734,77 @@ def probed_result(value):
     if type(value) is Probe and not value.shape:
         return value.sample
     return computed(value)
+
+
+
+# -- shapes without values, in flattened gradient wrappers (transforms/flat_shapes.py) ---------
+# function -> how many operands its fast path takes: the arithmetic operators, and the ufuncs
+# with a float64 loop (so float64 operands pass), added when first seen (-1: none)
+_SHAPE_OPS: dict = {_operator.add: 2, _operator.sub: 2, _operator.mul: 2,
+                    _operator.truediv: 2, _operator.pow: 2, _operator.neg: 1}
+_EXACT_INT = 2 ** 53  # Python ints below this in size convert to float64 exactly, never raise
+_F64_STAND_INS: dict = {}  # shape -> the float64 stand-in of that shape
+
+
+def _shape_arity(fn) -> int:
+    n = _SHAPE_OPS.get(fn)
+    if n is None:
+        n = -1
+        if type(fn) is np.ufunc and fn.nout == 1 and fn.signature is None \
+                and any(t.startswith("d" * fn.nin + "->") for t in fn.types):
+            n = fn.nin
+        if len(_SHAPE_OPS) < _STAND_IN_LIMIT:
+            _SHAPE_OPS[fn] = n
+    return n
+
+
+def _real_number(a) -> bool:
+    """A number that meets a float64 array as float64 does (no complex, no longdouble)."""
+    t = type(a)
+    return t is float or (t is int or t is bool) and -_EXACT_INT < a < _EXACT_INT \
+        or isinstance(a, (np.integer, np.bool_)) \
+        or isinstance(a, np.floating) and a.dtype.itemsize <= 8
+
+
+def stand_in_of(fn, *args):
+    """``shape_like(fn(*args))`` for a value read only for its shape (and, made by ``np.sum``
+    or ``np.mean`` without an axis, by ``grad_seed``): ``fn`` an arithmetic operator or a
+    numpy ufunc, of float64 arrays and real numbers, is not computed, its result's shape
+    being the operands' broadcast shape (a stand-in of float64 dtype: nothing reads the
+    dtype); the sum or mean of a real or complex array is a zero of its dtype (what
+    ``grad_seed`` reads: a number). Anything else is computed, operands that are stand-ins
+    included (only the result's shape is read). Floating-point warnings of a value not
+    computed are not raised."""
+    n = _SHAPE_OPS.get(fn)  # (inlined calls: this runs once per value not computed)
+    if n is None:
+        n = _shape_arity(fn)
+    if n != len(args):
+        if (fn is _np_sum or fn is _np_mean) and n == -1 and len(args) == 1 \
+                and type(args[0]) is _ndarray and args[0].dtype.kind in "fc":
+            return args[0].dtype.type(0)
+        return shape_like(fn(*args))
+    shape = None
+    for a in args:
+        t = type(a)
+        if t is _ndarray:
+            if a.dtype is not _FLOAT64:
+                return shape_like(fn(*args))
+            if shape is None or shape == a.shape:
+                shape = a.shape
+            else:  # (raises numpy's ValueError when the operation would)
+                shape = np.broadcast_shapes(shape, a.shape)
+        elif t is not float and not _real_number(a):
+            return shape_like(fn(*args))
+    if shape is None:  # (numbers only: computed, as cheap)
+        return shape_like(fn(*args))
+    if not shape:  # (0-d arrays give a number)
+        return _FLOAT64.type(0.0)
+    kept = _F64_STAND_INS.get(shape)
+    if kept is None:
+        kept = _stand_in(shape, _FLOAT64)
+        if len(_F64_STAND_INS) < _STAND_IN_LIMIT:
+            _F64_STAND_INS[shape] = kept
+    return kept
 
 
 # -- registered vector spaces (vspace.py): the hooks above call these ----------------------

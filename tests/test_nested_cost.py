@@ -1,0 +1,245 @@
+"""grad inside differentiated code computes no value read only for its shape (issue 9,
+transforms/flat_shapes.py and runtime.stand_in_of): the flattened gradient wrapper of autograd's
+negative_binomial_maxlike no longer computes the inner value (three ``gammaln`` of the data,
+the sum), and the derivatives keep their values, against the derivative written out and
+central differences, at first, second and third order, with broadcasting and with operands
+the stand-ins do not cover (computed, as before).
+"""
+import ast
+import linecache
+import operator
+import os
+import sys
+import warnings
+
+import numpy as np
+import pytest
+from scipy.special import gammaln
+
+import srcgrad
+from srcgrad import runtime
+from srcgrad.api import get_adjoint
+from srcgrad.api_forward import source_function
+from srcgrad.transforms.flat_shapes import stand_in_shapes
+
+from fdcheck import check_grad
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks"))
+from bench_nested import loglike, rprime, rprime_written  # noqa: E402
+
+
+def central(f, x, eps=1e-5):
+    return (f(x + eps) - f(x - eps)) / (2 * eps)
+
+
+def flat_text(gradient) -> str:
+    """The source of ``gradient``'s flattened wrapper (what differentiating it transforms)."""
+    flat = source_function(gradient, flat=True)
+    return "".join(linecache.getlines(flat.__code__.co_filename))
+
+
+# -- the generated code ------------------------------------------------------------------------
+def test_the_flat_wrapper_of_loglike_computes_no_value_read_only_for_its_shape():
+    text = flat_text(srcgrad.grad(loglike))
+    # before: _t2 = gammaln(_t1), gammaln(r), gammaln(x + 1), the products and np.sum(_t14)
+    assert "gammaln(" not in text and "np.sum(" not in text, text
+    assert text.count("_rt.stand_in_of(gammaln, ") == 3
+    assert "_rt.stand_in_of(np.sum, " in text and "shape_like(" not in text
+    # what the backward sweep needs is still computed
+    assert "sp.digamma(" in text and "np.log(" in text
+
+
+def test_the_differentiated_wrappers_compute_no_gammaln():
+    first = srcgrad.grad(rprime)
+    adjoint = get_adjoint(source_function(srcgrad.grad(loglike), flat=True), (0, 1))
+    assert "gammaln(" not in adjoint.source and "stand_in_of(gammaln" in adjoint.source
+    second = get_adjoint(source_function(first, flat=True), (0,))
+    assert "gammaln(" not in second.source, second.source
+
+
+# -- values ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("r", [0.7, 2.0, 11.0])
+def test_the_nested_derivatives_equal_the_written_out_ones(r):
+    ours, written = rprime, rprime_written
+    for order in range(3):
+        assert np.isclose(ours(r), written(r), rtol=1e-11, atol=0), (order, ours(r), written(r))
+        if order < 2:
+            assert np.isclose(srcgrad.grad(ours)(r), central(ours, r), rtol=1e-6)
+        ours, written = srcgrad.grad(ours), srcgrad.grad(written)
+
+
+D = np.linspace(0.5, 2.0, 12).reshape(3, 4)
+
+
+def inner_broadcast(w, s):
+    # log1p(w * D) is read by nothing but the sum; its shape (3, 4) is the operands' broadcast
+    return np.sum(np.log1p(w * D) + s * D)
+
+
+def outer_broadcast(w):
+    gw, gs = srcgrad.grad(inner_broadcast, wrt=(0, 1))(w, 0.5)
+    return np.sum(gw ** 2) + gs * np.sum(w)
+
+
+def outer_broadcast_written(w):
+    gw = np.sum(D / (1 + w * D), axis=0)
+    return np.sum(gw ** 2) + np.sum(D) * np.sum(w)
+
+
+def test_a_stand_in_of_a_broadcast_shape_sums_the_cotangent_down_as_before():
+    assert "log1p(" not in flat_text(srcgrad.grad(inner_broadcast, wrt=(0, 1)))
+    w = np.array([0.3, 0.8, 1.5, 2.0])
+    assert np.allclose(outer_broadcast(w), outer_broadcast_written(w), rtol=1e-12)
+    g = check_grad(outer_broadcast, (w,))
+    assert np.allclose(g, srcgrad.grad(outer_broadcast_written)(w), rtol=1e-12)
+    second = srcgrad.grad(lambda w: np.sum(srcgrad.grad(outer_broadcast)(w) * w))
+    written = srcgrad.grad(lambda w: np.sum(srcgrad.grad(outer_broadcast_written)(w) * w))
+    assert np.allclose(second(w), written(w), rtol=1e-10)
+
+
+
+@pytest.mark.parametrize("api", ["hessian", "jacrev", "jacfwd"])
+def test_jacobians_through_the_stand_ins(api):
+    w = np.array([0.3, 0.8, 1.5, 2.0])
+    make = getattr(srcgrad, api)
+    if api == "hessian":
+        got, want = make(outer_broadcast)(w), make(outer_broadcast_written)(w)
+    else:
+        got = make(srcgrad.grad(outer_broadcast))(w)
+        want = make(srcgrad.grad(outer_broadcast_written))(w)
+    assert np.allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_vmap_through_the_stand_ins():
+    w = np.array([0.3, 0.8, 1.5, 2.0])
+    ws = np.stack([w, w + 0.1])
+    got = srcgrad.vmap(srcgrad.grad(outer_broadcast))(ws)
+    assert np.allclose(got, [srcgrad.grad(outer_broadcast_written)(v) for v in ws], rtol=1e-10)
+
+def inner_value(r, p):
+    return np.sum(gammaln(r + D) * p)
+
+
+def outer_value(r):
+    value, g = srcgrad.value_and_grad(inner_value)(r, 0.5)
+    return value * g
+
+
+def test_a_value_the_gradient_returns_is_computed():
+    assert "gammaln(" in flat_text(srcgrad.value_and_grad(inner_value))
+    for r in (0.4, 1.7):
+        assert np.isclose(srcgrad.grad(outer_value)(r), central(outer_value, r), rtol=1e-6)
+
+
+def outer_float32(x):
+    return np.sum(srcgrad.grad(lambda_free_inner)(x) * x)
+
+
+def lambda_free_inner(x):
+    return np.sum(np.sin(x) * 3.0)
+
+
+def test_operands_the_stand_ins_do_not_cover_are_computed():
+    # float32 operands: stand_in_of computes the values (tested below), as before
+    for dtype, rtol in ((np.float64, 1e-12), (np.float32, 1e-5)):
+        x = np.array([0.2, 0.5, 1.3], dtype)
+        x64 = x.astype(float)
+        got = srcgrad.grad(outer_float32)(x)
+        assert np.allclose(got, 3 * np.cos(x64) - 3 * x64 * np.sin(x64), rtol=rtol)
+
+
+# -- runtime.stand_in_of -----------------------------------------------------------------------
+CASES = [
+    (gammaln, (np.ones(5),)),
+    (operator.sub, (np.ones((3, 1)), np.ones(4))),
+    (operator.add, (2.0, np.ones((2, 2)))),
+    (operator.pow, (np.ones(3), np.int64(2))),
+    (operator.neg, (np.ones(3),)),
+    (np.arctan2, (np.ones(3), 0.5)),
+    (np.log, (np.ones(()),)),
+    (operator.mul, (np.ones(3, np.float32), 2.0)),  # computed: float32
+    (operator.add, (np.ones(3), 1j)),  # computed: complex
+    (operator.add, ([1.0, 2.0], [3.0])),  # computed: lists (concatenated)
+    (np.bitwise_and, (np.ones(3, int), 1)),  # computed: no float64 loop
+    (gammaln, (2.0,)),  # computed: a number
+    (np.sum, (np.ones((2, 3)),)),
+    (np.mean, (np.ones(3, np.complex128),)),
+    (np.sum, ([1.0, 2.0],)),
+]
+
+
+@pytest.mark.parametrize("fn, args", CASES)
+def test_a_stand_in_has_the_shape_of_the_value(fn, args):
+    got, value = runtime.stand_in_of(fn, *args), fn(*args)
+    assert np.shape(got) == np.shape(value)
+    if fn in (np.sum, np.mean):
+        assert runtime.grad_seed(got) == runtime.grad_seed(value)
+        assert type(got) is type(value) or isinstance(value, float)
+
+
+def test_a_value_not_computed_raises_no_warning_and_a_computed_one_does():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert runtime.stand_in_of(np.log, -np.ones(3)).shape == (3,)
+        with pytest.raises(RuntimeWarning):
+            runtime.stand_in_of(np.log, -np.ones(3, np.float32))
+
+
+def test_shapes_that_do_not_broadcast_raise_as_the_operation_does():
+    with pytest.raises(ValueError):
+        runtime.stand_in_of(operator.add, np.ones(3), np.ones(4))
+
+
+# -- the pass on its own -----------------------------------------------------------------------
+SOURCE = """
+def f(x):
+    a = np.sin(x)
+    b = a * 2.0
+    u = _rt.shape_like(b)
+    c = np.sum(b)
+    s = _rt.grad_seed(c)
+    e = np.cos(x)
+    v = _rt.shape_like(e)
+    g = _rt.unbroadcast(s * a, u)
+    return g, v
+"""
+
+
+def _run_pass(source=SOURCE):
+    fdef = ast.parse(source).body[0]
+    scope = {"np": np, "_rt": runtime}
+    added = {}
+
+    def resolve(node):
+        if isinstance(node, ast.Name):
+            return scope.get(node.id, added.get(node.id))
+        if isinstance(node, ast.Attribute):
+            return getattr(resolve(node.value), node.attr, None)
+        return None
+
+    def helper(obj, base):
+        for k, v in {**scope, **added}.items():
+            if v is obj:
+                return k
+        added[base] = obj
+        return base
+
+    return ast.unparse(stand_in_shapes(fdef, resolve, helper)), added
+
+
+def test_the_pass_keeps_what_is_read_as_a_value():
+    text, added = _run_pass()
+    assert "b = _rt.stand_in_of(_mul, a, 2.0)" in text  # read only by shape_like(b), np.sum
+    assert "c = _rt.stand_in_of(np.sum, b)" in text  # read only by grad_seed
+    assert "u = b" in text and "v = _rt.shape_like(e)" in text  # (b: a stand-in already)
+    assert "a = np.sin(x)" in text  # an operand of s * a
+    assert "e = np.cos(x)" in text  # its stand-in is returned, not read for a shape
+    assert added == {"_mul": operator.mul}
+
+
+def test_the_pass_leaves_a_name_assigned_twice():
+    text, _ = _run_pass(SOURCE.replace("    e = np.cos(x)\n", "    e = np.cos(x)\n    b = e\n"))
+    assert "b = a * 2.0" in text
+    # (a stand-in is made where the value was, of the operands as they are there)
+    assert "c = _rt.stand_in_of(np.sum, b)" in text
