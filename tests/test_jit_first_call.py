@@ -108,9 +108,11 @@ def test_a_changed_helper_is_recompiled(tmp_path):
 
 def _stamp_of(copy) -> str:
     env = dict(os.environ, PYTHONPATH=str(copy))
-    return subprocess.run([sys.executable, "-c", "from srcgrad.jit import caching; "
-                           "print(caching.package_stamp())"], env=env, capture_output=True,
-                          text=True, check=True).stdout.strip()
+    stamp, where = subprocess.run([sys.executable, "-c", "from srcgrad.jit import caching; "
+                           "print(caching.package_stamp(), caching.__file__)"], env=env,
+                         capture_output=True, text=True, check=True, cwd=copy).stdout.split()
+    assert where.startswith(str(copy))
+    return stamp
 
 
 @pytest.mark.slow
