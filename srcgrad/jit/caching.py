@@ -17,7 +17,8 @@ numba's cache would be stale here in three ways, all closed by this module:
 
 - it checks only the modification stamp of the file defining the function, while a helper
   calls helpers of other srcgrad modules: a cached helper's stamp is a hash of every source
-  file of the srcgrad package instead (and numba keys each entry on its own version, the
+  file of the srcgrad package and numpy's version instead (and numba keys each entry on its
+  own version, the
   signature, the CPU and the helper's bytecode and closure);
 - numba freezes the globals a function reads into its code, and its cache does not check
   them: a generated function's stamp is a hash of its text, of what each name it reads is
@@ -64,8 +65,10 @@ def enabled() -> bool:
 
 @functools.lru_cache(maxsize=None)
 def package_stamp() -> str:
-    """A hash of every source file of the srcgrad package (paths and contents)."""
-    digest = hashlib.sha256()
+    """A hash of every source file of the srcgrad package (paths and contents) and of
+    numpy's version (numba's typing of numpy's functions may depend on it; numba's own version
+    is checked by numba)."""
+    digest = hashlib.sha256(np.__version__.encode() + b"\0")
     for root, dirs, files in os.walk(_PACKAGE):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
