@@ -18,8 +18,7 @@ numba's cache would be stale here in three ways, all closed by this module:
 - it checks only the modification stamp of the file defining the function, while a helper
   calls helpers of other srcgrad modules: a cached helper's stamp is a hash of every source
   file of the srcgrad package and numpy's version instead (and numba keys each entry on its
-  own version, the
-  signature, the CPU and the helper's bytecode and closure);
+  own version, the signature, the CPU and the helper's bytecode and closure);
 - numba freezes the globals a function reads into its code, and its cache does not check
   them: a generated function's stamp is a hash of its text, of what each name it reads is
   bound to (module names, the values of numbers and strings), of the package and of numpy's
