@@ -1,7 +1,8 @@
 """Compiled gradients (jit=True) against interpreted srcgrad and hand-written numpy gradients.
 
 Run: taskset -c 1 python benchmarks/bench_jit.py (add --fresh for each first call in a
-fresh process instead, numba's and JAX's start-up included; --second for hvp and hessian). Prints the steady-state time per gradient
+fresh process instead, numba's and JAX's start-up included, srcgrad's with numba's on-disk
+cache empty and filled; --second for hvp and hessian). Prints the steady-state time per gradient
 call of each (best of several repeats), as ratios to the hand-written gradient, and the first
 call's time (numba's compile included); then, when jax is installed (never a dependency of
 srcgrad), jax.jit(jax.grad(f)) on the same workloads: steady state and first call (trace and
@@ -507,32 +508,48 @@ def first_call(kind: str, index: int, variant: int) -> float:
 def fresh_first_calls(repeat: int = 3) -> None:
     """Each first call in a fresh process (median of ``repeat``): numba's and JAX's one-time
     start-up included, which the in-process column pays only on the first workload (and
-    later workloads there reuse helpers compiled for earlier ones)."""
+    later workloads there reuse helpers compiled for earlier ones). srcgrad's twice: with
+    numba's on-disk cache empty (each run its own ``NUMBA_CACHE_DIR``: everything compiled)
+    and filled by an earlier process (srcgrad/jit/caching.py: its helpers and, where it can
+    be cached, the generated gradient loaded instead of compiled)."""
     import statistics
     import subprocess
     import sys
+    import tempfile
     jax = jax_columns()
-    print("\n| workload | srcgrad jit first call, fresh process | JAX first call, fresh process "
-          "| srcgrad / JAX |")
+    print("\n| workload | srcgrad jit first call, fresh process: cache empty / filled "
+          "| JAX first call, fresh process | srcgrad / JAX: cache empty / filled |")
     print("|---|---|---|---|")
-    def median(kind, index, variant=0):
-        runs = [subprocess.run([sys.executable, __file__, "--first", kind, str(index),
-                                str(variant)], capture_output=True, text=True, check=True)
-                for _ in range(repeat)]
-        return statistics.median(float(r.stdout.split()[-1]) for r in runs)
 
-    for index, (name, *_) in enumerate(WORKLOADS):
-        ours = median("srcgrad", index)
-        versions = jax_workloads(jax)[name] if jax is not None else []
-        for variant, (_, how) in enumerate(versions):
-            theirs = median("jax", index, variant)
-            if math.isnan(theirs):  # (reverse mode through lax.while_loop)
-                print(f"| {name} | {ours:.2f} s | {how}: raises | - |")
-            else:
-                print(f"| {name} | {ours:.2f} s | {how or 'as is'}: {theirs:.2f} s | "
-                      f"{ours / theirs:.2f} |")
-        if not versions:
-            print(f"| {name} | {ours:.2f} s | - | - |")
+    def once(kind, index, variant, cache_dir):
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache_dir)
+        out = subprocess.run([sys.executable, __file__, "--first", kind, str(index),
+                              str(variant)], capture_output=True, text=True, check=True,
+                             env=env)
+        return float(out.stdout.split()[-1])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        def median(kind, index, variant=0, cache="cold"):
+            if cache == "warm":
+                once(kind, index, variant, os.path.join(tmp, "warm"))  # (fills it)
+            return statistics.median(
+                once(kind, index, variant, os.path.join(tmp, f"{cache}{i}" if cache == "cold"
+                                                        else "warm"))
+                for i in range(repeat))
+
+        for index, (name, *_) in enumerate(WORKLOADS):
+            cold, warm = median("srcgrad", index), median("srcgrad", index, cache="warm")
+            ours = f"{cold:.2f} s / {warm:.2f} s"
+            versions = jax_workloads(jax)[name] if jax is not None else []
+            for variant, (_, how) in enumerate(versions):
+                theirs = median("jax", index, variant)
+                if math.isnan(theirs):  # (reverse mode through lax.while_loop)
+                    print(f"| {name} | {ours} | {how}: raises | - |")
+                else:
+                    print(f"| {name} | {ours} | {how or 'as is'}: {theirs:.2f} s | "
+                          f"{cold / theirs:.2f} / {warm / theirs:.2f} |")
+            if not versions:
+                print(f"| {name} | {ours} | - | - |")
 
 
 def _us(seconds: float) -> str:

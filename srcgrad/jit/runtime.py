@@ -5,7 +5,9 @@ Each helper is a plain function with a numba ``overload``: numba picks the imple
 from the argument types when it compiles a sweep, so the scalar/array distinction the
 interpreted runtime checks on every call costs nothing here (a float's ``unbroadcast`` is
 the identity, compiled away). Called from Python (never the case in compiled sweeps) they
-raise.
+raise. Their implementations are cached on disk (caching.py); those written out with ``exec``
+get this module's ``__name__``, which numba's cache needs to pickle the closures that hold
+them.
 """
 from __future__ import annotations
 
@@ -16,9 +18,10 @@ from numba import types
 from numba.np import numpy_support
 from numba.core.errors import TypingError
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload, register_jitable
+from numba.extending import intrinsic, register_jitable
 
 from ..errors import SrcgradError, UnsupportedSyntaxError
+from .caching import overload
 
 
 def _stub(name: str):
@@ -142,7 +145,7 @@ def _unbroadcast_array(g_ndim: int, ndim: int):
                       for d in range(g_ndim)]
             lines += [f"{indent}out[{index or '()'}] += "
                       f"g[{', '.join(f'i{d}' for d in range(g_ndim))}]", "    return out"]
-        scope = {"np": np}
+        scope = {"np": np, "__name__": __name__}
         exec("\n".join(lines), scope)
         _UNBROADCASTS[key] = scope["impl"]
     return _UNBROADCASTS[key]
@@ -678,7 +681,8 @@ def _refuse_viewed(value, views, message):
     for k, t in enumerate(views.types):
         lines += _sharing_tests(f"views[{k}]", t, 3, "    ")
     lines.append("    return None")
-    scope = {"_may_share": _may_share, "_SharedDataError": SharedDataError}
+    scope = {"_may_share": _may_share, "_SharedDataError": SharedDataError,
+             "__name__": __name__}
     exec("\n".join(lines), scope)
     return scope["check"]
 
@@ -896,7 +900,7 @@ def _kept_shape(ndim: int, count: int):
             dims = [f"1 if ({' or '.join(f'{n} == {d}' for n in names)}) else shape[{d}]"
                     for d in range(ndim)]
             lines.append(f"    return ({''.join(d + ', ' for d in dims)})")
-        scope: dict = {}
+        scope: dict = {"__name__": __name__}
         exec("\n".join(lines), scope)
         _KEPT_SHAPES[key] = register_jitable(scope["kept"])
     return _KEPT_SHAPES[key]
@@ -1016,7 +1020,7 @@ def _inverse_axes(axes, ndim):
         lines = ["def inverse(axes, ndim):", f"    out = np.empty({n}, np.int64)",
                  f"    for k in range({n}):", "        out[axes[k] % ndim] = k",
                  f"    return ({''.join(f'out[{k}], ' for k in range(n))})"]
-        scope = {"np": np}
+        scope = {"np": np, "__name__": __name__}
         exec("\n".join(lines), scope)
         _INVERSES[n] = scope["inverse"]
     return _INVERSES[n]
@@ -1055,7 +1059,7 @@ def _axis_first(ndim: int):
                  "        raise ValueError('axis out of bounds')",
                  f"    a = axis + {ndim} if axis < 0 else axis",
                  f"    return np.transpose(g, (a, {rest}))"]
-        scope = {"np": np}
+        scope = {"np": np, "__name__": __name__}
         exec("\n".join(lines), scope)
         _CUTS[ndim] = register_jitable(scope["first"])
     return _CUTS[ndim]
@@ -1096,7 +1100,7 @@ def _unstack(g, arrays, axis=0):
     first = _axis_first(g.ndim)
     lines = ["def cut(g, arrays, axis=0):", "    moved = first(g, axis)",
              _pieces(items, lambda k, x: f"moved[{k}]")]
-    scope = {"first": first}
+    scope = {"first": first, "__name__": __name__}
     exec("\n".join(lines), scope)
     return scope["cut"]
 
@@ -1116,7 +1120,7 @@ def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     pieces = _pieces(tup, piece)
     lines = ["def cut(g, ans, arrays, dtype=None, casting='same_kind'):", _row_starts(tup),
              pieces.replace("return ", "return (", 1) + ",)"]
-    scope = {"np": np}
+    scope = {"np": np, "__name__": __name__}
     exec("\n".join(lines).replace("arrays", "tup"), scope)  # (the parameter's name)
     return scope["cut"]
 
@@ -1174,7 +1178,7 @@ def _dropped_shape(ndim: int):
     ``a`` (0 <= a < ndim), a tuple written out for the rank."""
     if ndim not in _DROPPED_SHAPES:
         dims = [f"shape[{d}] if {d} < a else shape[{d + 1}]" for d in range(ndim - 1)]
-        scope: dict = {}
+        scope: dict = {"__name__": __name__}
         exec(f"def dropped(shape, a):\n    return ({''.join(d + ', ' for d in dims)})", scope)
         _DROPPED_SHAPES[ndim] = register_jitable(scope["dropped"])
     return _DROPPED_SHAPES[ndim]
