@@ -247,3 +247,92 @@ def test_the_refused_cases_differ_from_a_rewrite():
         layers[-1] = {"W": X3 * 3.0}
         layer["W"] = layer["W"] * 0.5
     assert np.allclose(layers[1]["W"], X3 * 3.0)
+
+
+# -- (c) one variable passed for two parameters the helper changes: h(xs, xs) ----------------
+def _two_pushes(a, b, x):
+    a.append(x)
+    b.append(x * 3.0)
+    return np.sum(a[-1] * b[-2])  # Python: one list, [.., x, 3x]: 3x * x
+
+
+def _into_the_other(src, dst, x):  # only the second parameter changed
+    dst.append(src[0] * x)
+
+
+def _dict_through_both(p, q, x):
+    p["w"] = p["w"] * x
+    q["b"] = q["w"] + q["b"]  # reads what was stored through p
+
+
+def _array_through_both(a, b, x):
+    a[0] = b[1] * x[0]
+    b[2] = a[0] + x[1]
+
+
+def list_passed_twice_read_after(x):
+    s = [x]
+    r = _two_pushes(s, s, x)
+    return r + np.sum(s[1] * s[2] + s[0])
+
+
+def list_passed_twice_handed_over(x):
+    s = [x * 2.0]
+    return _two_pushes(s, s, x)  # s read no more: handed over
+
+
+def only_the_second_changed(x):
+    s = [x ** 2]
+    _into_the_other(s, s, x)
+    return np.sum(s[0] * s[1])
+
+
+def dict_passed_twice(x):
+    d = {"w": x * 1.0, "b": np.cos(x)}
+    _dict_through_both(d, d, x)
+    return np.sum(d["w"] * d["b"])
+
+
+def array_passed_twice(x):
+    v = x * 1.5
+    _array_through_both(v, v, x)
+    return np.sum(v * x)
+
+
+def passed_twice_in_a_loop(x):
+    s = [x]
+    for k in range(2):
+        _two_pushes(s, s, x * (k + 1.0))
+    return np.sum(s[-1] * s[2] + s[3])
+
+
+TWICE = [list_passed_twice_read_after, list_passed_twice_handed_over, only_the_second_changed,
+         dict_passed_twice, array_passed_twice, passed_twice_in_a_loop]
+
+
+@pytest.mark.parametrize("f", TWICE)
+def test_one_object_through_two_parameters(f):
+    check_every_mode(f)
+
+
+def _rebinds_one(a, b, x):
+    a.append(x)
+    b.append(x * 3.0)
+    b = b + [x * 2.0]  # b names another list from here on: not one name for one object
+    return np.sum(b[-1] * a[-1])
+
+
+def passed_twice_to_a_helper_rebinding_one(x):
+    s = [x]
+    r = _rebinds_one(s, s, x)
+    return r + np.sum(s[-1])
+
+
+def test_one_object_through_two_parameters_one_rebound_is_refused():
+    # refused in the helper (its in-place changes of the caller's list), reached from the call
+    f = passed_twice_to_a_helper_rebinding_one
+    lines, start = inspect.getsourcelines(f)
+    at = start + next(i for i, text in enumerate(lines) if "_rebinds_one(s, s, x)" in text)
+    with pytest.raises(UnsupportedSyntaxError, match=r"(?s)'b\.append\(\.\.\.\)' on the "
+                       rf"parameter 'b'.*reached from \S*test_written_back_more\.py:{at} in"):
+        srcgrad.grad(f)(X3)

@@ -20,7 +20,8 @@ from .activity import match_bindings, mutated_parameters
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
-from .writeback import surely_mutated, writeback_mark, writeback_parameters
+from .writeback import (kept_parameters, merged_parameters, same_object_mark, surely_mutated,
+                        writeback_mark, writeback_parameters)
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
 
@@ -158,6 +159,37 @@ def _taken_back(fn) -> frozenset:
         _TAKEN_BACK[fn.__code__] = known
     return known
 
+
+
+_KEPT: dict = {}
+
+
+def _kept(fn) -> frozenset:
+    """writeback.kept_parameters of ``fn``, once per code object (none without source)."""
+    known = _KEPT.get(fn.__code__)
+    if known is None:
+        try:
+            known = kept_parameters(get_source(fn).tree)
+        except (SrcgradError, OSError, TypeError, SyntaxError):
+            known = frozenset()
+        _KEPT[fn.__code__] = known
+    return known
+
+
+def _same_objects(fn, params: list, bound: list) -> dict[str, list[str]]:
+    """For each variable ``bound`` passes to several parameters of ``fn`` (``h(xs, xs)``)
+    all of which name their object throughout (_kept), those parameters in order: the
+    helper's build reads them all through the first (writeback.merge_same_objects)."""
+    by_name: dict[str, list[str]] = {}
+    for i, arg in bound:
+        if isinstance(arg, gast.Name):
+            by_name.setdefault(arg.id, []).append(params[i])
+    kept = _kept(fn)
+    return {n: ps for n, ps in by_name.items() if len(ps) > 1 and set(ps) <= kept}
+
+
+def _same_object_marks(same: dict) -> frozenset:
+    return frozenset(same_object_mark(p, ps[0]) for ps in same.values() for p in ps[1:])
 
 
 def _items_updated(tree: gast.FunctionDef) -> frozenset:
@@ -431,6 +463,7 @@ class _Desugar:
             n.id for n in (own_nodes(tree) if tree is not None else ())
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
             and id(n) not in in_comprehensions}
+        self.scope_names -= merged_parameters(ctx.consumed)  # (h(xs, xs): one name for both)
         self.callers = self.callers - self.owned
         # owned parameters no statement binds anew: the caller's list or dict, handed over
         # (or the differentiated function's own argument), item_guard checks at run time
@@ -550,8 +583,9 @@ class _Desugar:
             return []
         outside = [n for n in sorted(A.names_read(tree)) if self.is_global(n)]
         guards = []
+        merged = merged_parameters(self.ctx.consumed)  # (read through another's name)
         for p in sorted(mutated_parameters(tree) & self.owned):
-            others = [n for n in self.ctx.params if n != p] + outside
+            others = [n for n in self.ctx.params if n != p and n not in merged] + outside
             if not others:
                 continue
             which = others[0] if len(others) == 1 else f"one of {', '.join(others)}"
@@ -629,8 +663,11 @@ class _Desugar:
             params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
                                                   + fn.__code__.co_kwonlyargcount])
             handed = set()
-            for i, arg in A.bind_arguments(params, 0, call) or []:
-                if params[i] not in mutated:
+            bound = A.bind_arguments(params, 0, call) or []
+            same = _same_objects(fn, params, bound)
+            for i, arg in bound:
+                group = same.get(arg.id, ()) if isinstance(arg, gast.Name) else ()
+                if params[i] not in mutated and not set(group) & mutated:
                     continue
                 if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
                         and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
@@ -646,6 +683,8 @@ class _Desugar:
                     # list, unless the helper changes its items in place (x itself)
                     handed.add(params[i])
             handed |= {writeback_mark(p) for p in self.taken_back.get(id(call), ())}
+            # h(xs, xs): one object through two parameters, one name for it in h's build
+            handed |= _same_object_marks(same)
             if id(call) in self.items_handed:  # (lift_item_arguments: a temporary's object)
                 handed.add(self.items_handed[id(call)])
             if handed:
@@ -929,6 +968,7 @@ class _Desugar:
         outside = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and id(n) not in
                    inside and (isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))}
         passed = [a.id for _, a in bound if isinstance(a, gast.Name)]
+        same = _same_objects(fn, params, bound)  # (h(xs, xs): taken back through the first)
         back = []
         for i, arg in bound:
             if isinstance(arg, gast.Name) and arg.id in self.loop_aliases \
@@ -943,14 +983,15 @@ class _Desugar:
                 self.items_pending.discard(arg.id)  # (lift_item_arguments' temporary)
                 back.append((params[i], arg.id))
                 continue
-            if params[i] not in taken or not isinstance(arg, gast.Name) \
-                    or passed.count(arg.id) > 1 \
+            names = same.get(arg.id, [params[i]]) if isinstance(arg, gast.Name) else []
+            if names[:1] != [params[i]] or not set(names) & taken \
+                    or passed.count(arg.id) > len(names) \
                     or arg.id in outside or not self.own_variable(arg.id) \
                     or self.dead_after(arg.id, s, call):
                 continue
             # another argument reading xs must be a new value (not xs[0], which the helper
             # would see change), unless the helper changes no item of xs in place
-            if params[i] not in changes_items \
+            if not set(names) & changes_items \
                     or all(self.fresh(a) and not _may_be_view(a) for _, a in bound
                            if a is not arg and arg.id in A.names_read(a)):
                 back.append((params[i], arg.id))
