@@ -186,8 +186,28 @@ def inner_list_read_in_the_outer_body(x):
     return total + _score(groups, x)
 
 
+def _set_first(row, x):
+    row[0] = row[1] * x[0]
+
+
+def rows_of_arrays_in_a_list(x):  # (reverse over reverse failed in broadcast_like)
+    groups = [np.stack([x, x * 2.0]), np.stack([x ** 2])]
+    for group in groups:
+        for row in group:
+            _set_first(row, x)  # Python changes the arrays' rows
+    return np.sum(groups[0] ** 2) + np.sum(groups[1] * x)
+
+
+def rows_of_a_3d_array(x):
+    a = np.stack([np.stack([x, x * 2.0]), np.stack([x ** 2, np.sin(x)])])
+    for group in a:
+        for row in group:
+            _set_first(row, x)
+    return np.sum(a ** 2)
+
+
 NESTED = [nested_loop_targets, nested_enumerate_targets, three_levels,
-          inner_list_read_in_the_outer_body]
+          inner_list_read_in_the_outer_body, rows_of_arrays_in_a_list, rows_of_a_3d_array]
 
 
 @pytest.mark.parametrize("f", NESTED)
