@@ -11,6 +11,7 @@ __all__ = [
     "unbroadcast",
     "broadcast_like",
     "refuse_shared_slot",
+    "refuse_replaced_slot",
     "add",
     "add_at",
     "zeros_like",
@@ -159,10 +160,11 @@ def broadcast_like(d, ans):
     if shape is None:
         if type(d) is float or isinstance(d, _generic):
             return d  # a scalar result's contributions are scalars
-        if isinstance(ans, (list, tuple, dict)):
+        if isinstance(ans, (list, tuple, dict)) or isinstance(d, (list, tuple, dict)):
             # a container's tangent or adjoint (of a tuple stored into a list slot: what
             # unbroadcast passed through at first order) is never broadcast; np.shape of a
-            # tuple of arrays of different shapes raises
+            # tuple of arrays of different shapes raises. (``ans`` may be a lazy zero number
+            # standing for a zero container: a list's adjoint that was zero at first order.)
             return d
         shape = np.shape(ans)
     if type(d) is not _ndarray and type(d) is not float and not isinstance(d, _generic):
@@ -1342,6 +1344,20 @@ def refuse_shared_slot(root, keys: tuple, frame: dict, names: tuple, outside: tu
     if type(holder) not in (list, dict) and not isinstance(holder, np.ndarray):
         raise UnsupportedSyntaxError.from_message(message)
     refuse_shared_item(root, keys, True, frame, names, outside, message)
+
+
+def refuse_replaced_slot(root, keys: tuple, targets: tuple, message: str) -> None:
+    """Before a helper changes in place the object a loop bound (``for layer in layers``,
+    nested: ``targets`` outermost first, at ``root[k1]...[kn]``), which its call site then
+    writes back into that slot: raise when a list's slot no longer holds the loop's object
+    (the body replaced the item: Python would change the old object, not the list's), or
+    when a container is a dict (its loop binds keys). An array's rows are views: they pass."""
+    holder = root
+    for key, target in zip(keys, targets):
+        if isinstance(holder, dict) or (isinstance(holder, (list, tuple))
+                                        and holder[key] is not target):
+            raise UnsupportedSyntaxError.from_message(message)
+        holder = target
 
 
 def _sharing(arrays, array) -> int:

@@ -38,7 +38,7 @@ from ..errors import SrcgradError
 from ..generated import remember
 from ..rules import registry
 from .dtypes import explain, mismatch
-from .errors import JitUnsupportedError, translate
+from .errors import JitUnsupportedError, argument_type, translate, untyped_argument
 
 _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
 
@@ -161,6 +161,12 @@ def _compile_failure(e: Exception) -> bool:
         or _raised_by_numba_compiler(e)
 
 
+def _unboxing_failure(e: Exception) -> bool:
+    """Whether ``e`` is numba's refusal to pass an argument to compiled code (a list whose
+    items differ in type), raised before the compiled code runs."""
+    return type(e) is TypeError and str(e).startswith("can't unbox")
+
+
 def _refuse_int_power(e: Exception, f) -> None:
     """A ``JitUnsupportedError`` for the OverflowError the compiled ``_rt.power`` raises
     where an int to an int power has no int64 result numba could give, and for the
@@ -202,8 +208,12 @@ class _Entry:
         return compiled
 
     def key(self, build, args):
-        import numba
-        return (id(build), tuple(numba.typeof(a) for a in args)) if self.auto else None
+        if not self.auto:
+            return None
+        try:
+            return id(build), tuple(argument_type(a) for a in args)
+        except (ValueError, TypeError):  # (an object numba cannot type: remembered by type)
+            return id(build), tuple(type(a) for a in args), "untyped"
 
     def call(self, build, args, key=None, fixed=None):
         """The compiled function's result for ``args`` (every parameter, by position);
@@ -220,11 +230,17 @@ class _Entry:
             self.fallback.add(key)
             raise
         except Exception as e:
-            if _compile_failure(e):
+            if _compile_failure(e) or _unboxing_failure(e):
                 self.fallback.add(key)
-                raise translate(e, self.f) from None
+                raise (untyped_argument(self.f, args, self.tangents(args))
+                       or translate(e, self.f)) from None
             _refuse_int_power(e, self.f)  # (not remembered: it depends on the values)
             raise
+
+    def tangents(self, args) -> int:
+        """How many of ``args`` come before the function's parameters: a jvp's tangents."""
+        return len(args) - len(inspect.signature(self.f).parameters) \
+            if self.variant == "jvp" else 0
 
     def source(self, build) -> str:
         from .build import shown_text
@@ -366,8 +382,8 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
                 value, grads = compiled.functions[0](*args, *compiled.arguments(f)) \
                     if compiled.inputs else compiled.functions[0](*args)
             except Exception as e:
-                if _compile_failure(e):  # (new argument types: numba compiles again)
-                    raise translate(e, f) from None
+                if _compile_failure(e) or _unboxing_failure(e):  # (new argument types)
+                    raise (untyped_argument(f, args) or translate(e, f)) from None
                 _refuse_int_power(e, f)
                 raise
         else:
@@ -485,6 +501,8 @@ def jit_vjp(adj, f, args: tuple, kwargs: dict, wrt: tuple, option, *, has_aux=Fa
         compiled = pullbacks.compiled(adj)
         fixed = (compiled, _snapshot(compiled.arguments(f)))
     except JitUnsupportedError as e:
+        if not auto:
+            raise  # (located and with what to do already)
         _fall_back(auto, str(e))
         return None
     positional = _snapshot(positional)
@@ -630,8 +648,8 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
         except JitUnsupportedError:
             raise
         except Exception as e:
-            if _compile_failure(e):
-                raise translate(e, f) from None
+            if _compile_failure(e) or _unboxing_failure(e):
+                raise (untyped_argument(f, positional) or translate(e, f)) from None
             _refuse_int_power(e, f)
             raise
         if not (type(value) is float or np.size(value) == 1):

@@ -6,8 +6,10 @@ through codegen's line table, and the common messages are restated with a hint.
 """
 from __future__ import annotations
 
-__all__ = ["JitUnsupportedError", "located_error", "translate"]
+__all__ = ["JitUnsupportedError", "located_error", "translate", "untyped_argument",
+           "argument_type"]
 
+import inspect
 import re
 
 from .. import codegen
@@ -145,3 +147,51 @@ def translate(exc: Exception, fn) -> JitUnsupportedError:
                                 f"{getattr(fn, '__qualname__', fn)}(); {_HINT}.")
     error.numba_message = message
     return error
+
+
+def argument_type(value):
+    """numba's type of the argument ``value``; ValueError where numba cannot pass it to
+    compiled code: numba cannot type it, or it is a list whose items differ in type (numba
+    types a list by its first item, then refuses to unbox the others)."""
+    import numba
+    if type(value) is list and len(value) > 1:
+        first = type(value[0])
+        # (items of one Python number type have one numba type: no typeof per item, which
+        # would double the cost of a call taking a list of 100 floats)
+        if not (first in _NUMBERS and all(type(item) is first for item in value)):
+            kinds = {argument_type(item) for item in value}
+            if len(kinds) > 1:
+                raise ValueError(f"a list mixing {', '.join(sorted(map(str, kinds)))}")
+    return numba.typeof(value)
+
+
+_NUMBERS = (float, int, bool, complex)
+
+
+def untyped_argument(fn, args: tuple, offset: int = 0) -> JitUnsupportedError | None:
+    """The refusal naming the first of ``args`` numba cannot type (an instance of a user's
+    class, a dict, a string in a list...), at ``fn``'s definition, or None when numba types
+    them all. ``offset``: how many values come before ``fn``'s parameters in ``args``
+    (a jvp's tangents)."""
+    for i, value in enumerate(args):
+        try:
+            argument_type(value)
+            continue
+        except (ValueError, TypeError):
+            pass
+        params = list(inspect.signature(fn).parameters)
+        k = i - offset
+        name = f"argument '{params[k]}'" if 0 <= k < len(params) else f"argument {i + 1}"
+        kind = type(value)
+        what = kind.__qualname__ if kind.__module__ == "builtins" else \
+            f"{kind.__module__}.{kind.__qualname__}"
+        code = getattr(fn, "__code__", None)
+        try:
+            line = f"{inspect.getsourcefile(fn)}:{code.co_firstlineno}: " if code else ""
+        except TypeError:
+            line = ""
+        return JitUnsupportedError(
+            f"{line}{name} of {fn.__qualname__}() is a {what}, which numba cannot type; "
+            f"compiled gradients take floats, ints, numpy arrays and tuples or lists of "
+            f"them, in compiled code of {fn.__qualname__}(); {_HINT}.")
+    return None

@@ -40,11 +40,12 @@ from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
 from .trycatch import lower_try, protect_try_bodies
 from .validate import validate
-from .writeback import return_written_back, written_back
+from .writeback import merge_same_objects, return_written_back, written_back
 
 # The passes that normalize user code, in order; the mode-specific generator comes after.
 PIPELINE: list[tuple[str, Callable]] = [
     ("validate", validate),
+    ("merge_same_objects", merge_same_objects),
     ("return_written_back", return_written_back),
     ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
@@ -264,9 +265,11 @@ def _aliasing_hint(arg, bound, names: list[str], callee: str) -> str | None:
                  and a.id == arg.id and i < len(names)]
         if len(twice) > 1:
             return (f"'{arg.id}' is passed as both {' and '.join(repr(n) for n in twice)}: "
-                    f"{callee}() sees one object through both, which srcgrad's rewrite as "
-                    f"new values cannot reproduce. Pass it once, or pass a copy "
-                    f"(list({arg.id}) or {arg.id}.copy()) where that is what you mean.")
+                    f"{callee}() sees one object through both, which srcgrad follows only "
+                    f"when {callee}() never binds either parameter anew ({twice[0]} = ...) "
+                    f"nor reads one in a nested function or lambda. Pass it once, or pass "
+                    f"a copy (list({arg.id}) or {arg.id}.copy()) where that is what you "
+                    f"mean.")
     return None
 
 

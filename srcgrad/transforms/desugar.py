@@ -20,7 +20,8 @@ from .activity import match_bindings, mutated_parameters
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
-from .writeback import surely_mutated, writeback_mark, writeback_parameters
+from .writeback import (kept_parameters, merged_parameters, same_object_mark, surely_mutated,
+                        writeback_mark, writeback_parameters)
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
 
@@ -158,6 +159,37 @@ def _taken_back(fn) -> frozenset:
         _TAKEN_BACK[fn.__code__] = known
     return known
 
+
+
+_KEPT: dict = {}
+
+
+def _kept(fn) -> frozenset:
+    """writeback.kept_parameters of ``fn``, once per code object (none without source)."""
+    known = _KEPT.get(fn.__code__)
+    if known is None:
+        try:
+            known = kept_parameters(get_source(fn).tree)
+        except (SrcgradError, OSError, TypeError, SyntaxError):
+            known = frozenset()
+        _KEPT[fn.__code__] = known
+    return known
+
+
+def _same_objects(fn, params: list, bound: list) -> dict[str, list[str]]:
+    """For each variable ``bound`` passes to several parameters of ``fn`` (``h(xs, xs)``)
+    all of which name their object throughout (_kept), those parameters in order: the
+    helper's build reads them all through the first (writeback.merge_same_objects)."""
+    by_name: dict[str, list[str]] = {}
+    for i, arg in bound:
+        if isinstance(arg, gast.Name):
+            by_name.setdefault(arg.id, []).append(params[i])
+    kept = _kept(fn)
+    return {n: ps for n, ps in by_name.items() if len(ps) > 1 and set(ps) <= kept}
+
+
+def _same_object_marks(same: dict) -> frozenset:
+    return frozenset(same_object_mark(p, ps[0]) for ps in same.values() for p in ps[1:])
 
 
 def _items_updated(tree: gast.FunctionDef) -> frozenset:
@@ -431,6 +463,7 @@ class _Desugar:
             n.id for n in (own_nodes(tree) if tree is not None else ())
             if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
             and id(n) not in in_comprehensions}
+        self.scope_names -= merged_parameters(ctx.consumed)  # (h(xs, xs): one name for both)
         self.callers = self.callers - self.owned
         # owned parameters no statement binds anew: the caller's list or dict, handed over
         # (or the differentiated function's own argument), item_guard checks at run time
@@ -550,8 +583,9 @@ class _Desugar:
             return []
         outside = [n for n in sorted(A.names_read(tree)) if self.is_global(n)]
         guards = []
+        merged = merged_parameters(self.ctx.consumed)  # (read through another's name)
         for p in sorted(mutated_parameters(tree) & self.owned):
-            others = [n for n in self.ctx.params if n != p] + outside
+            others = [n for n in self.ctx.params if n != p and n not in merged] + outside
             if not others:
                 continue
             which = others[0] if len(others) == 1 else f"one of {', '.join(others)}"
@@ -629,15 +663,18 @@ class _Desugar:
             params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
                                                   + fn.__code__.co_kwonlyargcount])
             handed = set()
-            for i, arg in A.bind_arguments(params, 0, call) or []:
-                if params[i] not in mutated:
+            bound = A.bind_arguments(params, 0, call) or []
+            same = _same_objects(fn, params, bound)
+            for i, arg in bound:
+                group = same.get(arg.id, ()) if isinstance(arg, gast.Name) else ()
+                if params[i] not in mutated and not set(group) & mutated:
                     continue
                 if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
                         and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
                     handed.add(params[i])
-                    guards.append(self.loop_alias_guard(arg.id, fn, s)
-                                  if (id(call), arg.id) in self.alias_calls else
-                                  self.handed_over_guard(arg.id, fn, params[i], s))
+                    guards += self.loop_alias_guards(arg.id, fn, s) \
+                        if (id(call), arg.id) in self.alias_calls else \
+                        [self.handed_over_guard(arg.id, fn, params[i], s)]
                 elif self.fresh(arg) and not _may_be_view(arg) and (
                         self.fresh_items(arg)
                         or params[i] not in _mutated_parameters(fn, 0, _items_updated,
@@ -646,6 +683,8 @@ class _Desugar:
                     # list, unless the helper changes its items in place (x itself)
                     handed.add(params[i])
             handed |= {writeback_mark(p) for p in self.taken_back.get(id(call), ())}
+            # h(xs, xs): one object through two parameters, one name for it in h's build
+            handed |= _same_object_marks(same)
             if id(call) in self.items_handed:  # (lift_item_arguments: a temporary's object)
                 handed.add(self.items_handed[id(call)])
             if handed:
@@ -766,28 +805,66 @@ class _Desugar:
         return out + [A.located(gast.If(test=test, body=self.lowered_value(tail, name, at),
                                         orelse=[]), at)]
 
+    def slot_chain(self, name: str) -> list[tuple[str, str, str]]:
+        """``(target, sequence, index)`` of the loop being desugared binding ``name``, then of
+        the loop around it binding that sequence (``for group in groups: for layer in
+        group``), and so on outward: the slots ``groups[_i][_j]`` that hold ``name``'s
+        object. [] when no such loop binds ``name``."""
+        chain = []
+        while name in self.loop_aliases and len(chain) < len(self.loop_aliases):
+            seq, index = self.loop_aliases[name]
+            chain.append((name, seq, index))
+            name = seq
+        return chain
+
     def loop_alias_writes(self, names, s, call) -> list:
         """``layers[_i] = layer`` for each of ``names`` the target of a loop ``for layer in
         layers`` being desugared (visit_For): Python's ``layers`` holds the object a helper
-        changed through ``layer``, which the call site takes back."""
+        changed through ``layer``, which the call site takes back. Through each level of
+        nested loops (``for group in groups: for layer in group``): ``group =
+        _rt.setitem(group, _j, layer)``, then ``groups[_i] = group``, as Python's ``group``
+        and ``groups[_i]`` are the one list holding the changed object."""
         out = []
         for name in names:
-            if (id(call), name) in self.alias_calls:  # (taken back as a loop's target)
-                seq, index = self.loop_aliases[name]
-                self.aliases_written.add(name)
+            if (id(call), name) not in self.alias_calls:  # (not taken back as a loop's target)
+                continue
+            chain = self.slot_chain(name)
+            for k, (target, seq, index) in enumerate(chain):
+                self.aliases_written.add(target)
+                if k + 1 < len(chain):  # (seq: the target of the loop around, checked to be
+                    # held by its slot only, so a functional store needs no guard of its own)
+                    new = A.call(A.attr(self.ctx.rt, "setitem"), A.load(seq), A.load(index),
+                                 A.load(target))
+                    out.append(A.assign(seq, A.located(new, s), at=s))
+                    continue
                 slot = gast.Subscript(value=A.load(seq), slice=A.load(index), ctx=gast.Store())
-                out.append(A.assign(A.located(slot, s), A.located(A.load(name), s), at=s))
+                out.append(A.assign(A.located(slot, s), A.located(A.load(target), s), at=s))
         return out
 
-    def loop_alias_guard(self, name: str, fn, s) -> gast.stmt:
-        """Before a helper changes ``name``, the target of ``for name in seq``, in place:
-        refuse at run time an object something else holds too (another slot of ``seq``,
-        another variable, a global), which Python would change as well."""
-        seq, index = self.loop_aliases[name]
-        guard = self.slot_guard(seq, [A.load(index)], {seq, name}, s, fn.__name__,
-                                f"the item of {seq} the loop binds to {name}")
+    def loop_alias_guards(self, name: str, fn, s) -> list:
+        """Before a helper changes ``name``, the target of ``for name in seq`` (or of loops
+        nested so, ``groups[_i][_j]``), in place: refuse at run time a slot that no longer
+        holds the object the loop bound (a statement replaced it), and an object something
+        else holds too (another slot, another variable, a global), which Python would
+        change as well."""
+        chain = self.slot_chain(name)
+        root = chain[-1][1]
+        keys = [A.load(index) for _, _, index in reversed(chain)]
+        targets = gast.Tuple(elts=[A.load(t) for t, _, _ in reversed(chain)], ctx=gast.Load())
+        path = root + "[...]" * len(chain)
+        replaced = (f"{self.ctx.location(s)}: {fn.__name__}() changes in place the object "
+                    f"the loop bound to {name}, and the loop has replaced that item of "
+                    f"{path}: Python would change the old object, which the list no longer "
+                    f"holds; srcgrad does not support that (in {self.ctx.fn.__name__}()). "
+                    f"Call {fn.__name__}() before replacing the item, or replace it after.")
+        identity = self.check("refuse_replaced_slot", A.load(root),
+                              gast.Tuple(elts=keys, ctx=gast.Load()), targets,
+                              message=replaced, at=s)
+        guard = self.slot_guard(root, [A.deepcopy(k) for k in keys],
+                                {root} | {t for t, _, _ in chain}, s, fn.__name__,
+                                f"the item of {chain[0][1]} the loop binds to {name}")
         guard.value.args.append(A.const(True))  # (iterated: not a dict's keys)
-        return guard
+        return [identity, guard]
 
     def slot_guard(self, root: str, keys: list, mine: set, s, callee: str, what: str):
         """``_rt.refuse_shared_slot(root, (keys...), ...)``: before ``callee`` changes in
@@ -891,10 +968,11 @@ class _Desugar:
         outside = {n.id for n in gast.walk(s) if isinstance(n, gast.Name) and id(n) not in
                    inside and (isinstance(n.ctx, gast.Load) or isinstance(s, gast.AugAssign))}
         passed = [a.id for _, a in bound if isinstance(a, gast.Name)]
+        same = _same_objects(fn, params, bound)  # (h(xs, xs): taken back through the first)
         back = []
         for i, arg in bound:
             if isinstance(arg, gast.Name) and arg.id in self.loop_aliases \
-                    and self.loop_aliases[arg.id][0] not in A.names_read(s) \
+                    and not {q for _, q, _ in self.slot_chain(arg.id)} & A.names_read(s) \
                     and params[i] in taken and passed.count(arg.id) == 1 \
                     and arg.id not in outside and params[i] not in changes_items \
                     and not (isinstance(s, gast.Assign) and arg.id in A.names_written(s)):
@@ -905,14 +983,15 @@ class _Desugar:
                 self.items_pending.discard(arg.id)  # (lift_item_arguments' temporary)
                 back.append((params[i], arg.id))
                 continue
-            if params[i] not in taken or not isinstance(arg, gast.Name) \
-                    or passed.count(arg.id) > 1 \
+            names = same.get(arg.id, [params[i]]) if isinstance(arg, gast.Name) else []
+            if names[:1] != [params[i]] or not set(names) & taken \
+                    or passed.count(arg.id) > len(names) \
                     or arg.id in outside or not self.own_variable(arg.id) \
                     or self.dead_after(arg.id, s, call):
                 continue
             # another argument reading xs must be a new value (not xs[0], which the helper
             # would see change), unless the helper changes no item of xs in place
-            if params[i] not in changes_items \
+            if not set(names) & changes_items \
                     or all(self.fresh(a) and not _may_be_view(a) for _, a in bound
                            if a is not arg and arg.id in A.names_read(a)):
                 back.append((params[i], arg.id))
@@ -1149,8 +1228,9 @@ class _Desugar:
         return stored + guards + [s]
 
     def stmt(self, s) -> list:
-        if isinstance(s, gast.While) and _has_walrus(s.test):
-            s = self.loop_with_walrus_test(s)
+        if isinstance(s, gast.While) and (_has_walrus(s.test) or not self.nested and any(
+                self.may_take_back(c) for c in gast.walk(s.test))):
+            return self.block(self.loop_with_lowered_test(s))
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
         taken = self.write_back(s)
@@ -1928,15 +2008,24 @@ class _Desugar:
                 setattr(s, field, hoister.visit(node))
         return self.block(found)
 
-    def loop_with_walrus_test(self, s):
-        """``while (n := e) > 0: body`` -> ``while True: if not ((n := e) > 0): break; body``."""
-        if s.orelse:
-            self.ctx.problem(s, "':=' in the condition of a 'while' loop with an 'else'",
-                             "Assign before the loop and at the end of its body instead.")
-            return s
+    def loop_with_lowered_test(self, s) -> list:
+        """``while test: body`` whose test assigns (``(n := e) > 0``) or calls a helper whose
+        call site takes back what it changes (``while push(xs, v):``) -> ``while True: if not
+        test: break; body``: the test becomes an 'if' test, run before each iteration and
+        once more when it fails, as Python runs it (hoist_walrus, write_back). An 'else'
+        block runs after the loop when the test failed (a flag), not after a 'break'."""
         test = A.located(gast.UnaryOp(op=gast.Not(), operand=s.test), s)
-        stop = A.located(gast.If(test=test, body=[A.located(gast.Break(), s)], orelse=[]), s)
-        return A.located(gast.While(test=A.const(True), body=[stop] + s.body, orelse=[]), s)
+        stop, after = [A.located(gast.Break(), s)], []
+        if s.orelse:
+            ran_out = self.ctx.namer.fresh("_ran_out")
+            stop.insert(0, A.assign(ran_out, A.const(True), at=s))
+            after = [A.located(gast.If(test=A.load(ran_out), body=s.orelse, orelse=[]), s)]
+            before = [A.assign(ran_out, A.const(False), at=s)]
+        else:
+            before = []
+        check = A.located(gast.If(test=test, body=stop, orelse=[]), s)
+        loop = A.located(gast.While(test=A.const(True), body=[check] + s.body, orelse=[]), s)
+        return before + [loop] + after
 
     # -- comprehensions --------------------------------------------------------------------
     def hoist_comprehensions(self, s) -> list:

@@ -13,7 +13,8 @@ handed-over argument.
 from __future__ import annotations
 
 __all__ = ["WRITTEN_BACK", "written_back", "writeback_mark", "writeback_parameters",
-           "surely_mutated", "return_written_back"]
+           "surely_mutated", "return_written_back", "same_object_mark", "kept_parameters",
+           "merge_same_objects", "merged_parameters"]
 
 import gast
 
@@ -28,6 +29,45 @@ WRITTEN_BACK = "->"
 
 def writeback_mark(param: str) -> str:
     return param + WRITTEN_BACK
+
+
+# the mark of a parameter its call site passes the object of an earlier parameter (h(xs, xs))
+SAME_OBJECT = "="
+
+
+def same_object_mark(param: str, first: str) -> str:
+    return param + SAME_OBJECT + first
+
+
+def kept_parameters(tree: gast.FunctionDef) -> frozenset:
+    """The parameters of ``tree`` that name their argument's object throughout: its own
+    statements never bind them anew, no nested function or lambda reads them, and it is not
+    a generator. Two of them passed one object (``h(xs, xs)``) are one name for it."""
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    return writeback_parameters(tree, frozenset(params))
+
+
+def merged_parameters(consumed) -> frozenset:
+    """The parameters merge_same_objects reads through an earlier one's name (unread
+    after it): no other name of the helper for the object they hold."""
+    return frozenset(n.split(SAME_OBJECT, 1)[0] for n in consumed if SAME_OBJECT in n)
+
+
+def merge_same_objects(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    """Guarantees afterwards: a parameter whose call site passes it the object of an earlier
+    one (``same_object_mark`` in ``Context.consumed``: ``h(xs, xs)``) is read through that
+    parameter's name, so an in-place change through either is one change of one value, as
+    Python's helper sees one object through both. (The call site checked both are
+    kept_parameters: each names that object throughout.)"""
+    merged = dict(n.split(SAME_OBJECT, 1) for n in ctx.consumed if SAME_OBJECT in n)
+    if not merged:
+        return tree
+    for node in A.own_nodes(tree):
+        if isinstance(node, gast.Name) and node.id in merged \
+                and not isinstance(node.ctx, gast.Param):
+            node.id = merged[node.id]
+    return tree
 
 
 def written_back(consumed) -> tuple[str, ...]:
