@@ -1444,3 +1444,10 @@ def _add_item(out, index, g):
         raise IndexError("list index out of range")
     out[index] = add(out[index], g)
     return out
+
+
+# (more helpers, in their own module: the adjoint of an element store's value, ...)
+from . import containers as _containers  # noqa: E402
+from .containers import last_writes  # noqa: E402,F401
+
+SUPPORTED = SUPPORTED | _containers.SUPPORTED
