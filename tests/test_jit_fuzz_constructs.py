@@ -11,6 +11,7 @@ import pytest
 numba = pytest.importorskip("numba")
 
 import srcgrad  # noqa: E402
+from srcgrad.jit import JitUnsupportedError  # noqa: E402
 
 from fdcheck import check_grad  # noqa: E402
 
@@ -79,3 +80,98 @@ def test_compiled_last_writes_agrees_with_the_interpreted_one():
     np.testing.assert_array_equal(fn(g, 2), rt.last_writes(g, 2))
     with pytest.raises(IndexError):
         fn(g, np.array([0, 4]))
+
+
+# -- item stores into a list built in the body ----------------------------------------------
+
+def items_updated_in_place(x):
+    # (the fuzzer's `lst = [... for _ in range(k)]; lst[i] *= ...; lst[i][0] = ...`)
+    lst = [np.zeros(3) + x * (k + 1.0) for k in range(3)]
+    for i in range(3):
+        lst[i] *= x
+        lst[i][0] = np.sum(x) * i
+    lst[1] += 2.0 * x
+    lst[-1] = np.sin(lst[0])
+    return np.sum(lst[0] + lst[1] * lst[2])
+
+
+def number_items_stored(x):
+    lst = [x * k for k in range(3)]
+    for i in range(3):
+        lst[i] = lst[i] * x + 1.0
+    lst[0] += x
+    return sum(lst)
+
+
+@pytest.mark.parametrize("f, x", [
+    (items_updated_in_place, np.array([0.3, -1.2, 0.7])),
+    (number_items_stored, 0.7),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_item_stores_into_a_built_list_compile(f, x):
+    # before: "this needs srcgrad.runtime.list_append" (the store read the list)
+    source = _agree(f, x)
+    assert "_rt.list_append" not in source and "_rt.setitem(lst" not in source
+
+
+def item_shared_with_a_variable(x):
+    lst = [x * 1.0 for k in range(2)]
+    a = x * 2.0
+    lst.append(a)
+    lst[2] += 1.0  # (Python changes `a` too)
+    return np.sum(lst[2]) + np.sum(a)
+
+
+def items_sharing_data(x):
+    a = x * 2.0
+    lst = [a[:2] * 1.0]
+    lst.append(a[1:])
+    lst.append(a[1:])
+    lst[1] *= 3.0  # (Python changes lst[2] too: the same view)
+    return np.sum(lst[2])
+
+
+@pytest.mark.parametrize("f", [item_shared_with_a_variable, items_sharing_data])
+def test_in_place_item_updates_of_shared_data_stay_refused(f):
+    x = np.array([0.3, -1.2, 0.7])
+    with pytest.raises(srcgrad.SrcgradError, match="changes in place") as interpreted:
+        srcgrad.grad(f)(x)
+    with pytest.raises(srcgrad.SrcgradError, match="changes in place") as compiled:
+        srcgrad.grad(f, jit=True)(x)
+    assert str(compiled.value).split(":")[:2] == str(interpreted.value).split(":")[:2]
+
+
+# -- loops over tuples ----------------------------------------------------------------------
+
+def loop_over_a_tuple_of_arrays(x):
+    s = 0.0
+    for u in (x, np.sin(x), x * x):
+        s = s + np.sum(u * u)
+    return s
+
+
+def loop_over_a_tuple_of_numbers(x):
+    s = x
+    for u in (x, x * 2.0, np.cos(x)):
+        s = s * u + 1.0
+    return s
+
+
+@pytest.mark.parametrize("f, x", [
+    (loop_over_a_tuple_of_arrays, np.array([0.3, -1.2, 0.7])),
+    (loop_over_a_tuple_of_numbers, 0.7),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_loops_over_tuples_compile(f, x):
+    # before: "compiled loops over UniTuple(...) are not supported (arrays only)"
+    assert "_rt.element(" in _agree(f, x)
+
+
+def loop_over_a_mixed_tuple(x):
+    s = 0.0
+    for u in (x, 2):  # (an int among floats: numba's tuple keeps both types; refused)
+        s = s + np.sum(u * x)
+    return s
+
+
+def test_loops_over_mixed_tuples_stay_refused():
+    with pytest.raises(JitUnsupportedError, match=r"test_jit_fuzz_constructs.py:\d+: compiled loops"):
+        srcgrad.grad(loop_over_a_mixed_tuple, jit=True)(np.array([0.3, -1.2, 0.7]))

@@ -1,5 +1,6 @@
 """Compiled forms of more ``_rt`` helpers: the adjoint of an element store's value
-(``last_writes``).
+(``last_writes``), and item stores into the lists built_lists.py rewrites (their in-place
+check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``).
 
 Imported at the end of runtime.py, whose ``_rt`` namespace re-exports each stub here, so
 that the compiled sweeps call them as ``_rt.<name>`` like the others.
@@ -10,12 +11,18 @@ import numpy as np
 from numba.core.errors import TypingError
 from numba.extending import overload, register_jitable
 
-from .runtime import _float_dtype, _index_kind, _is_scalar, _stub, _unwrap
 from numba import types
 
-last_writes = _stub("last_writes")
+from .runtime import (SharedDataError, _built, _float_dtype, _index_kind, _is_scalar,
+                      _list_item, _may_share, _stub, _unwrap, refuse_viewed)
 
-SUPPORTED = frozenset({"last_writes"})
+last_writes = _stub("last_writes")
+list_shared_item = _stub("list_shared_item")
+list_setitem_zeroed = _stub("list_setitem_zeroed")
+list_last_writes = _stub("list_last_writes")
+
+SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
+                       "list_last_writes"})
 
 
 @register_jitable
@@ -55,3 +62,111 @@ def _last_writes(g, index):
     dtype = _float_dtype(g_t)
 
     return lambda g, index: _keep_last(g, index, dtype)
+
+
+# -- item stores into a built list (``xs[i] = v``, ``xs[i] *= v``, ``xs[i][j] = v``) ------
+
+@overload(list_shared_item)
+def _list_shared_item(root, keys, inplace, views, message):
+    """``srcgrad.runtime.refuse_shared_item`` before a store into the item ``root[keys[0]]``
+    of a list built in the body, which nothing else holds (built_lists.py): the store
+    changes the array item in place (``inplace``, or indexed further) only where no other
+    item of ``root`` and none of ``views`` (the variables that may be bound, and globals)
+    may share its data; a number item, or the item replaced, changes only the list."""
+    kind = _list_item(root.dtype) if _built(root) else None
+    if kind is None or not (isinstance(keys, types.BaseTuple) and len(keys) > 0
+                            and isinstance(keys.types[0], types.Integer)):
+        raise TypingError(f"srcgrad: compiled in-place updates of items of a {root} at "
+                          f"{keys} are not supported")
+    if kind == "number":
+        return lambda root, keys, inplace, views, message: None
+    further = len(keys) > 1
+
+    def check(root, keys, inplace, views, message):
+        n = len(root)
+        i = keys[0] + n if keys[0] < 0 else keys[0]
+        if not (further or inplace) or i < 0 or i >= n:
+            return None  # (Python's store raises IndexError itself)
+        item = root[i]
+        for k in range(n):
+            if k != i and _may_share(root[k], item):
+                raise SharedDataError(message)
+        refuse_viewed(item, views, message)
+        return None
+    return check
+
+
+@overload(list_setitem_zeroed)
+def _list_setitem_zeroed(g, x, index):
+    """``setitem_zeroed`` of a list adjoint: a new list, the item at ``index`` zero (of its
+    shape); the lazy zero (a number, an empty list) stays zero."""
+    if _is_scalar(g):
+        return lambda g, x, index: g
+    if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
+        raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
+                          f"are not supported")
+    number = _is_scalar(g.dtype)
+
+    def zeroed(g, x, index):
+        if len(g) == 0:
+            return g
+        out = [item for item in g]  # (a new list: adjoints alias)
+        out[index] = 0.0 if number else np.zeros_like(out[index])
+        return out
+    return zeroed
+
+
+@overload(list_last_writes)
+def _list_last_writes(g, index):
+    """``last_writes`` of a list adjoint at an integer: the item's adjoint."""
+    if _is_scalar(g):
+        return lambda g, index: 0.0
+    if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
+        raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
+                          f"are not supported")
+    return lambda g, index: g[index]
+
+
+# -- loops over tuples --------------------------------------------------------------------
+
+def uniform_tuple(t) -> bool:
+    """A tuple of float64 numbers or of float64/int64 arrays of one rank (numba's UniTuple:
+    one item type, so no item converted), which a loop indexes at run time."""
+    return isinstance(t, types.UniTuple) and _list_item(t.dtype) is not None
+
+
+def _compiled(lines: list, **scope):
+    exec("\n".join(lines), scope)
+    return scope[lines[0].split()[1].split("(")[0]]
+
+
+def tuple_zeros(t):
+    """The implementation of ``zeros_like`` of a ``uniform_tuple`` type: a tuple of zeros
+    (of each item's shape), as interpreted."""
+    if _list_item(t.dtype) == "number":
+        zero = "0.0"
+    else:
+        zero = "np.zeros(x[{k}].shape, dtype)"
+    items = ", ".join(zero.format(k=k) for k in range(t.count))
+    return _compiled(["def zeros(x):", f"    return ({items},)"], np=np,
+                     dtype=_float_dtype(t.dtype))
+
+
+def tuple_add_at(acc, xs):
+    """The implementation of ``add_element(acc, xs, i, g)`` for a ``uniform_tuple`` ``xs``:
+    a new tuple of the items' adjoints, ``g`` added at ``i`` (from zeros for the lazy zero
+    ``acc``)."""
+    acc = _unwrap(acc)
+    if not (_is_scalar(acc) or isinstance(acc, types.UniTuple) and acc.count == xs.count):
+        raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (adjoint {acc}) "
+                          f"are not supported")
+    start = "zeros(xs)" if _is_scalar(acc) else "acc"
+    n = xs.count
+    items = ", ".join(f"start[{k}] + g if i == {k} else start[{k}]" for k in range(n))
+    return _compiled([
+        "def add_at(acc, xs, i, g):",
+        f"    start = {start}",
+        f"    if i < -{n} or i >= {n}:",
+        "        raise IndexError('tuple index out of range')",
+        f"    i = i + {n} if i < 0 else i",
+        f"    return ({items},)"], zeros=register_jitable(tuple_zeros(xs)))

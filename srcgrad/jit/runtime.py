@@ -77,6 +77,8 @@ def _zeros_like(x):
         return lambda x: 0j
     if _is_scalar(x):
         return lambda x: 0.0
+    if _containers.uniform_tuple(x):
+        return _containers.tuple_zeros(x)
     raise TypingError(f"srcgrad: no compiled zero adjoint for a value of type {x}")
 
 
@@ -435,11 +437,15 @@ def _dot_vjp(g, ans, a, b, out=None):
 def _element(xs, i):
     if isinstance(_unwrap(xs), types.Array):
         return lambda xs, i: xs[i]
+    if _containers.uniform_tuple(xs) and isinstance(i, types.Integer):
+        return lambda xs, i: xs[i]  # (the item itself, as interpreted)
     raise TypingError(f"srcgrad: compiled loops over {xs} are not supported (arrays only)")
 
 
 @overload(add_element)
 def _add_element(acc, xs, i, g):
+    if _containers.uniform_tuple(_unwrap(xs)):
+        return _containers.tuple_add_at(acc, xs)
     return lambda acc, xs, i, g: add_at(acc, xs, i, g)
 
 
@@ -1448,6 +1454,7 @@ def _add_item(out, index, g):
 
 # (more helpers, in their own module: the adjoint of an element store's value, ...)
 from . import containers as _containers  # noqa: E402
-from .containers import last_writes  # noqa: E402,F401
+from .containers import (last_writes, list_last_writes, list_setitem_zeroed,  # noqa: E402,F401
+                         list_shared_item)
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED

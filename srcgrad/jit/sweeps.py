@@ -796,7 +796,9 @@ class _SharedLocals:
     undefined variable: an empty array shares nothing), so both checks see the same
     arrays; where numba cannot tell (a name bound only later in the same loop, and no
     stand-in ``z = None`` before it), it refuses to compile: "Variable 'z' is not
-    defined", located like its other errors."""
+    defined", located like its other errors. ``_rt.refuse_shared_item(root, keys, inplace,
+    locals(), names, outside, message)`` keeps its first three arguments and gets the same
+    tuple of values (built_lists.py compiles it for the lists it rewrites)."""
 
     def block(self, stmts: list, bound: set) -> set:
         """Rewrites the checks in ``stmts``; the names that may be bound after them."""
@@ -817,11 +819,18 @@ class _SharedLocals:
                 self.block(getattr(s, "finalbody", []), set(inner))
             elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_locals"):
                 s.value = self.rewritten(s.value, bound)
+            elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_item") \
+                    and len(s.value.args) == 7:  # (root, keys, inplace, then as above)
+                root, keys, inplace = s.value.args[:3]
+                rest = ast.copy_location(ast.Call(func=s.value.func, args=s.value.args[3:],
+                                                  keywords=[]), s.value)
+                check = self.rewritten(rest, bound)
+                s.value.args = [root, keys, inplace] + check.args[1:]
             bound = bound | _assigned(s)
         return bound
 
     def rewritten(self, call: ast.Call, bound: set) -> ast.Call:
-        value, frame, names, outside, message = call.args
+        value, frame, names, outside, message = [None] * (5 - len(call.args)) + call.args
         if not (isinstance(frame, ast.Call) and isinstance(frame.func, ast.Name)
                 and frame.func.id == "locals" and isinstance(names, ast.Tuple)
                 and isinstance(outside, ast.Tuple)
