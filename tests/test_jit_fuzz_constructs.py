@@ -13,7 +13,7 @@ numba = pytest.importorskip("numba")
 import srcgrad  # noqa: E402
 from srcgrad.jit import JitUnsupportedError  # noqa: E402
 
-from fdcheck import check_grad  # noqa: E402
+from fdcheck import check_grad, flatten  # noqa: E402
 
 
 def _agree(f, *args):
@@ -23,7 +23,8 @@ def _agree(f, *args):
     g = srcgrad.value_and_grad(f, wrt=wrt, jit=True)
     got = g(*args)
     assert got[0] == pytest.approx(want[0], rel=1e-12)
-    for a, b in zip(got[1], want[1]):
+    assert len(flatten(got[1])) == len(flatten(want[1]))
+    for a, b in zip(flatten(got[1]), flatten(want[1])):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
     check_grad(f, args, wrt=wrt, grads=got[1])
     return srcgrad.source(g)
@@ -175,3 +176,40 @@ def loop_over_a_mixed_tuple(x):
 def test_loops_over_mixed_tuples_stay_refused():
     with pytest.raises(JitUnsupportedError, match=r"test_jit_fuzz_constructs.py:\d+: compiled loops"):
         srcgrad.grad(loop_over_a_mixed_tuple, jit=True)(np.array([0.3, -1.2, 0.7]))
+
+
+# -- items of tuples read by index: their adjoints (add_at of a tuple) ---------------------
+
+def tuple_argument_items(pair, x):
+    a = pair[0] * x
+    b = np.sum(pair[1] ** 2) + pair[-1][0, 1]
+    return np.sum(a) + b * np.sum(pair[0])
+
+
+def tuple_indexed_in_a_loop(x):
+    t = (x, x * 2.0, np.sin(x))
+    s = 0.0
+    for i in range(3):
+        s = s + np.sum(t[i] ** 2) * t[-1 - i][0]
+    return s
+
+
+def test_tuple_items_read_by_index_compile():
+    # before: "compiled gradients of indexing Tuple(...) with int64 are not supported"
+    pair = (np.array([0.3, -1.2, 0.7]), np.array([[0.5, 1.0, 2.0], [0.1, 0.2, 0.3]]))
+    x = np.array([0.3, -1.2, 0.7])
+    _agree(tuple_argument_items, pair, x)
+    _agree(tuple_indexed_in_a_loop, x)
+
+
+def mixed_tuple_indexed_in_a_loop(x):
+    t = (x, np.ones((2, 3)))
+    s = 0.0
+    for i in range(2):  # (numba indexes a tuple of two types only by a constant)
+        s = s + np.sum(t[i])
+    return s
+
+
+def test_a_mixed_tuple_indexed_at_run_time_stays_refused():
+    with pytest.raises(JitUnsupportedError, match=r"test_jit_fuzz_constructs.py:\d+: "):
+        srcgrad.grad(mixed_tuple_indexed_in_a_loop, jit=True)(np.array([0.3, -1.2, 0.7]))

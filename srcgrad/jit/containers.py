@@ -14,7 +14,7 @@ from numba.extending import overload, register_jitable
 from numba import types
 
 from .runtime import (SharedDataError, _built, _float_dtype, _index_kind, _is_scalar,
-                      _list_item, _may_share, _stub, _unwrap, refuse_viewed)
+                      _list_item, _may_share, _stub, _unwrap, densify, refuse_viewed)
 
 last_writes = _stub("last_writes")
 list_shared_item = _stub("list_shared_item")
@@ -140,33 +140,69 @@ def _compiled(lines: list, **scope):
     return scope[lines[0].split()[1].split("(")[0]]
 
 
+def item_tuple(t) -> bool:
+    """A tuple of float64 numbers and float64/int64 arrays (its adjoint: a tuple of their
+    adjoints)."""
+    return isinstance(t, types.BaseTuple) and len(t) > 0 \
+        and all(_list_item(item) is not None for item in t.types)
+
+
 def tuple_zeros(t):
-    """The implementation of ``zeros_like`` of a ``uniform_tuple`` type: a tuple of zeros
+    """The implementation of ``zeros_like`` of an ``item_tuple`` type: a tuple of zeros
     (of each item's shape), as interpreted."""
-    if _list_item(t.dtype) == "number":
-        zero = "0.0"
-    else:
-        zero = "np.zeros(x[{k}].shape, dtype)"
-    items = ", ".join(zero.format(k=k) for k in range(t.count))
-    return _compiled(["def zeros(x):", f"    return ({items},)"], np=np,
-                     dtype=_float_dtype(t.dtype))
+    items = ", ".join("0.0" if _list_item(item) == "number"
+                      else f"np.zeros(x[{k}].shape, np.float64)"
+                      for k, item in enumerate(t.types))
+    return _compiled(["def zeros(x):", f"    return ({items},)"], np=np)
 
 
-def tuple_add_at(acc, xs):
-    """The implementation of ``add_element(acc, xs, i, g)`` for a ``uniform_tuple`` ``xs``:
-    a new tuple of the items' adjoints, ``g`` added at ``i`` (from zeros for the lazy zero
-    ``acc``)."""
+def tuple_add_at(acc, xs, index=None, names=("acc", "xs", "i", "g")):
+    """The implementation of ``add_element(acc, xs, i, g)`` (and ``add_at``) for an
+    ``item_tuple`` ``xs``: a new tuple of the items' adjoints, ``g`` added at ``i`` (from
+    zeros for the lazy zero ``acc``); ``i`` a literal unless ``xs`` is a ``uniform_tuple``
+    (numba indexes only those at run time); ``names`` the overload's parameters."""
     acc = _unwrap(acc)
-    if not (_is_scalar(acc) or isinstance(acc, types.UniTuple) and acc.count == xs.count):
+    n = len(xs)
+    if not (_is_scalar(acc) or isinstance(acc, types.BaseTuple) and len(acc) == n):
         raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (adjoint {acc}) "
                           f"are not supported")
     start = "zeros(xs)" if _is_scalar(acc) else "acc"
-    n = xs.count
-    items = ", ".join(f"start[{k}] + g if i == {k} else start[{k}]" for k in range(n))
+    if isinstance(index, types.IntegerLiteral):
+        k = index.literal_value
+        if not -n <= k < n:
+            raise TypingError(f"srcgrad: tuple index {k} out of range for {xs}")
+        k %= n
+        items = ", ".join(f"start[{j}] + g" if j == k else f"start[{j}]" for j in range(n))
+        check = []
+    else:
+        items = ", ".join(f"start[{j}] + g if i == {j} else start[{j}]" for j in range(n))
+        check = [f"    if i < -{n} or i >= {n}:",
+                 "        raise IndexError('tuple index out of range')",
+                 f"    i = i + {n} if i < 0 else i"]
     return _compiled([
-        "def add_at(acc, xs, i, g):",
+        f"def add_at({', '.join(names)}):",
+        f"    acc, xs, i, g = {', '.join(names)}",
         f"    start = {start}",
-        f"    if i < -{n} or i >= {n}:",
-        "        raise IndexError('tuple index out of range')",
-        f"    i = i + {n} if i < 0 else i",
+        *check,
         f"    return ({items},)"], zeros=register_jitable(tuple_zeros(xs)))
+
+
+def tuple_densify(g, x):
+    """The implementation of ``densify(g, x)`` for an ``item_tuple`` ``x``: zeros of its
+    items for the lazy zero, else each item's adjoint densified (a tuple, as interpreted)."""
+    if _is_scalar(g):
+        zeros = register_jitable(tuple_zeros(x))
+        return lambda g, x: zeros(x)
+    if not (isinstance(g, types.BaseTuple) and len(g) == len(x)):
+        raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type "
+                          f"{x}")
+    items = ", ".join(f"densify(g[{k}], x[{k}])" for k in range(len(x)))
+    return _compiled(["def dense(g, x):", f"    return ({items},)"], densify=densify)
+
+
+def tuple_add(a):
+    """The implementation of ``add(a, b)`` of two tuple adjoints of one length: item by
+    item, as interpreted."""
+    from .runtime import add
+    items = ", ".join(f"add(a[{k}], b[{k}])" for k in range(len(a)))
+    return _compiled(["def added(a, b):", f"    return ({items},)"], add=add)

@@ -77,7 +77,7 @@ def _zeros_like(x):
         return lambda x: 0j
     if _is_scalar(x):
         return lambda x: 0.0
-    if _containers.uniform_tuple(x):
+    if _containers.item_tuple(x):
         return _containers.tuple_zeros(x)
     raise TypingError(f"srcgrad: no compiled zero adjoint for a value of type {x}")
 
@@ -107,6 +107,9 @@ def _is_zero(g):
 def _add(a, b):
     if isinstance(a, types.List) and isinstance(b, types.List):
         return _add_lists
+    if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) \
+            and len(a) == len(b) > 0:
+        return _containers.tuple_add(a)
     if isinstance(a, (types.BaseTuple, types.List)) or isinstance(b, (types.BaseTuple,
                                                                        types.List)):
         # (Python's + joins them: the adjoints of their items must be added instead)
@@ -197,6 +200,8 @@ def _densify(g, x):
                     raise ValueError("srcgrad: a scalar input got an array gradient")
                 return g.reshape(1)[0]
             return one
+    if _containers.item_tuple(x):
+        return _containers.tuple_densify(g, x)
     raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type {x}")
 
 
@@ -335,6 +340,10 @@ def _gather_add(out, index, g):
 @overload(add_at)
 def _add_at(acc, x, index, g):
     acc_t, x_t = _unwrap(acc), _unwrap(x)
+    if _containers.item_tuple(x_t) and isinstance(_unwrap(index), types.Integer):
+        if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
+            return _containers.tuple_add_at(acc, x_t, index, ("acc", "x", "index", "g"))
+        return None  # (numba types the call again with the index's literal value)
     kind = _index_kind(index)
     if kind is None or not isinstance(x_t, types.Array):
         raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
