@@ -213,3 +213,33 @@ def mixed_tuple_indexed_in_a_loop(x):
 def test_a_mixed_tuple_indexed_at_run_time_stays_refused():
     with pytest.raises(JitUnsupportedError, match=r"test_jit_fuzz_constructs.py:\d+: "):
         srcgrad.grad(mixed_tuple_indexed_in_a_loop, jit=True)(np.array([0.3, -1.2, 0.7]))
+
+
+# -- list arguments read by index -------------------------------------------------------------
+
+def list_argument_items(ws, x):
+    return np.sum(ws[0] * x) + np.sum(ws[-1] ** 2) * ws[1][2]
+
+
+def list_of_pairs_argument(ps, x):
+    return np.sum(ps[1][0] * x) + ps[0][1] * np.sum(ps[1][0]) + ps[-1][1] ** 2
+
+
+def list_argument_unread(ws, x):
+    return np.sum(x ** 2)
+
+
+@pytest.mark.parametrize("f, ws", [
+    (list_argument_items, [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.1, 0.2]),
+                           np.array([0.3, 0.3, 0.1])]),
+    (list_of_pairs_argument, [(np.array([1.0, 2.0, 3.0]), 0.5),
+                              (np.array([0.5, 0.1, 0.2]), 2.0)]),
+    (list_argument_unread, [np.array([1.0, 2.0, 3.0]), np.array([0.5, 0.1, 0.2])]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_list_arguments_read_by_index_compile(f, ws):
+    # before: "compiled gradients of indexing reflected list(...) with int64 are not
+    # supported" (and "no compiled zero adjoint" for the unread one)
+    x = np.array([0.3, -1.2, 0.7])
+    _agree(f, ws, x)
+    got = srcgrad.grad(f, wrt=(0, 1), jit=True)(ws, x)[0]
+    assert type(got) is list and len(got) == len(ws)  # (a list, as interpreted)

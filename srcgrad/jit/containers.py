@@ -206,3 +206,66 @@ def tuple_add(a):
     from .runtime import add
     items = ", ".join(f"add(a[{k}], b[{k}])" for k in range(len(a)))
     return _compiled(["def added(a, b):", f"    return ({items},)"], add=add)
+
+
+# -- list arguments read by index ---------------------------------------------------------
+
+def argument_list(t) -> bool:
+    """A list passed in (numba's reflected list) of float64 numbers, of float64/int64 arrays
+    of one rank, or of such tuples: its adjoint is a list of its items' adjoints."""
+    return isinstance(t, types.List) and t.reflected \
+        and (_list_item(t.dtype) is not None or item_tuple(t.dtype))
+
+
+def _item_zero(t):
+    """A jitted function of one item of type ``t``: its zero adjoint."""
+    if item_tuple(t):
+        return register_jitable(tuple_zeros(t))
+    if _list_item(t) == "number":
+        return register_jitable(lambda item: 0.0)
+    return register_jitable(lambda item: np.zeros(item.shape, np.float64))
+
+
+def list_zeros(x):
+    """The implementation of ``zeros_like`` of an ``argument_list``: one zero per item (the
+    interpreted ``zeros_like`` of a list)."""
+    zero = _item_zero(x.dtype)
+    return lambda x: [zero(item) for item in x]
+
+
+def list_add_at_argument(acc, x):
+    """The implementation of ``add_at(acc, x, index, g)`` of an item of an
+    ``argument_list`` ``x``: a new list of the items' adjoints, ``g`` added at ``index``."""
+    from .runtime import add
+    zero = _item_zero(x.dtype)
+    acc = _unwrap(acc)
+    if not (_is_scalar(acc) or isinstance(acc, types.List)):
+        raise TypingError(f"srcgrad: compiled gradients of items of a {x} (adjoint {acc}) "
+                          f"are not supported")
+    fresh = _is_scalar(acc)
+
+    def into(acc, x, index, g):
+        if fresh:
+            out = [zero(item) for item in x]
+        else:
+            out = [item for item in acc]  # (a new list: adjoints alias)
+        if index < -len(out) or index >= len(out):
+            raise IndexError("list index out of range")
+        out[index] = add(out[index], g)
+        return out
+    return into
+
+
+def list_densify(g, x):
+    """The implementation of ``densify(g, x)`` of an ``argument_list`` ``x``."""
+    if _is_scalar(g):
+        return list_zeros(x)
+    if not isinstance(g, types.List):
+        raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type "
+                          f"{x}")
+
+    def dense(g, x):
+        if len(g) != len(x):
+            raise ValueError("srcgrad: a list's gradient has another length than the list")
+        return g
+    return dense

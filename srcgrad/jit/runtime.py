@@ -79,6 +79,8 @@ def _zeros_like(x):
         return lambda x: 0.0
     if _containers.item_tuple(x):
         return _containers.tuple_zeros(x)
+    if _containers.argument_list(x):
+        return _containers.list_zeros(x)
     raise TypingError(f"srcgrad: no compiled zero adjoint for a value of type {x}")
 
 
@@ -202,6 +204,8 @@ def _densify(g, x):
             return one
     if _containers.item_tuple(x):
         return _containers.tuple_densify(g, x)
+    if _containers.argument_list(x):
+        return _containers.list_densify(g, x)
     raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type {x}")
 
 
@@ -344,6 +348,8 @@ def _add_at(acc, x, index, g):
         if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
             return _containers.tuple_add_at(acc, x_t, index, ("acc", "x", "index", "g"))
         return None  # (numba types the call again with the index's literal value)
+    if _containers.argument_list(x_t) and isinstance(_unwrap(index), types.Integer):
+        return _containers.list_add_at_argument(acc, x_t)
     kind = _index_kind(index)
     if kind is None or not isinstance(x_t, types.Array):
         raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
