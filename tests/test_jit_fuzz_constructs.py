@@ -243,3 +243,55 @@ def test_list_arguments_read_by_index_compile(f, ws):
     _agree(f, ws, x)
     got = srcgrad.grad(f, wrt=(0, 1), jit=True)(ws, x)[0]
     assert type(got) is list and len(got) == len(ws)  # (a list, as interpreted)
+
+
+# -- loops over list displays -----------------------------------------------------------------
+
+def loop_over_a_list_display(x, y):
+    s = 0.0
+    for v in [x, y * 2.0, np.sin(x)]:
+        s = s + np.sum(v * v)
+    return s + np.sum(sum(map(lambda u: y, [x, y])))  # (the fuzzer's map over a display)
+
+
+def loop_over_a_display_of_numbers(x):
+    s = x
+    for v in [x, 2.0, x * x]:
+        s = s * v
+    return s
+
+
+def test_loops_over_list_displays_compile():
+    # before: "compiled loops over list(...) are not supported (arrays only)"
+    source = _agree(loop_over_a_list_display, np.array([0.3, -1.2, 0.7]),
+                    np.array([1.0, 2.0, 0.5]))
+    assert "_rt.display_element(" in source
+    _agree(loop_over_a_display_of_numbers, 0.7)
+
+
+def loop_over_ints_and_floats(x):
+    s = x
+    for v in [x, 2]:  # (numba's list would hold 2.0)
+        s = s * v
+    return s
+
+
+def test_loops_over_displays_of_ints_stay_refused():
+    with pytest.raises(JitUnsupportedError, match=r"test_jit_fuzz_constructs.py:\d+: "
+                                                  r"compiled lists of int64 items"):
+        srcgrad.grad(loop_over_ints_and_floats, jit=True)(0.7)
+
+
+# -- indices the sweeps keep on a stack (optional until first bound) -----------------------
+
+def tuple_indices_in_a_loop(x):
+    v = np.zeros((2, 3))
+    for i in range(2):
+        v[i, 1:] = x[:2] * (i + 1.0)
+        v[i, :2] += x[1:] * v[i, 1:]
+    return np.sum(v * v)
+
+
+def test_tuple_indices_from_a_stack_compile():
+    # before: "numba has no compiled 'setitem_zeroed' for arguments (..., OptionalType(...))"
+    _agree(tuple_indices_in_a_loop, np.array([0.3, -1.2, 0.7]))

@@ -68,7 +68,30 @@ def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, in
     for func in functions:  # (a helper's backward sweep: the lists its forward sweep built)
         _type_list_zeros(func, temps, adjoint_of)
         _adjoint_reads(func, built | set(temps), temps, readers, kinds, adjoint_of)
+        _iterated_displays(func)
     return module
+
+
+def _iterated_displays(func) -> None:
+    """``for v in [a, b]`` (``_rt.element(_t1, i)`` of a list display bound once):
+    ``_rt.display_element``, each item guarded by ``_rt.list_item`` (numba's list holds one
+    type: an int among floats would become a float)."""
+    stores = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    displays = {_assign_to(n): n.value for n in ast.walk(func)
+                if isinstance(n, ast.Assign) and _assign_to(n)
+                and isinstance(n.value, ast.List) and n.value.elts
+                and not any(isinstance(e, ast.Starred) for e in n.value.elts)}
+    for node in ast.walk(func):
+        if _is_rt(node, "element") and len(node.args) == 2 \
+                and stores.get(_name_of(node.args[0])) == 1 \
+                and _name_of(node.args[0]) in displays:
+            display = displays[node.args[0].id]
+            if not all(_is_rt(e, "list_item") for e in display.elts):
+                display.elts = [_call("_rt", "list_item", [e], e) for e in display.elts]
+            node.func.attr = "display_element"
 
 
 def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dict,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core.errors import TypingError
-from numba.extending import overload, register_jitable
+from numba.extending import intrinsic, overload, register_jitable
 
 from numba import types
 
@@ -21,8 +21,10 @@ list_shared_item = _stub("list_shared_item")
 list_setitem_zeroed = _stub("list_setitem_zeroed")
 list_last_writes = _stub("list_last_writes")
 
+display_element = _stub("display_element")
+
 SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
-                       "list_last_writes"})
+                       "list_last_writes", "display_element"})
 
 
 @register_jitable
@@ -53,6 +55,8 @@ def _last_writes(g, index):
     g_t = _unwrap(g)
     if _is_scalar(g_t):
         return lambda g, index: 0.0
+    if isinstance(index, types.Optional):  # (an index from a stack)
+        return lambda g, index: last_writes(g, unoptional(index))
     kind = _index_kind(index)
     if not isinstance(g_t, types.Array) or kind is None:
         raise TypingError(f"srcgrad: compiled gradients of element stores into {g_t} at "
@@ -211,9 +215,11 @@ def tuple_add(a):
 # -- list arguments read by index ---------------------------------------------------------
 
 def argument_list(t) -> bool:
-    """A list passed in (numba's reflected list) of float64 numbers, of float64/int64 arrays
-    of one rank, or of such tuples: its adjoint is a list of its items' adjoints."""
-    return isinstance(t, types.List) and t.reflected \
+    """A list passed in (numba's reflected list), or a list display whose items are guarded
+    by ``list_item`` (built_lists.py, for a loop over it), of float64 numbers, of
+    float64/int64 arrays of one rank, or of such tuples: its adjoint is a list of its
+    items' adjoints. (Lists built_lists.py rewrites have their own helpers.)"""
+    return isinstance(t, types.List) \
         and (_list_item(t.dtype) is not None or item_tuple(t.dtype))
 
 
@@ -233,9 +239,10 @@ def list_zeros(x):
     return lambda x: [zero(item) for item in x]
 
 
-def list_add_at_argument(acc, x):
-    """The implementation of ``add_at(acc, x, index, g)`` of an item of an
-    ``argument_list`` ``x``: a new list of the items' adjoints, ``g`` added at ``index``."""
+def list_add_at_argument(acc, x, names=("acc", "x", "index", "g")):
+    """The implementation of ``add_at(acc, x, index, g)`` (or ``add_element``: its
+    parameters ``names``) of an item of an ``argument_list`` ``x``: a new list of the items'
+    adjoints, ``g`` added at ``index``."""
     from .runtime import add
     zero = _item_zero(x.dtype)
     acc = _unwrap(acc)
@@ -253,7 +260,8 @@ def list_add_at_argument(acc, x):
             raise IndexError("list index out of range")
         out[index] = add(out[index], g)
         return out
-    return into
+    return _compiled([f"def add_at({', '.join(names)}):",
+                      f"    return into({', '.join(names)})"], into=register_jitable(into))
 
 
 def list_densify(g, x):
@@ -269,3 +277,24 @@ def list_densify(g, x):
             raise ValueError("srcgrad: a list's gradient has another length than the list")
         return g
     return dense
+
+
+@overload(display_element)
+def _display_element(xs, i):
+    """``element`` of a list display whose items ``list_item`` guards (built_lists.py: numba
+    would convert an int among floats to a float): the item itself."""
+    if argument_list(xs) and isinstance(i, types.Integer):
+        return lambda xs, i: xs[i]
+    raise TypingError(f"srcgrad: compiled loops over a {xs} are not supported")
+
+
+@intrinsic
+def unoptional(typingctx, x):
+    """The value of an optional ``x`` (a variable the sweeps first bind to None, holding a
+    value where it is read); numba raises a TypeError should it be None."""
+    if not isinstance(x, types.Optional):
+        return None
+
+    def codegen(context, builder, signature, args):
+        return context.cast(builder, args[0], x, x.type)
+    return x.type(x), codegen

@@ -344,6 +344,9 @@ def _gather_add(out, index, g):
 @overload(add_at)
 def _add_at(acc, x, index, g):
     acc_t, x_t = _unwrap(acc), _unwrap(x)
+    if isinstance(index, types.Optional) and not isinstance(index.type, types.Integer):
+        unoptional = _containers.unoptional  # (a tuple or array index from a stack)
+        return lambda acc, x, index, g: add_at(acc, x, unoptional(index), g)
     if _containers.item_tuple(x_t) and isinstance(_unwrap(index), types.Integer):
         if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
             return _containers.tuple_add_at(acc, x_t, index, ("acc", "x", "index", "g"))
@@ -452,7 +455,8 @@ def _dot_vjp(g, ans, a, b, out=None):
 def _element(xs, i):
     if isinstance(_unwrap(xs), types.Array):
         return lambda xs, i: xs[i]
-    if _containers.uniform_tuple(xs) and isinstance(i, types.Integer):
+    if (_containers.uniform_tuple(xs) or _containers.argument_list(xs) and xs.reflected) \
+            and isinstance(i, types.Integer):
         return lambda xs, i: xs[i]  # (the item itself, as interpreted)
     raise TypingError(f"srcgrad: compiled loops over {xs} are not supported (arrays only)")
 
@@ -461,6 +465,8 @@ def _element(xs, i):
 def _add_element(acc, xs, i, g):
     if _containers.uniform_tuple(_unwrap(xs)):
         return _containers.tuple_add_at(acc, xs)
+    if _containers.argument_list(_unwrap(xs)):
+        return _containers.list_add_at_argument(acc, _unwrap(xs), ("acc", "xs", "i", "g"))
     return lambda acc, xs, i, g: add_at(acc, xs, i, g)
 
 
@@ -714,6 +720,9 @@ def _setitem_zeroed(g, x, index):
     scalar ``g`` is the lazy zero (its adjoint was never written): zero stays zero."""
     if _is_scalar(g):
         return lambda g, x, index: g
+    if isinstance(index, types.Optional):  # (an index from a stack)
+        unoptional = _containers.unoptional
+        return lambda g, x, index: setitem_zeroed(g, x, unoptional(index))
     if isinstance(g, types.Array):
         def zeroed(g, x, index):
             out = g.copy()
@@ -1469,7 +1478,7 @@ def _add_item(out, index, g):
 
 # (more helpers, in their own module: the adjoint of an element store's value, ...)
 from . import containers as _containers  # noqa: E402
-from .containers import (last_writes, list_last_writes, list_setitem_zeroed,  # noqa: E402,F401
-                         list_shared_item)
+from .containers import (display_element, last_writes, list_last_writes,  # noqa: E402,F401
+                         list_setitem_zeroed, list_shared_item)
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED
