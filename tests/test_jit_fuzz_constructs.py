@@ -295,3 +295,41 @@ def tuple_indices_in_a_loop(x):
 def test_tuple_indices_from_a_stack_compile():
     # before: "numba has no compiled 'setitem_zeroed' for arguments (..., OptionalType(...))"
     _agree(tuple_indices_in_a_loop, np.array([0.3, -1.2, 0.7]))
+
+
+# -- an in-place update of an array that may be shared: refused where it runs ---------------
+
+def shared_update_in_a_branch(x, flag):
+    y = x * 2.0
+    if flag > 0.0:
+        z = y[:2]
+        z += 1.0  # (the interpreted gradient refuses it where it runs)
+    return np.sum(y ** 2)
+
+
+def test_in_place_updates_of_shared_arrays_are_refused_where_they_run():
+    # before: refused at compile time, also when the branch is not taken
+    x = np.array([0.3, -1.2, 0.7])
+    np.testing.assert_allclose(srcgrad.grad(shared_update_in_a_branch, jit=True)(x, -1.0),
+                               srcgrad.grad(shared_update_in_a_branch)(x, -1.0), rtol=1e-12)
+    with pytest.raises(srcgrad.UnsupportedSyntaxError) as interpreted:
+        srcgrad.grad(shared_update_in_a_branch)(x, 1.0)
+    with pytest.raises(srcgrad.UnsupportedSyntaxError) as compiled:
+        srcgrad.grad(shared_update_in_a_branch, jit=True)(x, 1.0)
+    assert str(compiled.value) == str(interpreted.value)
+    assert "test_jit_fuzz_constructs.py" in str(compiled.value)
+
+
+# -- the fuzzer programs that stopped at these constructs, replayed --------------------------
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed, index", [
+    (60, 2),    # items of a list built in the body updated in place (lst5[i6][0] += ...)
+    (137, 6),   # a tuple argument's items, their adjoints added
+    (60, 7),    # tuple items read by index
+    (100, 5),   # a list argument's items read by index
+])
+def test_fuzzer_programs_compile_and_agree(seed, index, tmp_path):
+    import fuzzer
+    result = fuzzer.run_program(seed, index, str(tmp_path), ("jit",))
+    assert result.outcomes["jit"] == ("correct", ""), result.outcomes

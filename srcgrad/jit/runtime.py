@@ -603,8 +603,17 @@ def _literal_text(message) -> str:
 
 @overload(refuse_shared_array)
 def _refuse_shared_array(value, message):
-    if isinstance(_unwrap(value), types.Array):
-        raise TypingError(f"srcgrad: {_literal_text(message)}")
+    """Raises where the interpreted check does: when the update runs on an array (a
+    refusal at compile time would refuse branches never taken too)."""
+    if isinstance(value, types.Optional) and isinstance(value.type, types.Array):
+        def maybe(value, message):
+            if value is not None:
+                raise SharedDataError(message)
+        return maybe
+    if isinstance(value, types.Array):
+        def refuse(value, message):
+            raise SharedDataError(message)
+        return refuse
     return lambda value, message: None
 
 
