@@ -22,9 +22,10 @@ list_setitem_zeroed = _stub("list_setitem_zeroed")
 list_last_writes = _stub("list_last_writes")
 
 display_element = _stub("display_element")
+reshape_c = _stub("reshape_c")
 
 SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
-                       "list_last_writes", "display_element"})
+                       "list_last_writes", "display_element", "reshape_c"})
 
 
 @register_jitable
@@ -298,3 +299,14 @@ def unoptional(typingctx, x):
     def codegen(context, builder, signature, args):
         return context.cast(builder, args[0], x, x.type)
     return x.type(x), codegen
+
+
+@overload(reshape_c)
+def _reshape_c(a, shape):
+    """``np.reshape(a, shape, order='C')`` (numba's takes no ``order``): the elements in C
+    order, of a copy where ``a`` is not C-contiguous."""
+    if isinstance(a, types.Array):
+        return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
+    if _is_scalar(a):
+        return lambda a, shape: np.asarray(a).reshape(shape)
+    raise TypingError(f"srcgrad: compiled reshapes of a {a} are not supported")

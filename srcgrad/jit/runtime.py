@@ -1488,6 +1488,6 @@ def _add_item(out, index, g):
 # (more helpers, in their own module: the adjoint of an element store's value, ...)
 from . import containers as _containers  # noqa: E402
 from .containers import (display_element, last_writes, list_last_writes,  # noqa: E402,F401
-                         list_setitem_zeroed, list_shared_item)
+                         list_setitem_zeroed, list_shared_item, reshape_c)
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED

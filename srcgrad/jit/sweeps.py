@@ -638,6 +638,33 @@ def reductions_along_an_axis(module: ast.Module, numpy_names: set[str],
     return _Reductions(names, set(module_names) | set(numpy_names)).visit(module)
 
 
+class _OrderedReshapes(ast.NodeTransformer):
+    """``np.reshape(a, shape, order='C')`` (the adjoint of a reshape) ->
+    ``_rt.reshape_c(a, shape)``: numba's ``np.reshape`` takes no ``order``."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "reshape" \
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
+                and len(node.args) == 2 and len(node.keywords) == 1 \
+                and node.keywords[0].arg == "order" \
+                and isinstance(node.keywords[0].value, ast.Constant) \
+                and node.keywords[0].value.value == "C":
+            rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                        attr="reshape_c", ctx=ast.Load()), func)
+            return _located(ast.Call(func=rt, args=node.args, keywords=[]), node)
+        return node
+
+
+def c_order_reshapes(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with ``np.reshape(a, shape, order='C')`` called through ``_rt``."""
+    return _OrderedReshapes(numpy_names - _assigned(module)).visit(module)
+
+
 class _IntegerPowers(ast.NodeTransformer):
     """``a ** b`` -> ``_rt.power(a, b, "file:line")``: numba computes an int to an int
     power in int64, where Python gives a float for a negative exponent (``2 ** -1`` is 0.5,
