@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 from numba.core.errors import TypingError
+from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic, overload, register_jitable
 
 from numba import types
@@ -56,8 +57,8 @@ def _last_writes(g, index):
     g_t = _unwrap(g)
     if _is_scalar(g_t):
         return lambda g, index: 0.0
-    if isinstance(index, types.Optional):  # (an index from a stack)
-        return lambda g, index: last_writes(g, unoptional(index))
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        return lambda g, index: last_writes(g, unoptional(index))  # (from a stack)
     kind = _index_kind(index)
     if not isinstance(g_t, types.Array) or kind is None:
         raise TypingError(f"srcgrad: compiled gradients of element stores into {g_t} at "
@@ -297,7 +298,8 @@ def unoptional(typingctx, x):
         return None
 
     def codegen(context, builder, signature, args):
-        return context.cast(builder, args[0], x, x.type)
+        value = context.cast(builder, args[0], x, x.type)
+        return impl_ret_borrowed(context, builder, x.type, value)  # (a new reference)
     return x.type(x), codegen
 
 

@@ -344,8 +344,8 @@ def _gather_add(out, index, g):
 @overload(add_at)
 def _add_at(acc, x, index, g):
     acc_t, x_t = _unwrap(acc), _unwrap(x)
-    if isinstance(index, types.Optional) and not isinstance(index.type, types.Integer):
-        unoptional = _containers.unoptional  # (a tuple or array index from a stack)
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        unoptional = _containers.unoptional  # (a tuple index from a stack)
         return lambda acc, x, index, g: add_at(acc, x, unoptional(index), g)
     if _containers.item_tuple(x_t) and isinstance(_unwrap(index), types.Integer):
         if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
@@ -729,8 +729,8 @@ def _setitem_zeroed(g, x, index):
     scalar ``g`` is the lazy zero (its adjoint was never written): zero stays zero."""
     if _is_scalar(g):
         return lambda g, x, index: g
-    if isinstance(index, types.Optional):  # (an index from a stack)
-        unoptional = _containers.unoptional
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        unoptional = _containers.unoptional  # (a tuple index from a stack)
         return lambda g, x, index: setitem_zeroed(g, x, unoptional(index))
     if isinstance(g, types.Array):
         def zeroed(g, x, index):
