@@ -45,7 +45,7 @@ from .sweeps import (
     fuse,
     integer_powers,
     matmul_operators,
-    reductions_along_an_axis,
+    reductions_along_an_axis, c_order_reshapes,
     runtime_calls,
     shared_locals_checks,
     simd_math,
@@ -471,6 +471,7 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
     tree = reductions_along_an_axis(tree, numpy_names, module_names)
+    tree = c_order_reshapes(tree, numpy_names)
     tree = joined_lists(tree, numpy_names, _rule_helpers_reading(
         ctx, namespace, {"unstack": 1, "vstack_vjp": 2}))
     tree = constant_index_lists(tree)

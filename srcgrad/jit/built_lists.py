@@ -35,6 +35,7 @@ class _Append:
     temp: str
     value: ast.expr
     stack: str | None
+    index: ast.expr | None = None  # (an item store ``temp = _rt.setitem(name, index, value)``)
 
 
 def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, int],
@@ -66,16 +67,46 @@ def built_lists(module: ast.Module, numpy_names: set[str], helpers: dict[str, in
             built |= names
     for func in functions:  # (a helper's backward sweep: the lists its forward sweep built)
         _type_list_zeros(func, temps, adjoint_of)
-        _adjoint_reads(func, built | set(temps), temps, readers, kinds)
+        _adjoint_reads(func, built | set(temps), temps, readers, kinds, adjoint_of)
+        _iterated_displays(func)
     return module
 
 
-def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dict) -> None:
+def _iterated_displays(func) -> None:
+    """``for v in [a, b]`` (``_rt.element(_t1, i)`` of a list display bound once):
+    ``_rt.display_element``, each item guarded by ``_rt.list_item`` (numba's list holds one
+    type: an int among floats would become a float)."""
+    stores = {}
+    for node in ast.walk(func):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    displays = {_assign_to(n): n.value for n in ast.walk(func)
+                if isinstance(n, ast.Assign) and _assign_to(n)
+                and isinstance(n.value, ast.List) and n.value.elts
+                and not any(isinstance(e, ast.Starred) for e in n.value.elts)}
+    for node in ast.walk(func):
+        if _is_rt(node, "element") and len(node.args) == 2 \
+                and stores.get(_name_of(node.args[0])) == 1 \
+                and _name_of(node.args[0]) in displays:
+            display = displays[node.args[0].id]
+            if not all(_is_rt(e, "list_item") for e in display.elts):
+                display.elts = [_call("_rt", "list_item", [e], e) for e in display.elts]
+            node.func.attr = "display_element"
+
+
+def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dict,
+                   adjoint_of: dict) -> None:
     """The adjoint helpers' reads of the built lists ``names``: ``_rt.list_zero``,
     ``_rt.spread_list``, ``_rt.unstack_list`` (``spread_sum``, ``unstack`` and
-    ``_rt.zeros_like`` refuse lists, such as those passed in)."""
+    ``_rt.zeros_like`` refuse lists, such as those passed in), and of their adjoints: an
+    item store's ``_rt.list_setitem_zeroed``, ``_rt.list_last_writes``."""
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
+            continue
+        first = _name_of(node.args[0]) if node.args else None
+        if (_is_rt(node, "setitem_zeroed") or _is_rt(node, "last_writes")) and first \
+                and adjoint_of.get(first, first[1:]) in names:
+            node.func.attr = "list_" + node.func.attr
             continue
         if (_is_rt(node, "add_at") or _is_rt(node, "add_element")) and len(node.args) == 4 \
                 and _name_of(node.args[1]) in names:
@@ -154,8 +185,11 @@ def _appends_in(body: list) -> list[_Append]:
     found = []
     for at, stmt in enumerate(body):
         temp = _assign_to(stmt)
-        if temp is None or not _is_rt(stmt.value, "list_append") \
-                or len(stmt.value.args) != 2 or stmt.value.keywords:
+        if temp is None or not isinstance(stmt.value, ast.Call) or stmt.value.keywords:
+            continue
+        store = _is_rt(stmt.value, "setitem") and len(stmt.value.args) == 3 \
+            and not _is_slice(stmt.value.args[1])
+        if not (store or _is_rt(stmt.value, "list_append") and len(stmt.value.args) == 2):
             continue
         name = _name_of(stmt.value.args[0])
         rest = body[at + 1:at + 3]
@@ -164,7 +198,9 @@ def _appends_in(body: list) -> list[_Append]:
         last = rest[1] if stack else rest[0] if rest else None
         if name and name != temp and _assign_to(last) == name \
                 and _name_of(last.value) == temp:
-            found.append(_Append(body, at, name, temp, stmt.value.args[1], stack))
+            args = stmt.value.args
+            found.append(_Append(body, at, name, temp, args[-1], stack,
+                                 args[1] if store else None))
     return found
 
 
@@ -258,6 +294,8 @@ def _reading_call(call: ast.Call, name: str, numpy: set[str], readers: dict) -> 
         position = 0
     elif _is_rt(call, "refuse_viewed"):  # (it raises when another holds the list: none)
         position = 0
+    elif _is_rt(call, "refuse_shared_item") and len(args) == 5:  # (sweeps._SharedLocals)
+        position = 0  # (-> list_shared_item: the item's data checked, the list held by none)
     elif _is_rt(call, "element") and len(args) == 2:  # (an item: see _item_read)
         position = 0
     elif (_is_rt(call, "add_at") or _is_rt(call, "add_element")) and len(args) == 4 \
@@ -342,13 +380,19 @@ def _rewrite(func, appends: list[_Append], names: set[str], numpy: set[str],
     temps = {a.temp: a.name for a in appends}
     for a in sorted(appends, key=lambda a: (id(a.body), -a.at)):  # (later ones first)
         stmt = a.body[a.at]
-        new = [ast.Expr(value=_call(a.name, "append",
-                                    [_call("_rt", "list_item", [a.value], stmt)], stmt))]
+        item = _call("_rt", "list_item", [a.value], stmt)
+        if a.index is None:
+            new = [ast.Expr(value=_call(a.name, "append", [item], stmt))]
+        else:  # (numba's list raises IndexError out of range, as Python's)
+            new = [ast.Assign(targets=[ast.Subscript(
+                value=ast.Name(id=a.name, ctx=ast.Load()), slice=a.index, ctx=ast.Store())],
+                value=item)]
         if a.stack:
             new.insert(0, ast.Expr(value=_call(a.stack, "append", [_copy(a.name, stmt)],
                                                stmt)))
         for s in new:
-            ast.copy_location(s, stmt)
+            for node in ast.walk(s):
+                ast.copy_location(node, stmt)
         a.body[a.at:a.at + (3 if a.stack else 2)] = new
     for node in ast.walk(func):
         push = _push_of(node) if isinstance(node, ast.Expr) else None
@@ -365,6 +409,9 @@ def _rewrite(func, appends: list[_Append], names: set[str], numpy: set[str],
                 node.args.append(ast.copy_location(ast.Constant(value=locate(node)), node))
             elif _is_stack(node, numpy):
                 node.func = _call("_rt", "stack_list", [], node).func
+        if _is_rt(node, "refuse_shared_item") and len(node.args) == 5 \
+                and _name_of(node.args[0]) in names:
+            node.func.attr = "list_shared_item"
 
 
 def _is_copy(node) -> bool:

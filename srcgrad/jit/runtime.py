@@ -80,6 +80,10 @@ def _zeros_like(x):
         return lambda x: 0j
     if _is_scalar(x):
         return lambda x: 0.0
+    if _containers.item_tuple(x):
+        return _containers.tuple_zeros(x)
+    if _containers.argument_list(x):
+        return _containers.list_zeros(x)
     raise TypingError(f"srcgrad: no compiled zero adjoint for a value of type {x}")
 
 
@@ -108,6 +112,9 @@ def _is_zero(g):
 def _add(a, b):
     if isinstance(a, types.List) and isinstance(b, types.List):
         return _add_lists
+    if isinstance(a, types.BaseTuple) and isinstance(b, types.BaseTuple) \
+            and len(a) == len(b) > 0:
+        return _containers.tuple_add(a)
     if isinstance(a, (types.BaseTuple, types.List)) or isinstance(b, (types.BaseTuple,
                                                                        types.List)):
         # (Python's + joins them: the adjoints of their items must be added instead)
@@ -198,6 +205,10 @@ def _densify(g, x):
                     raise ValueError("srcgrad: a scalar input got an array gradient")
                 return g.reshape(1)[0]
             return one
+    if _containers.item_tuple(x):
+        return _containers.tuple_densify(g, x)
+    if _containers.argument_list(x):
+        return _containers.list_densify(g, x)
     raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type {x}")
 
 
@@ -336,6 +347,15 @@ def _gather_add(out, index, g):
 @overload(add_at)
 def _add_at(acc, x, index, g):
     acc_t, x_t = _unwrap(acc), _unwrap(x)
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        unoptional = _containers.unoptional  # (a tuple index from a stack)
+        return lambda acc, x, index, g: add_at(acc, x, unoptional(index), g)
+    if _containers.item_tuple(x_t) and isinstance(_unwrap(index), types.Integer):
+        if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
+            return _containers.tuple_add_at(acc, x_t, index, ("acc", "x", "index", "g"))
+        return None  # (numba types the call again with the index's literal value)
+    if _containers.argument_list(x_t) and isinstance(_unwrap(index), types.Integer):
+        return _containers.list_add_at_argument(acc, x_t)
     kind = _index_kind(index)
     if kind is None or not isinstance(x_t, types.Array):
         raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
@@ -438,11 +458,18 @@ def _dot_vjp(g, ans, a, b, out=None):
 def _element(xs, i):
     if isinstance(_unwrap(xs), types.Array):
         return lambda xs, i: xs[i]
+    if (_containers.uniform_tuple(xs) or _containers.argument_list(xs) and xs.reflected) \
+            and isinstance(i, types.Integer):
+        return lambda xs, i: xs[i]  # (the item itself, as interpreted)
     raise TypingError(f"srcgrad: compiled loops over {xs} are not supported (arrays only)")
 
 
 @overload(add_element)
 def _add_element(acc, xs, i, g):
+    if _containers.uniform_tuple(_unwrap(xs)):
+        return _containers.tuple_add_at(acc, xs)
+    if _containers.argument_list(_unwrap(xs)):
+        return _containers.list_add_at_argument(acc, _unwrap(xs), ("acc", "xs", "i", "g"))
     return lambda acc, xs, i, g: add_at(acc, xs, i, g)
 
 
@@ -579,8 +606,17 @@ def _literal_text(message) -> str:
 
 @overload(refuse_shared_array)
 def _refuse_shared_array(value, message):
-    if isinstance(_unwrap(value), types.Array):
-        raise TypingError(f"srcgrad: {_literal_text(message)}")
+    """Raises where the interpreted check does: when the update runs on an array (a
+    refusal at compile time would refuse branches never taken too)."""
+    if isinstance(value, types.Optional) and isinstance(value.type, types.Array):
+        def maybe(value, message):
+            if value is not None:
+                raise SharedDataError(message)
+        return maybe
+    if isinstance(value, types.Array):
+        def refuse(value, message):
+            raise SharedDataError(message)
+        return refuse
     return lambda value, message: None
 
 
@@ -697,6 +733,9 @@ def _setitem_zeroed(g, x, index):
     scalar ``g`` is the lazy zero (its adjoint was never written): zero stays zero."""
     if _is_scalar(g):
         return lambda g, x, index: g
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        unoptional = _containers.unoptional  # (a tuple index from a stack)
+        return lambda g, x, index: setitem_zeroed(g, x, unoptional(index))
     if isinstance(g, types.Array):
         def zeroed(g, x, index):
             out = g.copy()
@@ -1448,3 +1487,11 @@ def _add_item(out, index, g):
         raise IndexError("list index out of range")
     out[index] = add(out[index], g)
     return out
+
+
+# (more helpers, in their own module: the adjoint of an element store's value, ...)
+from . import containers as _containers  # noqa: E402
+from .containers import (display_element, last_writes, list_last_writes,  # noqa: E402,F401
+                         list_setitem_zeroed, list_shared_item, reshape_c)
+
+SUPPORTED = SUPPORTED | _containers.SUPPORTED

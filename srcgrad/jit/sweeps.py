@@ -638,6 +638,33 @@ def reductions_along_an_axis(module: ast.Module, numpy_names: set[str],
     return _Reductions(names, set(module_names) | set(numpy_names)).visit(module)
 
 
+class _OrderedReshapes(ast.NodeTransformer):
+    """``np.reshape(a, shape, order='C')`` (the adjoint of a reshape) ->
+    ``_rt.reshape_c(a, shape)``: numba's ``np.reshape`` takes no ``order``."""
+
+    def __init__(self, numpy_names: set[str]):
+        self.numpy_names = numpy_names
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "reshape" \
+                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
+                and len(node.args) == 2 and len(node.keywords) == 1 \
+                and node.keywords[0].arg == "order" \
+                and isinstance(node.keywords[0].value, ast.Constant) \
+                and node.keywords[0].value.value == "C":
+            rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                        attr="reshape_c", ctx=ast.Load()), func)
+            return _located(ast.Call(func=rt, args=node.args, keywords=[]), node)
+        return node
+
+
+def c_order_reshapes(module: ast.Module, numpy_names: set[str]) -> ast.Module:
+    """``module`` with ``np.reshape(a, shape, order='C')`` called through ``_rt``."""
+    return _OrderedReshapes(numpy_names - _assigned(module)).visit(module)
+
+
 class _IntegerPowers(ast.NodeTransformer):
     """``a ** b`` -> ``_rt.power(a, b, "file:line")``: numba computes an int to an int
     power in int64, where Python gives a float for a negative exponent (``2 ** -1`` is 0.5,
@@ -796,7 +823,9 @@ class _SharedLocals:
     undefined variable: an empty array shares nothing), so both checks see the same
     arrays; where numba cannot tell (a name bound only later in the same loop, and no
     stand-in ``z = None`` before it), it refuses to compile: "Variable 'z' is not
-    defined", located like its other errors."""
+    defined", located like its other errors. ``_rt.refuse_shared_item(root, keys, inplace,
+    locals(), names, outside, message)`` keeps its first three arguments and gets the same
+    tuple of values (built_lists.py compiles it for the lists it rewrites)."""
 
     def block(self, stmts: list, bound: set) -> set:
         """Rewrites the checks in ``stmts``; the names that may be bound after them."""
@@ -817,11 +846,18 @@ class _SharedLocals:
                 self.block(getattr(s, "finalbody", []), set(inner))
             elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_locals"):
                 s.value = self.rewritten(s.value, bound)
+            elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_item") \
+                    and len(s.value.args) == 7:  # (root, keys, inplace, then as above)
+                root, keys, inplace = s.value.args[:3]
+                rest = ast.copy_location(ast.Call(func=s.value.func, args=s.value.args[3:],
+                                                  keywords=[]), s.value)
+                check = self.rewritten(rest, bound)
+                s.value.args = [root, keys, inplace] + check.args[1:]
             bound = bound | _assigned(s)
         return bound
 
     def rewritten(self, call: ast.Call, bound: set) -> ast.Call:
-        value, frame, names, outside, message = call.args
+        value, frame, names, outside, message = [None] * (5 - len(call.args)) + call.args
         if not (isinstance(frame, ast.Call) and isinstance(frame.func, ast.Name)
                 and frame.func.id == "locals" and isinstance(names, ast.Tuple)
                 and isinstance(outside, ast.Tuple)

@@ -1,0 +1,314 @@
+"""Compiled forms of more ``_rt`` helpers: the adjoint of an element store's value
+(``last_writes``), and item stores into the lists built_lists.py rewrites (their in-place
+check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``).
+
+Imported at the end of runtime.py, whose ``_rt`` namespace re-exports each stub here, so
+that the compiled sweeps call them as ``_rt.<name>`` like the others.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba.core.errors import TypingError
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload, register_jitable
+
+from numba import types
+
+from .runtime import (SharedDataError, _built, _float_dtype, _index_kind, _is_scalar,
+                      _list_item, _may_share, _stub, _unwrap, densify, refuse_viewed)
+
+last_writes = _stub("last_writes")
+list_shared_item = _stub("list_shared_item")
+list_setitem_zeroed = _stub("list_setitem_zeroed")
+list_last_writes = _stub("list_last_writes")
+
+display_element = _stub("display_element")
+reshape_c = _stub("reshape_c")
+
+SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
+                       "list_last_writes", "display_element", "reshape_c"})
+
+
+@register_jitable
+def _keep_last(g, index, dtype):
+    """``g[index]`` for a 1-d integer array ``index`` with the rows of positions written
+    again later zeroed: numpy keeps the last write."""
+    n = g.shape[0]
+    seen = np.zeros(n, np.bool_)
+    last = np.zeros(index.shape[0], np.bool_)
+    for k in range(index.shape[0] - 1, -1, -1):
+        p = index[k] + n if index[k] < 0 else index[k]
+        if p < 0 or p >= n:  # (numpy's IndexError, before any read)
+            raise IndexError("index out of bounds")
+        last[k] = not seen[p]
+        seen[p] = True
+    out = g[index].astype(dtype)
+    for k in range(index.shape[0]):
+        if not last[k]:
+            out[k] = 0
+    return out
+
+
+@overload(last_writes)
+def _last_writes(g, index):
+    """``g[index]``, the adjoint of the values a store ``x[index] = v`` wrote (as
+    ``srcgrad.runtime.last_writes``): where an integer array repeats a position only its
+    last write gets ``g``; a scalar ``g`` is the lazy zero."""
+    g_t = _unwrap(g)
+    if _is_scalar(g_t):
+        return lambda g, index: 0.0
+    if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
+        return lambda g, index: last_writes(g, unoptional(index))  # (from a stack)
+    kind = _index_kind(index)
+    if not isinstance(g_t, types.Array) or kind is None:
+        raise TypingError(f"srcgrad: compiled gradients of element stores into {g_t} at "
+                          f"{index} are not supported")
+    if kind == "plain":
+        return lambda g, index: g[index]
+    dtype = _float_dtype(g_t)
+
+    return lambda g, index: _keep_last(g, index, dtype)
+
+
+# -- item stores into a built list (``xs[i] = v``, ``xs[i] *= v``, ``xs[i][j] = v``) ------
+
+@overload(list_shared_item)
+def _list_shared_item(root, keys, inplace, views, message):
+    """``srcgrad.runtime.refuse_shared_item`` before a store into the item ``root[keys[0]]``
+    of a list built in the body, which nothing else holds (built_lists.py): the store
+    changes the array item in place (``inplace``, or indexed further) only where no other
+    item of ``root`` and none of ``views`` (the variables that may be bound, and globals)
+    may share its data; a number item, or the item replaced, changes only the list."""
+    kind = _list_item(root.dtype) if _built(root) else None
+    if kind is None or not (isinstance(keys, types.BaseTuple) and len(keys) > 0
+                            and isinstance(keys.types[0], types.Integer)):
+        raise TypingError(f"srcgrad: compiled in-place updates of items of a {root} at "
+                          f"{keys} are not supported")
+    if kind == "number":
+        return lambda root, keys, inplace, views, message: None
+    further = len(keys) > 1
+
+    def check(root, keys, inplace, views, message):
+        n = len(root)
+        i = keys[0] + n if keys[0] < 0 else keys[0]
+        if not (further or inplace) or i < 0 or i >= n:
+            return None  # (Python's store raises IndexError itself)
+        item = root[i]
+        for k in range(n):
+            if k != i and _may_share(root[k], item):
+                raise SharedDataError(message)
+        refuse_viewed(item, views, message)
+        return None
+    return check
+
+
+@overload(list_setitem_zeroed)
+def _list_setitem_zeroed(g, x, index):
+    """``setitem_zeroed`` of a list adjoint: a new list, the item at ``index`` zero (of its
+    shape); the lazy zero (a number, an empty list) stays zero."""
+    if _is_scalar(g):
+        return lambda g, x, index: g
+    if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
+        raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
+                          f"are not supported")
+    number = _is_scalar(g.dtype)
+
+    def zeroed(g, x, index):
+        if len(g) == 0:
+            return g
+        out = [item for item in g]  # (a new list: adjoints alias)
+        out[index] = 0.0 if number else np.zeros_like(out[index])
+        return out
+    return zeroed
+
+
+@overload(list_last_writes)
+def _list_last_writes(g, index):
+    """``last_writes`` of a list adjoint at an integer: the item's adjoint."""
+    if _is_scalar(g):
+        return lambda g, index: 0.0
+    if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
+        raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
+                          f"are not supported")
+    return lambda g, index: g[index]
+
+
+# -- loops over tuples --------------------------------------------------------------------
+
+def uniform_tuple(t) -> bool:
+    """A tuple of float64 numbers or of float64/int64 arrays of one rank (numba's UniTuple:
+    one item type, so no item converted), which a loop indexes at run time."""
+    return isinstance(t, types.UniTuple) and _list_item(t.dtype) is not None
+
+
+def _compiled(lines: list, **scope):
+    exec("\n".join(lines), scope)
+    return scope[lines[0].split()[1].split("(")[0]]
+
+
+def item_tuple(t) -> bool:
+    """A tuple of float64 numbers and float64/int64 arrays (its adjoint: a tuple of their
+    adjoints)."""
+    return isinstance(t, types.BaseTuple) and len(t) > 0 \
+        and all(_list_item(item) is not None for item in t.types)
+
+
+def tuple_zeros(t):
+    """The implementation of ``zeros_like`` of an ``item_tuple`` type: a tuple of zeros
+    (of each item's shape), as interpreted."""
+    items = ", ".join("0.0" if _list_item(item) == "number"
+                      else f"np.zeros(x[{k}].shape, np.float64)"
+                      for k, item in enumerate(t.types))
+    return _compiled(["def zeros(x):", f"    return ({items},)"], np=np)
+
+
+def tuple_add_at(acc, xs, index=None, names=("acc", "xs", "i", "g")):
+    """The implementation of ``add_element(acc, xs, i, g)`` (and ``add_at``) for an
+    ``item_tuple`` ``xs``: a new tuple of the items' adjoints, ``g`` added at ``i`` (from
+    zeros for the lazy zero ``acc``); ``i`` a literal unless ``xs`` is a ``uniform_tuple``
+    (numba indexes only those at run time); ``names`` the overload's parameters."""
+    acc = _unwrap(acc)
+    n = len(xs)
+    if not (_is_scalar(acc) or isinstance(acc, types.BaseTuple) and len(acc) == n):
+        raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (adjoint {acc}) "
+                          f"are not supported")
+    start = "zeros(xs)" if _is_scalar(acc) else "acc"
+    if isinstance(index, types.IntegerLiteral):
+        k = index.literal_value
+        if not -n <= k < n:
+            raise TypingError(f"srcgrad: tuple index {k} out of range for {xs}")
+        k %= n
+        items = ", ".join(f"start[{j}] + g" if j == k else f"start[{j}]" for j in range(n))
+        check = []
+    else:
+        items = ", ".join(f"start[{j}] + g if i == {j} else start[{j}]" for j in range(n))
+        check = [f"    if i < -{n} or i >= {n}:",
+                 "        raise IndexError('tuple index out of range')",
+                 f"    i = i + {n} if i < 0 else i"]
+    return _compiled([
+        f"def add_at({', '.join(names)}):",
+        f"    acc, xs, i, g = {', '.join(names)}",
+        f"    start = {start}",
+        *check,
+        f"    return ({items},)"], zeros=register_jitable(tuple_zeros(xs)))
+
+
+def tuple_densify(g, x):
+    """The implementation of ``densify(g, x)`` for an ``item_tuple`` ``x``: zeros of its
+    items for the lazy zero, else each item's adjoint densified (a tuple, as interpreted)."""
+    if _is_scalar(g):
+        zeros = register_jitable(tuple_zeros(x))
+        return lambda g, x: zeros(x)
+    if not (isinstance(g, types.BaseTuple) and len(g) == len(x)):
+        raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type "
+                          f"{x}")
+    items = ", ".join(f"densify(g[{k}], x[{k}])" for k in range(len(x)))
+    return _compiled(["def dense(g, x):", f"    return ({items},)"], densify=densify)
+
+
+def tuple_add(a):
+    """The implementation of ``add(a, b)`` of two tuple adjoints of one length: item by
+    item, as interpreted."""
+    from .runtime import add
+    items = ", ".join(f"add(a[{k}], b[{k}])" for k in range(len(a)))
+    return _compiled(["def added(a, b):", f"    return ({items},)"], add=add)
+
+
+# -- list arguments read by index ---------------------------------------------------------
+
+def argument_list(t) -> bool:
+    """A list passed in (numba's reflected list), or a list display whose items are guarded
+    by ``list_item`` (built_lists.py, for a loop over it), of float64 numbers, of
+    float64/int64 arrays of one rank, or of such tuples: its adjoint is a list of its
+    items' adjoints. (Lists built_lists.py rewrites have their own helpers.)"""
+    return isinstance(t, types.List) \
+        and (_list_item(t.dtype) is not None or item_tuple(t.dtype))
+
+
+def _item_zero(t):
+    """A jitted function of one item of type ``t``: its zero adjoint."""
+    if item_tuple(t):
+        return register_jitable(tuple_zeros(t))
+    if _list_item(t) == "number":
+        return register_jitable(lambda item: 0.0)
+    return register_jitable(lambda item: np.zeros(item.shape, np.float64))
+
+
+def list_zeros(x):
+    """The implementation of ``zeros_like`` of an ``argument_list``: one zero per item (the
+    interpreted ``zeros_like`` of a list)."""
+    zero = _item_zero(x.dtype)
+    return lambda x: [zero(item) for item in x]
+
+
+def list_add_at_argument(acc, x, names=("acc", "x", "index", "g")):
+    """The implementation of ``add_at(acc, x, index, g)`` (or ``add_element``: its
+    parameters ``names``) of an item of an ``argument_list`` ``x``: a new list of the items'
+    adjoints, ``g`` added at ``index``."""
+    from .runtime import add
+    zero = _item_zero(x.dtype)
+    acc = _unwrap(acc)
+    if not (_is_scalar(acc) or isinstance(acc, types.List)):
+        raise TypingError(f"srcgrad: compiled gradients of items of a {x} (adjoint {acc}) "
+                          f"are not supported")
+    fresh = _is_scalar(acc)
+
+    def into(acc, x, index, g):
+        if fresh:
+            out = [zero(item) for item in x]
+        else:
+            out = [item for item in acc]  # (a new list: adjoints alias)
+        if index < -len(out) or index >= len(out):
+            raise IndexError("list index out of range")
+        out[index] = add(out[index], g)
+        return out
+    return _compiled([f"def add_at({', '.join(names)}):",
+                      f"    return into({', '.join(names)})"], into=register_jitable(into))
+
+
+def list_densify(g, x):
+    """The implementation of ``densify(g, x)`` of an ``argument_list`` ``x``."""
+    if _is_scalar(g):
+        return list_zeros(x)
+    if not isinstance(g, types.List):
+        raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type "
+                          f"{x}")
+
+    def dense(g, x):
+        if len(g) != len(x):
+            raise ValueError("srcgrad: a list's gradient has another length than the list")
+        return g
+    return dense
+
+
+@overload(display_element)
+def _display_element(xs, i):
+    """``element`` of a list display whose items ``list_item`` guards (built_lists.py: numba
+    would convert an int among floats to a float): the item itself."""
+    if argument_list(xs) and isinstance(i, types.Integer):
+        return lambda xs, i: xs[i]
+    raise TypingError(f"srcgrad: compiled loops over a {xs} are not supported")
+
+
+@intrinsic
+def unoptional(typingctx, x):
+    """The value of an optional ``x`` (a variable the sweeps first bind to None, holding a
+    value where it is read); numba raises a TypeError should it be None."""
+    if not isinstance(x, types.Optional):
+        return None
+
+    def codegen(context, builder, signature, args):
+        value = context.cast(builder, args[0], x, x.type)
+        return impl_ret_borrowed(context, builder, x.type, value)  # (a new reference)
+    return x.type(x), codegen
+
+
+@overload(reshape_c)
+def _reshape_c(a, shape):
+    """``np.reshape(a, shape, order='C')`` (numba's takes no ``order``): the elements in C
+    order, of a copy where ``a`` is not C-contiguous."""
+    if isinstance(a, types.Array):
+        return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
+    if _is_scalar(a):
+        return lambda a, shape: np.asarray(a).reshape(shape)
+    raise TypingError(f"srcgrad: compiled reshapes of a {a} are not supported")
