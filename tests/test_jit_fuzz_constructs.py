@@ -349,3 +349,27 @@ def test_fuzzer_programs_compile_and_agree(seed, index, tmp_path):
     case, _ = fuzzer.make_case(seed, index, str(tmp_path))
     with np.errstate(all="ignore"):
         fuzzer.Checks(case).jit(srcgrad)
+
+
+def reshaped_transpose(x):
+    return np.sum(np.sin(x.T.reshape(-1)) * np.arange(6.0))
+
+
+def reshaped_by_dimensions(x):
+    return np.sum(x.T.reshape(3, 2) @ np.ones(2) * x[0, 0])
+
+
+def reshaped_by_numpy(x):
+    return np.sum(np.reshape(x[:, ::-1], (6,)) ** 2 * np.arange(6.0))
+
+
+def reshaped_contiguous(x):
+    return np.sum(x.reshape((3, 2), order="C")[1] * x.reshape(-1)[:2])
+
+
+@pytest.mark.parametrize("f", [reshaped_transpose, reshaped_by_dimensions, reshaped_by_numpy,
+                               reshaped_contiguous])
+def test_reshapes_of_non_contiguous_arrays_compile(f):
+    # numba reshapes only contiguous arrays (NotImplementedError at run time on x.T); numpy
+    # copies: the compiled code reshapes a contiguous copy where numpy would
+    _agree(f, np.arange(6.0).reshape(2, 3) * 0.1 + 0.05)

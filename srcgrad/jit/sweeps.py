@@ -639,25 +639,40 @@ def reductions_along_an_axis(module: ast.Module, numpy_names: set[str],
 
 
 class _OrderedReshapes(ast.NodeTransformer):
-    """``np.reshape(a, shape, order='C')`` (the adjoint of a reshape) ->
-    ``_rt.reshape_c(a, shape)``: numba's ``np.reshape`` takes no ``order``."""
+    """Reshapes in C order -> ``_rt.reshape_c(a, shape)``: ``np.reshape(a, shape,
+    order='C')`` (the adjoint of a reshape: numba's ``np.reshape`` takes no ``order``),
+    ``np.reshape(a, shape)`` and ``a.reshape(shape)`` / ``a.reshape(d0, d1, ...)`` of the
+    user's code (numba reshapes only contiguous arrays, and raises NotImplementedError at run
+    time on others, ``x.T.reshape(-1)``, where numpy copies)."""
 
     def __init__(self, numpy_names: set[str]):
         self.numpy_names = numpy_names
 
+    @staticmethod
+    def _c_order(keywords) -> bool:
+        return not keywords or len(keywords) == 1 and keywords[0].arg == "order" \
+            and isinstance(keywords[0].value, ast.Constant) and keywords[0].value.value == "C"
+
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == "reshape" \
-                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
-                and len(node.args) == 2 and len(node.keywords) == 1 \
-                and node.keywords[0].arg == "order" \
-                and isinstance(node.keywords[0].value, ast.Constant) \
-                and node.keywords[0].value.value == "C":
-            rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
-                                        attr="reshape_c", ctx=ast.Load()), func)
-            return _located(ast.Call(func=rt, args=node.args, keywords=[]), node)
-        return node
+        if not isinstance(func, ast.Attribute) or func.attr != "reshape" \
+                or not self._c_order(node.keywords) \
+                or any(isinstance(a, ast.Starred) for a in node.args):
+            return node
+        if isinstance(func.value, ast.Name) and func.value.id in self.numpy_names:
+            if len(node.args) != 2:
+                return node
+            args = node.args
+        elif node.args:
+            shape = node.args[0] if len(node.args) == 1 else _located(
+                ast.Tuple(elts=node.args, ctx=ast.Load()), node)
+            args = [func.value, shape]
+        else:
+            return node
+        rt = _located(ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                    attr="reshape_c", ctx=ast.Load()), func)
+        return _located(ast.Call(func=rt, args=args, keywords=[]), node)
 
 
 def c_order_reshapes(module: ast.Module, numpy_names: set[str]) -> ast.Module:
