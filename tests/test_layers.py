@@ -18,8 +18,9 @@ LAYERS = [
     (2, ("srcgrad.adapters",)),  # fixed-arity twins of *args functions, compiled source
     (2, ("srcgrad.signature",)),  # function keys, parameter names, wrt, integer arguments
     (2, ("srcgrad.checkpoint",)),  # checkpointed loops: markers, schedules, loop primitive
+    (2, ("srcgrad.tree",)),  # pytrees: flatten/unflatten (rules/trees.py differentiates them)
     (3, ("srcgrad.transforms",)),
-    (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks", "srcgrad.tree",
+    (4, ("srcgrad.generated", "srcgrad.boundary", "srcgrad.tracebacks",
          "srcgrad.call_records")),  # (call_records: what run-time dispatch records)
     (4, ("srcgrad.jit",)),  # compiled gradients: rewrites generated sweeps, api delegates
     (5, ("srcgrad.api", "srcgrad.api_forward", "srcgrad.vmap", "srcgrad.show",

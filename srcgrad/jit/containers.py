@@ -14,16 +14,16 @@ from numba.extending import intrinsic, overload, register_jitable
 
 from numba import types
 
-from .runtime import (SharedDataError, _built, _float_dtype, _index_kind, _is_scalar,
-                      _list_item, _may_share, _stub, _unwrap, densify, refuse_viewed)
+from .runtime import (SharedDataError, is_built_list, float_dtype, index_kind, is_scalar_type,
+                      list_item_kind, may_share, make_stub, unwrap_type, densify, refuse_viewed)
 
-last_writes = _stub("last_writes")
-list_shared_item = _stub("list_shared_item")
-list_setitem_zeroed = _stub("list_setitem_zeroed")
-list_last_writes = _stub("list_last_writes")
+last_writes = make_stub("last_writes")
+list_shared_item = make_stub("list_shared_item")
+list_setitem_zeroed = make_stub("list_setitem_zeroed")
+list_last_writes = make_stub("list_last_writes")
 
-display_element = _stub("display_element")
-reshape_c = _stub("reshape_c")
+display_element = make_stub("display_element")
+reshape_c = make_stub("reshape_c")
 
 SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
                        "list_last_writes", "display_element", "reshape_c"})
@@ -54,18 +54,18 @@ def _last_writes(g, index):
     """``g[index]``, the adjoint of the values a store ``x[index] = v`` wrote (as
     ``srcgrad.runtime.last_writes``): where an integer array repeats a position only its
     last write gets ``g``; a scalar ``g`` is the lazy zero."""
-    g_t = _unwrap(g)
-    if _is_scalar(g_t):
+    g_t = unwrap_type(g)
+    if is_scalar_type(g_t):
         return lambda g, index: 0.0
     if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
         return lambda g, index: last_writes(g, unoptional(index))  # (from a stack)
-    kind = _index_kind(index)
+    kind = index_kind(index)
     if not isinstance(g_t, types.Array) or kind is None:
         raise TypingError(f"srcgrad: compiled gradients of element stores into {g_t} at "
                           f"{index} are not supported")
     if kind == "plain":
         return lambda g, index: g[index]
-    dtype = _float_dtype(g_t)
+    dtype = float_dtype(g_t)
 
     return lambda g, index: _keep_last(g, index, dtype)
 
@@ -79,7 +79,7 @@ def _list_shared_item(root, keys, inplace, views, message):
     changes the array item in place (``inplace``, or indexed further) only where no other
     item of ``root`` and none of ``views`` (the variables that may be bound, and globals)
     may share its data; a number item, or the item replaced, changes only the list."""
-    kind = _list_item(root.dtype) if _built(root) else None
+    kind = list_item_kind(root.dtype) if is_built_list(root) else None
     if kind is None or not (isinstance(keys, types.BaseTuple) and len(keys) > 0
                             and isinstance(keys.types[0], types.Integer)):
         raise TypingError(f"srcgrad: compiled in-place updates of items of a {root} at "
@@ -95,7 +95,7 @@ def _list_shared_item(root, keys, inplace, views, message):
             return None  # (Python's store raises IndexError itself)
         item = root[i]
         for k in range(n):
-            if k != i and _may_share(root[k], item):
+            if k != i and may_share(root[k], item):
                 raise SharedDataError(message)
         refuse_viewed(item, views, message)
         return None
@@ -106,12 +106,12 @@ def _list_shared_item(root, keys, inplace, views, message):
 def _list_setitem_zeroed(g, x, index):
     """``setitem_zeroed`` of a list adjoint: a new list, the item at ``index`` zero (of its
     shape); the lazy zero (a number, an empty list) stays zero."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return lambda g, x, index: g
     if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
         raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
                           f"are not supported")
-    number = _is_scalar(g.dtype)
+    number = is_scalar_type(g.dtype)
 
     def zeroed(g, x, index):
         if len(g) == 0:
@@ -125,7 +125,7 @@ def _list_setitem_zeroed(g, x, index):
 @overload(list_last_writes)
 def _list_last_writes(g, index):
     """``last_writes`` of a list adjoint at an integer: the item's adjoint."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return lambda g, index: 0.0
     if not (isinstance(g, types.List) and isinstance(index, types.Integer)):
         raise TypingError(f"srcgrad: compiled gradients of item stores into {g} at {index} "
@@ -138,7 +138,7 @@ def _list_last_writes(g, index):
 def uniform_tuple(t) -> bool:
     """A tuple of float64 numbers or of float64/int64 arrays of one rank (numba's UniTuple:
     one item type, so no item converted), which a loop indexes at run time."""
-    return isinstance(t, types.UniTuple) and _list_item(t.dtype) is not None
+    return isinstance(t, types.UniTuple) and list_item_kind(t.dtype) is not None
 
 
 def _compiled(lines: list, **scope):
@@ -150,13 +150,13 @@ def item_tuple(t) -> bool:
     """A tuple of float64 numbers and float64/int64 arrays (its adjoint: a tuple of their
     adjoints)."""
     return isinstance(t, types.BaseTuple) and len(t) > 0 \
-        and all(_list_item(item) is not None for item in t.types)
+        and all(list_item_kind(item) is not None for item in t.types)
 
 
 def tuple_zeros(t):
     """The implementation of ``zeros_like`` of an ``item_tuple`` type: a tuple of zeros
     (of each item's shape), as interpreted."""
-    items = ", ".join("0.0" if _list_item(item) == "number"
+    items = ", ".join("0.0" if list_item_kind(item) == "number"
                       else f"np.zeros(x[{k}].shape, np.float64)"
                       for k, item in enumerate(t.types))
     return _compiled(["def zeros(x):", f"    return ({items},)"], np=np)
@@ -167,12 +167,12 @@ def tuple_add_at(acc, xs, index=None, names=("acc", "xs", "i", "g")):
     ``item_tuple`` ``xs``: a new tuple of the items' adjoints, ``g`` added at ``i`` (from
     zeros for the lazy zero ``acc``); ``i`` a literal unless ``xs`` is a ``uniform_tuple``
     (numba indexes only those at run time); ``names`` the overload's parameters."""
-    acc = _unwrap(acc)
+    acc = unwrap_type(acc)
     n = len(xs)
-    if not (_is_scalar(acc) or isinstance(acc, types.BaseTuple) and len(acc) == n):
+    if not (is_scalar_type(acc) or isinstance(acc, types.BaseTuple) and len(acc) == n):
         raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (adjoint {acc}) "
                           f"are not supported")
-    start = "zeros(xs)" if _is_scalar(acc) else "acc"
+    start = "zeros(xs)" if is_scalar_type(acc) else "acc"
     if isinstance(index, types.IntegerLiteral):
         k = index.literal_value
         if not -n <= k < n:
@@ -196,7 +196,7 @@ def tuple_add_at(acc, xs, index=None, names=("acc", "xs", "i", "g")):
 def tuple_densify(g, x):
     """The implementation of ``densify(g, x)`` for an ``item_tuple`` ``x``: zeros of its
     items for the lazy zero, else each item's adjoint densified (a tuple, as interpreted)."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         zeros = register_jitable(tuple_zeros(x))
         return lambda g, x: zeros(x)
     if not (isinstance(g, types.BaseTuple) and len(g) == len(x)):
@@ -222,14 +222,14 @@ def argument_list(t) -> bool:
     float64/int64 arrays of one rank, or of such tuples: its adjoint is a list of its
     items' adjoints. (Lists built_lists.py rewrites have their own helpers.)"""
     return isinstance(t, types.List) \
-        and (_list_item(t.dtype) is not None or item_tuple(t.dtype))
+        and (list_item_kind(t.dtype) is not None or item_tuple(t.dtype))
 
 
 def _item_zero(t):
     """A jitted function of one item of type ``t``: its zero adjoint."""
     if item_tuple(t):
         return register_jitable(tuple_zeros(t))
-    if _list_item(t) == "number":
+    if list_item_kind(t) == "number":
         return register_jitable(lambda item: 0.0)
     return register_jitable(lambda item: np.zeros(item.shape, np.float64))
 
@@ -247,11 +247,11 @@ def list_add_at_argument(acc, x, names=("acc", "x", "index", "g")):
     adjoints, ``g`` added at ``index``."""
     from .runtime import add
     zero = _item_zero(x.dtype)
-    acc = _unwrap(acc)
-    if not (_is_scalar(acc) or isinstance(acc, types.List)):
+    acc = unwrap_type(acc)
+    if not (is_scalar_type(acc) or isinstance(acc, types.List)):
         raise TypingError(f"srcgrad: compiled gradients of items of a {x} (adjoint {acc}) "
                           f"are not supported")
-    fresh = _is_scalar(acc)
+    fresh = is_scalar_type(acc)
 
     def into(acc, x, index, g):
         if fresh:
@@ -268,7 +268,7 @@ def list_add_at_argument(acc, x, names=("acc", "x", "index", "g")):
 
 def list_densify(g, x):
     """The implementation of ``densify(g, x)`` of an ``argument_list`` ``x``."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return list_zeros(x)
     if not isinstance(g, types.List):
         raise TypingError(f"srcgrad: no compiled gradient of type {g} for an input of type "
@@ -309,6 +309,6 @@ def _reshape_c(a, shape):
     order, of a copy where ``a`` is not C-contiguous."""
     if isinstance(a, types.Array):
         return lambda a, shape: np.ascontiguousarray(a).reshape(shape)
-    if _is_scalar(a):
+    if is_scalar_type(a):
         return lambda a, shape: np.asarray(a).reshape(shape)
     raise TypingError(f"srcgrad: compiled reshapes of a {a} are not supported")

@@ -24,24 +24,24 @@ from ..errors import SrcgradError, UnsupportedSyntaxError
 from .caching import overload
 
 
-def _stub(name: str):
+def make_stub(name: str):
     def stub(*args):
         raise RuntimeError(f"srcgrad.jit.runtime.{name} runs only inside compiled sweeps")
     stub.__name__ = stub.__qualname__ = name
     return stub
 
 
-zeros_like = _stub("zeros_like")
-seed = _stub("seed")
-is_zero = _stub("is_zero")
-unbroadcast = _stub("unbroadcast")
-densify = _stub("densify")
-add = _stub("add")
-expand_to = _stub("expand_to")
-reduced_count = _stub("reduced_count")
-matmul_left = _stub("matmul_left")
-matmul_right = _stub("matmul_right")
-add_at = _stub("add_at")
+zeros_like = make_stub("zeros_like")
+seed = make_stub("seed")
+is_zero = make_stub("is_zero")
+unbroadcast = make_stub("unbroadcast")
+densify = make_stub("densify")
+add = make_stub("add")
+expand_to = make_stub("expand_to")
+reduced_count = make_stub("reduced_count")
+matmul_left = make_stub("matmul_left")
+matmul_right = make_stub("matmul_right")
+add_at = make_stub("add_at")
 
 SUPPORTED = frozenset({"zeros_like", "seed", "is_zero", "unbroadcast", "densify", "add",
                        "add_at"})
@@ -52,15 +52,15 @@ RULE_HELPERS = {"expand_to": expand_to, "reduced_count": reduced_count,
 """Rule helpers (by the name of the original in srcgrad.rules) with a compiled version."""
 
 
-def _is_scalar(t) -> bool:
+def is_scalar_type(t) -> bool:
     return isinstance(t, (types.Number, types.Boolean))
 
 
-def _unwrap(t):
+def unwrap_type(t):
     return t.type if isinstance(t, types.Optional) else t
 
 
-def _float_dtype(t):
+def float_dtype(t):
     """The dtype of an adjoint of a value of numba type ``t``."""
     dtype = t.dtype if isinstance(t, types.Array) else t
     if isinstance(dtype, (types.Float, types.Complex)):
@@ -72,13 +72,13 @@ def _float_dtype(t):
 
 @overload(zeros_like)
 def _zeros_like(x):
-    x = _unwrap(x)
+    x = unwrap_type(x)
     if isinstance(x, types.Array):
-        dtype = _float_dtype(x)
+        dtype = float_dtype(x)
         return lambda x: np.zeros(x.shape, dtype)
     if isinstance(x, types.Complex):
         return lambda x: 0j
-    if _is_scalar(x):
+    if is_scalar_type(x):
         return lambda x: 0.0
     if _containers.item_tuple(x):
         return _containers.tuple_zeros(x)
@@ -89,19 +89,19 @@ def _zeros_like(x):
 
 @overload(seed)
 def _seed(value):
-    if isinstance(value, types.Optional) and _is_scalar(value.type):
+    if isinstance(value, types.Optional) and is_scalar_type(value.type):
         return lambda value: 1.0  # (None there is refused when the value is returned)
     if isinstance(value, types.Array):
-        dtype = _float_dtype(value)
+        dtype = float_dtype(value)
         return lambda value: np.ones(value.shape, dtype)
-    if _is_scalar(value):
+    if is_scalar_type(value):
         return lambda value: 1.0
     raise TypingError(f"srcgrad: grad needs a scalar result; the function returns {value}")
 
 
 @overload(is_zero)
 def _is_zero(g):
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return lambda g: g == 0
     if isinstance(g, types.List):  # (the compiled lazy zero of a list: built_lists.py)
         return lambda g: len(g) == 0
@@ -160,15 +160,15 @@ def _unbroadcast_array(g_ndim: int, ndim: int):
 
 @overload(unbroadcast)
 def _unbroadcast(g, x):
-    x = _unwrap(x)
-    if _is_scalar(g):
+    x = unwrap_type(x)
+    if is_scalar_type(g):
         if isinstance(x, types.Array):
             # (a scalar adjoint meets an array operand only when the result was a scalar
             # computed from a 0-d array)
             return lambda g, x: g
         return lambda g, x: g
     if isinstance(g, types.Array):
-        if _is_scalar(x):
+        if is_scalar_type(x):
             return lambda g, x: g.sum()
         if isinstance(x, types.Array):
             if g.ndim < x.ndim:
@@ -180,10 +180,10 @@ def _unbroadcast(g, x):
 
 @overload(densify)
 def _densify(g, x):
-    x = _unwrap(x)
+    x = unwrap_type(x)
     if isinstance(x, types.Array):
-        if _is_scalar(g):
-            dtype = _float_dtype(x)
+        if is_scalar_type(g):
+            dtype = float_dtype(x)
 
             def full(g, x):
                 out = np.empty(x.shape, dtype)
@@ -196,8 +196,8 @@ def _densify(g, x):
                     raise ValueError("srcgrad: a gradient's shape differs from its input's")
                 return g
             return same
-    if _is_scalar(x):
-        if _is_scalar(g):
+    if is_scalar_type(x):
+        if is_scalar_type(g):
             return lambda g, x: g
         if isinstance(g, types.Array):
             def one(g, x):
@@ -216,14 +216,14 @@ def _densify(g, x):
 
 @overload(expand_to)
 def _expand_to(g, x, axis=None, keepdims=False):
-    x = _unwrap(x)
-    if _is_scalar(x):
+    x = unwrap_type(x)
+    if is_scalar_type(x):
         return lambda g, x, axis=None, keepdims=False: g
     if not isinstance(x, types.Array):
         raise TypingError(f"srcgrad: expand_to of {x}")
-    dtype = _float_dtype(g)
+    dtype = float_dtype(g)
     if axis is None or isinstance(axis, (types.NoneType, types.Omitted)):
-        if _is_scalar(g):
+        if is_scalar_type(g):
             def spread(g, x, axis=None, keepdims=False):
                 out = np.empty(x.shape, dtype)
                 out[...] = g
@@ -260,8 +260,8 @@ def _expand_to(g, x, axis=None, keepdims=False):
 
 @overload(reduced_count)
 def _reduced_count(x, ans):
-    xs = "x.size" if isinstance(_unwrap(x), types.Array) else "1"
-    ans_s = "ans.size" if isinstance(_unwrap(ans), types.Array) else "1"
+    xs = "x.size" if isinstance(unwrap_type(x), types.Array) else "1"
+    ans_s = "ans.size" if isinstance(unwrap_type(ans), types.Array) else "1"
     if xs == "x.size" and ans_s == "ans.size":
         return lambda x, ans: x.size // max(ans.size, 1)
     if xs == "x.size":
@@ -270,14 +270,14 @@ def _reduced_count(x, ans):
 
 
 def _ndim(t) -> int:
-    t = _unwrap(t)
+    t = unwrap_type(t)
     return t.ndim if isinstance(t, types.Array) else 0
 
 
 def _contiguous(t) -> bool:
     """Whether an array of numba type ``t`` (and so its transpose) is C- or Fortran-ordered,
     as numba's ``np.dot`` of 2-d arrays needs (it passes either to BLAS without a copy)."""
-    t = _unwrap(t)
+    t = unwrap_type(t)
     return isinstance(t, types.Array) and t.layout in ("C", "F")
 
 
@@ -315,11 +315,11 @@ def _matmul_right(g, x, y):
                       f"not supported")
 
 
-def _index_kind(index) -> str | None:
+def index_kind(index) -> str | None:
     """How ``out[index] += g`` must be compiled for an index of numba type ``index``:
     ``"plain"`` (ints, slices, masks: no element is selected twice), ``"gather"`` (an integer
     array: repeated indices must accumulate, as np.add.at does), or None (refused)."""
-    index = _unwrap(index)  # (a variable of a loop's stack starts as None: indices.py's)
+    index = unwrap_type(index)  # (a variable of a loop's stack starts as None: indices.py's)
     if isinstance(index, (types.Integer, types.SliceType)):
         return "plain"
     if isinstance(index, types.BaseTuple) and all(
@@ -346,17 +346,17 @@ def _gather_add(out, index, g):
 
 @overload(add_at)
 def _add_at(acc, x, index, g):
-    acc_t, x_t = _unwrap(acc), _unwrap(x)
+    acc_t, x_t = unwrap_type(acc), unwrap_type(x)
     if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
         unoptional = _containers.unoptional  # (a tuple index from a stack)
         return lambda acc, x, index, g: add_at(acc, x, unoptional(index), g)
-    if _containers.item_tuple(x_t) and isinstance(_unwrap(index), types.Integer):
+    if _containers.item_tuple(x_t) and isinstance(unwrap_type(index), types.Integer):
         if _containers.uniform_tuple(x_t) or isinstance(index, types.IntegerLiteral):
             return _containers.tuple_add_at(acc, x_t, index, ("acc", "x", "index", "g"))
         return None  # (numba types the call again with the index's literal value)
-    if _containers.argument_list(x_t) and isinstance(_unwrap(index), types.Integer):
+    if _containers.argument_list(x_t) and isinstance(unwrap_type(index), types.Integer):
         return _containers.list_add_at_argument(acc, x_t)
-    kind = _index_kind(index)
+    kind = index_kind(index)
     if kind is None or not isinstance(x_t, types.Array):
         raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
                           f"not supported")
@@ -373,8 +373,8 @@ def _add_at(acc, x, index, g):
             out[index] += g
             return out
         return into
-    if _is_scalar(acc_t):
-        dtype = _float_dtype(x_t)
+    if is_scalar_type(acc_t):
+        dtype = float_dtype(x_t)
         if kind == "gather":
             def gather_fresh(acc, x, index, g):
                 out = np.zeros(x.shape, dtype)
@@ -392,12 +392,12 @@ def _add_at(acc, x, index, g):
 
 # -- more rule helpers and loop-over-array helpers ---------------------------------------
 
-pow_base_grad = _stub("pow_base_grad")
-conj_sign = _stub("conj_sign")
-spread_sum = _stub("spread_sum")
-dot_vjp = _stub("dot_vjp")
-element = _stub("element")
-add_element = _stub("add_element")
+pow_base_grad = make_stub("pow_base_grad")
+conj_sign = make_stub("conj_sign")
+spread_sum = make_stub("spread_sum")
+dot_vjp = make_stub("dot_vjp")
+element = make_stub("element")
+add_element = make_stub("add_element")
 
 SUPPORTED = SUPPORTED | {"element", "add_element"}
 RULE_HELPERS.update(pow_base_grad=pow_base_grad, conj_sign=conj_sign, spread_sum=spread_sum,
@@ -407,8 +407,8 @@ RULE_HELPERS.update(pow_base_grad=pow_base_grad, conj_sign=conj_sign, spread_sum
 @overload(pow_base_grad)
 def _pow_base_grad(x, y):
     """d(x**y)/dx, exactly 0 where y == 0 (as the interpreted rule)."""
-    if _is_scalar(y):
-        if _is_scalar(x):
+    if is_scalar_type(y):
+        if is_scalar_type(x):
             return lambda x, y: 0.0 * x if y == 0 else y * x ** (y - 1)
 
         def array_base(x, y):
@@ -433,7 +433,7 @@ def _conj_sign(x):
 @overload(spread_sum)
 def _spread_sum(g, iterable):
     if isinstance(iterable, types.Array):
-        dtype = _float_dtype(g)
+        dtype = float_dtype(g)
 
         def spread(g, iterable):
             out = np.empty(iterable.shape, dtype)
@@ -456,7 +456,7 @@ def _dot_vjp(g, ans, a, b, out=None):
 
 @overload(element)
 def _element(xs, i):
-    if isinstance(_unwrap(xs), types.Array):
+    if isinstance(unwrap_type(xs), types.Array):
         return lambda xs, i: xs[i]
     if (_containers.uniform_tuple(xs) or _containers.argument_list(xs) and xs.reflected) \
             and isinstance(i, types.Integer):
@@ -466,14 +466,14 @@ def _element(xs, i):
 
 @overload(add_element)
 def _add_element(acc, xs, i, g):
-    if _containers.uniform_tuple(_unwrap(xs)):
+    if _containers.uniform_tuple(unwrap_type(xs)):
         return _containers.tuple_add_at(acc, xs)
-    if _containers.argument_list(_unwrap(xs)):
-        return _containers.list_add_at_argument(acc, _unwrap(xs), ("acc", "xs", "i", "g"))
+    if _containers.argument_list(unwrap_type(xs)):
+        return _containers.list_add_at_argument(acc, unwrap_type(xs), ("acc", "xs", "i", "g"))
     return lambda acc, xs, i, g: add_at(acc, xs, i, g)
 
 
-unindex = _stub("unindex")
+unindex = make_stub("unindex")
 RULE_HELPERS["unindex"] = unindex
 
 
@@ -484,7 +484,7 @@ def _unindex(g, x, index):
     return lambda g, x, index: add_at(0.0, x, index, g)
 
 
-zero_tangent = _stub("zero_tangent")
+zero_tangent = make_stub("zero_tangent")
 SUPPORTED = SUPPORTED | {"zero_tangent"}
 
 
@@ -496,7 +496,7 @@ def _zero_tangent(x):
     as maybe None, ``Optional``, as it types the variable; a None read by arithmetic raises
     at run time, it is never a number), and zeros or None for such an ``Optional`` array."""
     if isinstance(x, types.Optional) and isinstance(x.type, types.Array):
-        dtype = _float_dtype(x.type)
+        dtype = float_dtype(x.type)
 
         def maybe(x):
             if x is None:
@@ -527,7 +527,7 @@ def present(typingctx, x):
 SUPPORTED = SUPPORTED | {"present"}
 
 
-tangent_item = _stub("tangent_item")
+tangent_item = make_stub("tangent_item")
 SUPPORTED = SUPPORTED | {"tangent_item"}
 
 
@@ -538,14 +538,14 @@ def _tangent_item(d, x, index):
     when ``d`` is the lazy zero. For an array, ``d[index]`` when ``d`` has ``x``'s shape
     (as compiled tangents of an hvp have: broadcast_like, zero_tangent), else the item of
     ``d`` broadcast to it, as interpreted. Lists are refused."""
-    x = _unwrap(x)
+    x = unwrap_type(x)
     if isinstance(x, types.BaseTuple) and isinstance(index, types.IntegerLiteral):
         at = index.literal_value
         if isinstance(d, types.BaseTuple):
             return lambda d, x, index: d[at]
-        if _is_scalar(d):
+        if is_scalar_type(d):
             return lambda d, x, index: zero_tangent(x[at])
-    if isinstance(x, types.Array) and _is_scalar(d):
+    if isinstance(x, types.Array) and is_scalar_type(d):
         return lambda d, x, index: zero_tangent(x[index])
     if isinstance(x, types.Array) and isinstance(d, types.Array) and d.ndim == x.ndim:
         def item(d, x, index):
@@ -558,10 +558,10 @@ def _tangent_item(d, x, index):
 
 # -- structured adjoints, element stores and their guards ----------------------------------
 
-part = _stub("part")
-setitem = _stub("setitem")
-refuse_shared_array = _stub("refuse_shared_array")
-refuse_item_update = _stub("refuse_item_update")
+part = make_stub("part")
+setitem = make_stub("setitem")
+refuse_shared_array = make_stub("refuse_shared_array")
+refuse_item_update = make_stub("refuse_item_update")
 
 SUPPORTED = SUPPORTED | {"part", "setitem", "refuse_shared_array", "refuse_item_update"}
 
@@ -569,7 +569,7 @@ SUPPORTED = SUPPORTED | {"part", "setitem", "refuse_shared_array", "refuse_item_
 @overload(part)
 def _part(g, key):
     """``g[key]`` of a tuple adjoint (a helper's tuple result); a scalar is the lazy zero."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return lambda g, key: 0.0
     if isinstance(g, types.BaseTuple) and isinstance(key, types.IntegerLiteral):
         index = key.literal_value
@@ -629,7 +629,7 @@ def _refuse_item_update(container, item, message):
 
 # -- in-place updates of data another variable shares ------------------------------------
 
-refuse_viewed = _stub("refuse_viewed")
+refuse_viewed = make_stub("refuse_viewed")
 SUPPORTED = SUPPORTED | {"refuse_viewed"}
 
 
@@ -659,7 +659,7 @@ def _extent(a):
 
 
 @register_jitable
-def _may_share(a, b) -> bool:
+def may_share(a, b) -> bool:
     """``np.may_share_memory(a, b)``: whether the extents overlap."""
     low_a, high_a = _extent(a)
     low_b, high_b = _extent(b)
@@ -688,7 +688,7 @@ def _sharing_tests(expr: str, t, depth: int, indent: str) -> list[str]:
         inner = _sharing_tests(expr, t.type, depth, indent + "    ")
         return [f"{indent}if {expr} is not None:"] + inner
     if isinstance(t, types.Array):
-        return [f"{indent}if _may_share({expr}, value):",
+        return [f"{indent}if may_share({expr}, value):",
                 f"{indent}    raise _SharedDataError(message)"]
     if depth == 0 or not _holds_arrays(t):
         return []
@@ -717,13 +717,13 @@ def _refuse_viewed(value, views, message):
     for k, t in enumerate(views.types):
         lines += _sharing_tests(f"views[{k}]", t, 3, "    ")
     lines.append("    return None")
-    scope = {"_may_share": _may_share, "_SharedDataError": SharedDataError,
+    scope = {"may_share": may_share, "_SharedDataError": SharedDataError,
              "__name__": __name__}
     exec("\n".join(lines), scope)
     return scope["check"]
 
 
-setitem_zeroed = _stub("setitem_zeroed")
+setitem_zeroed = make_stub("setitem_zeroed")
 SUPPORTED = SUPPORTED | {"setitem_zeroed"}
 
 
@@ -731,7 +731,7 @@ SUPPORTED = SUPPORTED | {"setitem_zeroed"}
 def _setitem_zeroed(g, x, index):
     """``g`` with the elements at ``index`` zeroed: the adjoint of an overwritten slot. A
     scalar ``g`` is the lazy zero (its adjoint was never written): zero stays zero."""
-    if _is_scalar(g):
+    if is_scalar_type(g):
         return lambda g, x, index: g
     if isinstance(index, types.Optional) and isinstance(index.type, types.BaseTuple):
         unoptional = _containers.unoptional  # (a tuple index from a stack)
@@ -748,9 +748,9 @@ def _setitem_zeroed(g, x, index):
 
 # -- vjp's cotangent, forward mode's tangents ----------------------------------------------
 
-cotangent = _stub("cotangent")
-tangent_like = _stub("tangent_like")
-broadcast_like = _stub("broadcast_like")
+cotangent = make_stub("cotangent")
+tangent_like = make_stub("tangent_like")
+broadcast_like = make_stub("broadcast_like")
 SUPPORTED = SUPPORTED | {"cotangent", "tangent_like", "broadcast_like"}
 
 
@@ -758,8 +758,8 @@ SUPPORTED = SUPPORTED | {"cotangent", "tangent_like", "broadcast_like"}
 def _cotangent(value, g):
     """The seed of a compiled vjp: the cotangent ``g`` (checked against the value's shape
     before the call, and again here for arrays), a float for a scalar output."""
-    value = _unwrap(value)
-    if _is_scalar(value) and _is_scalar(g):
+    value = unwrap_type(value)
+    if is_scalar_type(value) and is_scalar_type(g):
         if isinstance(g, types.Complex) or isinstance(value, types.Complex):
             raise TypingError("srcgrad: compiled vjps of complex values are not supported")
         return lambda value, g: float(g)
@@ -776,8 +776,8 @@ def _cotangent(value, g):
 def _tangent_like(d, x):
     """A tangent passed to a callee: an array smaller than its value broadcast to the
     value's shape (a scalar, the lazy zero, stays one)."""
-    x = _unwrap(x)
-    if _is_scalar(d) or not isinstance(x, types.Array):
+    x = unwrap_type(x)
+    if is_scalar_type(d) or not isinstance(x, types.Array):
         return lambda d, x: d
     if isinstance(d, types.Array) and d.ndim == x.ndim:
         return lambda d, x: broadcast_like(d, x)
@@ -809,12 +809,12 @@ def _spread_onto(dtype):
 @overload(broadcast_like)
 def _broadcast_like(d, ans):
     """A tangent contribution ``d`` broadcast to the shape of the result ``ans``."""
-    ans = _unwrap(ans)
+    ans = unwrap_type(ans)
     if not isinstance(ans, types.Array):
-        if _is_scalar(d):
+        if is_scalar_type(d):
             return lambda d, ans: d
         raise TypingError(f"srcgrad: a tangent of type {d} for a scalar result")
-    dtype = _float_dtype(d)
+    dtype = float_dtype(d)
     spread = _spread_onto(dtype)
     if isinstance(d, types.Array) and d.ndim == ans.ndim:
         def same_rank(d, ans):
@@ -822,14 +822,14 @@ def _broadcast_like(d, ans):
                 return np.ascontiguousarray(d)
             return spread(d, ans.shape)
         return same_rank
-    if _is_scalar(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
+    if is_scalar_type(d) or (isinstance(d, types.Array) and d.ndim < ans.ndim):
         return lambda d, ans: spread(d, ans.shape)
     raise TypingError(f"srcgrad: a tangent of type {d} for a result of type {ans}")
 
 
 # -- constant lists of ints used as indices (indices.py) -----------------------------------
 
-index_array = _stub("index_array")
+index_array = make_stub("index_array")
 SUPPORTED = SUPPORTED | {"index_array"}
 
 
@@ -847,8 +847,8 @@ def _index_array(values):
 
 # -- float tapes preallocated from trip counts (sweeps.preallocate) -------------------------
 
-float_tape = _stub("float_tape")
-tape_store = _stub("tape_store")
+float_tape = make_stub("float_tape")
+tape_store = make_stub("tape_store")
 SUPPORTED = SUPPORTED | {"float_tape", "tape_store"}
 
 
@@ -880,13 +880,13 @@ SUPPORTED = SUPPORTED | {"cos", "exp", "log", "sin", "tanh"}
 
 # -- reductions along axes: expand_reduced, extremum_weights; maximum's weights -------------
 
-expand_reduced = _stub("expand_reduced")
-extremum_weights = _stub("extremum_weights")
-greater_weight = _stub("greater_weight")
-norm_partials = _stub("norm_partials")
-inverse_axes = _stub("inverse_axes")
-unstack = _stub("unstack")
-vstack_vjp = _stub("vstack_vjp")
+expand_reduced = make_stub("expand_reduced")
+extremum_weights = make_stub("extremum_weights")
+greater_weight = make_stub("greater_weight")
+norm_partials = make_stub("norm_partials")
+inverse_axes = make_stub("inverse_axes")
+unstack = make_stub("unstack")
+vstack_vjp = make_stub("vstack_vjp")
 RULE_HELPERS.update(expand_reduced=expand_reduced, extremum_weights=extremum_weights,
                     greater_weight=greater_weight, norm_partials=norm_partials,
                     inverse_axes=inverse_axes, unstack=unstack, vstack_vjp=vstack_vjp)
@@ -947,7 +947,7 @@ def _kept_shape(ndim: int, count: int):
 
 def _reduced_shape_plan(x, axis, keepdims, name: str):
     """``(ndim, count, keep)`` for a compiled reduction helper of ``x``, or a TypingError."""
-    x = _unwrap(x)
+    x = unwrap_type(x)
     count, keep = _axes_kind(axis), _keepdims(keepdims)
     if not isinstance(x, types.Array) or count is None or keep is None or x.ndim == 0:
         raise TypingError(f"srcgrad: compiled {name} of a {x} along axis {axis} "
@@ -962,7 +962,7 @@ def _expand_reduced(g, x, axis=None, keepdims=False):
     if keep:
         return lambda g, x, axis=None, keepdims=False: g
     kept = _kept_shape(ndim, count)
-    if _is_scalar(g):
+    if is_scalar_type(g):
         dtype = g if isinstance(g, (types.Float, types.Complex)) else types.float64
 
         def filled(g, x, axis=None, keepdims=False):
@@ -981,7 +981,7 @@ def _extremum_weights(a, ans, axis=None, keepdims=False):
     """Where a max/min of ``a`` is attained, 1/k among k ties: the interpreted helper's
     ``hit / np.sum(hit, axis, keepdims=True)`` in float64, then in ``a``'s weight dtype."""
     ndim, count, keep = _reduced_shape_plan(a, axis, keepdims, "extremum_weights")
-    a_dtype = _unwrap(a).dtype
+    a_dtype = unwrap_type(a).dtype
     dtype = np.result_type(numpy_support.as_dtype(a_dtype), np.float32)
     kept = _kept_shape(ndim, count)
 
@@ -1010,7 +1010,7 @@ def _narrower_float_meets_wider_scalar(t, scalar) -> bool:
 @overload(greater_weight)
 def _greater_weight(x, y):
     """1 where ``x > y``, 1/2 where they tie, else 0 (NaN: 0), in the weight dtype."""
-    x_, y_ = _unwrap(x), _unwrap(y)
+    x_, y_ = unwrap_type(x), unwrap_type(y)
     if not all(isinstance(t, (types.Array, types.Float, types.Integer, types.Boolean))
                for t in (x_, y_)) or any(isinstance(getattr(t, "dtype", t), types.Complex)
                                          for t in (x_, y_)):
@@ -1022,7 +1022,7 @@ def _greater_weight(x, y):
         raise TypingError(f"srcgrad: compiled maximum/minimum of a {x} and a {y} (numpy "
                           f"compares them in the narrower float type, numba in the wider)")
     dtype = _weight_dtype(x_, y_)
-    if _is_scalar(x_) and _is_scalar(y_):
+    if is_scalar_type(x_) and is_scalar_type(y_):
         return lambda x, y: 1.0 if x > y else (0.5 if x == y else 0.0)
     # (exactly one of the two terms is nonzero, or neither: the sum is the chosen weight)
     return lambda x, y: ((x > y) * 1.0 + (x == y) * 0.5).astype(dtype)
@@ -1067,7 +1067,7 @@ def _inverse_axes(axes, ndim):
 
 # -- numpy functions numba lacks, called through _rt (sweeps.simd_math rewrites them) -------
 
-ndim = _stub("ndim")
+ndim = make_stub("ndim")
 NUMPY_FUNCTIONS = ("ndim",)
 """numpy functions of one argument a compiled sweep calls as ``_rt.<name>``."""
 SUPPORTED = SUPPORTED | set(NUMPY_FUNCTIONS)
@@ -1076,11 +1076,11 @@ SUPPORTED = SUPPORTED | set(NUMPY_FUNCTIONS)
 @overload(ndim)
 def _ndim_overload(x):
     """``np.ndim`` of an array or a number, known when the sweep is compiled."""
-    x = _unwrap(x)
+    x = unwrap_type(x)
     if isinstance(x, types.Array):
         n = x.ndim
         return lambda x: n
-    if _is_scalar(x):
+    if is_scalar_type(x):
         return lambda x: 0
     raise TypingError(f"srcgrad: compiled np.ndim of a {x} is not supported")
 
@@ -1132,7 +1132,7 @@ def _unstack(g, arrays, axis=0):
     views of ``g``, as numpy's are). Only the items' count is read, from the type: a tuple
     the sweeps first bound to None (optional: pushed on a tape in a loop) is the tuple
     ``np.stack`` joined in the forward sweep."""
-    items = _unwrap(arrays)
+    items = unwrap_type(arrays)
     if not (isinstance(g, types.Array) and _array_items(items)):
         raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
                           f"supported (a tuple of arrays)")
@@ -1166,7 +1166,7 @@ def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
 
 # -- an int to an int power: Python's result or an error, never numba's int64 one ----------
 
-power = _stub("power")
+power = make_stub("power")
 SUPPORTED = SUPPORTED | {"power"}
 
 INT_POWER = "srcgrad: an int to an int power"
@@ -1181,7 +1181,7 @@ def _power_overload(a, b, line):
     """``a ** b``; for ints ``a`` and ``b`` (also bools) an OverflowError where Python's
     result is no int64: a negative exponent (a float in Python, 0 or 1 in numba) or a
     power beyond int64 (a big int in Python, wrapped around in numba)."""
-    a, b = _unwrap(a), _unwrap(b)
+    a, b = unwrap_type(a), unwrap_type(b)
     integer = (types.Integer, types.Boolean)
     if not (isinstance(a, integer) and isinstance(b, integer)):
         return lambda a, b, line: a ** b
@@ -1203,10 +1203,10 @@ def _power_overload(a, b, line):
 
 # -- reductions along one axis numba lacks: np.max/np.min, np.mean, keepdims= ------------
 
-max_along = _stub("max_along")
-min_along = _stub("min_along")
-mean_along = _stub("mean_along")
-sum_along = _stub("sum_along")
+max_along = make_stub("max_along")
+min_along = make_stub("min_along")
+mean_along = make_stub("mean_along")
+sum_along = make_stub("sum_along")
 SUPPORTED = SUPPORTED | {"max_along", "min_along", "mean_along", "sum_along"}
 
 _DROPPED_SHAPES: dict = {}
@@ -1265,7 +1265,7 @@ def _along(name: str, kind: int):
     """The overload of ``_rt.<name>(a, axis, keepdims)`` for a float64 array and one int
     axis: ``_fold`` of the array seen as (before, along, after)."""
     def typer(a, axis, keepdims):
-        a = _unwrap(a)
+        a = unwrap_type(a)
         ndim, count, keep = _reduced_shape_plan(a, axis, keepdims, name)
         if count != 1 or a.dtype != types.float64:
             raise TypingError(f"srcgrad: compiled {name} of a {a} along axis {axis} is "
@@ -1298,15 +1298,15 @@ overload(sum_along)(_along("sum_along", _SUM))
 # lazy zero of that adjoint is the empty list (a list adjoint of a nonempty list is never
 # empty, and an empty list's adjoint is zero either way).
 
-list_item = _stub("list_item")
-list_slice = _stub("list_slice")
-list_sum = _stub("list_sum")
-stack_list = _stub("stack_list")
-list_zero = _stub("list_zero")
-spread_list = _stub("spread_list")
-unstack_list = _stub("unstack_list")
-list_element = _stub("list_element")
-list_add_at = _stub("list_add_at")
+list_item = make_stub("list_item")
+list_slice = make_stub("list_slice")
+list_sum = make_stub("list_sum")
+stack_list = make_stub("stack_list")
+list_zero = make_stub("list_zero")
+spread_list = make_stub("spread_list")
+unstack_list = make_stub("unstack_list")
+list_element = make_stub("list_element")
+list_add_at = make_stub("list_add_at")
 EMPTY_SUM = "srcgrad: sum() of an empty list"
 SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list", "list_zero",
                          "spread_list", "unstack_list", "list_element", "list_add_at"}
@@ -1315,15 +1315,15 @@ SUPPORTED = SUPPORTED | {"list_item", "list_slice", "list_sum", "stack_list", "l
 # and unstack, which refuse lists as before)
 
 
-def _built(t) -> bool:
+def is_built_list(t) -> bool:
     """A list made in compiled code (a reflected list is one passed in: refused)."""
     return isinstance(t, types.List) and not t.reflected
 
 
-def _list_item(t) -> str | None:
+def list_item_kind(t) -> str | None:
     """"number" or "array" for the items a compiled list may hold (their arithmetic is
     numpy's in numba: float64 numbers, float64 and int64 arrays), else None."""
-    t = _unwrap(t)
+    t = unwrap_type(t)
     if isinstance(t, types.Float) and t.bitwidth == 64:
         return "number"
     if isinstance(t, types.Array) and t.dtype in (types.float64, types.int64):
@@ -1333,9 +1333,9 @@ def _list_item(t) -> str | None:
 
 @overload(list_item)
 def _list_item_overload(value):
-    """``value``, appended to a compiled list: refused unless ``_list_item`` accepts it
+    """``value``, appended to a compiled list: refused unless ``list_item_kind`` accepts it
     (numba would convert an int among floats to a float, sum ints in wrapping int64, ...)."""
-    if _list_item(value) is None:
+    if list_item_kind(value) is None:
         raise TypingError(f"srcgrad: compiled lists of {value} items are not supported "
                           f"(float64 numbers or float64/int64 arrays)")
     return lambda value: value
@@ -1344,11 +1344,11 @@ def _list_item_overload(value):
 @overload(list_zero)
 def _zero_list(x):
     """The lazy zero adjoint of the list ``x``: an empty list of its items' adjoints."""
-    kind = _list_item(x.dtype) if _built(x) else None
+    kind = list_item_kind(x.dtype) if is_built_list(x) else None
     if kind == "number":
         return lambda x: [0.0 for _ in range(0)]
     if kind == "array":
-        shape, dtype = (0,) * x.dtype.ndim, _float_dtype(x.dtype)
+        shape, dtype = (0,) * x.dtype.ndim, float_dtype(x.dtype)
         return lambda x: [np.zeros(shape, dtype) for _ in range(0)]
     raise TypingError(f"srcgrad: no compiled zero adjoint for a {x}")
 
@@ -1367,7 +1367,7 @@ def _add_lists(a, b):
 @overload(spread_list)
 def _spread_list(g, iterable):
     """``spread_sum`` to a list: ``g`` unbroadcast to each item."""
-    kind = _list_item(iterable.dtype) if _built(iterable) else None
+    kind = list_item_kind(iterable.dtype) if is_built_list(iterable) else None
     if kind == "number" and isinstance(g, types.Float):
         return lambda g, iterable: [g for _ in range(len(iterable))]
     if kind == "array":
@@ -1388,7 +1388,7 @@ def _list_slice(g, start, stop):
 def _list_sum(xs, line):
     """Builtin ``sum(xs)``: ``0 + xs[0] + xs[1] + ...`` in that order, as Python adds; an
     empty list (whose sum is the int 0 in Python) raises, naming the user's ``line``."""
-    if not (_built(xs) and _list_item(xs.dtype)):
+    if not (is_built_list(xs) and list_item_kind(xs.dtype)):
         raise TypingError(f"srcgrad: compiled sum() of a {xs} is not supported")
     if not isinstance(line, types.StringLiteral):
         return None  # (numba then types the call again with the literal "file:line")
@@ -1408,7 +1408,7 @@ def _list_sum(xs, line):
 def _stack_list(xs):
     """``np.stack(xs)`` along the first axis, numpy's errors for no items and for items of
     different shapes."""
-    if not (_built(xs) and _list_item(xs.dtype) == "array"):
+    if not (is_built_list(xs) and list_item_kind(xs.dtype) == "array"):
         raise TypingError(f"srcgrad: compiled np.stack of a {xs} is not supported")
 
     def stacked(xs):
@@ -1427,8 +1427,8 @@ def _stack_list(xs):
 @overload(unstack_list)
 def _unstack_list(g, arrays, axis=0):
     """``unstack`` to a list: one contiguous piece of ``g`` per item."""
-    if not (_built(arrays) and isinstance(g, types.Array)
-            and _list_item(arrays.dtype) == "array"):
+    if not (is_built_list(arrays) and isinstance(g, types.Array)
+            and list_item_kind(arrays.dtype) == "array"):
         raise TypingError(f"srcgrad: compiled gradients of np.stack of a {arrays} are not "
                           f"supported")
     first = _axis_first(g.ndim)
@@ -1442,7 +1442,7 @@ def _unstack_list(g, arrays, axis=0):
 @overload(list_element)
 def _list_element(xs, i):
     """``element``: the ``i``-th item a ``for`` loop over the list ``xs`` binds."""
-    if _built(xs) and _list_item(xs.dtype) and isinstance(i, types.Integer):
+    if is_built_list(xs) and list_item_kind(xs.dtype) and isinstance(i, types.Integer):
         return lambda xs, i: xs[i]
     raise TypingError(f"srcgrad: compiled loops over a {xs} are not supported")
 
@@ -1453,23 +1453,23 @@ def _list_add_at(acc, xs, index, g):
     adjoint in ``acc`` (a list of one adjoint per item; the lazy zero ``0.0`` or the empty
     list). Items no read reached get zero adjoints of their shapes (the interpreted lazy
     ``0.0``: the same sums, and ``part`` of them the same numbers)."""
-    kind = _list_item(xs.dtype) if _built(xs) else None
-    acc_t = _unwrap(acc)
+    kind = list_item_kind(xs.dtype) if is_built_list(xs) else None
+    acc_t = unwrap_type(acc)
     if kind is None or not isinstance(index, types.Integer) or not (
-            _is_scalar(acc_t) or isinstance(acc_t, types.List)):
+            is_scalar_type(acc_t) or isinstance(acc_t, types.List)):
         raise TypingError(f"srcgrad: compiled gradients of items of a {xs} (index {index}, "
                           f"adjoint {acc}) are not supported")
     if kind == "number":
         def zeros(xs):
             return [0.0 for _ in range(len(xs))]
     else:
-        dtype = _float_dtype(xs.dtype)
+        dtype = float_dtype(xs.dtype)
 
         def zeros(xs):
             return [np.zeros(item.shape, dtype) for item in xs]
     zeros = register_jitable(zeros)
 
-    if _is_scalar(acc_t):
+    if is_scalar_type(acc_t):
         def fresh(acc, xs, index, g):
             return _add_item(zeros(xs), index, g)
         return fresh

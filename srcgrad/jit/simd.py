@@ -131,7 +131,7 @@ def _loop_intrinsic(name: str):
     return loop
 
 
-def _stub(name: str):
+def make_stub(name: str):
     def stub(x):
         raise RuntimeError(f"srcgrad.jit.runtime.{name} runs only inside compiled sweeps")
     stub.__name__ = stub.__qualname__ = name
@@ -156,7 +156,7 @@ def _simd_array(loop, contiguous: bool):
 
 
 def _register(name: str):
-    stub = _stub(name)
+    stub = make_stub(name)
     numpy_fn = getattr(np, name)
     loop = _loop_intrinsic(name)
 

@@ -9,7 +9,6 @@ intercept them through ``__array_function__`` exactly as they intercept numpy's 
 from __future__ import annotations
 
 import functools
-from math import prod as _prod
 from typing import Any, Callable
 
 import numpy as np
@@ -116,32 +115,9 @@ def expand_reduced(g, x, axis=None, keepdims=False):
 
 def expand_to(g, x, axis=None, keepdims=False):
     """Spread a reduction's cotangent ``g`` over every element of ``x`` that was reduced."""
-    if axis is None and (type(g) is float or isinstance(g, np.generic) or (
-            type(g) is np.ndarray and g.ndim == 0 and not g.dtype.hasobject)):
-        # (a 0-d array too: grad seeds a numpy scalar result with one; x.shape, because
-        # np.shape costs as much as building the view)
-        return _spread_scalar(g, x.shape if type(x) is np.ndarray else np.shape(x))
+    if axis is None and (not keepdims or rt.is_spread_scalar(g)):
+        return rt.spread_total(g, x)
     return np.broadcast_to(expand_reduced(g, x, axis, keepdims), np.shape(x))
-
-
-_SPREAD_FILLED = 16  # elements: smaller spreads are new arrays, filled with g
-
-
-def _spread_scalar(g, shape):
-    """``np.broadcast_to(g, shape)`` for a number or a 0-d array ``g``: the same read-only
-    zero-stride view (of ``g``'s own element when it is an array), built directly
-    (np.broadcast_to costs ~5 us; every ``np.sum``/``np.mean`` of a whole array spreads its
-    cotangent this way once per backward sweep). Up to ``_SPREAD_FILLED`` elements, a new
-    array of those values instead: a view takes its buffer through the buffer protocol,
-    whose bookkeeping numpy keeps on ``g`` as long as ``g`` lives (~0.3 kB, more than the
-    elements) and which costs more time than filling them."""
-    if _prod(shape) <= _SPREAD_FILLED:
-        value = g if type(g) is np.ndarray else np.asarray(g)
-        out = np.empty(shape, value.dtype)
-        out.fill(value)
-        return out
-    out = rt.spread_number(g, shape)  # (one place builds the view: runtime)
-    return np.broadcast_to(g, shape) if out is None else out  # (a dtype no number has)
 
 
 @nondifferentiable
