@@ -486,8 +486,8 @@ def test_in_place_updates_compile_and_refuse_shared_data_as_interpreted(fn, x, s
 
 
 def test_compiled_overlap_test_is_numpys_bounds_check():
-    from srcgrad.jit.runtime import _may_share
-    may_share = numba.njit(lambda a, b: _may_share(a, b))
+    from srcgrad.jit.runtime import may_share as compiled_may_share
+    may_share = numba.njit(lambda a, b: compiled_may_share(a, b))
     base = np.arange(60.0).reshape(6, 10)
     views = [base, base[1:3], base[:, 4:], base[::-1], base[::2, ::-3], base.T, base[5:, 9:],
              base[2:2], base[3, 1:], base[0, ::-1], base[4:, :2].T, np.arange(4.0)]
