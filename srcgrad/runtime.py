@@ -1068,11 +1068,16 @@ def adjoint_pop(adjoint_tape):
 
 def grad_seed(value):
     """The seed cotangent of a scalar result: ones shaped like it (used by generated
-    gradient wrappers, which differentiate through a gradient)."""
+    gradient wrappers, which differentiate through a gradient). A numpy float other than
+    float64 (``np.sum`` of a float32 array) gets a one of its dtype, as ``grad`` seeds it: a
+    Python ``1.0`` spread over the summed array would be a float64 array, and the float32
+    gradient float64."""
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise ValueError(f"srcgrad: grad needs a scalar result, got shape {value.shape}")
         return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
+    if isinstance(value, np.floating) and type(value) is not _float64:
+        return np.array(1.0, value.dtype)
     return 1.0
 
 
