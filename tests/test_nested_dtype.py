@@ -79,3 +79,25 @@ def test_grad_seed_has_the_values_dtype(value, seed):
     got = runtime.grad_seed(value)
     assert type(got) is type(seed) and np.result_type(got) == np.result_type(seed)
     assert got == 1
+
+
+# -- runtime.promotes_plainly: one predicate for seed_scalar and stand_in_of -----------------
+PLAIN = [2.0, 3, True, -(2 ** 53) + 1, np.int8(3), np.uint64(7), np.bool_(True),
+         np.float32(0.5), np.float64(0.5), np.ones(3, np.float32), np.ones((2, 3), int)]
+NOT_PLAIN = [2 ** 53, -(2 ** 60), 1j, np.complex64(1), np.float16(0.5), np.longdouble(0.5),
+             np.ones(3, np.float16), np.ones(3, complex), np.ones(3, object), [1.0], None,
+             "a", np.ones(3).view(np.matrix)]
+
+
+@pytest.mark.parametrize("a", PLAIN + NOT_PLAIN, ids=repr)
+def test_seed_scalar_and_stand_in_of_share_one_operand_predicate(a):
+    plain = any(a is b for b in PLAIN)
+    assert runtime.promotes_plainly(a) is plain
+    x = np.linspace(1.0, 2.0, 3)
+    seeded = runtime.seed_scalar(np.float64(1.0), x, a)
+    assert (type(seeded) is not np.ndarray or seeded.ndim == 0) is plain
+    if runtime.promotes_plainly(a) or np.ndim(a) == 0 and isinstance(a, (int, np.generic)):
+        # a stand-in of the computed value's shape (and, where it is read, dtype)
+        with np.errstate(all="ignore"):
+            made, value = runtime.stand_in_of(np.multiply, x, a), np.multiply(x, a)
+        assert made.shape == value.shape and made.strides == (0,) * value.ndim
