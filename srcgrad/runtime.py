@@ -1854,7 +1854,7 @@ def stand_in_of(fn, *args):
                 shape = a.shape
             else:  # (raises numpy's ValueError when the operation would)
                 shape = np.broadcast_shapes(shape, a.shape)
-        elif not promotes_plainly(a):
+        elif t is not float and not promotes_plainly(a):  # (floats: the commonest, no call)
             return shape_like(fn(*args))
     if shape is None:  # (numbers only: computed, as cheap)
         return shape_like(fn(*args))
