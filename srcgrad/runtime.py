@@ -491,6 +491,7 @@ def times_unit(one, y):
 
 _SEED_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _OPERAND_KINDS = frozenset("biu")  # (and the float dtypes above)
+_EXACT_INT = 2 ** 53  # Python ints below this in size convert to float64 exactly, never raise
 
 
 def seed_scalar(g, x, *operands):
@@ -512,17 +513,27 @@ def seed_scalar(g, x, *operands):
         scalar = g
     else:
         scalar = None
-    if scalar is not None and type(x) is _ndarray:
-        for a in operands:
-            t = type(a)
-            if t is _ndarray or isinstance(a, _generic):
-                if a.dtype.kind not in _OPERAND_KINDS and a.dtype not in _SEED_DTYPES:
-                    break
-            elif t is not float and t is not int and t is not bool:
-                break
-        else:
-            return scalar
+    if scalar is not None and type(x) is _ndarray and all(map(promotes_plainly, operands)):
+        return scalar
     return spread_total(g, x)
+
+
+def promotes_plainly(a) -> bool:
+    """Whether ``a`` is an operand that meets a float32 or float64 array (of any shape, 0-d
+    included) as numpy promotes that dtype (NEP 50), whatever the array's shape and values:
+    a Python float, a Python int or bool converting to float64 exactly (under 2**53 in size:
+    never raises), or an exact ndarray or numpy number of a bool, integer, float32 or float64
+    dtype (no complex, float16, longdouble or object). What ``seed_scalar`` requires of the
+    operands a number meets in place of its spread, and ``stand_in_of`` of the numbers a
+    float64 array meets in an operation it does not compute."""
+    t = type(a)
+    if t is float:
+        return True
+    if t is int or t is bool:
+        return -_EXACT_INT < a < _EXACT_INT
+    if t is _ndarray or isinstance(a, _generic):
+        return a.dtype.kind in _OPERAND_KINDS or a.dtype in _SEED_DTYPES
+    return False
 
 
 def shaped_like(r, x):
@@ -1048,7 +1059,6 @@ def call_bwd_jvp(tangents, kw_tangents, record, g):
     return _dispatch.call_bwd_jvp(tangents, kw_tangents, record, g)
 
 
-
 def adjoint_push(adjoint_tape, g):
     """Adjoint of ``v = tape.pop()`` in a generated sweep differentiated again: push ``v``'s
     adjoint on the tape's adjoint (a tape, made on first use)."""
@@ -1068,11 +1078,16 @@ def adjoint_pop(adjoint_tape):
 
 def grad_seed(value):
     """The seed cotangent of a scalar result: ones shaped like it (used by generated
-    gradient wrappers, which differentiate through a gradient)."""
+    gradient wrappers, which differentiate through a gradient). A numpy float other than
+    float64 (``np.sum`` of a float32 array) gets a one of its dtype, as ``grad`` seeds it: a
+    Python ``1.0`` spread over the summed array would be a float64 array, and the float32
+    gradient float64."""
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise ValueError(f"srcgrad: grad needs a scalar result, got shape {value.shape}")
         return np.ones_like(value, dtype=value.dtype if value.dtype.kind == "f" else float)
+    if isinstance(value, np.floating) and type(value) is not _float64:
+        return np.array(1.0, value.dtype)
     return 1.0
 
 
@@ -1644,7 +1659,6 @@ def is_match_mapping(value) -> bool:
     return isinstance(value, collections.abc.Mapping)
 
 
-
 index_slice = slice  # ``np.r_[a:b]`` in normalized code: the slice object, built by a call
 
 
@@ -1793,13 +1807,11 @@ def probed_result(value):
     return computed(value)
 
 
-
 # -- shapes without values, in flattened gradient wrappers (transforms/flat_shapes.py) ---------
 # function -> how many operands its fast path takes: the arithmetic operators, and the ufuncs
 # with a float64 loop (so float64 operands pass), added when first seen (-1: none)
 _SHAPE_OPS: dict = {_operator.add: 2, _operator.sub: 2, _operator.mul: 2,
                     _operator.truediv: 2, _operator.pow: 2, _operator.neg: 1}
-_EXACT_INT = 2 ** 53  # Python ints below this in size convert to float64 exactly, never raise
 _F64_STAND_INS: dict = {}  # shape -> the float64 stand-in of that shape
 
 
@@ -1813,14 +1825,6 @@ def _shape_arity(fn) -> int:
         if len(_SHAPE_OPS) < _STAND_IN_LIMIT:
             _SHAPE_OPS[fn] = n
     return n
-
-
-def _real_number(a) -> bool:
-    """A number that meets a float64 array as float64 does (no complex, no longdouble)."""
-    t = type(a)
-    return t is float or (t is int or t is bool) and -_EXACT_INT < a < _EXACT_INT \
-        or isinstance(a, (np.integer, np.bool_)) \
-        or isinstance(a, np.floating) and a.dtype.itemsize <= 8
 
 
 def stand_in_of(fn, *args):
@@ -1850,7 +1854,7 @@ def stand_in_of(fn, *args):
                 shape = a.shape
             else:  # (raises numpy's ValueError when the operation would)
                 shape = np.broadcast_shapes(shape, a.shape)
-        elif t is not float and not _real_number(a):
+        elif t is not float and not promotes_plainly(a):  # (floats: the commonest, no call)
             return shape_like(fn(*args))
     if shape is None:  # (numbers only: computed, as cheap)
         return shape_like(fn(*args))

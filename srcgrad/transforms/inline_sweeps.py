@@ -22,7 +22,8 @@ A tuple display assigned once at the function's top level and read only by unpac
 constant subscripts or by being copied into a name assigned once at the top level is taken
 apart: each item is assigned (in order) to a name of its own and the readers read those.
 Copies of such names into names assigned once are propagated, and copies nobody reads are
-dropped. Only the top level is touched: a name assigned there once holds one value from that
+dropped; so is a ``densify`` of a value ``densify`` made for the same argument (an inlined
+backward sweep's densified gradient, densified again by its caller: densify is idempotent). Only the top level is touched: a name assigned there once holds one value from that
 point on, which is what makes replacing a read by the value's other name sound.
 """
 from __future__ import annotations
@@ -32,6 +33,8 @@ __all__ = ["Sweep", "flatten_wrapper", "origin_lines"]
 import ast
 import copy
 from typing import Callable, NamedTuple
+
+from .. import runtime
 
 
 class Sweep(NamedTuple):
@@ -278,7 +281,87 @@ def _fold_tuples(body: list, params: set, flat: _Flattener) -> list:
                 _read_parts(body[i + 1:], name, parts)
             i += len(parts)
             changed = True
-    return _propagate_copies(body, params)
+    body = _propagate_copies(_renamed_apart(body, params, flat), params)
+    # (after the copies: each sweep densifies for its own copy of the parameter)
+    return _propagate_copies(_densified_once(body, params, flat.helpers), params)
+
+
+def _renamed_apart(body: list, params: set, flat: _Flattener) -> list:
+    """A local every assignment of which is a top-level ``name = value`` (an inlined sweep's
+    accumulation ``br = br + ...``) gets a fresh name from its second assignment on, the
+    reads after each assignment (up to the next) reading its name: one name per value, so the
+    transformation saves no overwritten value on a tape (a push and a pop per assignment,
+    differentiated again at higher order). Not done in a body holding a function or class,
+    which could read the name later."""
+    if any(isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+           for stmt in body for n in ast.walk(stmt)):
+        return body
+    top: dict = {}
+    for stmt in body:
+        name = _single(stmt)
+        if name is not None:
+            top[name] = top.get(name, 0) + 1
+    stores = _stores(body)
+    renamed = {n for n, k in top.items() if k > 1 and stores.get(n) == k and n not in params}
+    if not renamed:
+        return body
+    current: dict = {}  # name -> the name of its value now
+    for stmt in body:
+        name = _single(stmt)
+        for node in ast.walk(stmt.value if name is not None else stmt):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) \
+                    and node.id in current:
+                node.id = current[node.id]
+        if name in renamed:
+            if name in current:
+                current[name] = stmt.targets[0].id = flat.fresh(name)
+            else:
+                current[name] = name
+    return body
+
+
+def _densified_once(body: list, params: set, helpers: dict) -> list:
+    """Top-level ``b = _rt.densify(a, x)`` as the copy ``b = a`` where ``a``, read only there,
+    is assigned once, at the top level before, ``_rt.densify(g, x)`` of the same ``x`` (a
+    parameter never assigned, or a name assigned once before ``a``). ``densify`` is
+    idempotent: what it returns for ``x`` it returns again (an array or number itself, a
+    lazy zero as the zero it made, a container item by item). An inlined backward sweep
+    returns its densified gradients and its caller densifies them again: one pair per level,
+    a call, and when differentiated its adjoint and a zero guard."""
+    stores = _stores(body)
+    reads: dict = {}
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            reads[node.id] = reads.get(node.id, 0) + 1
+    densified: dict = {}  # a name assigned once, by densify(_, x), and read once -> x
+    assigned: set = set()
+    out = []
+    for stmt in body:
+        name = _single(stmt)
+        x = _densify_of(stmt.value, helpers) if name is not None else None
+        once = name is not None and stores.get(name) == 1 and name not in params
+        if once and x is not None and (x in params and x not in stores
+                                       or stores.get(x) == 1 and x in assigned):
+            a = stmt.value.args[0]
+            if isinstance(a, ast.Name) and densified.get(a.id) == x:
+                stmt = ast.copy_location(ast.Assign(targets=stmt.targets, value=a), stmt)
+            elif reads.get(name) == 1:  # (nothing else sees the container densify made)
+                densified[name] = x
+        if once:
+            assigned.add(name)
+        out.append(stmt)
+    return out
+
+
+def _densify_of(value, helpers: dict) -> str | None:
+    """The name ``x`` of a ``_rt.densify(g, x)`` call (``_rt`` bound to the runtime)."""
+    if isinstance(value, ast.Call) and len(value.args) == 2 and not value.keywords \
+            and isinstance(value.func, ast.Attribute) and value.func.attr == "densify" \
+            and isinstance(value.func.value, ast.Name) \
+            and helpers.get(value.func.value.id) is runtime \
+            and isinstance(value.args[1], ast.Name):
+        return value.args[1].id
+    return None
 
 
 def _unpacked_displays(body: list, flat: _Flattener) -> list:
