@@ -48,7 +48,9 @@ def stored(x):
 
 
 def gather(x, y):
-    return np.dot(x[[2, 0, 1]], x) * y[[0, 2]]
+    v = np.dot(x[[2, 0, 1]], x) * y[[0, 2]]
+    x = np.sin(x[[1, 2]])  # (x rebound: the helper's sweeps keep a stack of it)
+    return v + x
 
 
 def through_helper(x, y):
@@ -150,6 +152,12 @@ def _make(_rt):
     assert "_t1 = [2, 0]" in _rewritten(rebound)
     returned = pair.replace("return (_t2, (x, _t1))", "return (_t1, (x, _t1))")
     assert "_t1 = [2, 0]" in _rewritten(returned)
+    stacks = pair.replace("return (_t2, (x, _t1))", "return (_t2, ((_stack_x,), x, _t1))") \
+        .replace("x, _t1 = _saved", "(_stack_x,), x, _t1 = _saved")
+    assert "_t1 = _rt.index_array((2, 0))" in _rewritten(stacks)
+    nested = stacks.replace("((_stack_x,), x, _t1)", "((_stack_x, _t1), x, _t1)") \
+        .replace("(_stack_x,), x, _t1 = _saved", "(_stack_x, _t1), x, _t3 = _saved")
+    assert "_t1 = [2, 0]" in _rewritten(nested)
 
 
 def test_displays_of_non_ints_stay_refused():

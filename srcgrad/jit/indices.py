@@ -129,16 +129,16 @@ def _saved_for_the_backward_sweep(module: ast.Module) -> dict[int, dict[str, int
 
 
 def _unpacking(bwd: ast.FunctionDef) -> ast.Assign | None:
-    """The backward sweep's ``x, _t1, ... = _saved`` (its first parameter)."""
+    """The backward sweep's ``x, _t1, ... = _saved`` (its first parameter; only the names
+    at its top level are matched with the forward sweep's)."""
     if not bwd.args.args:
         return None
     saved = bwd.args.args[0].arg
     for stmt in bwd.body:
         if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
                 and stmt.value.id == saved and len(stmt.targets) == 1 \
-                and isinstance(stmt.targets[0], ast.Tuple) \
-                and all(isinstance(t, ast.Name) for t in stmt.targets[0].elts):
-            return stmt
+                and isinstance(stmt.targets[0], ast.Tuple):
+            return stmt  # (its items: names, or tuples of a loop's stacks, ``(_stack_x,)``)
     return None
 
 
