@@ -1,6 +1,8 @@
 """Compiled forms of more ``_rt`` helpers: the adjoint of an element store's value
-(``last_writes``), and item stores into the lists built_lists.py rewrites (their in-place
-check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``).
+(``last_writes``), item stores into the lists built_lists.py rewrites (their in-place
+check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``), and
+``list(ws)`` / ``v, *rest = ws`` of lists passed in and tuples (``as_list``, the rule helper
+``items_adjoint``, ``add_at`` of a list at a slice).
 
 Imported at the end of runtime.py, whose ``_rt`` namespace re-exports each stub here, so
 that the compiled sweeps call them as ``_rt.<name>`` like the others.
