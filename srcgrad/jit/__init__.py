@@ -38,7 +38,8 @@ from ..errors import SrcgradError
 from ..generated import remember
 from ..rules import registry
 from .dtypes import explain, mismatch
-from .errors import JitUnsupportedError, argument_type, translate, untyped_argument
+from .errors import (JitUnsupportedError, argument_type, run_time_refusal, translate,
+                     untyped_argument)
 
 _SCALARS = frozenset({float, int, np.float64, np.float32, np.int64})
 
@@ -234,6 +235,10 @@ class _Entry:
                 self.fallback.add(key)
                 raise (untyped_argument(self.f, args, self.tangents(args))
                        or translate(e, self.f)) from None
+            refusal = run_time_refusal(e, self.f, compiled)
+            if refusal is not None:  # (numba's NotImplementedError as the code ran)
+                self.fallback.add(key)
+                raise refusal from None
             _refuse_int_power(e, self.f)  # (not remembered: it depends on the values)
             raise
 
@@ -384,6 +389,9 @@ def _compiled_wrapper(interpreted, spec, adjoint, auto: bool) -> Callable:
             except Exception as e:
                 if _compile_failure(e) or _unboxing_failure(e):  # (new argument types)
                     raise (untyped_argument(f, args) or translate(e, f)) from None
+                refusal = run_time_refusal(e, f, compiled)
+                if refusal is not None:
+                    raise refusal from None
                 _refuse_int_power(e, f)
                 raise
         else:
@@ -650,6 +658,9 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
         except Exception as e:
             if _compile_failure(e) or _unboxing_failure(e):
                 raise (untyped_argument(f, positional) or translate(e, f)) from None
+            refusal = run_time_refusal(e, f, shown[0].compiled)
+            if refusal is not None:
+                raise refusal from None
             _refuse_int_power(e, f)
             raise
         if not (type(value) is float or np.size(value) == 1):
@@ -673,11 +684,16 @@ def second_order(api: str, f, primals: tuple, wrt: tuple, option, adjoint_for, f
         run.view = shown[0]
         return run
 
+    fell_back: list = []  # (once refused as it ran: the later columns of a hessian too)
+
     def run_or_none(tangents):
+        if fell_back:
+            return None
         try:
             return run(tangents)
         except JitUnsupportedError as e:
             shown[0].compiled, shown[0].note = None, str(e)
+            fell_back.append(e)
             warnings.warn(f"jit='auto' runs the interpreted {api}: {e}", RuntimeWarning,
                           stacklevel=3)
             return None

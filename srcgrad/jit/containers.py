@@ -1,6 +1,8 @@
 """Compiled forms of more ``_rt`` helpers: the adjoint of an element store's value
-(``last_writes``), and item stores into the lists built_lists.py rewrites (their in-place
-check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``).
+(``last_writes``), item stores into the lists built_lists.py rewrites (their in-place
+check ``list_shared_item``, the adjoints ``list_setitem_zeroed``, ``list_last_writes``), and
+``list(ws)`` / ``v, *rest = ws`` of lists passed in and tuples (``as_list``, the rule helper
+``items_adjoint``, ``add_at`` of a list at a slice).
 
 Imported at the end of runtime.py, whose ``_rt`` namespace re-exports each stub here, so
 that the compiled sweeps call them as ``_rt.<name>`` like the others.
@@ -24,9 +26,11 @@ list_last_writes = make_stub("list_last_writes")
 
 display_element = make_stub("display_element")
 reshape_c = make_stub("reshape_c")
+as_list = make_stub("as_list")
+items_adjoint = make_stub("items_adjoint")
 
 SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
-                       "list_last_writes", "display_element", "reshape_c"})
+                       "list_last_writes", "display_element", "reshape_c", "as_list"})
 
 
 @register_jitable
@@ -241,29 +245,91 @@ def list_zeros(x):
     return lambda x: [zero(item) for item in x]
 
 
+def _items_of(acc, x, what: str):
+    """A jitted ``start(acc, x)``: a new list of the adjoints of the items of an
+    ``argument_list`` ``x``, from ``acc`` (zeros for the lazy zero): adjoints alias, so
+    never updated in place."""
+    zero = _item_zero(x.dtype)
+    acc = unwrap_type(acc)
+    if not (is_scalar_type(acc) or isinstance(acc, types.List)):
+        raise TypingError(f"srcgrad: compiled gradients of {what} of a {x} (adjoint {acc}) "
+                          f"are not supported")
+    if is_scalar_type(acc):
+        return register_jitable(lambda acc, x: [zero(item) for item in x])
+    return register_jitable(lambda acc, x: [item for item in acc])
+
+
 def list_add_at_argument(acc, x, names=("acc", "x", "index", "g")):
     """The implementation of ``add_at(acc, x, index, g)`` (or ``add_element``: its
     parameters ``names``) of an item of an ``argument_list`` ``x``: a new list of the items'
     adjoints, ``g`` added at ``index``."""
     from .runtime import add
-    zero = _item_zero(x.dtype)
-    acc = unwrap_type(acc)
-    if not (is_scalar_type(acc) or isinstance(acc, types.List)):
-        raise TypingError(f"srcgrad: compiled gradients of items of a {x} (adjoint {acc}) "
-                          f"are not supported")
-    fresh = is_scalar_type(acc)
+    start = _items_of(acc, x, "items")
 
     def into(acc, x, index, g):
-        if fresh:
-            out = [zero(item) for item in x]
-        else:
-            out = [item for item in acc]  # (a new list: adjoints alias)
+        out = start(acc, x)
         if index < -len(out) or index >= len(out):
             raise IndexError("list index out of range")
         out[index] = add(out[index], g)
         return out
     return _compiled([f"def add_at({', '.join(names)}):",
                       f"    return into({', '.join(names)})"], into=register_jitable(into))
+
+
+def list_add_at_slice(acc, x):
+    """The implementation of ``add_at(acc, x, index, g)`` of the items of an
+    ``argument_list`` ``x`` at the slice ``index`` (``v, *rest = ws``): ``g``, a list, added
+    item by item from the slice's first position on, as interpreted (``zip``: the shorter
+    of the two)."""
+    from .runtime import add
+    begin = _items_of(acc, x, "slices")
+
+    def into(acc, x, index, g):
+        out = begin(acc, x)
+        start, stop, step = index.indices(len(x))
+        j = 0
+        for k in range(start, stop, step):
+            if j >= len(g):
+                break
+            out[k] = add(out[k], g[j])
+            j += 1
+        return out
+    return into
+
+
+@overload(as_list)
+def _as_list(xs):
+    """``list(xs)`` of a list passed in (or a slice of it) or a tuple of one item type: a
+    new list holding the same items, as Python's."""
+    if isinstance(xs, types.Optional):
+        return lambda xs: as_list(unoptional(xs))
+    if argument_list(xs) or uniform_tuple(xs):
+        return lambda xs: [item for item in xs]
+    raise TypingError(f"srcgrad: compiled list() of a {xs} is not supported (lists and "
+                      f"tuples of float64 numbers or of float64/int64 arrays of one rank)")
+
+
+@overload(items_adjoint)
+def _items_adjoint(xs, g):
+    """The rule helper ``items_adjoint``: the adjoint of ``xs`` from ``g``, the list
+    adjoint of ``list(xs)``; the lazy zero stays zero; for a list a new list of the items'
+    adjoints, for a tuple a tuple (``zip``'s length, as interpreted)."""
+    if is_scalar_type(unwrap_type(g)):
+        return lambda xs, g: 0.0
+    if isinstance(xs, types.Optional):  # (a variable of a loop's stack starts as None)
+        return lambda xs, g: items_adjoint(unoptional(xs), g)
+    if isinstance(g, types.List) and argument_list(xs):
+        return lambda xs, g: [densify(g[k], xs[k]) for k in range(min(len(g), len(xs)))]
+    if isinstance(g, types.List) and uniform_tuple(xs):
+        n = len(xs)
+        items = ", ".join(f"densify(g[{k}], xs[{k}])" for k in range(n))
+        return _compiled([
+            "def adjoint(xs, g):",
+            f"    if len(g) != {n}:",
+            "        raise ValueError('srcgrad: a tuple adjoint of another length')",
+            f"    return ({items},)"], densify=densify)
+    raise TypingError(f"srcgrad: compiled gradients of list() of a {xs} (adjoint {g}) are "
+                      f"not supported")
 
 
 def list_densify(g, x):

@@ -7,9 +7,10 @@ through codegen's line table, and the common messages are restated with a hint.
 from __future__ import annotations
 
 __all__ = ["JitUnsupportedError", "located_error", "translate", "untyped_argument",
-           "argument_type"]
+           "argument_type", "run_time_refusal"]
 
 import inspect
+import linecache
 import re
 
 from .. import codegen
@@ -195,3 +196,61 @@ def untyped_argument(fn, args: tuple, offset: int = 0) -> JitUnsupportedError | 
             f"compiled gradients take floats, ints, numpy arrays and tuples or lists of "
             f"them, in compiled code of {fn.__qualname__}(); {_HINT}.")
     return None
+
+
+# numba's NotImplementedErrors raised by compiled code while it runs (not at compile time;
+# numba/np/arrayobj.py, numba/cpython/listobj.py) -> (the text of the operation in the
+# compiled code, what it means). Only these: a NotImplementedError the user's own code
+# raises (compiled too) is the user's, and passes through.
+_RUN_TIME = {
+    "incompatible shape for array":
+        ("reshape(", "numba reshapes without copying only, and this array's layout (a "
+                     "transpose, a strided slice) needs a copy, which numpy makes"),
+    "unsupported del list[start:stop:step] with step != 1":
+        ("del ", "numba deletes list slices with a step of 1 only"),
+}
+
+
+def run_time_refusal(exc: Exception, fn, compiled) -> JitUnsupportedError | None:
+    """The located refusal for numba's NotImplementedError ``exc`` raised while the
+    compiled code ``compiled`` (build.Compiled) of ``fn``'s gradient ran, or None for any
+    other exception. numba's run-time errors carry no location: the user's lines of the
+    compiled statements that make that operation are named (one of them raised); where the
+    compiled code makes no such operation, the user's code raised it: None."""
+    if not isinstance(exc, NotImplementedError) or not exc.args:
+        return None
+    found = _RUN_TIME.get(str(exc.args[0]))
+    if found is None:
+        return None
+    token, meaning = found
+    lines = []
+    for part in _parts(compiled):
+        for lineno, text in enumerate(linecache.getlines(part.filename), 1):
+            code = text.split("#", 1)[0]
+            if token in code:
+                user = codegen.user_line(part.filename, lineno)
+                if user is not None:
+                    where = "{}:{}".format(*through_generated(user[0], user[2]))
+                    if where not in lines:
+                        lines.append(where)
+    if not lines:  # (no such operation compiled: the user's code raised it)
+        return None
+    where = f"{lines[0]}: "
+    also = f" (the same operation at {', '.join(lines[1:])} may be the one)" \
+        if len(lines) > 1 else ""
+    error = JitUnsupportedError(
+        f"{where}numba raised NotImplementedError('{exc.args[0]}') while the compiled code "
+        f"ran: {meaning}{also}, in compiled code of {getattr(fn, '__qualname__', fn)}(); "
+        f"{_HINT}.")
+    error.numba_message = str(exc)
+    return error
+
+
+def _parts(compiled) -> list:
+    """``compiled`` and the Compiled of each callee in it, depth first."""
+    out, todo = [], [compiled]
+    while todo:
+        part = todo.pop()
+        out.append(part)
+        todo.extend(getattr(part, "parts", ()))
+    return out

@@ -7,10 +7,14 @@ rewrites ``_t1 = [i, 0, 1]`` into ``_t1 = _rt.index_array((i, 0, 1))`` when ever
 variable holds is a list display (or ``None``, or one popped from its own stack) and every
 read of it is an index: a subscript's (alone or in a tuple), ``add_at``'s, or a push on its
 stack. Any other read (``len``, iteration, ``+``) keeps the list, which numba then refuses.
+An element store's ``_rt.setitem(v, _t1, e)`` and its adjoint's ``setitem_zeroed`` and
+``last_writes`` read it as an index too.
 ``index_array`` compiles only for items numba types as signed integers (runtime.py): a float
 or a bool item, which numpy would refuse or read as a mask, is refused. numba reads out of
 bounds where numpy raises IndexError (x[[5]] of three elements): every compiled function
-has numba's bounds checks (build.py).
+has numba's bounds checks (build.py). A list display written as the index itself
+(``y[[0, 2]]``, ``y[:, [1]]``: code the sweeps keep as written, such as an ``if``
+condition) is read by nothing else and becomes an ``index_array`` too.
 """
 from __future__ import annotations
 
@@ -21,21 +25,53 @@ from typing import Callable
 
 
 def constant_index_lists(module: ast.Module) -> ast.Module:
+    saved = _saved_for_the_backward_sweep(module)
     for func in (n for n in ast.walk(module) if isinstance(n, ast.FunctionDef)):
-        for name in list_displays_read_only_by(func, _index_reads):
+        for name in list_displays_read_only_by(func, _index_reads, saved.get(id(func))):
             for node in ast.walk(func):
                 if isinstance(node, ast.Assign) and _targets(node) == name \
                         and isinstance(node.value, ast.List):
                     node.value = _index_array(node.value)
-    return module
+    return _DisplayedIndices().visit(module)
+
+
+class _DisplayedIndices(ast.NodeTransformer):
+    """``x[[0, 2]]``, ``x[:, [1]]`` and ``add_at``'s ``[0, 2]`` -> ``_rt.index_array(...)``:
+    a list display written as the index itself (a condition's ``y[[0, 2]] @ y``, which
+    the sweeps keep as the user wrote it) is read by nothing else."""
+
+    def visit_Subscript(self, node):
+        self.generic_visit(node)
+        node.slice = _displays_as_arrays(node.slice)
+        return node
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_at" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "_rt" \
+                and len(node.args) == 4:
+            node.args[2] = _displays_as_arrays(node.args[2])
+        return node
+
+
+def _displays_as_arrays(index):
+    """``index`` with a list display that is it, or a part of the tuple it is, made an
+    ``index_array``."""
+    if _int_list(index):
+        return _index_array(index)
+    if isinstance(index, ast.Tuple):
+        index.elts = [_index_array(e) if _int_list(e) else e for e in index.elts]
+    return index
 
 
 def list_displays_read_only_by(func: ast.FunctionDef,
-                               allowed: Callable[[ast.AST, str], list[int]]) -> set[str]:
+                               allowed: Callable[[ast.AST, str], list[int]],
+                               passed: dict[str, int] | None = None) -> set[str]:
     """The variables of ``func`` that hold list displays (or ``None``, or values popped
     from their own stacks) whose reads are all ``allowed`` ones, at least one, or pushes on
     their own stacks; ``allowed(node, name)`` gives the ids of the reads of ``name`` that
-    ``node`` makes in an allowed way."""
+    ``node`` makes in an allowed way. ``passed``: name -> the id of one more read allowed
+    (a forward sweep's saving it for a backward sweep that reads it in allowed ways only)."""
     listed, other = set(), set()
     for node in ast.walk(func):
         if isinstance(node, ast.Assign):
@@ -55,7 +91,72 @@ def list_displays_read_only_by(func: ast.FunctionDef,
         elif isinstance(node, ast.arguments):
             other.update(a.arg for a in node.posonlyargs + node.args + node.kwonlyargs)
     candidates = listed - other
-    return {name for name in candidates if _read_only_by(func, name, allowed)}
+    passed = passed or {}
+    return {name for name in candidates
+            if _read_only_by(func, name, allowed, passed.get(name))}
+
+
+def _saved_for_the_backward_sweep(module: ast.Module) -> dict[int, dict[str, int]]:
+    """id of a callee's forward sweep -> {name: id of its read in the saved tuple} for the
+    names the backward sweep unpacks from the saved tuple and reads only as indices
+    (``_index_reads``), binding them nowhere else: a list display saved so may become an
+    index array on both sides (in a helper's compiled pair the forward sweep returns
+    ``(value, (x, _t1, ...))`` once and the backward sweep starts ``x, _t1, ... =
+    _saved``)."""
+    out = {}
+    for make in module.body:
+        defs = [s for s in getattr(make, "body", ()) if isinstance(s, ast.FunctionDef)]
+        if not isinstance(make, ast.FunctionDef) or len(defs) != 2:
+            continue
+        fwd, bwd = defs
+        returns = [n for n in ast.walk(fwd) if isinstance(n, ast.Return)]
+        if len(returns) != 1 or not (isinstance(returns[0].value, ast.Tuple)
+                                     and len(returns[0].value.elts) == 2
+                                     and isinstance(returns[0].value.elts[1], ast.Tuple)):
+            continue
+        sent = returns[0].value.elts[1].elts
+        unpack = _unpacking(bwd)
+        if unpack is None or len(unpack.targets[0].elts) != len(sent):
+            continue
+        received = unpack.targets[0].elts
+        channels = {}
+        for here, there in zip(sent, received):
+            if isinstance(here, ast.Name) and isinstance(there, ast.Name) \
+                    and _indexed_only(bwd, there.id, unpack):
+                channels[here.id] = id(here)
+        out[id(fwd)] = channels
+    return out
+
+
+def _unpacking(bwd: ast.FunctionDef) -> ast.Assign | None:
+    """The backward sweep's ``x, _t1, ... = _saved`` (its first parameter; only the names
+    at its top level are matched with the forward sweep's)."""
+    if not bwd.args.args:
+        return None
+    saved = bwd.args.args[0].arg
+    for stmt in bwd.body:
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Name) \
+                and stmt.value.id == saved and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Tuple):
+            return stmt  # (its items: names, or tuples of a loop's stacks, ``(_stack_x,)``)
+    return None
+
+
+def _indexed_only(func: ast.FunctionDef, name: str, unpack: ast.Assign) -> bool:
+    """Whether ``name`` is bound in ``func`` by ``unpack`` only and read only as an index."""
+    bound_by_unpack = {id(t) for t in unpack.targets[0].elts}
+    using = set()
+    for node in ast.walk(func):
+        using.update(_index_reads(node, name))
+        if isinstance(node, ast.Name) and node.id == name:
+            if isinstance(node.ctx, ast.Load):
+                continue
+            if id(node) not in bound_by_unpack:
+                return False
+        elif isinstance(node, ast.arg) and node.arg == name:
+            return False
+    return all(id(n) in using for n in ast.walk(func)
+               if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load))
 
 
 def _targets(node: ast.Assign) -> str | None:
@@ -84,19 +185,32 @@ def _popped(value) -> bool:
 
 
 def _index_reads(node, name: str) -> list[int]:
-    """The reads of ``name`` as an index that ``node`` makes: a subscript's, ``add_at``'s."""
+    """The reads of ``name`` as an index that ``node`` makes: a subscript's, ``add_at``'s,
+    an element store's (``setitem``, ``setitem_zeroed``, ``last_writes``)."""
     if isinstance(node, ast.Subscript):
         return _index_parts(node.slice, name)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr == "add_at" and len(node.args) == 4:
-        return _index_parts(node.args[2], name)
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "_rt":
+        position = _INDEX_POSITIONS.get(node.func.attr)
+        if position is not None and len(node.args) == position[1]:
+            return _index_parts(node.args[position[0]], name)
     return []
 
 
-def _read_only_by(func: ast.FunctionDef, name: str, allowed) -> bool:
+# _rt helpers reading an index: name -> (its position, the number of arguments). The
+# compiled setitem, setitem_zeroed and last_writes index with the array as numpy with the
+# list (a repeated position: the last write, runtime.py and containers.py)
+_INDEX_POSITIONS = {"add_at": (2, 4), "setitem": (1, 3), "setitem_zeroed": (2, 3),
+                    "last_writes": (1, 2)}
+
+
+def _read_only_by(func: ast.FunctionDef, name: str, allowed, passed: int | None = None) \
+        -> bool:
     """Whether ``name`` is read in ``allowed`` ways, and otherwise only pushed on its own
-    stacks."""
+    stacks (or read by the node of id ``passed``)."""
     using, pushed, stacks = set(), set(), set()
+    if passed is not None:
+        pushed.add(passed)
     for node in ast.walk(func):
         using.update(allowed(node, name))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \

@@ -356,6 +356,9 @@ def _add_at(acc, x, index, g):
         return None  # (numba types the call again with the index's literal value)
     if _containers.argument_list(x_t) and isinstance(unwrap_type(index), types.Integer):
         return _containers.list_add_at_argument(acc, x_t)
+    if _containers.argument_list(x_t) and isinstance(index, types.SliceType) \
+            and isinstance(unwrap_type(g), types.List):
+        return _containers.list_add_at_slice(acc, x_t)
     kind = index_kind(index)
     if kind is None or not isinstance(x_t, types.Array):
         raise TypingError(f"srcgrad: compiled gradients of indexing {x_t} with {index} are "
@@ -1492,6 +1495,7 @@ def _add_item(out, index, g):
 # (more helpers, in their own module: the adjoint of an element store's value, ...)
 from . import containers as _containers  # noqa: E402
 from .containers import (display_element, last_writes, list_last_writes,  # noqa: E402,F401
-                         list_setitem_zeroed, list_shared_item, reshape_c)
+                         list_setitem_zeroed, list_shared_item, reshape_c, as_list)
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED
+RULE_HELPERS["items_adjoint"] = _containers.items_adjoint
