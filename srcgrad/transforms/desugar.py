@@ -1237,6 +1237,7 @@ class _Desugar:
         if taken is not None:
             return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
+        self.refuse_varied_guarded(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1259,14 +1260,22 @@ class _Desugar:
                     n.value = A.located(A.call(A.attr(self.ctx.rt, "stop_gradient"), n.value), n)
         return body
 
+    def refuse_varied_guarded(self, s) -> None:
+        """``_rt.enter_guarded(_cm)`` (a ``with`` in a try body, trycatch.py) of a manager
+        made from differentiable values."""
+        value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+        func = value.func if isinstance(value, gast.Call) else None
+        if isinstance(func, gast.Attribute) and func.attr == "enter_guarded" \
+                and isinstance(func.value, gast.Name) and func.value.id == self.ctx.rt \
+                and A.names_read(value) & self.ctx.varied:
+            self.ctx.problem(s, *_VARIED_MANAGER)
+
     def context_block(self, s) -> list:
         item, rest = s.items[0], s.items[1:]
         body = [A.located(gast.With(items=rest, body=s.body, type_comment=None), s)] \
             if rest else s.body
         if A.names_read(item.context_expr) & self.ctx.varied:
-            self.ctx.problem(s, "a context manager made from differentiable values",
-                             "Enter it outside the differentiated function, or build it "
-                             "from values that carry no gradient.")
+            self.ctx.problem(s, *_VARIED_MANAGER)
             return [s]
         target = item.optional_vars
         if target is not None and A.names_read(target) & self.ctx.varied:
@@ -1616,6 +1625,15 @@ class _Desugar:
             base = target
             while isinstance(base, gast.Subscript):
                 base = base.value
+            if isinstance(base, gast.Attribute):  # m.W[0] = v: Python changes m.W itself
+                text = to_source(target.value).strip()
+                self.ctx.problem(s, f"assignment into an element of {text}, held by an "
+                                    f"attribute",
+                                 f"srcgrad cannot store into attributes, and Python changes "
+                                 f"the object {text} in place, which outlives the call. Copy "
+                                 f"it into a variable first (v = {text}.copy()), change v and "
+                                 f"read v afterwards.")
+                return [s]
             if isinstance(base, gast.Name) and base.id in self.callers \
                     and base.id not in self.aliased | self.views:
                 return self.parameter_guard(base.id, s) + self.functional_setitem(
@@ -2566,6 +2584,11 @@ _OP_TEXT = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
 
 def _op_text(op) -> str:
     return _OP_TEXT.get(type(op), "op")
+
+
+_VARIED_MANAGER = ("a context manager made from differentiable values",
+                   "Enter it outside the differentiated function, or build it from values "
+                   "that carry no gradient.")
 
 
 def is_context_marker(s, rt: str, kind: str):
