@@ -1580,6 +1580,19 @@ class managed:
         return False
 
 
+_INPLACE_OPERATORS = ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                      "__imod__", "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__",
+                      "__ilshift__", "__irshift__")
+
+
+def updated_in_place(value) -> bool:
+    """Whether ``p op= e`` in a helper changes the caller's ``value`` itself (an array, a
+    list: it has in-place operators) rather than binding the helper's ``p`` to a new value
+    (a number, a tuple): what the call site takes back (transforms/desugar.write_back)."""
+    kind = type(value)
+    return any(hasattr(kind, name) for name in _INPLACE_OPERATORS)
+
+
 # -- try statements (transforms/trycatch.py) --------------------------------------------------
 class Catching:
     """The context manager around one statement of a ``try`` body: an exception of the

@@ -20,7 +20,7 @@ from .activity import match_bindings, mutated_parameters
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
-from .writeback import (kept_parameters, merged_parameters, same_object_mark, surely_mutated,
+from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
                         writeback_mark, writeback_parameters)
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
@@ -155,9 +155,21 @@ def _taken_back(fn) -> frozenset:
         except (SrcgradError, OSError, TypeError, SyntaxError):
             tree = None
         known = frozenset() if tree is None else writeback_parameters(
-            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED))
+            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)) \
+            | augmented_only(tree)
         _TAKEN_BACK[fn.__code__] = known
     return known
+
+
+def _rebinds_numbers(fn) -> frozenset:
+    """The parameters of ``fn`` a call site takes back (``_taken_back``) that it changes by
+    augmented assignment alone: Python changes the caller's object only when it has an
+    in-place operator."""
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return frozenset()
+    return augmented_only(tree) - _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)
 
 
 
@@ -470,6 +482,7 @@ class _Desugar:
         self.kept_params = self.owned - _rebound_names(tree.body if tree is not None else [])
         # the calls write_back made take back containers, by id: the parameters taken back
         self.taken_back: dict[int, tuple[str, ...]] = {}
+        self.taken_back_if_in_place: set[tuple[int, str]] = set()  # (taken_back_targets)
         # the calls lift_item_arguments passed an item's temporary, by id: its parameter
         self.items_handed: dict[int, str] = {}
         self.items_pending: set[str] = set()  # (those temporaries not taken back yet)
@@ -670,7 +683,8 @@ class _Desugar:
                 if params[i] not in mutated and not set(group) & mutated:
                     continue
                 if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
-                        and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
+                        and ((id(call), arg.id) in self.taken_back_if_in_place
+                             or self.dead_after(arg.id, s, call)):  # (x += h(x) reads x)
                     handed.add(params[i])
                     guards += self.loop_alias_guards(arg.id, fn, s) \
                         if (id(call), arg.id) in self.alias_calls else \
@@ -721,15 +735,38 @@ class _Desugar:
         else:
             return None
         result = self.ctx.namer.fresh("_r")
-        target = gast.Tuple(elts=[A.store(result)] + [A.store(n) for _, n in back],
-                            ctx=gast.Store())
+        elts, kept = self.taken_back_targets(call, back, s)
+        target = gast.Tuple(elts=[A.store(result)] + elts, ctx=gast.Store())
         self.taken_back[id(call)] = tuple(p for p, _ in back)
         after += self.loop_alias_writes([n for _, n in back], s, call)
-        out = before + [A.assign(target, call, at=s)]
+        out = before + [A.assign(target, call, at=s)] + kept
         if call is s.value and isinstance(s, gast.Expr):
             return out + after
         s.value = _replaced(s.value, call, A.located(A.load(result), call))
         return out + [s] + after
+
+    def taken_back_targets(self, call, back, s) -> tuple[list, list]:
+        """The targets of what ``call`` hands back: each variable, but a temporary for a
+        parameter the helper changes by ``p op= e`` alone, which is in place only on an
+        object with an in-place operator (an array, a list), a new value on a number: the
+        variable takes it only then (``if _rt.updated_in_place(v): v = _wb``)."""
+        rebinds = _rebinds_numbers(self.static_function(call.func))
+        elts, kept = [], []
+        for param, name in back:
+            if param not in rebinds:
+                elts.append(A.store(name))
+                continue
+            tmp = self.ctx.namer.fresh("_wb")
+            if self.items_handed.get(id(call)) != param:  # (an item's temporary: handed)
+                self.taken_back_if_in_place.add((id(call), name))
+            self.ctx.local_names.add(tmp)
+            if name in self.ctx.varied:
+                self.ctx.varied.add(tmp)
+            elts.append(A.store(tmp))
+            test = A.call(A.attr(self.ctx.rt, "updated_in_place"), A.load(name))
+            kept.append(A.located(gast.If(test=test, body=[A.assign(name, A.load(tmp), at=s)],
+                                          orelse=[]), s))
+        return elts, kept
 
     def may_take_back(self, call) -> bool:
         """Whether ``call`` is of a helper with a parameter its call site may take back
@@ -953,7 +990,8 @@ class _Desugar:
     def taken_back_names(self, call, s) -> list[tuple[str, str]]:
         """``(parameter, variable)`` for what ``call`` (in ``s``) takes back, sorted as the
         helper returns them; [] for none."""
-        if not isinstance(call, gast.Call) or not A.names_read(call) & self.ctx.varied:
+        if not isinstance(call, gast.Call) or not A.names_read(call) & self.ctx.varied \
+                or id(call) in self.taken_back:  # (its statement, made by write_back)
             return []
         fn = self.static_function(call.func)
         if fn is None or call.func.id in self.ctx.closure:
