@@ -1595,6 +1595,19 @@ class managed:
         return False
 
 
+_INPLACE_OPERATORS = ("__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                      "__imod__", "__ipow__", "__imatmul__", "__iand__", "__ior__", "__ixor__",
+                      "__ilshift__", "__irshift__")
+
+
+def updated_in_place(value) -> bool:
+    """Whether ``p op= e`` in a helper changes the caller's ``value`` itself (an array, a
+    list: it has in-place operators) rather than binding the helper's ``p`` to a new value
+    (a number, a tuple): what the call site takes back (transforms/desugar.write_back)."""
+    kind = type(value)
+    return any(hasattr(kind, name) for name in _INPLACE_OPERATORS)
+
+
 # -- try statements (transforms/trycatch.py) --------------------------------------------------
 class Catching:
     """The context manager around one statement of a ``try`` body: an exception of the
@@ -1618,16 +1631,26 @@ class Catching:
 
 class TryExit(BaseException):
     """``return``/``break``/``continue`` leaving a ``try`` body, raised there in generated
-    code so that it ends the body like an exception (transforms/trycatch.py)."""
+    code so that it ends the body like an exception (transforms/trycatch.py). ``owner``
+    names the try statement it leaves: a try nested in its body passes it on."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, owner: str = ""):
         super().__init__(kind)
-        self.kind = kind
+        self.kind, self.owner = kind, owner
 
 
-def try_exit(catcher):
-    """``'return'``, ``'break'`` or ``'continue'`` when that left the try body, else None."""
-    return catcher.error.kind if isinstance(catcher.error, TryExit) else None
+def try_exit(catcher, owner: str = ""):
+    """``'return'``, ``'break'`` or ``'continue'`` when that left the try body ``owner``
+    names, else None."""
+    error = catcher.error
+    return error.kind if isinstance(error, TryExit) and error.owner == owner else None
+
+
+def caught(catcher, *types) -> bool:
+    """Whether an ``except`` clause naming ``types`` handles what ``catcher`` recorded (a
+    ``return``/``break``/``continue`` leaving the body is no exception to it)."""
+    error = catcher.error
+    return isinstance(error, exception_types(*types)) and not isinstance(error, TryExit)
 
 
 def exception_types(*types) -> tuple:
@@ -1638,11 +1661,27 @@ def exception_types(*types) -> tuple:
     return tuple(out)
 
 
-def try_begin(ok: str, err: str, types) -> None:
+def enter_guarded(manager):
+    """``with manager`` in a try body: its ``__enter__`` (``exit_guarded`` exits it)."""
+    return manager.__enter__()
+
+
+def exit_guarded(manager, catcher) -> bool:
+    """The exit of a ``with`` block in a try body, whose statements ``catcher`` protected:
+    the manager sees the exception they raised, and True when there was none or the manager
+    suppressed it (a return/break/continue leaving the block exits it as no exception)."""
+    error = catcher.error
+    if catcher.ok or isinstance(error, TryExit):
+        manager.__exit__(None, None, None)
+        return catcher.ok
+    return bool(manager.__exit__(type(error), error, error.__traceback__))
+
+
+def try_begin(catcher) -> None:
     """Marks where a ``try`` body starts until the statements in it are protected."""
 
 
-def try_end(ok: str) -> None:
+def try_end(catcher) -> None:
     """Marks where a ``try`` body ends."""
 
 

@@ -1847,6 +1847,25 @@ def try_except_else_finally_per_element(x):
     return total
 
 
+@case(np.array([0.5, -0.3, 0.8, -0.1]))
+def try_nested_in_try_body_with_errstate(x):
+    total = 0.0
+    for i in range(4):
+        try:
+            with np.errstate(invalid="ignore"):
+                try:
+                    r = _positive_sqrt(x[i])  # raises on negatives: the inner finally, then
+                    total = total + r * x[i]  # the outer handler run
+                except KeyError:
+                    total = total + 100.0
+                finally:
+                    total = total + np.sin(x[i])
+            total = total * (1.0 + x[i] ** 2)
+        except ValueError:
+            total = total - np.cos(x[i]) * x[i]
+    return total
+
+
 # -- generators, starred targets, with, :=, match (issue 9; each also runs in forward mode,
 #    at second order and under vmap through the corpus-wide tests) --------------------------
 @case(arr(4))

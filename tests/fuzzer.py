@@ -643,7 +643,7 @@ class _Idioms:
 
     def stmt_idiom(self):
         kinds = ["walrus", "with", "raise", "match", "nonlocal", "starred", "dict_call",
-                 "item_update"]
+                 "item_update", "nested_try"]
         if any(h.kind == "plain" and len(h.params) == 1 for h in self.helpers):
             kinds.append("partial")
         return getattr(self, "idiom_" + self.pick(kinds))()
@@ -684,6 +684,27 @@ class _Idioms:
             lines += ["finally:", f"    {other} = {self.expr(s2)}"]
             self.new_array(other, s2)
         return lines
+
+    def idiom_nested_try(self):
+        """A try in a try body, sometimes inside a with block there: the inner body may
+        raise an exception its handler takes, or one that escapes (through the inner
+        finally) to the outer handler; only the statements that ran may be reversed."""
+        name, shape = self.fresh(), self.pick(SHAPES)
+        raised = self.pick(["ValueError", "KeyError"])
+        inner = ["try:", f"    if {self.condition()}:", f"        raise {raised}('fuzz')",
+                 f"    {name} = {self.expr(shape)}", "except KeyError:",
+                 f"    {name} = {self.expr(shape)}"]
+        self.new_array(name, shape)
+        if self.chance(0.5):
+            other, s2 = self.fresh(), self.pick(SHAPES)
+            inner += ["finally:", f"    {other} = {self.expr(s2)}"]
+            self.new_array(other, s2)
+        if self.chance(0.5):
+            manager = self.pick(['np.errstate(invalid="ignore")', "warnings.catch_warnings()"])
+            inner = [f"with {manager}:"] + ["    " + line for line in inner]
+        after = [f"{name} = {name} * {paren(self.expr(SCALAR, 1))}"] if self.chance(0.5) else []
+        return (["try:"] + ["    " + line for line in inner + after]
+                + ["except ValueError:", f"    {name} = {self.expr(shape)}"])
 
     def idiom_match(self):
         name, shape = self.fresh(), self.pick(SHAPES)

@@ -20,7 +20,7 @@ from .activity import match_bindings, mutated_parameters
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
-from .writeback import (kept_parameters, merged_parameters, same_object_mark, surely_mutated,
+from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
                         writeback_mark, writeback_parameters)
 
 _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
@@ -155,9 +155,21 @@ def _taken_back(fn) -> frozenset:
         except (SrcgradError, OSError, TypeError, SyntaxError):
             tree = None
         known = frozenset() if tree is None else writeback_parameters(
-            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED))
+            tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)) \
+            | augmented_only(tree)
         _TAKEN_BACK[fn.__code__] = known
     return known
+
+
+def _rebinds_numbers(fn) -> frozenset:
+    """The parameters of ``fn`` a call site takes back (``_taken_back``) that it changes by
+    augmented assignment alone: Python changes the caller's object only when it has an
+    in-place operator."""
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return frozenset()
+    return augmented_only(tree) - _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)
 
 
 
@@ -470,6 +482,7 @@ class _Desugar:
         self.kept_params = self.owned - _rebound_names(tree.body if tree is not None else [])
         # the calls write_back made take back containers, by id: the parameters taken back
         self.taken_back: dict[int, tuple[str, ...]] = {}
+        self.taken_back_if_in_place: set[tuple[int, str]] = set()  # (taken_back_targets)
         # the calls lift_item_arguments passed an item's temporary, by id: its parameter
         self.items_handed: dict[int, str] = {}
         self.items_pending: set[str] = set()  # (those temporaries not taken back yet)
@@ -670,7 +683,8 @@ class _Desugar:
                 if params[i] not in mutated and not set(group) & mutated:
                     continue
                 if isinstance(arg, gast.Name) and not isinstance(s, gast.AugAssign) \
-                        and self.dead_after(arg.id, s, call):  # (x += h(x) reads x after)
+                        and ((id(call), arg.id) in self.taken_back_if_in_place
+                             or self.dead_after(arg.id, s, call)):  # (x += h(x) reads x)
                     handed.add(params[i])
                     guards += self.loop_alias_guards(arg.id, fn, s) \
                         if (id(call), arg.id) in self.alias_calls else \
@@ -721,15 +735,38 @@ class _Desugar:
         else:
             return None
         result = self.ctx.namer.fresh("_r")
-        target = gast.Tuple(elts=[A.store(result)] + [A.store(n) for _, n in back],
-                            ctx=gast.Store())
+        elts, kept = self.taken_back_targets(call, back, s)
+        target = gast.Tuple(elts=[A.store(result)] + elts, ctx=gast.Store())
         self.taken_back[id(call)] = tuple(p for p, _ in back)
         after += self.loop_alias_writes([n for _, n in back], s, call)
-        out = before + [A.assign(target, call, at=s)]
+        out = before + [A.assign(target, call, at=s)] + kept
         if call is s.value and isinstance(s, gast.Expr):
             return out + after
         s.value = _replaced(s.value, call, A.located(A.load(result), call))
         return out + [s] + after
+
+    def taken_back_targets(self, call, back, s) -> tuple[list, list]:
+        """The targets of what ``call`` hands back: each variable, but a temporary for a
+        parameter the helper changes by ``p op= e`` alone, which is in place only on an
+        object with an in-place operator (an array, a list), a new value on a number: the
+        variable takes it only then (``if _rt.updated_in_place(v): v = _wb``)."""
+        rebinds = _rebinds_numbers(self.static_function(call.func))
+        elts, kept = [], []
+        for param, name in back:
+            if param not in rebinds:
+                elts.append(A.store(name))
+                continue
+            tmp = self.ctx.namer.fresh("_wb")
+            if self.items_handed.get(id(call)) != param:  # (an item's temporary: handed)
+                self.taken_back_if_in_place.add((id(call), name))
+            self.ctx.local_names.add(tmp)
+            if name in self.ctx.varied:
+                self.ctx.varied.add(tmp)
+            elts.append(A.store(tmp))
+            test = A.call(A.attr(self.ctx.rt, "updated_in_place"), A.load(name))
+            kept.append(A.located(gast.If(test=test, body=[A.assign(name, A.load(tmp), at=s)],
+                                          orelse=[]), s))
+        return elts, kept
 
     def may_take_back(self, call) -> bool:
         """Whether ``call`` is of a helper with a parameter its call site may take back
@@ -953,7 +990,8 @@ class _Desugar:
     def taken_back_names(self, call, s) -> list[tuple[str, str]]:
         """``(parameter, variable)`` for what ``call`` (in ``s``) takes back, sorted as the
         helper returns them; [] for none."""
-        if not isinstance(call, gast.Call) or not A.names_read(call) & self.ctx.varied:
+        if not isinstance(call, gast.Call) or not A.names_read(call) & self.ctx.varied \
+                or id(call) in self.taken_back:  # (its statement, made by write_back)
             return []
         fn = self.static_function(call.func)
         if fn is None or call.func.id in self.ctx.closure:
@@ -1237,6 +1275,7 @@ class _Desugar:
         if taken is not None:
             return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
+        self.refuse_varied_guarded(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1259,14 +1298,22 @@ class _Desugar:
                     n.value = A.located(A.call(A.attr(self.ctx.rt, "stop_gradient"), n.value), n)
         return body
 
+    def refuse_varied_guarded(self, s) -> None:
+        """``_rt.enter_guarded(_cm)`` (a ``with`` in a try body, trycatch.py) of a manager
+        made from differentiable values."""
+        value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
+        func = value.func if isinstance(value, gast.Call) else None
+        if isinstance(func, gast.Attribute) and func.attr == "enter_guarded" \
+                and isinstance(func.value, gast.Name) and func.value.id == self.ctx.rt \
+                and A.names_read(value) & self.ctx.varied:
+            self.ctx.problem(s, *_VARIED_MANAGER)
+
     def context_block(self, s) -> list:
         item, rest = s.items[0], s.items[1:]
         body = [A.located(gast.With(items=rest, body=s.body, type_comment=None), s)] \
             if rest else s.body
         if A.names_read(item.context_expr) & self.ctx.varied:
-            self.ctx.problem(s, "a context manager made from differentiable values",
-                             "Enter it outside the differentiated function, or build it "
-                             "from values that carry no gradient.")
+            self.ctx.problem(s, *_VARIED_MANAGER)
             return [s]
         target = item.optional_vars
         if target is not None and A.names_read(target) & self.ctx.varied:
@@ -1616,6 +1663,15 @@ class _Desugar:
             base = target
             while isinstance(base, gast.Subscript):
                 base = base.value
+            if isinstance(base, gast.Attribute):  # m.W[0] = v: Python changes m.W itself
+                text = to_source(target.value).strip()
+                self.ctx.problem(s, f"assignment into an element of {text}, held by an "
+                                    f"attribute",
+                                 f"srcgrad cannot store into attributes, and Python changes "
+                                 f"the object {text} in place, which outlives the call. Copy "
+                                 f"it into a variable first (v = {text}.copy()), change v and "
+                                 f"read v afterwards.")
+                return [s]
             if isinstance(base, gast.Name) and base.id in self.callers \
                     and base.id not in self.aliased | self.views:
                 return self.parameter_guard(base.id, s) + self.functional_setitem(
@@ -2566,6 +2622,11 @@ _OP_TEXT = {gast.Add: "+", gast.Sub: "-", gast.Mult: "*", gast.Div: "/", gast.Po
 
 def _op_text(op) -> str:
     return _OP_TEXT.get(type(op), "op")
+
+
+_VARIED_MANAGER = ("a context manager made from differentiable values",
+                   "Enter it outside the differentiated function, or build it from values "
+                   "that carry no gradient.")
 
 
 def is_context_marker(s, rt: str, kind: str):

@@ -37,8 +37,9 @@ from . import astutil as A
 from .context import Context
 from .desugar import own_nodes
 from .resolve import static_value
+from .validate import is_no_grad_block
 
-_REFUSED = (gast.Yield, gast.YieldFrom, gast.Try, gast.With)
+_REFUSED = (gast.Yield, gast.YieldFrom)
 
 
 def lower_try(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -46,11 +47,16 @@ def lower_try(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     return tree
 
 
-def _block(stmts: list, ctx: Context) -> list:
+def _block(stmts: list, ctx: Context, in_try: bool = False) -> list:
+    """``stmts`` with every ``try`` lowered; ``in_try``: they stand in a try body, where a
+    ``with`` block is lowered too (its manager must see the exception its body raises)."""
     out = []
     for s in stmts:
         if isinstance(s, gast.Try):
-            out.extend(_lower(s, ctx))
+            out.extend(_lower(s, ctx, in_try))
+            continue
+        if in_try and isinstance(s, gast.With) and not is_no_grad_block(s, ctx):
+            out.extend(_lower_with(s, ctx))
             continue
         reopened = reopen_protected(s, ctx)
         if reopened is not None:
@@ -59,37 +65,80 @@ def _block(stmts: list, ctx: Context) -> list:
         if not isinstance(s, (gast.FunctionDef, gast.ClassDef)):
             for field in ("body", "orelse", "finalbody"):
                 if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, _block(getattr(s, field), ctx))
+                    setattr(s, field, _block(getattr(s, field), ctx, in_try))
             for case in getattr(s, "cases", ()):
-                case.body = _block(case.body, ctx)
+                case.body = _block(case.body, ctx, in_try)
         out.append(s)
     return out
 
 
-def _lower(s: gast.Try, ctx: Context) -> list:
-    namer, rt = ctx.namer, ctx.rt
-    value = namer.fresh("_tryval")
-    leaving = _Leaving(rt, value)
-    s.body = [out for b in s.body for out in _as_list(leaving.visit(b))]
-    for node in (n for b in s.body for n in own_nodes(b)):
-        if isinstance(node, _REFUSED):
-            what = {gast.Try: "a 'try' nested in a 'try' body", gast.With: "a 'with' block in "
-                    "a 'try' body"}.get(type(node), f"'{type(node).__name__.lower()}' in a "
-                                                     f"'try' body")
-            ctx.problem(node, what, "Move it after the try statement (set a flag in the "
-                                    "body and act on it afterwards), or into a helper "
-                                    "function called from the body.")
-    catcher, handled, left = namer.fresh("_catch"), namer.fresh("_handled"), namer.fresh("_left")
-    ctx.local_names |= {catcher, handled, left, value}
-    types = [h.type if h.type is not None else A.load("BaseException") for h in s.handlers] \
-        or [A.load("BaseException")]  # try/finally: catch all, re-raise after the finally
-    if leaving.used:  # return/break/continue in the body leave it as an exception would
-        types.append(A.attr(rt, "TryExit"))
-    caught = A.call(A.attr(rt, "exception_types"), *types)
-    out = [A.assign(catcher, A.call(A.attr(rt, "Catching"), caught), at=s),
-           A.expr_stmt(A.call(A.attr(rt, "try_begin"), A.load(catcher)), at=s)]
-    out += _block(s.body, ctx)
-    out.append(A.expr_stmt(A.call(A.attr(rt, "try_end"), A.load(catcher)), at=s))
+class _Region:
+    """The protected body of one ``try`` (or of a ``with`` inside a try body): its catcher,
+    which records any exception (handlers decide afterwards which they handle, the others
+    are raised again after the ``finally``, as Python does), and the ``return``/``break``/
+    ``continue`` leaving it."""
+
+    def __init__(self, s, body: list, ctx: Context):
+        namer, rt = ctx.namer, ctx.rt
+        self.s, self.ctx, self.rt = s, ctx, rt
+        self.value = namer.fresh("_tryval")
+        self.catcher, self.handled = namer.fresh("_catch"), namer.fresh("_handled")
+        self.left = namer.fresh("_left")
+        ctx.local_names |= {self.catcher, self.handled, self.left, self.value}
+        self.leaving = _Leaving(rt, self.value)
+        body = [out for b in body for out in _as_list(self.leaving.visit(b))]
+        for node in (n for b in body for n in own_nodes(b)):
+            if isinstance(node, _REFUSED):
+                ctx.problem(node, f"'{type(node).__name__.lower()}' in a 'try' body",
+                            "Move it after the try statement (set a flag in the body and "
+                            "act on it afterwards), or into a helper function called from "
+                            "the body.")
+        self.body = _block(body, ctx, in_try=True)
+
+    def protected(self) -> list:
+        """The catcher, then the body between the markers ``protect_try_bodies`` reads."""
+        s, rt, catcher = self.s, self.rt, self.catcher
+        return ([A.assign(catcher, A.call(A.attr(rt, "Catching"), A.load("BaseException")),
+                          at=s),
+                 A.expr_stmt(A.call(A.attr(rt, "try_begin"), A.load(catcher)), at=s)]
+                + self.body
+                + [A.expr_stmt(A.call(A.attr(rt, "try_end"), A.load(catcher)), at=s)])
+
+    def leaving_first(self, dispatch: list) -> list:
+        """``dispatch`` (deciding what handles an exception) unless a return/break/continue
+        of this region left it, which counts as handled until it runs after the finally."""
+        if not self.leaving.used:
+            return dispatch
+        s = self.s
+        left = A.assign(self.left, A.call(A.attr(self.rt, "try_exit"), A.load(self.catcher),
+                                          A.const(self.value)), at=s)
+        left_body = gast.Compare(left=A.load(self.left), ops=[gast.IsNot()],
+                                 comparators=[A.const(None)])
+        return [left, A.located(gast.If(test=left_body, body=[
+            A.assign(self.handled, A.const(True), at=s)], orelse=dispatch), s)]
+
+    def finish(self) -> list:
+        """An exception nobody handled raised again; then the return/break/continue that
+        left the body."""
+        s = self.s
+        reraise = A.located(gast.Raise(exc=A.attr(self.catcher, "error"), cause=None), s)
+        out = [A.located(gast.If(test=gast.UnaryOp(op=gast.Not(), operand=A.load(self.handled)),
+                                 body=[reraise], orelse=[]), s)]
+        for kind, node in (("return", gast.Return(value=A.load(self.value))),
+                           ("break", gast.Break()), ("continue", gast.Continue())):
+            if kind in self.leaving.used:
+                test = gast.Compare(left=A.load(self.left), ops=[gast.Eq()],
+                                    comparators=[A.const(kind)])
+                out.append(A.located(gast.If(test=test, body=[A.located(node, s)], orelse=[]),
+                                     s))
+        return out
+
+
+def _lower(s: gast.Try, ctx: Context, in_try: bool) -> list:
+    rt = ctx.rt
+    region = _Region(s, s.body, ctx)
+    catcher, handled = region.catcher, region.handled
+    out = region.protected()
     out.append(A.assign(handled, A.attr(catcher, "ok"), at=s))
     dispatch = []
     for h in reversed(s.handlers):
@@ -97,32 +146,39 @@ def _lower(s: gast.Try, ctx: Context) -> list:
         if h.name is not None:
             ctx.local_names.add(h.name.id)
             body.append(A.assign(h.name.id, A.attr(catcher, "error"), at=h))
-        body += _block(h.body, ctx)
-        test = A.call("isinstance", A.attr(catcher, "error"), A.call(
-            A.attr(rt, "exception_types"), h.type or A.load("BaseException")))
+        body += _block(h.body, ctx, in_try)
+        test = A.call(A.attr(rt, "caught"), A.load(catcher),
+                      h.type or A.load("BaseException"))
         dispatch = [A.located(gast.If(test=test, body=body, orelse=dispatch), h)]
     if dispatch:
         dispatch = [A.located(gast.If(test=_failed(catcher), body=dispatch, orelse=[]), s)]
-    if leaving.used:
-        out.append(A.assign(left, A.call(A.attr(rt, "try_exit"), A.load(catcher)), at=s))
-        left_body = gast.Compare(left=A.load(left), ops=[gast.IsNot()],
-                                 comparators=[A.const(None)])
-        dispatch = [A.located(gast.If(test=left_body, body=[
-            A.assign(handled, A.const(True), at=s)], orelse=dispatch), s)]
-    out += dispatch
+    out += region.leaving_first(dispatch)
     if s.orelse:
-        out.append(A.located(gast.If(test=A.attr(catcher, "ok"), body=_block(s.orelse, ctx),
-                                     orelse=[]), s.orelse[0]))
-    out += _block(s.finalbody, ctx)
-    reraise = A.located(gast.Raise(exc=A.attr(catcher, "error"), cause=None), s)
-    out.append(A.located(gast.If(test=gast.UnaryOp(op=gast.Not(), operand=A.load(handled)),
-                                 body=[reraise], orelse=[]), s))
-    for kind, node in (("return", gast.Return(value=A.load(value))), ("break", gast.Break()),
-                       ("continue", gast.Continue())):
-        if kind in leaving.used:
-            test = gast.Compare(left=A.load(left), ops=[gast.Eq()], comparators=[A.const(kind)])
-            out.append(A.located(gast.If(test=test, body=[A.located(node, s)], orelse=[]), s))
-    return out
+        out.append(A.located(gast.If(test=A.attr(catcher, "ok"),
+                                     body=_block(s.orelse, ctx, in_try), orelse=[]),
+                             s.orelse[0]))
+    out += _block(s.finalbody, ctx, in_try)
+    return out + region.finish()
+
+
+def _lower_with(s: gast.With, ctx: Context) -> list:
+    """``with cm as v: body`` in a try body: ``_cm = cm``, ``v = _rt.enter_guarded(_cm)``,
+    the body protected like a try body, then ``_rt.exit_guarded(_cm, _catchN)`` hands the
+    manager the exception the body raised (it may suppress it, as in Python)."""
+    item, rest = s.items[0], s.items[1:]
+    body = [A.located(gast.With(items=rest, body=s.body, type_comment=None), s)] \
+        if rest else s.body
+    manager = ctx.namer.fresh("_cm")
+    ctx.local_names.add(manager)
+    enter = A.call(A.attr(ctx.rt, "enter_guarded"), A.load(manager))
+    out = [A.assign(manager, item.context_expr, at=s),
+           A.located(gast.Assign(targets=[item.optional_vars], value=enter, type_comment=None),
+                     s) if item.optional_vars is not None else A.expr_stmt(enter, at=s)]
+    region = _Region(s, body, ctx)
+    out += region.protected()
+    out.append(A.assign(region.handled, A.call(A.attr(ctx.rt, "exit_guarded"),
+                                               A.load(manager), A.load(region.catcher)), at=s))
+    return out + region.leaving_first([]) + region.finish()
 
 
 def _as_list(x):
@@ -135,7 +191,7 @@ class _Leaving(gast.NodeTransformer):
     after the ``finally``)."""
 
     def __init__(self, rt: str, value: str):
-        self.rt, self.value, self.used, self.depth = rt, value, set(), 0
+        self.rt, self.value, self.used, self.depth = rt, value, set(), 0  # value names the try
 
     def visit_FunctionDef(self, node):
         return node
@@ -152,7 +208,7 @@ class _Leaving(gast.NodeTransformer):
 
     def leave(self, node, kind: str, before=()):
         self.used.add(kind)
-        signal = A.call(A.attr(self.rt, "TryExit"), A.const(kind))
+        signal = A.call(A.attr(self.rt, "TryExit"), A.const(kind), A.const(self.value))
         return list(before) + [A.located(gast.Raise(exc=signal, cause=None), node)]
 
     def visit_Return(self, node):
@@ -224,29 +280,48 @@ class _Protector:
                 out.append(s)
                 i += 1
                 continue
-            catcher = begin.args[0].id
-            j = i + 1
-            while _marker(stmts[j], self.ctx, "try_end") is None:
-                j += 1
+            catcher, j = self.region_end(stmts, i)
             out += self.protect(stmts[i + 1:j], catcher)
             i = j + 1
         return out
 
+    def region_end(self, stmts: list, i: int) -> tuple[str, int]:
+        """The catcher of the region ``stmts[i]`` opens, and the index of its end marker
+        (a region nested in it has its own catcher)."""
+        catcher = _marker(stmts[i], self.ctx, "try_begin").args[0].id
+        j = i + 1
+        while True:
+            end = _marker(stmts[j], self.ctx, "try_end")
+            if end is not None and end.args[0].id == catcher:
+                return catcher, j
+            j += 1
+
     def protect(self, stmts: list, catcher: str) -> list:
-        out = []
-        for s in stmts:
-            if isinstance(s, gast.If):
+        out, i = [], 0
+        while i < len(stmts):
+            s = stmts[i]
+            i += 1
+            if _marker(s, self.ctx, "try_begin") is not None:
+                # a try (or with) nested in this body: its own catcher records every
+                # exception of its statements, so none leaves them; they run while this
+                # body's catcher holds, like any other statement of it
+                inner, j = self.region_end(stmts, i - 1)
+                out.append(self.guard(catcher, self.protect(stmts[i:j], inner) or [gast.Pass()],
+                                      s))
+                i = j + 1
+            elif isinstance(s, gast.If):
                 s.body = self.protect(s.body, catcher) or [gast.Pass()]
                 s.orelse = self.protect(s.orelse, catcher)
                 out.append(self.guard(catcher, [s], s))
             elif isinstance(s, (gast.For, gast.While)):
-                s.body = self.protect(s.body, catcher)
                 last = s.body[-1] if s.body else None
-                if isinstance(last, gast.If) and len(last.body) == 1 \
+                if isinstance(last, gast.If) and len(last.body) == 1 and not last.orelse \
                         and isinstance(last.body[0], gast.Break):  # exits' final check
+                    s.body = self.protect(s.body[:-1], catcher) + [last]
                     last.test = gast.BoolOp(op=gast.Or(), values=[last.test,
                                                                   _failed(catcher)])
                 else:
+                    s.body = self.protect(s.body, catcher)
                     s.body.append(A.located(gast.If(test=_failed(catcher),
                                                     body=[gast.Break()], orelse=[]), s))
                 out.append(self.guard(catcher, [s], s))

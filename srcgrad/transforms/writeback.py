@@ -12,7 +12,7 @@ handed-over argument.
 """
 from __future__ import annotations
 
-__all__ = ["WRITTEN_BACK", "written_back", "writeback_mark", "writeback_parameters",
+__all__ = ["augmented_only", "WRITTEN_BACK", "written_back", "writeback_mark", "writeback_parameters",
            "surely_mutated", "return_written_back", "same_object_mark", "kept_parameters",
            "merge_same_objects", "merged_parameters"]
 
@@ -91,6 +91,27 @@ def writeback_parameters(tree: gast.FunctionDef, changed: frozenset) -> frozense
         if isinstance(node, (gast.FunctionDef, gast.Lambda)) and node is not tree:
             nested |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
     return frozenset(changed) - rebound - nested
+
+
+def augmented_only(tree: gast.FunctionDef) -> frozenset:
+    """The parameters of ``tree`` its own statements change only by augmented assignment
+    (``p -= e``): in place on an array or a list, which a call site may then take back
+    (``writeback.conditional``), a new value on a number. None of a generator, nor read by
+    a nested function or lambda."""
+    if any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in A.own_nodes(tree)):
+        return frozenset()
+    augmented = {n.target.id for n in A.own_nodes(tree) if isinstance(n, gast.AugAssign)
+                 and isinstance(n.target, gast.Name)}
+    targets = {id(n.target) for n in A.own_nodes(tree) if isinstance(n, gast.AugAssign)}
+    rebound = {n.id for n in A.own_nodes(tree) if isinstance(n, gast.Name)
+               and isinstance(n.ctx, (gast.Store, gast.Del)) and id(n) not in targets}
+    nested = set()
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.FunctionDef, gast.Lambda)) and node is not tree:
+            nested |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    return frozenset(augmented & params) - rebound - nested
 
 
 def surely_mutated(tree: gast.FunctionDef) -> frozenset:
