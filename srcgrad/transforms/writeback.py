@@ -82,15 +82,7 @@ def writeback_parameters(tree: gast.FunctionDef, changed: frozenset) -> frozense
     own statements never bind anew (``xs = xs[1:]`` would return another list than the one
     Python changes), that no nested function or lambda reads, of a plain function (not a
     generator)."""
-    if any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in A.own_nodes(tree)):
-        return frozenset()
-    rebound = {n.id for n in A.own_nodes(tree) if isinstance(n, gast.Name)
-               and isinstance(n.ctx, (gast.Store, gast.Del))}
-    nested = set()
-    for node in gast.walk(tree):
-        if isinstance(node, (gast.FunctionDef, gast.Lambda)) and node is not tree:
-            nested |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-    return frozenset(changed) - rebound - nested
+    return _takeable(tree, frozenset(changed), frozenset())
 
 
 def augmented_only(tree: gast.FunctionDef) -> frozenset:
@@ -98,20 +90,27 @@ def augmented_only(tree: gast.FunctionDef) -> frozenset:
     (``p -= e``): in place on an array or a list, which a call site may then take back
     (``writeback.conditional``), a new value on a number. None of a generator, nor read by
     a nested function or lambda."""
+    augments = [n for n in A.own_nodes(tree) if isinstance(n, gast.AugAssign)]
+    augmented = {n.target.id for n in augments if isinstance(n.target, gast.Name)}
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    return _takeable(tree, frozenset(augmented & params),
+                     frozenset(id(n.target) for n in augments))
+
+
+def _takeable(tree: gast.FunctionDef, names: frozenset, allowed_stores: frozenset) -> frozenset:
+    """``names`` less those ``tree``'s own statements bind (other than at the Name nodes whose
+    ids are ``allowed_stores``) and those a nested function or lambda reads; none when
+    ``tree`` is a generator."""
     if any(isinstance(n, (gast.Yield, gast.YieldFrom)) for n in A.own_nodes(tree)):
         return frozenset()
-    augmented = {n.target.id for n in A.own_nodes(tree) if isinstance(n, gast.AugAssign)
-                 and isinstance(n.target, gast.Name)}
-    targets = {id(n.target) for n in A.own_nodes(tree) if isinstance(n, gast.AugAssign)}
     rebound = {n.id for n in A.own_nodes(tree) if isinstance(n, gast.Name)
-               and isinstance(n.ctx, (gast.Store, gast.Del)) and id(n) not in targets}
+               and isinstance(n.ctx, (gast.Store, gast.Del)) and id(n) not in allowed_stores}
     nested = set()
     for node in gast.walk(tree):
         if isinstance(node, (gast.FunctionDef, gast.Lambda)) and node is not tree:
             nested |= {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs
-              if isinstance(a, gast.Name)}
-    return frozenset(augmented & params) - rebound - nested
+    return names - rebound - nested
 
 
 def surely_mutated(tree: gast.FunctionDef) -> frozenset:
