@@ -308,7 +308,8 @@ def check_linear(point: Point, contributions):
     for i in point.given:  # operands without a tangent count as zero
         args[i] = zeros_like(args[i])
     for i, t in zip(point.positions, point.tangents()):
-        args[i] = t
+        # strings (a dict's keys in key-value pairs) stay what they are
+        args[i] = tree_map(lambda ti, xi: xi if isinstance(xi, str) else ti, t, point.args[i])
     direct = point.call(args)
     total = tree_sum(contributions)
 
