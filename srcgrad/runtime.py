@@ -1279,13 +1279,15 @@ def as_tuple(xs):
 
 
 def dict_copy(d):
-    """``dict(d)`` of a dict holding differentiable values (a copy: its rule passes each
-    value's adjoint through). Key-value pairs are refused: their adjoint would be a list."""
-    if not isinstance(d, dict):
+    """``dict(d)`` of a dict, or of a list or tuple of ``(key, value)`` pairs, holding
+    differentiable values (its rule passes each value's adjoint through; a pair's key gets
+    none). Other iterables of pairs (a generator, ``zip``) are refused: their adjoint would
+    have no structure to take."""
+    if not isinstance(d, (dict, list, tuple)):
         raise NonDifferentiableError(
             f"dict() of a {type(d).__name__} of key-value pairs holding differentiable "
             f"values is not supported. Build the dict with a literal or a comprehension "
-            f"({{k: v for k, v in pairs}}).")
+            f"({{k: v for k, v in pairs}}), or pass a list of the pairs.")
     return dict(d)
 
 

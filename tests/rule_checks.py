@@ -192,12 +192,16 @@ class Point:
     args: tuple
     kwargs: dict
     rng: np.random.Generator
+    # the differentiable positions that carry a tangent (None: every one given); the others
+    # get generated code's lazy zero 0.0 (``all_tangents``) and stay fixed in ``numeric_jv``
+    active: tuple | None = None
 
     def __post_init__(self):
         # differentiable positions given (a None operand, like clip's absent bound, is not
         # an operand); ``slots`` are their indices among the rule's vjp results / tangents
-        self.positions = [i for i in self.rule.diff_args
-                          if i < len(self.args) and self.args[i] is not None]
+        self.given = [i for i in self.rule.diff_args
+                      if i < len(self.args) and self.args[i] is not None]
+        self.positions = [i for i in self.given if self.active is None or i in self.active]
         self.slots = [self.rule.diff_args.index(i) for i in self.positions]
         self.ans = self.call(self.args)
         self.directions = [random_like(self.rng, self.args[i]) for i in self.positions]
@@ -231,8 +235,8 @@ class Point:
     def select(self, results: tuple, what: str) -> tuple:
         """The entries of a vjp/jvp result tuple that belong to the given positions."""
         assert isinstance(results, tuple), f"{self.rule.name}: {what} must return a tuple"
-        if len(results) == len(self.positions):
-            return results
+        if len(results) == len(self.given):  # one result per operand given
+            return tuple(results[self.given.index(i)] for i in self.positions)
         assert len(results) >= max(self.slots, default=-1) + 1, (
             f"{self.rule.name}: {what} returned {len(results)} results for diff args "
             f"{self.positions}")
@@ -301,12 +305,16 @@ def jvp_contributions(point: Point) -> tuple:
 def check_linear(point: Point, contributions):
     """A rule marked linear: f(tangents) == the sum of its jvp contributions."""
     args = list(point.args)
+    for i in point.given:  # operands without a tangent count as zero
+        args[i] = zeros_like(args[i])
     for i, t in zip(point.positions, point.tangents()):
-        args[i] = t
+        # strings (a dict's keys in key-value pairs) stay what they are
+        args[i] = tree_map(lambda ti, xi: xi if isinstance(xi, str) else ti, t, point.args[i])
     direct = point.call(args)
     total = tree_sum(contributions)
 
     def compare(x, y):
+        y = 0.0 if y is None else y  # an entry a sparse contribution leaves out (dict_update)
         np.testing.assert_allclose(np.broadcast_to(_numeric(y), np.shape(x)), x,
                                    rtol=1e-12, atol=1e-12,
                                    err_msg=f"{point.describe()} is marked linear but "

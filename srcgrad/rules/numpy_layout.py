@@ -105,8 +105,9 @@ def append_vjp(g, ans, arr, values, axis=None):
 
 
 def append_jvp(darr, dvalues, ans, arr, values, axis=None):
-    return (np.append(darr, np.zeros(np.shape(values)), axis),
-            np.append(np.zeros(np.shape(arr)), dvalues, axis))
+    # (with an axis, append needs operands of one rank: not the lazy zero 0.0)
+    return (ZERO if is_zero(darr) else np.append(darr, np.zeros(np.shape(values)), axis),
+            ZERO if is_zero(dvalues) else np.append(np.zeros(np.shape(arr)), dvalues, axis))
 
 
 # --------------------------------------------------------------------------- splitting
@@ -322,7 +323,10 @@ def cross_vjp(g, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
 
 
 def cross_jvp(da, db, ans, a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    return (broadcast_like(np.cross(da, b, axisa, axisb, axisc, axis), ans),
+    # (cross needs vectors: not the lazy zero 0.0 of an operand without a tangent)
+    return (ZERO if is_zero(da) else
+            broadcast_like(np.cross(da, b, axisa, axisb, axisc, axis), ans),
+            ZERO if is_zero(db) else
             broadcast_like(np.cross(a, db, axisa, axisb, axisc, axis), ans))
 
 

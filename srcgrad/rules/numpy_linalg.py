@@ -77,7 +77,9 @@ def tensordot_vjp(g, ans, a, b, axes=2):
 
 
 def tensordot_jvp(da, db, ans, a, b, axes=2):
-    return np.tensordot(da, b, axes), np.tensordot(a, db, axes)
+    # (the lazy zero of an operand without a tangent has no axes to contract)
+    return (ZERO if is_zero(da) else np.tensordot(da, b, axes),
+            ZERO if is_zero(db) else np.tensordot(a, db, axes))
 
 
 def dot_axes(a, b):
@@ -119,7 +121,9 @@ def vdot_vjp(g, ans, a, b):
 
 
 def vdot_jvp(da, db, ans, a, b):
-    return np.vdot(da, b), np.vdot(a, db)
+    # (vdot flattens both operands: the lazy zero 0.0 has one element, not a's many)
+    return (ZERO if is_zero(da) else np.vdot(da, b),
+            ZERO if is_zero(db) else np.vdot(a, db))
 
 
 # --------------------------------------------------------------------------- einsum

@@ -7,7 +7,7 @@ import operator
 
 import numpy as np
 
-from ..runtime import broadcast_like, unbroadcast
+from ..runtime import ZERO, broadcast_like, is_zero, unbroadcast
 from ._helpers import like_sequence, product_like
 from .domains import BROADCAST_PAIRS, away_from, binary, draw, unary
 from .registry import defrule
@@ -176,7 +176,9 @@ def matmul_vjp(g, ans, x, y):
 
 
 def matmul_jvp(dx, dy, ans, x, y):
-    return np.matmul(dx, y), np.matmul(x, dy)
+    # an operand without a tangent gets the lazy zero 0.0, which matmul refuses (0-d)
+    return (ZERO if is_zero(dx) else np.matmul(dx, y),
+            ZERO if is_zero(dy) else np.matmul(x, dy))
 
 
 # --------------------------------------------------------------------------- abs, min, max, sum

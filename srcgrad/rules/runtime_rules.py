@@ -9,7 +9,7 @@ zero (``0.0``) is never active, so its cotangent is unused.
 import numpy as np
 
 from .. import runtime as rt
-from ._helpers import items_adjoint, unindex
+from ._helpers import items_adjoint, like_sequence, unindex
 from .domains import draw
 from .registry import defrule, nondifferentiable
 
@@ -277,15 +277,31 @@ def _list_insert_domain(rng):
 
 
 def dict_copy_vjp(g, ans, d):
-    return ({k: rt.part(g, k) for k in d},)
+    if isinstance(d, dict):
+        return ({k: rt.part(g, k) for k in d},)
+    return (pairs_adjoint(d, g),)
 
 
 def dict_copy_jvp(dd, ans, d):
-    return ({k: rt.part(dd, k) for k in d},)
+    if isinstance(d, dict):
+        return ({k: rt.part(dd, k) for k in d},)
+    # the tangent of the pairs: the last pair of each key holds the value dict() keeps
+    return ({pair[0]: rt.part(rt.part(dd, i), 1) for i, pair in enumerate(d)},)
+
+
+def pairs_adjoint(pairs, g):
+    """The adjoint of ``dict(pairs)``'s list or tuple of ``(key, value)`` pairs: each key's
+    value adjoint at the last pair of that key (the one dict() keeps), zero elsewhere and
+    for the keys."""
+    last = {pair[0]: i for i, pair in enumerate(pairs)}
+    return like_sequence(pairs, [like_sequence(pair, [rt.ZERO, rt.part(g, pair[0])
+                                                     if last[pair[0]] == i else rt.ZERO])
+                                 for i, pair in enumerate(pairs)])
 
 
 def _dict_copy_domain(rng):
-    return [((_containers(rng)[1],), {})]
+    pairs = [("a", draw(rng, (2,))), ("b", draw(rng, None)), ("a", draw(rng, (2,)))]
+    return [((_containers(rng)[1],), {}), ((pairs,), {}), ((tuple(pairs[:2]),), {})]
 
 
 def _dict_update_domain(rng):

@@ -314,8 +314,10 @@ def solve_sylvester_vjp(g, ans, a, b, q):
 
 
 def solve_sylvester_jvp(da, db, dq, ans, a, b, q):
-    return (sylvester(a, b, -np.matmul(da, ans)), sylvester(a, b, -np.matmul(ans, db)),
-            sylvester(a, b, dq))
+    # each tangent may be the lazy zero 0.0 (an argument not varied): no solve for it
+    return (ZERO if is_zero(da) else sylvester(a, b, -np.matmul(da, ans)),
+            ZERO if is_zero(db) else sylvester(a, b, -np.matmul(ans, db)),
+            ZERO if is_zero(dq) else sylvester(a, b, dq))
 
 
 def sqrtm_vjp(g, ans, A):

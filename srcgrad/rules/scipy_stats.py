@@ -381,9 +381,14 @@ def dirichlet_logpdf_vjp(g, ans, x, alpha):
 
 
 def dirichlet_logpdf_jvp(dx, dalpha, ans, x, alpha):
+    # either tangent may be the lazy zero 0.0 (an argument not varied)
     by_x, by_alpha = dirichlet_partials(x, alpha)
-    da = np.reshape(dalpha, np.shape(alpha) + (1,) * (np.ndim(by_alpha) - 1))
-    return np.sum(dx * by_x, axis=0), np.sum(da * by_alpha, axis=0)
+    from_x = ZERO if is_zero(dx) else np.sum(dx * by_x, axis=0)
+    from_alpha = ZERO
+    if not is_zero(dalpha):
+        da = np.reshape(dalpha, np.shape(alpha) + (1,) * (np.ndim(by_alpha) - 1))
+        from_alpha = np.sum(da * by_alpha, axis=0)
+    return from_x, from_alpha
 
 
 def dirichlet_pdf_vjp(g, ans, x, alpha):
@@ -391,7 +396,8 @@ def dirichlet_pdf_vjp(g, ans, x, alpha):
 
 
 def dirichlet_pdf_jvp(dx, dalpha, ans, x, alpha):
-    return tuple([ans * t for t in dirichlet_logpdf_jvp(dx, dalpha, ans, x, alpha)])
+    return tuple([ZERO if is_zero(t) else ans * t
+                  for t in dirichlet_logpdf_jvp(dx, dalpha, ans, x, alpha)])
 
 
 # --------------------------------------------------------------------------- domains

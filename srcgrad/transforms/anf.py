@@ -84,13 +84,20 @@ class _ANF:
         if isinstance(e, gast.Call) and self.builtin_call(e, ("list", "tuple"), 1) \
                 and A.names_read(e) & self.ctx.varied:
             # list(xs) / tuple(xs) of differentiable items: the runtime's forms have rules
-            name = "as_list" if e.func.id == "list" else "as_tuple"
+            name = "as_list" if self.builtin_call(e, ("list",), 1) else "as_tuple"
             call = A.located(A.call(A.attr(self.ctx.rt, name), e.args[0]), e)
             return self.op(call, pre, at)
-        if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 1) \
+        if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 1, keywords=True) \
+                and all(k.arg is not None for k in e.keywords) \
                 and A.names_read(e) & self.ctx.varied:
-            # dict(d): a copy of a dict (key-value pairs are refused at run time)
+            # dict(d) / dict(pairs): a copy (other iterables are refused at run time);
+            # dict(d, k=v) the copy updated with the literal {'k': v}
             call = A.located(A.call(A.attr(self.ctx.rt, "dict_copy"), e.args[0]), e)
+            if e.keywords:
+                literal = gast.Dict(keys=[A.const(k.arg) for k in e.keywords],
+                                    values=[k.value for k in e.keywords])
+                call = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), call,
+                                        A.located(literal, e)), e)
             return self.op(call, pre, at)
         if isinstance(e, gast.Call) and self.builtin_call(e, ("dict",), 0, keywords=True) \
                 and all(k.arg is not None for k in e.keywords):
@@ -186,16 +193,17 @@ class _ANF:
         return joined
 
     def builtin_call(self, e, names, nargs, keywords=False) -> bool:
-        """``e`` calls one of the builtins ``names`` with ``nargs`` plain arguments."""
-        if not (isinstance(e.func, gast.Name) and e.func.id in names
-                and (keywords or not e.keywords)
+        """``e`` calls one of the builtins ``names`` with ``nargs`` plain arguments (under
+        its own name or another: ``from builtins import list as ag_list``)."""
+        if not (isinstance(e.func, gast.Name) and (keywords or not e.keywords)
                 and len(e.args) == nargs
                 and not any(isinstance(a, gast.Starred) for a in e.args)):
             return False
         try:
-            return self.ctx.lookup_static(e.func.id) is getattr(builtins, e.func.id)
+            value = self.ctx.lookup_static(e.func.id)
         except (KeyError, AttributeError):
             return False
+        return any(value is getattr(builtins, name) for name in names)
 
     def builtin_extremum(self, e) -> bool:
         if not (isinstance(e.func, gast.Name) and e.func.id in ("max", "min")

@@ -485,6 +485,10 @@ class ForwardGenerator:
         if tmpl.elements is not None and mapping is not None:
             parts = [inline.instantiate(rule.jvp, tmpl.elements[k], mapping, ctx)
                      for k in active]
+            if not zero_safe:  # the active tangents passed are dense: no lazy-zero guards
+                dense = {t.id for k, t in enumerate(tangents)
+                         if k in active and isinstance(t, gast.Name)}
+                parts = [self.unguarded(p, dense) for p in parts]
         else:
             tmp = ctx.namer.fresh()
             fname = ctx.helper(rule.jvp, rule.jvp.__name__)
@@ -507,6 +511,22 @@ class ForwardGenerator:
                 and not structural else A.call(self.rt("add"), total, p)
         out.append(A.assign(self.tan(v), total, at=s))
         return MAYBE if structural or (zero_safe and maybe_in) else DENSE
+
+    def unguarded(self, part, dense: set):
+        """``e`` for a contribution ``_rt.ZERO if _rt.is_zero(d) else e`` whose tangent ``d``
+        is known dense here. Rules guard a tangent that may be the lazy zero (an operand
+        without one, when the rule is called); inlined, the guard would only be noise, and
+        compiled code (jit) has no lazy zero."""
+        if isinstance(part, gast.IfExp) and self.is_rt_call(part.test, "is_zero") \
+                and len(part.test.args) == 1 and isinstance(part.test.args[0], gast.Name) \
+                and part.test.args[0].id in dense:
+            return part.orelse
+        return part
+
+    def is_rt_call(self, node, name: str) -> bool:
+        return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+            and node.func.attr == name and isinstance(node.func.value, gast.Name) \
+            and node.func.value.id == self.ctx.rt
 
     def strip_broadcast(self, part):
         """``e`` for ``_rt.broadcast_like(e, ans)``: numpy broadcasts the sum itself."""
