@@ -76,6 +76,39 @@ def test_dict_of_a_generator_of_pairs():
     assert np.allclose(srcgrad.grad(f)(np.ones(2)), np.ones(2))
 
 
+def zipped_names(x):
+    names = ["w", "b", "c"]
+    d = dict(zip(names, [x[0] * 2.0, np.sin(x[1]), x[2] ** 2]))
+    return d["w"] * d["b"] + d["c"]
+
+
+def zipped_repeated_key(x):
+    # the first "k" is replaced by the second: x[0] carries no gradient, as in Python
+    d = dict(zip(["k", "k", "m"], [x[0], np.tanh(x[1]), x[2]]))
+    return d["k"] * 3.0 + d["m"] * d["k"]
+
+
+def zipped_arrays_in_a_loop(x):
+    d = dict(zip(("u", "v"), (x, np.cos(x))))
+    total = 0.0
+    for key in ("u", "v"):
+        total = total + np.sum(d[key] * x)
+    return total
+
+
+@pytest.mark.parametrize("f", [zipped_names, zipped_repeated_key, zipped_arrays_in_a_loop])
+def test_dict_of_zipped_keys_and_values(f):
+    # dict(zip(keys, values)) of differentiable values was refused ("constructing 'zip'")
+    _check_all(f, rng.uniform(-1.0, 1.0, 3))
+
+
+def test_zipped_repeated_key_gives_the_first_value_no_gradient():
+    x = np.array([0.3, -0.2, 0.5])
+    g = srcgrad.grad(zipped_repeated_key)(x)
+    assert g[0] == 0.0
+    assert np.allclose(g[1], (3.0 + x[2]) * (1.0 - np.tanh(x[1]) ** 2))
+
+
 # -- the builtins under other names (autograd's ``from autograd import list as ag_list``) ----
 my_list, my_tuple, my_dict = builtins.list, builtins.tuple, builtins.dict
 

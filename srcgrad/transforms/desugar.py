@@ -2226,7 +2226,30 @@ class _CompHoister(gast.NodeTransformer):
         if _consumes_at_once(node, self.owner.ctx):
             self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)
                               or _is_map_call(a, self.owner.ctx)}
+        pairs = self.zipped_dict(node)
+        if pairs is not None:
+            return self.visit_DictComp(A.located(pairs, node))
         return self.visit_map(node)
+
+    def zipped_dict(self, node):
+        """``dict(zip(ks, vs))`` of differentiable values as ``{k: v for k, v in zip(ks,
+        vs)}``: the same pairs in the same order (a repeated key keeps its last value in
+        both), built by the comprehension's lowering, which has adjoints."""
+        ctx = self.owner.ctx
+        if not (isinstance(node.func, gast.Name) and node.func.id == "dict"
+                and _builtin("dict", ctx) and len(node.args) == 1 and not node.keywords):
+            return None
+        inner = node.args[0]
+        if not (isinstance(inner, gast.Call) and isinstance(inner.func, gast.Name)
+                and inner.func.id == "zip" and _builtin("zip", ctx) and len(inner.args) == 2
+                and not inner.keywords
+                and not any(isinstance(a, gast.Starred) for a in inner.args)
+                and A.names_read(inner) & ctx.varied):
+            return None
+        k, v = ctx.namer.unique("_k"), ctx.namer.unique("_v")
+        target = gast.Tuple(elts=[A.store(k), A.store(v)], ctx=gast.Store())
+        return gast.DictComp(key=A.load(k), value=A.load(v), generators=[
+            gast.comprehension(target=target, iter=inner, ifs=[], is_async=0)])
 
     def visit_map(self, node):
         """``map(f, xs)`` of differentiable values consumed at once (like a generator
