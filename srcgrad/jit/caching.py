@@ -9,9 +9,10 @@ in. Two kinds are cached:
   symbols, registered with LLVM only when its overload is typed);
 - the functions generated from the user's code (``generated_cache``), only when everything
   they read besides their arguments can be written down (numbers, strings, tuples of them,
-  numpy's and math's modules, types and functions, srcgrad's runtime helpers): not when they
-  call another compiled function (a callee's sweeps, a user's ``@njit`` helper) or read a
-  user's module or class, whose code or attributes the stamp could not see change.
+  numpy's and math's modules, types and functions, srcgrad's runtime helpers, and compiled
+  callees srcgrad generated and cached, by their own stamps): not when they call a user's
+  ``@njit`` helper or read a user's module or class, whose code or attributes the stamp
+  could not see change.
 
 numba's cache would be stale here in three ways, all closed by this module:
 
