@@ -254,19 +254,19 @@ def jax_columns():
     return jax
 
 
-def time_jax(jax, fn, how, args, wrt, hand, name) -> dict:
-    """First call (trace and compile) and steady state of jax.jit(jax.grad(fn)), or the error
-    it raises."""
+def time_jax(jax, fn, how, args, wrt, hand, name, clock=time.perf_counter) -> dict:
+    """First call (trace and compile, timed by ``clock``) and steady state of
+    jax.jit(jax.grad(fn)), or the error it raises."""
     g = jax.jit(jax.grad(fn, argnums=wrt if len(wrt) > 1 else wrt[0]))
 
     def call(*a):
         return jax.block_until_ready(g(*a))
-    start = time.perf_counter()
+    start = clock()
     try:
         got = call(*args)
     except Exception as e:  # noqa: BLE001 (reverse mode through lax.while_loop)
         return {"how": how, "error": f"{type(e).__name__}: {str(e).splitlines()[0][:90]}"}
-    first = time.perf_counter() - start
+    first = clock() - start
     got = tuple(np.asarray(v) for v in got) if isinstance(got, tuple) else np.asarray(got)
     check(got, hand(*args), f"{name} (jax, {how})")
     return {"how": how, "first": first, "steady": best_time(call, args)}
@@ -492,17 +492,31 @@ def second_order() -> None:
 
 
 def first_call(kind: str, index: int, variant: int) -> float:
-    """Seconds of the first call of workload ``index``'s compiled gradient in this process:
-    srcgrad's (``kind`` "srcgrad") or JAX's ``variant``-th version (``kind`` "jax")."""
+    """CPU seconds (every thread's: XLA compiles on several) of the first call of workload
+    ``index``'s compiled gradient in this process: srcgrad's (``kind`` "srcgrad") or JAX's
+    ``variant``-th version (``kind`` "jax"); or, for ``kind`` "srcgrad hvp" and "jax hvp",
+    of the MLP-with-layer() hvp (--second's)."""
+    if kind.endswith("hvp"):
+        w1 = MLP_RNG.standard_normal((32, 16)) / 4.0
+        v = MLP_RNG.standard_normal(w1.shape)
+        if kind == "srcgrad hvp":
+            start = time.process_time()
+            srcgrad.hvp(mlp_layers_loss, (w1,), (v,), jit=True)
+            return time.process_time() - start
+        hvp = jax_second_order(jax_columns())["mlp"][0][1]
+        start = time.process_time()
+        jax_columns().block_until_ready(hvp(w1, v))
+        return time.process_time() - start
     name, f, hand, args, wrt = WORKLOADS[index]
     if kind == "srcgrad":
         g = srcgrad.grad(f, wrt=wrt, jit=True)
-        start = time.perf_counter()
+        start = time.process_time()
         g(*args)
-        return time.perf_counter() - start
+        return time.process_time() - start
     jax = jax_columns()
     fn, how = jax_workloads(jax)[name][variant]
-    return time_jax(jax, fn, how, args, wrt, hand, name).get("first", float("nan"))
+    return time_jax(jax, fn, how, args, wrt, hand, name, clock=time.process_time).get(
+        "first", float("nan"))
 
 
 def fresh_first_calls(repeat: int = 3) -> None:
@@ -511,12 +525,14 @@ def fresh_first_calls(repeat: int = 3) -> None:
     later workloads there reuse helpers compiled for earlier ones). srcgrad's twice: with
     numba's on-disk cache empty (each run its own ``NUMBA_CACHE_DIR``: everything compiled)
     and filled by an earlier process (srcgrad/jit/caching.py: its helpers and, where it can
-    be cached, the generated gradient loaded instead of compiled)."""
+    be cached, the generated gradient loaded instead of compiled). CPU seconds, every
+    thread's (first_call): on a shared machine, wall time measures the other users too."""
     import statistics
     import subprocess
     import sys
     import tempfile
     jax = jax_columns()
+    print(f"\nload average {os.getloadavg()}; CPU seconds of each first call")
     print("\n| workload | srcgrad jit first call, fresh process: cache empty / filled "
           "| JAX first call, fresh process | srcgrad / JAX: cache empty / filled |")
     print("|---|---|---|---|")
@@ -550,6 +566,14 @@ def fresh_first_calls(repeat: int = 3) -> None:
                           f"{cold / theirs:.2f} / {warm / theirs:.2f} |")
             if not versions:
                 print(f"| {name} | {ours} | - | - |")
+        cold, warm = median("srcgrad hvp", 0), median("srcgrad hvp", 0, cache="warm")
+        name = "MLP hvp, layer() helper (--second)"
+        if jax is None:
+            print(f"| {name} | {cold:.2f} s / {warm:.2f} s | - | - |")
+        else:
+            theirs = median("jax hvp", 0)
+            print(f"| {name} | {cold:.2f} s / {warm:.2f} s | jvp of grad: {theirs:.2f} s | "
+                  f"{cold / theirs:.2f} / {warm / theirs:.2f} |")
 
 
 def _us(seconds: float) -> str:

@@ -36,9 +36,9 @@ def g(a):
     return np.sum(np.tanh(a) * K)
 """
 
-# Prints, for f at 0.5 and g at [0.1, 0.2, 0.3], the compiled gradient next to the
-# interpreted one, and how many functions numba compiled (srcgrad's and its own).
-SCRIPT = """
+# The start of a script run in a fresh process: n[0] counts the functions numba compiles
+# (srcgrad's and its own).
+COUNTING = """
 import sys, numpy as np
 from numba.core import event
 import srcgrad, user
@@ -47,6 +47,11 @@ class Count(event.Listener):
     def on_start(self, ev): n[0] += 1
     def on_end(self, ev): pass
 event.register("numba:compile", Count())
+"""
+
+# Prints, for f at 0.5 and g at [0.1, 0.2, 0.3], the compiled gradient next to the
+# interpreted one, and how many functions numba compiled.
+SCRIPT = COUNTING + """
 a = np.array([0.1, 0.2, 0.3])
 jit_f, f = srcgrad.grad(user.f, jit=True)(0.5), srcgrad.grad(user.f)(0.5)
 jit_g, g = srcgrad.grad(user.g, jit=True)(a), srcgrad.grad(user.g)(a)

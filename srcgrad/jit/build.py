@@ -375,13 +375,7 @@ def _compile(tree: ast.Module, ctx, adj, values: list, variant: str,
     # numpy raises IndexError where numba, unchecked, reads or writes past the array: a
     # number where the interpreted gradient raises (x[5] of 3 elements gave [0, 0, 0])
     options["boundscheck"] = True
-    dispatchers = tuple(numba.njit(fn, **options) for fn in made)
-    caches = caching.generated_cache(source, made)  # (None: compiled in this process only)
-    if caches is not None:
-        simd.available()  # (a cached function may call libmvec: its symbols registered first)
-        for dispatcher, cache in zip(dispatchers, caches):
-            dispatcher._cache = cache  # (what numba.njit(cache=True) sets, with our stamp)
-    return source, filename, dispatchers
+    return source, filename, caching.njit_cached(source, made, **options)
 
 
 def _pass_inputs(tree: ast.Module, ctx, adj, entry: bool, calls: dict) -> tuple:

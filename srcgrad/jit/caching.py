@@ -9,9 +9,10 @@ in. Two kinds are cached:
   symbols, registered with LLVM only when its overload is typed);
 - the functions generated from the user's code (``generated_cache``), only when everything
   they read besides their arguments can be written down (numbers, strings, tuples of them,
-  numpy's and math's modules, types and functions, srcgrad's runtime helpers): not when they
-  call another compiled function (a callee's sweeps, a user's ``@njit`` helper) or read a
-  user's module or class, whose code or attributes the stamp could not see change.
+  numpy's and math's modules, types and functions, srcgrad's runtime helpers, and compiled
+  callees srcgrad generated and cached, by their own stamps): not when they call a user's
+  ``@njit`` helper or read a user's module or class, whose code or attributes the stamp
+  could not see change.
 
 numba's cache would be stale here in three ways, all closed by this module:
 
@@ -34,7 +35,7 @@ turns both off.
 """
 from __future__ import annotations
 
-__all__ = ["overload", "generated_cache", "package_stamp", "enabled"]
+__all__ = ["overload", "generated_cache", "njit_cached", "package_stamp", "enabled"]
 
 import builtins
 import contextlib
@@ -47,6 +48,7 @@ import types
 import numba
 import numpy as np
 from numba.core import caching
+from numba.core.runtime import rtsys
 from numba.extending import overload as numba_overload
 
 try:
@@ -236,12 +238,43 @@ class _GeneratedCache(caching.FunctionCache):
     def __init__(self, py_func, stamp: str):
         self._name = repr(py_func)
         self._py_func = py_func
+        self.stamp = stamp
         self._impl = _GeneratedImpl(py_func, stamp)
         self._cache_path = self._impl.locator.get_cache_path()
         self._cache_file = caching.IndexDataCacheFile(
             cache_path=self._cache_path, filename_base=self._impl.filename_base,
             source_stamp=stamp)
         self.enable()
+
+    @_never_failing
+    def load_overload(self, sig, target_context):
+        """numba's load, without its refresh of the target context first: that imports and
+        registers every implementation numba has (0.3 s of CPU, once per process, most of a
+        first call whose gradient is loaded), which loaded machine code does not need; it
+        needs numba's runtime (NRT) only. A compile later refreshes, as numba always does."""
+        rtsys.initialize(target_context)
+        return self._load_overload(sig, target_context)
+
+    def _index_key(self, sig, codegen):
+        """numba's key, with the stamp in place of the pickled closure cells: the stamp
+        describes them (``_described_reads``), while a pickled compiled callee differs from
+        process to process (numba names each dispatcher by a random uuid), which would make
+        every caller of one a new key."""
+        code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
+        return (sig, codegen.magic_tuple(), (code, self.stamp))
+
+
+def njit_cached(text: str, functions, **options) -> tuple:
+    """``numba.njit(fn, **options)`` of each of ``functions`` (made from the generated
+    ``text``), each with its on-disk cache when ``generated_cache`` gives them one."""
+    dispatchers = tuple(numba.njit(fn, **options) for fn in functions)
+    caches = generated_cache(text, functions)  # (None: compiled in this process only)
+    if caches is not None:
+        from . import simd
+        simd.available()  # (a cached function may call libmvec: its symbols registered first)
+        for dispatcher, cache in zip(dispatchers, caches):
+            dispatcher._cache = cache  # (what numba.njit(cache=True) sets, with our stamp)
+    return dispatchers
 
 
 def generated_cache(text: str, functions) -> list | None:
@@ -310,6 +343,15 @@ _LIBRARIES = frozenset({"builtins", "math", "cmath", "operator", "numpy", "numba
 def _describe(value) -> str | None:
     """A text that tells ``value`` apart from any other value numba would compile
     differently, or None."""
+    cache = getattr(value, "_cache", None)
+    if isinstance(cache, _GeneratedCache) and type(value).__module__.startswith("numba."):
+        # a compiled callee (another sweep's, a helper's jvp) cached itself: by its stamp,
+        # which changes with its text and with everything it reads, its callees' stamps too
+        return f"compiled {value.py_func.__qualname__} {cache.stamp}"
+    made = getattr(value, "__srcgrad_made__", None)
+    if isinstance(made, str) and isinstance(value, types.FunctionType) \
+            and _is_ours(value.__code__.co_filename):
+        return f"made by srcgrad: {made}"  # (a function srcgrad makes per key: products.py)
     if isinstance(value, types.ModuleType):
         return f"module {value.__name__}" if _is_library(value.__name__) else None
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):

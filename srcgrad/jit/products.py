@@ -11,11 +11,11 @@ from __future__ import annotations
 
 __all__ = ["HAND_WRITTEN", "hand_written", "helper_jvp"]
 
-import numba
 from numba import types
 from numba.extending import overload
 
 from .. import codegen
+from . import caching
 from . import runtime as jit_runtime
 
 # helper name -> the positions of the two arguments it is linear in (the third: a shape)
@@ -44,6 +44,8 @@ def _term(name: str, position: int):
         return lambda d, g, x, y: helper(g, x, d)
 
     term.__name__ = term.__qualname__ = f"{name}_in_{_PARAMS[position]}"
+    term.__srcgrad_made__ = f"{__name__}._term({name!r}, {position})"  # (caching.py: the
+    # same for every term of these arguments, so a jvp calling it can be cached)
     return term
 
 
@@ -77,5 +79,5 @@ def helper_jvp(name: str, wrt: tuple) -> tuple:
         make, filename = codegen.compile_factory(
             text, ["_rt", name, *terms], [f"{name}_jvp"], f"{name} jvp")
         function = make(jit_runtime, jit_runtime.RULE_HELPERS[name], *terms.values())[0]
-        made = _MADE[key] = (text, filename, numba.njit(function))
+        made = _MADE[key] = (text, filename, caching.njit_cached(text, [function])[0])
     return made
