@@ -11,7 +11,7 @@ The PyTorch-style Tensor facade shares the namespace, so ``import srcgrad as tor
 define-by-run code: ``tensor``, ``ones``, ``Tensor``, ``no_grad``, ``autograd.grad``,
 ``nn.functional``...
 """
-from . import rules as _rules  # registers the built-in derivative rules
+from . import rules as _rules  # noqa: F401  (registers the built-in derivative rules)
 from .checkpoint import checkpointed, checkpointed_while
 from .api import (custom_jvp, custom_vjp, elementwise_grad, grad, stop_gradient,
                   value_and_grad, vjp)
@@ -19,7 +19,7 @@ from .errors import (InternalError, MissingRuleError, NonDifferentiableError, Sr
                      UnsupportedSyntaxError)
 from .rules import nondifferentiable, rule
 from .api_forward import hessian, hvp, jacfwd, jacobian, jacrev, jvp
-from . import dispatch as _dispatch  # (installs the run-time call helpers: runtime.py)
+from . import dispatch as _dispatch  # noqa: F401  (installs the run-time call helpers: runtime.py)
 from . import api as _api, checkpoint as _checkpoint
 _checkpoint.connect(_api.get_adjoint, _api.dynamic_wrt, jvp)  # (checkpointed loops' steps)
 from .vmap import VmapFallbackWarning, vmap
@@ -37,7 +37,7 @@ __version__ = "0.1.0"
 
 from . import torch_api as _torch_api
 from .torch_api import *  # noqa: E402,F401,F403  (the facade: import srcgrad as torch)
-from . import autograd, nn  # noqa: E402
+from . import autograd, nn  # noqa: E402,F401  (torch.autograd, torch.nn)
 
 __all__ = [
     "grad", "value_and_grad", "vjp", "source", "stop_gradient", "rule", "nondifferentiable",
