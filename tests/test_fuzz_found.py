@@ -216,7 +216,7 @@ def _add_in_place(a):
     return 0.0
 
 
-def _double_in_place(a):
+def _double_in_place_summed(a):
     a *= 2.0
     return np.sum(a)
 
@@ -233,7 +233,7 @@ def callee_augassign(x):
 
 def callee_augassign_used(x):
     y = x * 1.0
-    z = _double_in_place(y)
+    z = _double_in_place_summed(y)   # (named apart: a later _double_in_place returns a)
     return z + np.sum(y)
 
 
@@ -514,9 +514,10 @@ def test_callee_rebinding_a_number_argument_is_not_refused():
     assert tangent == pytest.approx(np.sum(X3))
 
 
-def test_callee_extending_a_list_argument_is_still_refused():
-    with pytest.raises(srcgrad.SrcgradError, match="_append_to.. changing"):
-        srcgrad.grad(plain_call_extending_a_list_argument)(X3.copy())
+def test_callee_extending_a_list_argument():
+    # refused until s28-lang (helpers changing a parameter by augmented assignment are taken
+    # back at the call site): the list the caller holds is extended, as in Python
+    check_grad(plain_call_extending_a_list_argument, (X3,))
 
 
 # == a parameter overwritten with a value that carries no gradient, in a branch or a loop =====
@@ -748,9 +749,9 @@ def test_forward_mode_refuses_an_argument_sharing_data_with_another():
         srcgrad.jvp(updates_its_argument_and_reads_a_global, (W3,), (X3,))
 
 
-def test_a_helper_updating_its_argument_is_still_refused():
-    with pytest.raises(srcgrad.SrcgradError, match="in-place update of 'a'"):
-        srcgrad.grad(helper_updates_its_argument)(X3.copy())
+def test_a_helper_updating_its_argument():
+    # refused until s28-lang: the caller's y is changed by the helper, as numpy changes it
+    check_grad(helper_updates_its_argument, (X3,))
 
 
 def _first_two(a):
@@ -871,12 +872,18 @@ def a_global_handed_over(x):
     return np.sum(y)
 
 
-@pytest.mark.parametrize("fn", [still_read_after_the_call, read_in_the_next_iteration,
-                                shared_by_a_list, shared_by_an_alias, a_global_handed_over])
+@pytest.mark.parametrize("fn", [shared_by_a_list, shared_by_an_alias, a_global_handed_over])
 def test_helper_updating_an_argument_still_visible_is_refused(fn):
     with pytest.raises(srcgrad.SrcgradError, match="in.place"):
         srcgrad.grad(fn)(X3.copy())
     np.testing.assert_array_equal(W3, [1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("fn", [still_read_after_the_call, read_in_the_next_iteration])
+def test_helper_updating_an_argument_read_again(fn):
+    # refused until s28-lang: the helper's `a -= ...` is taken back into the caller's y, which
+    # the caller reads again, changed as numpy changes it
+    check_grad(fn, (X3,))
 
 
 def _step_pair(a, b):
@@ -954,8 +961,12 @@ def handed_in_the_else_block(x):
     return np.sum(b * c)
 
 
-@pytest.mark.parametrize("fn", [read_before_rebinding, read_in_the_loop_test,
-                                read_after_the_loop])
+def test_helper_handed_a_variable_read_in_the_loop_test():
+    # refused until s28-lang: a, changed by _step_pair, is read by the while test
+    check_grad(read_in_the_loop_test, (X3,))
+
+
+@pytest.mark.parametrize("fn", [read_before_rebinding, read_after_the_loop])
 def test_helper_handed_a_variable_read_again_in_a_loop_is_refused(fn):
     with pytest.raises(srcgrad.SrcgradError, match="in.place"):
         srcgrad.grad(fn)(X3.copy())
@@ -1788,8 +1799,8 @@ def test_dict_of_a_dict_is_a_copy():
     plus = copy_with_dict_call({"W": d["W"] + step, "b": d["b"] + step}, x)
     minus = copy_with_dict_call({"W": d["W"] - step, "b": d["b"] - step}, x)
     assert tangent == pytest.approx((plus - minus) / (2 * step), rel=1e-6)
-    with pytest.raises(srcgrad.SrcgradError, match="key-value pairs"):
-        srcgrad.grad(dict_of_pairs)(np.array([1.0, 2.0]), 0.5)
+    # dict(pairs) was refused ("key-value pairs") until s28-suite
+    check_grad(dict_of_pairs, (np.array([1.0, 2.0]), 0.5), wrt=(0, 1))
 
 
 # Found by hand with the container generators (26 Nov 2026), older than this session: lists the
