@@ -424,3 +424,24 @@ def test_reshapes_of_non_contiguous_arrays_compile(f):
     # numba reshapes only contiguous arrays (NotImplementedError at run time on x.T); numpy
     # copies: the compiled code reshapes a contiguous copy where numpy would
     _agree(f, np.arange(6.0).reshape(2, 3) * 0.1 + 0.05)
+
+
+def tuple_of_mixed_arrays_indexed_in_a_branch(pair, x, y):
+    if (w := np.dot(np.max(x, axis=0), x[0, :])) > -10.0:
+        t = (pair[1], pair[0])
+        y = y * t[1][0]          # numba 0.68's lowering raised AttributeError here
+    return np.sum(np.sin(y + pair[1])) + w
+
+
+def test_a_crash_inside_numba_names_the_users_line():
+    # numba's lowering let a plain AttributeError escape ('NoneType' object has no attribute
+    # 'args'), with no location in its text: the refusal named no line. The line is taken from
+    # the statements numba was typing when it failed (errors._lowered_at).
+    pair = (np.array([1.4, -0.08, 1.6]), np.ones((2, 3)) * 0.5)
+    x = np.array([[0.38, -1.7, 0.28], [-2.1, 0.91, -0.01]])
+    y = np.ones((2, 3)) * 0.3
+    try:
+        _agree(tuple_of_mixed_arrays_indexed_in_a_branch, pair, x, y)
+    except JitUnsupportedError as e:  # (a numba that compiles it passes through _agree)
+        line = tuple_of_mixed_arrays_indexed_in_a_branch.__code__.co_firstlineno + 3
+        assert str(e).startswith(f"{__file__}:{line}: "), str(e)

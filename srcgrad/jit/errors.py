@@ -129,10 +129,28 @@ def _user_location(message: str) -> str | None:
     return None
 
 
+def _lowered_at(exc: Exception) -> str:
+    """``File "...", line N`` of each statement numba was typing or lowering (innermost
+    first) when ``exc``, one of Python's own exceptions, escaped numba unwrapped, with no
+    location in its message: the traceback's frames holding a numba IR statement (``inst``)
+    or location (``loc``). The innermost may be numba's own code made from a string or a
+    helper of srcgrad's; ``_user_location`` takes the first that maps to the user's line."""
+    found = []
+    tb = exc.__traceback__
+    while tb is not None:
+        local = tb.tb_frame.f_locals
+        for loc in (getattr(local.get("inst"), "loc", None), local.get("loc")):
+            if type(loc).__name__ == "Loc" and getattr(loc, "filename", None) \
+                    and getattr(loc, "line", None):
+                found.append(f'File "{loc.filename}", line {loc.line}')
+        tb = tb.tb_next
+    return "\n".join(reversed(found))
+
+
 def translate(exc: Exception, fn) -> JitUnsupportedError:
     """A located, readable error for numba's compile error ``exc`` on ``fn``'s gradient."""
     message = str(exc)
-    where = _user_location(message)
+    where = _user_location(message) or _user_location(_lowered_at(exc))
     what = None
     for pattern, explain in _TRANSLATIONS:
         m = pattern.search(message)
