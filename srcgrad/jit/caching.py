@@ -14,7 +14,7 @@ in. Two kinds are cached:
   ``@njit`` helper or read a user's module or class, whose code or attributes the stamp
   could not see change.
 
-numba's cache would be stale here in three ways, all closed by this module:
+numba's cache would be stale or wrong here in four ways, all closed by this module:
 
 - it checks only the modification stamp of the file defining the function, while a helper
   calls helpers of other srcgrad modules: a cached helper's stamp is a hash of every source
@@ -26,7 +26,11 @@ numba's cache would be stale here in three ways, all closed by this module:
   version;
 - two processes compiling the same helper at once may both number their entry 1, one
   writing the index and the other the data file: a later process could load code compiled
-  for other types. Saving and loading an entry hold a lock on the cache directory.
+  for other types. Saving and loading an entry hold a lock on the cache directory;
+- numba names machine code by an id counted from 1 in every process, and cached code keeps
+  its ids: two generated functions of one name and argument types, one loaded and one
+  compiled here, could share a symbol and call each other's code. Ids here count from a
+  random start (``_symbols_apart``).
 
 Where the cache goes: ``NUMBA_CACHE_DIR`` when set, else, for the helpers, ``__pycache__``
 beside srcgrad/jit when it is writable and numba's user-wide cache directory otherwise (a
@@ -41,7 +45,9 @@ import builtins
 import contextlib
 import functools
 import hashlib
+import itertools
 import os
+import secrets
 import sys
 import types
 
@@ -61,7 +67,37 @@ _SUBDIR = "srcgrad-jit"  # (the cache directories' last part, where the lock app
 
 
 def enabled() -> bool:
-    return fcntl is not None and os.environ.get("SRCGRAD_JIT_CACHE", "1") != "0"
+    return fcntl is not None and os.environ.get("SRCGRAD_JIT_CACHE", "1") != "0" \
+        and _symbols_apart()
+
+
+def _symbols_apart() -> bool:
+    """Whether this process's compiled functions get symbol names no other process gave to
+    other code (numba's counter of function ids starts at a random point here): False, and
+    no cache, where numba's counter is not where this expects it.
+
+    numba names a function's machine code by its module, qualified name, argument types and
+    an id counted from 1 in each process ("the mangled name *must* be unique, else the
+    wrong function can be chosen at link time"), and a cached function's code carries the
+    ids of the process that compiled it, its callees' code linked in as weak symbols. Every
+    generated function is ``_make.<locals>.<name>``: a cached gradient whose callee
+    ``matmul_left_jvp`` (one variant) was id 43 in the process that compiled it, loaded
+    beside a ``matmul_left_jvp`` (another variant, same argument types) this process
+    compiled as id 43, shared one symbol, and either caller could run the other's callee:
+    a wrong Hessian-vector product, with no error (tests/test_jit_symbols.py). Ids counted
+    from a random 48-bit start keep two processes' symbols apart (overlapping only if two
+    starts fall within the number of functions compiled, about 2**-30 for a pair)."""
+    global _SPREAD
+    if _SPREAD is None:
+        from numba.core import bytecode
+        identity = getattr(bytecode, "FunctionIdentity", None)
+        _SPREAD = isinstance(getattr(identity, "_unique_ids", None), itertools.count)
+        if _SPREAD:
+            identity._unique_ids = itertools.count((secrets.randbits(48) | 1 << 48))
+    return _SPREAD
+
+
+_SPREAD: bool | None = None
 
 
 @functools.lru_cache(maxsize=None)
