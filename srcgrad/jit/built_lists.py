@@ -24,6 +24,8 @@ __all__ = ["built_lists"]
 import ast
 from dataclasses import dataclass
 
+from ..transforms import astutil as A
+
 
 @dataclass(frozen=True)
 class _Append:
@@ -85,11 +87,11 @@ def _iterated_displays(func) -> None:
                 and isinstance(n.value, ast.List) and n.value.elts
                 and not any(isinstance(e, ast.Starred) for e in n.value.elts)}
     for node in ast.walk(func):
-        if _is_rt(node, "element") and len(node.args) == 2 \
+        if A.called_attr(node, "_rt") == "element" and len(node.args) == 2 \
                 and stores.get(_name_of(node.args[0])) == 1 \
                 and _name_of(node.args[0]) in displays:
             display = displays[node.args[0].id]
-            if not all(_is_rt(e, "list_item") for e in display.elts):
+            if not all(A.called_attr(e, "_rt") == "list_item" for e in display.elts):
                 display.elts = [_call("_rt", "list_item", [e], e) for e in display.elts]
             node.func.attr = "display_element"
 
@@ -104,17 +106,17 @@ def _adjoint_reads(func, names: set[str], temps: dict, readers: dict, kinds: dic
         if not isinstance(node, ast.Call):
             continue
         first = _name_of(node.args[0]) if node.args else None
-        if (_is_rt(node, "setitem_zeroed") or _is_rt(node, "last_writes")) and first \
+        if A.called_attr(node, "_rt") in ("setitem_zeroed", "last_writes") and first \
                 and adjoint_of.get(first, first[1:]) in names:
             node.func.attr = "list_" + node.func.attr
             continue
-        if (_is_rt(node, "add_at") or _is_rt(node, "add_element")) and len(node.args) == 4 \
+        if A.called_attr(node, "_rt") in ("add_at", "add_element") and len(node.args) == 4 \
                 and _name_of(node.args[1]) in names:
             node.func.attr = "list_add_at"
-        elif _is_rt(node, "element") and len(node.args) == 2 \
+        elif A.called_attr(node, "_rt") == "element" and len(node.args) == 2 \
                 and _name_of(node.args[0]) in names:
             node.func.attr = "list_element"
-        elif _is_rt(node, "zeros_like") and len(node.args) == 1 \
+        elif A.called_attr(node, "_rt") == "zeros_like" and len(node.args) == 1 \
                 and _name_of(node.args[0]) in names:
             node.args[0].id = temps.get(node.args[0].id, node.args[0].id)
             node.func.attr = "list_zero"
@@ -142,12 +144,6 @@ def _type_list_zeros(func, temps: dict[str, str], adjoint_of: dict[str, str]) ->
         if name in bound:
             node.value = _call("_rt", "list_zero", [ast.Name(id=name, ctx=ast.Load())],
                                node)
-
-
-def _is_rt(node, attr: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-        and node.func.attr == attr and isinstance(node.func.value, ast.Name) \
-        and node.func.value.id == "_rt"
 
 
 def _name_of(node) -> str | None:
@@ -187,9 +183,10 @@ def _appends_in(body: list) -> list[_Append]:
         temp = _assign_to(stmt)
         if temp is None or not isinstance(stmt.value, ast.Call) or stmt.value.keywords:
             continue
-        store = _is_rt(stmt.value, "setitem") and len(stmt.value.args) == 3 \
+        store = A.called_attr(stmt.value, "_rt") == "setitem" and len(stmt.value.args) == 3 \
             and not _is_slice(stmt.value.args[1])
-        if not (store or _is_rt(stmt.value, "list_append") and len(stmt.value.args) == 2):
+        if not (store or A.called_attr(stmt.value, "_rt") == "list_append"
+                and len(stmt.value.args) == 2):
             continue
         name = _name_of(stmt.value.args[0])
         rest = body[at + 1:at + 3]
@@ -287,18 +284,18 @@ def _reading_call(call: ast.Call, name: str, numpy: set[str], readers: dict) -> 
     args = call.args
     if any(isinstance(a, ast.Starred) for a in args):
         return []
-    func = call.func
+    func, helper = call.func, A.called_attr(call, "_rt")
     if _is_stack(call, numpy):
         position = 0
-    elif _is_rt(call, "zeros_like") and len(args) == 1:
+    elif helper == "zeros_like" and len(args) == 1:
         position = 0
-    elif _is_rt(call, "refuse_viewed"):  # (it raises when another holds the list: none)
+    elif helper == "refuse_viewed":  # (it raises when another holds the list: none)
         position = 0
-    elif _is_rt(call, "refuse_shared_item") and len(args) == 5:  # (sweeps._SharedLocals)
+    elif helper == "refuse_shared_item" and len(args) == 5:  # (sweeps._SharedLocals)
         position = 0  # (-> list_shared_item: the item's data checked, the list held by none)
-    elif _is_rt(call, "element") and len(args) == 2:  # (an item: see _item_read)
+    elif helper == "element" and len(args) == 2:  # (an item: see _item_read)
         position = 0
-    elif (_is_rt(call, "add_at") or _is_rt(call, "add_element")) and len(args) == 4 \
+    elif helper in ("add_at", "add_element") and len(args) == 4 \
             and not _is_slice(args[2]):  # (the adjoint of an item read: reads the length)
         position = 1
     elif isinstance(func, ast.Name) and func.id in readers and not call.keywords \
@@ -355,7 +352,7 @@ def _temp_read_only_there(func, a: _Append) -> bool:
     ``_rt.zeros_like(temp)`` (a lazy zero adjoint typed from it)."""
     last = a.body[a.at + (2 if a.stack else 1)]
     allowed = {id(last.value)} | {id(n.args[0]) for n in ast.walk(func)
-                                   if _is_rt(n, "zeros_like") and len(n.args) == 1}
+                                   if A.called_attr(n, "_rt") == "zeros_like" and len(n.args) == 1}
     stores = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == a.temp
               and isinstance(n.ctx, ast.Store)]
     reads = [n for n in ast.walk(func) if isinstance(n, ast.Name) and n.id == a.temp
@@ -409,7 +406,7 @@ def _rewrite(func, appends: list[_Append], names: set[str], numpy: set[str],
                 node.args.append(ast.copy_location(ast.Constant(value=locate(node)), node))
             elif _is_stack(node, numpy):
                 node.func = _call("_rt", "stack_list", [], node).func
-        if _is_rt(node, "refuse_shared_item") and len(node.args) == 5 \
+        if A.called_attr(node, "_rt") == "refuse_shared_item" and len(node.args) == 5 \
                 and _name_of(node.args[0]) in names:
             node.func.attr = "list_shared_item"
 

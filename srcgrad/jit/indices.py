@@ -23,6 +23,8 @@ __all__ = ["constant_index_lists", "list_displays_read_only_by"]
 import ast
 from typing import Callable
 
+from ..transforms import astutil as A
+
 
 def constant_index_lists(module: ast.Module) -> ast.Module:
     saved = _saved_for_the_backward_sweep(module)
@@ -47,9 +49,7 @@ class _DisplayedIndices(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "add_at" \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id == "_rt" \
-                and len(node.args) == 4:
+        if A.called_attr(node, "_rt") == "add_at" and len(node.args) == 4:
             node.args[2] = _displays_as_arrays(node.args[2])
         return node
 
@@ -189,9 +189,9 @@ def _index_reads(node, name: str) -> list[int]:
     an element store's (``setitem``, ``setitem_zeroed``, ``last_writes``)."""
     if isinstance(node, ast.Subscript):
         return _index_parts(node.slice, name)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == "_rt":
-        position = _INDEX_POSITIONS.get(node.func.attr)
+    helper = A.called_attr(node, "_rt")
+    if helper is not None:
+        position = _INDEX_POSITIONS.get(helper)
         if position is not None and len(node.args) == position[1]:
             return _index_parts(node.args[position[0]], name)
     return []

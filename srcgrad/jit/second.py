@@ -22,6 +22,7 @@ import re
 import weakref
 
 from ..codegen import COMMENT_PREFIX
+from ..transforms import astutil as A
 from .errors import through_generated
 from .sweeps import (TAPE, JitRewriteError, check_mirrored, drop_stand_ins, fresh_name,
                      tape_to_stacks)
@@ -65,11 +66,7 @@ def _method(stmt, owner: str, method: str):
     """The call ``owner.method(...)`` that ``stmt`` is (an expression statement, or the value
     of an assignment), else None."""
     value = stmt.value if isinstance(stmt, (ast.Expr, ast.Assign)) else None
-    if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-            and isinstance(value.func.value, ast.Name) and value.func.value.id == owner \
-            and value.func.attr == method:
-        return value
-    return None
+    return value if A.called_attr(value, owner) == method else None
 
 
 def _rt_call(attr: str, *args) -> ast.Call:

@@ -20,6 +20,7 @@ import copy
 from typing import NamedTuple
 
 from ..codegen import COMMENT_PREFIX
+from ..transforms import astutil as A
 
 TAPE = "_tape"
 
@@ -75,12 +76,6 @@ def fresh_name(base: str, taken: set[str]) -> str:
     return name
 
 
-def _call_of(node, owner: str, attr: str) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Name) and node.func.value.id == owner
-            and node.func.attr == attr)
-
-
 def _located(new, old):
     return ast.copy_location(new, old)
 
@@ -92,7 +87,7 @@ class _DropStandIns(ast.NodeTransformer):
 
     def visit_Call(self, node):
         self.generic_visit(node)
-        if _call_of(node, "_rt", "shape_like") and len(node.args) == 1:
+        if A.called_attr(node, "_rt") == "shape_like" and len(node.args) == 1:
             return node.args[0]
         return node
 
@@ -135,9 +130,9 @@ class _TapeRewriter(ast.NodeTransformer):
         return self.stacks[var]
 
     def visit_Assign(self, node):
-        if _call_of(node.value, "_rt", "Tape"):
+        if A.called_attr(node.value, "_rt") == "Tape":
             return None  # the stacks are created at the top of the function
-        if _call_of(node.value, TAPE, "pop"):
+        if A.called_attr(node.value, TAPE) == "pop":
             if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Name):
                 raise JitRewriteError("a tape pop into something other than a variable", node)
             var = node.targets[0].id
@@ -149,7 +144,7 @@ class _TapeRewriter(ast.NodeTransformer):
         return self.generic_visit(node)
 
     def visit_Expr(self, node):
-        if _call_of(node.value, TAPE, "push"):
+        if A.called_attr(node.value, TAPE) == "push":
             args = node.value.args
             if len(args) != 1 or not isinstance(args[0], ast.Name):
                 raise JitRewriteError("a tape push of something other than a variable", node)
@@ -191,10 +186,12 @@ def _tape_shape(stmts: list, op: str) -> tuple:
     per operation, ``("loop", ...)`` and ``("if", then, else)`` for the blocks holding some."""
     items = []
     for stmt in stmts:
-        if op == "push" and isinstance(stmt, ast.Expr) and _call_of(stmt.value, TAPE, "push"):
+        if op == "push" and isinstance(stmt, ast.Expr) \
+                and A.called_attr(stmt.value, TAPE) == "push":
             arg = stmt.value.args[0] if stmt.value.args else None
             items.append(arg.id if isinstance(arg, ast.Name) else "?")
-        elif op == "pop" and isinstance(stmt, ast.Assign) and _call_of(stmt.value, TAPE, "pop"):
+        elif op == "pop" and isinstance(stmt, ast.Assign) \
+                and A.called_attr(stmt.value, TAPE) == "pop":
             target = stmt.targets[0]
             items.append(target.id if isinstance(target, ast.Name) else "?")
         elif isinstance(stmt, (ast.For, ast.While)):
@@ -208,7 +205,7 @@ def _tape_shape(stmts: list, op: str) -> tuple:
             if then or other:
                 items.append(("if", then, other))
         elif isinstance(stmt, (ast.With, ast.Try)):
-            if any(_call_of(n, TAPE, op) for n in ast.walk(stmt)):
+            if any(A.called_attr(n, TAPE) == op for n in ast.walk(stmt)):
                 items.append(("block",))  # (never mirrored: refused)
     return tuple(items)
 
@@ -424,10 +421,10 @@ class _DropPushes(ast.NodeTransformer):
     """The forward sweep without its tape: pushes and the tape's creation removed."""
 
     def visit_Expr(self, node):
-        return None if _call_of(node.value, TAPE, "push") else node
+        return None if A.called_attr(node.value, TAPE) == "push" else node
 
     def visit_Assign(self, node):
-        return None if _call_of(node.value, "_rt", "Tape") else self.generic_visit(node)
+        return None if A.called_attr(node.value, "_rt") == "Tape" else self.generic_visit(node)
 
     def visit_Name(self, node):
         if node.id == TAPE:
@@ -737,18 +734,12 @@ def _trip_count(before, loop) -> str | None:
     return before.targets[0].id if counted or constant else None
 
 
-def _stack_call(node, stack: str, method: str) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-        and isinstance(node.func.value, ast.Name) and node.func.value.id == stack \
-        and node.func.attr == method
-
-
 def _pushes_of(loop: ast.For, stack: str, whole: list) -> int:
     """How many times each iteration of ``loop`` appends to ``stack``: the appends must be
     statements of its body itself, and none be anywhere else in ``whole``; else 0."""
-    here = [s for s in loop.body if isinstance(s, ast.Expr) and _stack_call(s.value, stack,
-                                                                             "append")]
-    everywhere = [n for s in whole for n in ast.walk(s) if _stack_call(n, stack, "append")]
+    here = [s for s in loop.body if isinstance(s, ast.Expr)
+            and A.called_attr(s.value, stack) == "append"]
+    everywhere = [n for s in whole for n in ast.walk(s) if A.called_attr(n, stack) == "append"]
     exits = any(isinstance(n, (ast.Break, ast.Continue, ast.Return)) for n in ast.walk(loop))
     return 0 if exits or len(here) != len(everywhere) else len(here)
 
@@ -769,7 +760,7 @@ class _ArrayTape(ast.NodeTransformer):
                              value=ast.Constant(value=1))
 
     def visit_Expr(self, node):
-        if _stack_call(node.value, self.stack, "append"):
+        if A.called_attr(node.value, self.stack) == "append":
             store = ast.Call(func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
                                                 attr="tape_store", ctx=ast.Load()),
                              args=[ast.Name(id=self.stack, ctx=ast.Load()),
@@ -780,7 +771,7 @@ class _ArrayTape(ast.NodeTransformer):
         return node
 
     def visit_Assign(self, node):
-        if _stack_call(node.value, self.stack, "pop"):
+        if A.called_attr(node.value, self.stack) == "pop":
             load = ast.Assign(targets=node.targets, value=self._index(ast.Load()))
             return [_located(self._step(ast.Sub()), node), _located(load, node)]
         return self.generic_visit(node)
@@ -859,9 +850,11 @@ class _SharedLocals:
                     self.block(handler.body, set(inner))
                 self.block(getattr(s, "orelse", []), set(inner))
                 self.block(getattr(s, "finalbody", []), set(inner))
-            elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_locals"):
+            elif isinstance(s, ast.Expr) \
+                    and A.called_attr(s.value, "_rt") == "refuse_shared_locals":
                 s.value = self.rewritten(s.value, bound)
-            elif isinstance(s, ast.Expr) and _call_of(s.value, "_rt", "refuse_shared_item") \
+            elif isinstance(s, ast.Expr) \
+                    and A.called_attr(s.value, "_rt") == "refuse_shared_item" \
                     and len(s.value.args) == 7:  # (root, keys, inplace, then as above)
                 root, keys, inplace = s.value.args[:3]
                 rest = ast.copy_location(ast.Call(func=s.value.func, args=s.value.args[3:],

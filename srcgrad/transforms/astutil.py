@@ -1,6 +1,7 @@
 """Small helpers to build and inspect gast trees."""
 from __future__ import annotations
 
+import ast
 import copy
 
 import gast
@@ -103,6 +104,19 @@ def bind_arguments(params: list[str], offset: int, call: gast.Call) -> list | No
     out = [(i + offset, a) for i, a in enumerate(call.args)]
     out += [(params.index(k.arg), k.value) for k in call.keywords if k.arg in params]
     return out
+
+
+def called_attr(node, owner: str) -> str | None:
+    """``f`` when ``node`` is a call ``owner.f(...)`` with ``owner`` a plain name (the runtime
+    alias ``ctx.rt``, a tape), else None. Reads gast and ast trees (the jit rewrites ast)."""
+    if isinstance(node, _CALL) and isinstance(node.func, _ATTRIBUTE) \
+            and isinstance(node.func.value, _NAME) and node.func.value.id == owner:
+        return node.func.attr
+    return None
+
+
+_CALL, _ATTRIBUTE, _NAME = (gast.Call, ast.Call), (gast.Attribute, ast.Attribute), \
+    (gast.Name, ast.Name)
 
 
 def names_read(node) -> set[str]:

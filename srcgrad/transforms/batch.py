@@ -200,10 +200,8 @@ class _Batcher:
     def _in_try(self, stmt) -> bool:
         """A statement of a lowered ``try`` body: it enters the statement's catcher
         (``_rt.enter_context(_catchN, ...)`` or ``with _rt.managed(_catchN, ...)``)."""
-        return any(isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
-                   and n.func.attr in ("enter_context", "managed") and n.args
+        return any(A.called_attr(n, self.ctx.rt) in ("enter_context", "managed") and n.args
                    and isinstance(n.args[0], gast.Name) and n.args[0].id.startswith("_catch")
-                   and isinstance(n.func.value, gast.Name) and n.func.value.id == self.ctx.rt
                    for n in gast.walk(stmt))
 
     def select_branches(self, stmt: gast.If):

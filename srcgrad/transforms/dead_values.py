@@ -77,9 +77,7 @@ def probe_dead_values(body: list, ctx: Context) -> list:
 
 def _shape_reads(saved, rt: str) -> set[int]:
     """ids of the names ``saved`` reads through ``rt.shape_like(name)``."""
-    return {id(n.args[0]) for n in gast.walk(saved) if isinstance(n, gast.Call)
-            and isinstance(n.func, gast.Attribute) and n.func.attr == "shape_like"
-            and isinstance(n.func.value, gast.Name) and n.func.value.id == rt
+    return {id(n.args[0]) for n in gast.walk(saved) if A.called_attr(n, rt) == "shape_like"
             and len(n.args) == 1 and isinstance(n.args[0], gast.Name)}
 
 

@@ -1302,9 +1302,7 @@ class _Desugar:
         """``_rt.enter_guarded(_cm)`` (a ``with`` in a try body, trycatch.py) of a manager
         made from differentiable values."""
         value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
-        func = value.func if isinstance(value, gast.Call) else None
-        if isinstance(func, gast.Attribute) and func.attr == "enter_guarded" \
-                and isinstance(func.value, gast.Name) and func.value.id == self.ctx.rt \
+        if A.called_attr(value, self.ctx.rt) == "enter_guarded" \
                 and A.names_read(value) & self.ctx.varied:
             self.ctx.problem(s, *_VARIED_MANAGER)
 
@@ -2655,11 +2653,7 @@ _VARIED_MANAGER = ("a context manager made from differentiable values",
 def is_context_marker(s, rt: str, kind: str):
     """The call of ``_rt.enter_context`` (``kind='enter'``) or ``_rt.exit_context`` in ``s``."""
     value = s.value if isinstance(s, (gast.Assign, gast.Expr)) else None
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-            and value.func.attr == f"{kind}_context" and isinstance(value.func.value, gast.Name) \
-            and value.func.value.id == rt:
-        return value
-    return None
+    return value if A.called_attr(value, rt) == f"{kind}_context" else None
 
 
 def regroup_contexts(stmts: list, rt: str) -> list:

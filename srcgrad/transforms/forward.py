@@ -517,22 +517,15 @@ class ForwardGenerator:
         is known dense here. Rules guard a tangent that may be the lazy zero (an operand
         without one, when the rule is called); inlined, the guard would only be noise, and
         compiled code (jit) has no lazy zero."""
-        if isinstance(part, gast.IfExp) and self.is_rt_call(part.test, "is_zero") \
+        if isinstance(part, gast.IfExp) and A.called_attr(part.test, self.ctx.rt) == "is_zero" \
                 and len(part.test.args) == 1 and isinstance(part.test.args[0], gast.Name) \
                 and part.test.args[0].id in dense:
             return part.orelse
         return part
 
-    def is_rt_call(self, node, name: str) -> bool:
-        return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-            and node.func.attr == name and isinstance(node.func.value, gast.Name) \
-            and node.func.value.id == self.ctx.rt
-
     def strip_broadcast(self, part):
         """``e`` for ``_rt.broadcast_like(e, ans)``: numpy broadcasts the sum itself."""
-        if isinstance(part, gast.Call) and isinstance(part.func, gast.Attribute) \
-                and part.func.attr == "broadcast_like" \
-                and isinstance(part.func.value, gast.Name) and part.func.value.id == self.ctx.rt:
+        if A.called_attr(part, self.ctx.rt) == "broadcast_like":
             return part.args[0]
         return part
 

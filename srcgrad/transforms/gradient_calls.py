@@ -45,7 +45,7 @@ def fold_gradient_calls(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDe
             if made is not None:
                 name = f"{made[1].__name__.replace('<lambda>', 'lambda')}_{made[2]}"
                 node.func = A.located(A.load(ctx.helper(made[0], name)), node.func)
-        elif _is_runtime(node, "apply", ctx) and len(node.args) == 3 and not node.keywords:
+        elif A.called_attr(node, ctx.rt) == "apply" and len(node.args) == 3 and not node.keywords:
             _pass_captures(node, ctx)
     _refuse_bound_gradients(tree, ctx)
     return tree
@@ -56,7 +56,7 @@ def _pass_captures(apply: gast.Call, ctx: Context) -> None:
     ``_rt.apply(grad(_rt.stop_gradient(f)), args, {..., 'x': x})`` (see the module's doc)."""
     made, _, kwargs = apply.args
     if not (isinstance(made, gast.Call) and made.args and _is_maker(made.func, ctx)
-            and _is_runtime(made.args[0], "bind", ctx)):
+            and A.called_attr(made.args[0], ctx.rt) == "bind"):
         return
     bound = made.args[0]
     if len(bound.args) != 3 or bound.keywords:
@@ -77,18 +77,12 @@ def _refuse_bound_gradients(tree, ctx: Context) -> None:
     them not called where the gradient is made, a ``functools.partial`` of them)."""
     for node in gast.walk(tree):
         if isinstance(node, gast.Call) and _is_maker(node.func, ctx) and any(
-                _is_runtime(a, "bind", ctx) or _is_runtime(a, "bind_again", ctx)
+                A.called_attr(a, ctx.rt) in ("bind", "bind_again")
                 for a in node.args):
             ctx.problem(node, "a gradient of a function reading differentiable values of "
                               "its caller, made here but not called at once",
                         "Call the gradient where it is made (grad(inner)(y)), or pass those "
                         "values to the function as arguments.")
-
-
-def _is_runtime(node, name: str, ctx: Context) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-        and node.func.attr == name and isinstance(node.func.value, gast.Name) \
-        and node.func.value.id == ctx.rt
 
 
 def _is_maker(func, ctx: Context) -> bool:

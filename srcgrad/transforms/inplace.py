@@ -54,9 +54,8 @@ def accumulate_in_place(stmts: list, adjoints: set[str], rt: str) -> list:
 def _shaped_fresh(value, rt: str) -> bool:
     """``rt.shaped_like(a, x)`` of fresh arithmetic ``a`` (scalar_seed.py): ``a`` itself or
     a new array of its values, new either way."""
-    return isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-        and value.func.attr == "shaped_like" and isinstance(value.func.value, gast.Name) \
-        and value.func.value.id == rt and len(value.args) == 2 and not value.keywords \
+    return A.called_attr(value, rt) == "shaped_like" and len(value.args) == 2 \
+        and not value.keywords \
         and A.is_fresh(value.args[0])
 
 

@@ -209,9 +209,7 @@ class _Facts:
                        if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not f}
 
     def _is_pop(self, node) -> bool:
-        return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-            and isinstance(node.func.value, gast.Name) and node.func.value.id == self.tape \
-            and node.func.attr == "pop" and not node.args and not node.keywords
+        return A.called_attr(node, self.tape) == "pop" and not node.args and not node.keywords
 
     def _pops_by_name(self) -> bool:
         """Whether every push is of a name and every pop assigned to a name pushed: the
@@ -219,9 +217,7 @@ class _Facts:
         pushed, popped = set(), set()
         for f in (self.fwd, self.bwd):
             for n in gast.walk(f):
-                if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) \
-                        and isinstance(n.func.value, gast.Name) \
-                        and n.func.value.id == self.tape and n.func.attr == "push":
+                if A.called_attr(n, self.tape) == "push":
                     if len(n.args) != 1 or not isinstance(n.args[0], gast.Name) \
                             or f is self.bwd:
                         return False
@@ -401,11 +397,11 @@ class _Facts:
 
     def _call(self, call: gast.Call) -> Val:
         func = call.func
-        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.value.id == self.tape:
-            if func.attr == "pop" and not call.args and not call.keywords:
+        method = A.called_attr(call, self.tape)
+        if method is not None:
+            if method == "pop" and not call.args and not call.keywords:
                 return TOP if self.tape_escapes else self.tape_val
-            if func.attr == "push" and len(call.args) == 1 and not call.keywords:
+            if method == "push" and len(call.args) == 1 and not call.keywords:
                 self.tape_val = join(self.tape_val, self.value(call.args[0]))
                 return NONE
             self.tape_escapes = True  # (another method: what it does is not modelled)
@@ -415,9 +411,9 @@ class _Facts:
             self.value(k.value)
         if call.keywords:
             return TOP
-        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.value.id == self.rt:
-            return self._runtime_call(func.attr, args, call)
+        helper = A.called_attr(call, self.rt)
+        if helper is not None:
+            return self._runtime_call(helper, args, call)
         obj = self._callee(func)
         if obj is None:
             return TOP
@@ -601,9 +597,7 @@ def _owned_accumulators(bwd: gast.FunctionDef, rt: str) -> dict[str, list]:
         if _accumulation(node) is not None:
             sites.setdefault(node.targets[0].id, []).append(node)
     returned = bwd.body[-1] if bwd.body and isinstance(bwd.body[-1], gast.Return) else None
-    densified = [c.args[0] for c in gast.walk(returned) if isinstance(c, gast.Call)
-                 and isinstance(c.func, gast.Attribute) and c.func.attr == "densify"
-                 and isinstance(c.func.value, gast.Name) and c.func.value.id == rt
+    densified = [c.args[0] for c in gast.walk(returned) if A.called_attr(c, rt) == "densify"
                  and len(c.args) == 2 and not c.keywords] if returned else []
     owned = {}
     for name, found in sites.items():
@@ -684,8 +678,7 @@ class _Rewrite(gast.NodeTransformer):
         if call.keywords:
             return call
         func = call.func
-        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.value.id == f.rt and func.attr == "unbroadcast":
+        if A.called_attr(call, f.rt) == "unbroadcast":
             how = f.reduction([f.value(a) for a in call.args])
             if how == "same":
                 self.count += 1
@@ -734,7 +727,6 @@ def rank_candidates(module, helpers: dict, rt: str) -> bool:
             func = n.func
             if isinstance(func, gast.Name) and func.id in products:
                 return True
-            if isinstance(func, gast.Attribute) and func.attr == "unbroadcast" \
-                    and isinstance(func.value, gast.Name) and func.value.id == rt:
+            if A.called_attr(n, rt) == "unbroadcast":
                 return True
     return False

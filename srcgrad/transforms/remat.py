@@ -77,9 +77,7 @@ def _twice_negated(backward: list, rt: str) -> list:
 def _assigned_call(s, rt: str, name: str):
     """The call of ``s``, ``target = rt.name(...)`` with a name target, or None."""
     if isinstance(s, gast.Assign) and len(s.targets) == 1 \
-            and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Call) \
-            and isinstance(s.value.func, gast.Attribute) and s.value.func.attr == name \
-            and isinstance(s.value.func.value, gast.Name) and s.value.func.value.id == rt:
+            and isinstance(s.targets[0], gast.Name) and A.called_attr(s.value, rt) == name:
         return s.value
     return None
 

@@ -513,9 +513,7 @@ class ReverseGenerator:
 
     def same_shape(self, expr, operand):
         """``unbroadcast(e, x)`` is ``e`` when every other operand is a constant scalar."""
-        if (isinstance(expr, gast.Call) and isinstance(expr.func, gast.Attribute)
-                and expr.func.attr == "unbroadcast" and isinstance(expr.func.value, gast.Name)
-                and expr.func.value.id == self.ctx.rt and len(expr.args) == 2
+        if (A.called_attr(expr, self.ctx.rt) == "unbroadcast" and len(expr.args) == 2
                 and isinstance(expr.args[1], gast.Name) and expr.args[1].id == operand.id):
             return expr.args[0]
         return expr

@@ -156,9 +156,8 @@ def _chain_top(node, parents: dict, rt: str):
 
 
 def _is_times_unit(node, rt: str) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-        and node.func.attr == "times_unit" and isinstance(node.func.value, gast.Name) \
-        and node.func.value.id == rt and len(node.args) == 2 and not node.keywords
+    return A.called_attr(node, rt) == "times_unit" and len(node.args) == 2 \
+        and not node.keywords
 
 
 def _plain_arithmetic(node, rt: str) -> bool:

@@ -17,27 +17,24 @@ __all__ = ["saved_once"]
 
 import gast
 
+from . import astutil as A
+
 
 def _push_of(s, tape: str) -> str | None:
     """``v`` for the statement ``tape.push(v)``, else None."""
-    if isinstance(s, gast.Expr) and isinstance(s.value, gast.Call) and not s.value.keywords:
-        func, args = s.value.func, s.value.args
-        if isinstance(func, gast.Attribute) and func.attr == "push" and isinstance(
-                func.value, gast.Name) and func.value.id == tape and len(args) == 1 and \
-                isinstance(args[0], gast.Name):
-            return args[0].id
+    if isinstance(s, gast.Expr) and A.called_attr(s.value, tape) == "push" \
+            and not s.value.keywords and len(s.value.args) == 1 \
+            and isinstance(s.value.args[0], gast.Name):
+        return s.value.args[0].id
     return None
 
 
 def _pop_into(s, tape: str) -> str | None:
     """``v`` for the statement ``v = tape.pop()``, else None."""
     if isinstance(s, gast.Assign) and len(s.targets) == 1 and isinstance(
-            s.targets[0], gast.Name) and isinstance(s.value, gast.Call):
-        func = s.value.func
-        if isinstance(func, gast.Attribute) and func.attr == "pop" and isinstance(
-                func.value, gast.Name) and func.value.id == tape and not s.value.args \
-                and not s.value.keywords:
-            return s.targets[0].id
+            s.targets[0], gast.Name) and A.called_attr(s.value, tape) == "pop" \
+            and not s.value.args and not s.value.keywords:
+        return s.targets[0].id
     return None
 
 

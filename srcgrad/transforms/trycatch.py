@@ -257,11 +257,7 @@ def protect_try_bodies(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef
 
 def _marker(s, ctx: Context, name: str):
     value = s.value if isinstance(s, gast.Expr) else None
-    if isinstance(value, gast.Call) and isinstance(value.func, gast.Attribute) \
-            and value.func.attr == name and isinstance(value.func.value, gast.Name) \
-            and value.func.value.id == ctx.rt:
-        return value
-    return None
+    return value if A.called_attr(value, ctx.rt) == name else None
 
 
 class _Protector:

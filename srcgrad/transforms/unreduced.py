@@ -90,9 +90,8 @@ def _reduction(s, rt: str, adjoint) -> str | None:
 
 
 def _is_unbroadcast(node, rt: str) -> bool:
-    return isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-        and node.func.attr == "unbroadcast" and isinstance(node.func.value, gast.Name) \
-        and node.func.value.id == rt and len(node.args) == 2 and not node.keywords
+    return A.called_attr(node, rt) == "unbroadcast" and len(node.args) == 2 \
+        and not node.keywords
 
 
 def _reading_calls(sweep: list, block: list, i: int, target: str, rt: str, products):
