@@ -17,6 +17,7 @@ from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
 from .activity import match_bindings, mutated_parameters
+from .anf import is_static_ref
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
@@ -228,6 +229,35 @@ def _root(target) -> str | None:
     while isinstance(target, (gast.Subscript, gast.Attribute)):
         target = target.value
     return target.id if isinstance(target, gast.Name) else None
+
+
+def _header_nodes(s):
+    """The nodes of statement ``s`` itself, not of the statements in its blocks."""
+    if isinstance(s, (gast.If, gast.While)):
+        roots = [s.test]
+    elif isinstance(s, gast.For):
+        roots = [s.iter]
+    elif isinstance(s, gast.With):
+        roots = [item.context_expr for item in s.items]
+    elif isinstance(s, (gast.FunctionDef, gast.ClassDef, gast.Try)):
+        roots = []
+    else:
+        roots = [s]
+    for root in roots:
+        yield from gast.walk(root)
+
+
+def _attribute_name(call) -> str | None:
+    """The attribute ``setattr(obj, "name", v)`` (or ``obj.__setattr__("name", v)``) sets,
+    when written as an identifier string in the call; else None."""
+    args = call.args if isinstance(call.func, gast.Name) else [None] + call.args
+    if len(args) != 3 or call.keywords or any(isinstance(a, gast.Starred) for a in args[1:]):
+        return None
+    name = args[1]
+    if isinstance(name, gast.Constant) and isinstance(name.value, str) \
+            and name.value.isidentifier():
+        return name.value
+    return None
 
 
 def _local_names(fn: gast.FunctionDef) -> set[str]:
@@ -1276,6 +1306,7 @@ class _Desugar:
             return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
         self.refuse_varied_guarded(s)
+        self.refuse_hidden_stores(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1283,6 +1314,36 @@ class _Desugar:
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, self.block(getattr(s, field)))
         return pre + [s]
+
+    def refuse_hidden_stores(self, s) -> None:
+        """Refuse what stores differentiable values into an object where no variable is
+        rebound: a method changing an attribute's or an item's object in place
+        (``s.hs.append(v)``, ``d["hs"].append(v)``), ``setattr`` with a name not written in
+        the call, ``obj.__setattr__``. Python changes that object, which the rewrite as new
+        values of a variable cannot follow; left alone, the gradient through it was lost."""
+        for call in _header_nodes(s):
+            if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
+                continue
+            func = call.func
+            if (isinstance(func, gast.Name) and func.id == "setattr"
+                    and _builtin("setattr", self.ctx)
+                    or isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
+                if not (isinstance(s, gast.Expr) and s.value is call
+                        and self.attribute_store_of(call, s) is not None):
+                    self.ctx.problem(s, "setting an attribute to a differentiable value "
+                                        "under a name not written out, or inside an "
+                                        "expression", "Write the attribute out as its own "
+                                        "statement (obj.W = v), or keep the values in a "
+                                        "dict (d[name] = v).")
+            elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
+                    and not isinstance(func.value, gast.Name) \
+                    and not is_static_ref(func.value, self.ctx):
+                text = to_source(func.value).strip()
+                self.ctx.problem(s, f"'{text}.{func.attr}(...)' changing the object "
+                                    f"{text} in place with differentiable values",
+                                 f"srcgrad follows in-place changes of variables only. Build "
+                                 f"the list or dict in a variable (hs = []; hs.{func.attr}"
+                                 f"(...)) and store or read it from there.")
 
     def visit_With(self, s):
         """``with no_grad():``: its body, every value it assigns wrapped in
@@ -1825,6 +1886,9 @@ class _Desugar:
 
     def visit_Expr(self, s):
         call = s.value
+        store = self.attribute_store_of(call, s)
+        if store is not None:  # setattr(m, "W", v) is m.W = v
+            return self.visit_Assign(store)
         if (self.nested and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name)
@@ -1867,6 +1931,30 @@ class _Desugar:
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
             return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def attribute_store_of(self, call, at):
+        """``obj.name = v`` for ``setattr(obj, "name", v)``, ``obj.__setattr__("name", v)``
+        or ``object.__setattr__(obj, "name", v)`` storing a differentiable value, else None."""
+        if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
+            return None
+        func = call.func
+        if isinstance(func, gast.Name) and func.id == "setattr" and _builtin("setattr", self.ctx):
+            args = call.args
+        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__" \
+                and isinstance(func.value, gast.Name) and func.value.id == "object" \
+                and _builtin("object", self.ctx):
+            args = call.args
+        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__":
+            args = [func.value] + call.args
+        else:
+            return None
+        name = _attribute_name(gast.Call(func=gast.Name(id="setattr", ctx=gast.Load(),
+                                                        annotation=None, type_comment=None),
+                                         args=args, keywords=call.keywords))
+        if name is None:
+            return None
+        target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)
+        return A.assign(target, args[2], at=at)
 
     def shared_container_guards(self, name: str, s) -> list:
         """Before ``name.append(v)`` (a list method, ``d.update(...)``), rewritten as a new
