@@ -104,3 +104,290 @@ def setattr_under_a_variable_name(w):
 def test_setattr_under_a_name_not_written_out_is_refused():
     _refused_at(setattr_under_a_variable_name, "setattr(m, name",
                 "name not written out.*obj.W = v")
+
+
+# -- stores into attributes: supported, every order -------------------------------------------
+from dataclasses import dataclass  # noqa: E402
+
+from test_written_back_more import check_every_mode  # noqa: E402
+
+
+def _scale(m):
+    m.W = m.W * 3.0
+
+
+def _scale_augmented(m):
+    m.W *= 3.0
+
+
+def _scale_and_sum(m):
+    m.W = m.W * 2.0
+    return np.sum(m.W)
+
+
+def _read_W(m):
+    return np.sum(m.W ** 2)
+
+
+@dataclass
+class _Layer:
+    W: object = None
+    b: float = 0.5
+
+
+class _Cell:
+    def __init__(self):
+        self.h = 0.0
+
+
+def local_object(w):
+    m = Model()
+    m.W = w * 2.0
+    m.b = np.ones(3)
+    return np.sum(np.tanh(m.W) * m.b)
+
+
+def helper_stores_attribute(w):  # the issue's example
+    m = Model()
+    m.W = w * 2.0
+    m.b = np.ones(3)
+    _scale(m)
+    return np.sum(np.tanh(m.W) * m.b)
+
+
+def helper_updates_attribute(w):
+    m = Model()
+    m.W = np.sin(w)
+    _scale_augmented(m)  # (m.W *= 3.0: in place on m.W's array, which nothing else holds)
+    return np.sum(m.W ** 2)
+
+
+def helper_called_twice(w):
+    m = Model()
+    m.W = w * 1.0
+    _scale(m)
+    _scale(m)
+    return np.sum(np.tanh(m.W))
+
+
+def helper_stores_and_returns(w):
+    m = Model()
+    m.W = w * 1.0
+    r = _scale_and_sum(m)
+    return np.sum(m.W) + r
+
+
+def helper_reads_stored_attribute(w):
+    m = Model()
+    m.W = w
+    return _read_W(m)
+
+
+def helper_given_the_input_itself(w):
+    m = Model()
+    m.W = w  # (_scale stores a new array: w unchanged, as in Python)
+    _scale(m)
+    return np.sum(m.W * w)
+
+
+def setattr_written_out(w):
+    m = Model()
+    setattr(m, "W", w * 3.0)
+    setattr(m, "W", m.W * np.sin(w))
+    return np.sum(np.cos(m.W))
+
+
+def dunder_setattr(w):
+    m = Model()
+    m.__setattr__("W", w * 3.0)
+    object.__setattr__(m, "b", m.W * w)
+    return np.sum(m.b)
+
+
+def augmented_attribute(w):
+    m = Model()
+    m.W = w * 1.0
+    m.W += np.sin(w)
+    m.W *= w
+    return np.sum(m.W)
+
+
+def old_value_kept(w):
+    m = Model()
+    m.W = w * 1.0
+    old = m.W
+    m.W = m.W * 2.0
+    return np.sum(old * m.W)
+
+
+def store_in_a_loop(w):
+    m = Model()
+    m.h = w * 1.0
+    for _ in range(3):
+        m.h = np.tanh(m.h * w)
+    return np.sum(m.h)
+
+
+def store_in_branches(w):
+    m = Model()
+    m.W = w * 1.0
+    if np.sum(w) > 0:
+        m.W = m.W * 2.0
+    else:
+        m.W = np.sin(m.W)
+    return np.sum(m.W ** 2)
+
+
+def objects_made_in_a_loop(w):
+    out = []
+    for k in range(3):
+        m = Model()
+        m.W = w * k
+        out.append(m)
+    return np.sum(out[2].W * out[1].W)
+
+
+def two_objects(w):
+    a = Model()
+    b = Model()
+    a.W = w * 2.0
+    b.W = a.W * w
+    a.W = b.W + 1.0
+    return np.sum(a.W * b.W)
+
+
+def constant_attribute_too(w):
+    m = Model()
+    m.scale = 2.0
+    m.W = w * m.scale
+    m.scale = 3.0
+    return np.sum(m.W * m.scale)
+
+
+def namespace_and_dataclass(w):
+    s = SimpleNamespace()
+    s.h = np.sin(w)
+    layer = _Layer()
+    layer.W = s.h * w
+    layer.W = np.tanh(layer.W) + layer.b
+    return np.sum(layer.W * s.h)
+
+
+def object_with_init(w):
+    c = _Cell()
+    c.h = c.h + w
+    c.h = c.h * np.cos(w)
+    return np.sum(c.h)
+
+
+@pytest.mark.parametrize("f", [
+    local_object, helper_stores_attribute, helper_updates_attribute, helper_called_twice,
+    helper_stores_and_returns, helper_reads_stored_attribute, helper_given_the_input_itself,
+    setattr_written_out, dunder_setattr, augmented_attribute, old_value_kept, store_in_a_loop,
+    store_in_branches, objects_made_in_a_loop, two_objects, constant_attribute_too,
+    namespace_and_dataclass, object_with_init,
+], ids=lambda f: f.__name__)
+def test_attribute_stores_every_mode(f):
+    """m.W = v on an object the function makes (or a helper handed it): the value Python
+    computes; gradient, vjp, jvp, hvp, Hessian and grad of grad against differences."""
+    check_every_mode(f, X3.copy())
+
+
+# -- what Python would change elsewhere: refused at run time, at the store or the call --------
+def alias_then_store(w):
+    m = Model()
+    m.W = w * 1.0
+    n = m
+    m.W = m.W * 5.0
+    return np.sum(n.W)
+
+
+def held_by_a_list_then_store(w):
+    m = Model()
+    m.W = w * 1.0
+    held = [m]
+    m.W = m.W * 2.0
+    return np.sum(held[0].W)
+
+
+def augmented_on_the_input(w):
+    m = Model()
+    m.W = w  # (m.W += 1.0 changes w itself)
+    m.W += 1.0
+    return np.sum(m.W * w)
+
+
+def helper_given_an_object_held_elsewhere(w):
+    m = Model()
+    m.W = w * 1.0
+    held = [m]
+    _scale(m)
+    return np.sum(held[0].W)
+
+
+def helper_updating_the_input_in_place(w):
+    m = Model()
+    m.W = w
+    _scale_augmented(m)
+    return np.sum(m.W * w)
+
+
+class _Doubling:
+    @property
+    def W(self):
+        return self._w
+
+    @W.setter
+    def W(self, v):
+        self._w = v * 2
+
+
+def property_setter(w):
+    p = _Doubling()
+    p.W = w * 1.0
+    return np.sum(p.W)
+
+
+def nested_attribute(w):
+    m = Model()
+    m.W = w
+    outer = Model()
+    outer.inner = m
+    outer.inner.W = outer.inner.W * 2.0
+    return np.sum(m.W)
+
+
+@pytest.mark.parametrize("f, line, match", [
+    (alias_then_store, "m.W = m.W * 5.0", "changes an object that something else also holds"),
+    (held_by_a_list_then_store, "m.W = m.W * 2.0", "something else also holds"),
+    (augmented_on_the_input, "m.W += 1.0", "an array or list that something else holds"),
+    (helper_given_an_object_held_elsewhere, "_scale(m)", "updates its argument 'm' in place"),
+    (helper_updating_the_input_in_place, "_scale_augmented(m)", "updates its argument"),
+    (nested_attribute, "outer.inner.W =", "made there by calling its class"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_stores_python_would_see_elsewhere_are_refused(f, line, match):
+    """Python changes the one object (or array) other names hold; srcgrad's new object
+    would leave those unchanged: refused at the user's line (the value Python gives differs
+    from the rewrite's, so a gradient would be wrong)."""
+    _refused_at(f, line, match)
+
+
+def test_a_class_running_code_on_the_store_is_refused():
+    lines, start = inspect.getsourcelines(property_setter)
+    with pytest.raises(srcgrad.errors.UnsupportedFeatureError,
+                       match=rf"test_attribute_updates\.py:{start + 2}: .*property"):
+        srcgrad.grad(property_setter)(X3.copy())
+
+
+_KEPT = []
+
+
+def append_to_a_global_list(w):
+    _KEPT.append(w * 2.0)
+    return np.sum(w)
+
+
+def test_append_to_a_global_list_is_refused():
+    """Rewritten as a new list, the global's name became a local one (UnboundLocalError
+    raised from generated code)."""
+    _refused_at(append_to_a_global_list, "_KEPT.append", "not a variable of")

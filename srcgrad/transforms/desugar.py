@@ -213,8 +213,9 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
               if isinstance(a, gast.Name)}
     out = set()
     for node in gast.walk(tree):
-        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Subscript):
-            out.add(_root(node.target))
+        if isinstance(node, gast.AugAssign) and isinstance(node.target,
+                                                            (gast.Subscript, gast.Attribute)):
+            out.add(_root(node.target))  # (p.W += v: on an array, in place)
         elif isinstance(node, gast.Assign):
             out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
                     and isinstance(t.value, (gast.Subscript, gast.Attribute))}
@@ -562,6 +563,10 @@ class _Desugar:
         # comprehension, list(...)): an update of an item of one is rewritten as new
         # containers when, at run time, nothing else holds what it changes (item_guard)
         self.built = _built_containers(tree, ctx) if tree is not None else set()
+        # objects every binding of which calls their class (m = Model()): an attribute
+        # store into one is rewritten as a new object when nothing else holds it
+        self.built_objects = _built_containers(tree, ctx, _new_object) \
+            if tree is not None else set()
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.nested: list[set[str]] = []  # local names of the nested defs being desugared
@@ -1201,8 +1206,8 @@ class _Desugar:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = sorted(self.scope_names - {name})
         message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
-                   f"in place, and the array (or list or dict) passed as {name} shares its "
-                   f"data with another variable of {self.ctx.fn.__name__}() or a global it "
+                   f"in place, and the array (or list, dict or object) passed as {name} shares "
+                   f"its data with another variable of {self.ctx.fn.__name__}() or a global it "
                    f"reads, which Python would change too; srcgrad does not support that. "
                    f"Pass a copy ({name}.copy(); for an array held in a list or dict, a "
                    f"copy of it).")
@@ -1213,6 +1218,14 @@ class _Desugar:
         return self.check("refuse_shared_held" if held else "refuse_shared_locals",
                           A.load(name), frame, names, values, message=message, at=s)
 
+    def resolves(self, name: str) -> bool:
+        """Whether ``name`` names a global or closure variable of the function."""
+        try:
+            self.ctx.lookup_static(name)
+        except (KeyError, AttributeError):
+            return False
+        return True
+
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
         a tuple, a dict: not a module or a function)."""
@@ -1222,7 +1235,10 @@ class _Desugar:
             value = self.ctx.lookup_static(name)
         except (KeyError, AttributeError):  # (not a global: a lambda's parameter, say)
             return False
-        return isinstance(value, (np.ndarray, list, tuple, dict))
+        return isinstance(value, (np.ndarray, list, tuple, dict, types.SimpleNamespace)) \
+            or hasattr(type(value), "__dict__") and type(value).__module__ not in (
+                "builtins", "types") and not isinstance(value, (type, types.ModuleType)) \
+            and not callable(value)
 
     def refuse_sharing(self, name: str, others: list[str], message: str, at) -> gast.stmt:
         """``_rt.refuse_viewed(name, (others...), message)``: raise at run time if ``name``
@@ -1659,6 +1675,8 @@ class _Desugar:
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied) \
                 and self.item_checkable(target):
             inplace = True  # visit_Assign's item_guard checks what '+=' changes in place
+        elif isinstance(target, gast.Attribute):
+            inplace = True  # (visit_Assign's object_guard: the array or list m.W holds)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
             loc = self.ctx.location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
@@ -1776,10 +1794,50 @@ class _Desugar:
                                         _as_load(A.deepcopy(inner)), message=message, at=s))
             return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
+            if self.object_checkable(target):
+                root = target.value.id
+                new = A.located(A.call(A.attr(self.ctx.rt, "with_attr"), A.load(root),
+                                       A.const(target.attr), s.value), s)
+                return [self.object_guard(target, s, inplace), A.assign(root, new, at=s)]
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
-                                "code", "Keep the value in a local variable or return it.")
+                                "code, unless the object is a variable of the function made "
+                                "there by calling its class (m = Model()), or a parameter "
+                                "its caller hands over",
+                             "Make the object in this function (m = Model(); m.W = v), or "
+                             "keep the value in a local variable or a dict.")
             return [s]
         return [s]
+
+    def object_checkable(self, target) -> bool:
+        """Whether an attribute store ``m.W = v`` is into a variable of this function's own
+        scope (not a global, nor one a nested function reads) every binding of which makes
+        a new object by calling its class, or a parameter it owns and never rebinds (as
+        item_checkable): object_guard can then decide at run time whether anything else
+        holds the object, which Python would change too."""
+        if not isinstance(target.value, gast.Name):
+            return False
+        root = target.value.id
+        return ((root in self.built_objects or root in self.kept_params) and not self.nested
+                and root not in self.captured)
+
+    def object_guard(self, target, s, inplace: bool) -> gast.stmt:
+        """``_rt.refuse_shared_object(m, "W", inplace, locals(), names, globals, message)``
+        before ``m.W = v`` (``+=``), rewritten as a new object."""
+        root = target.value.id
+        names = sorted(self.scope_names - {root} - self.ctx.transient)
+        outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        text = f"{root}.{target.attr} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
+        message = (f"{self.ctx.location(s)}: '{text} ...' changes an object that something "
+                   f"else also holds (another variable, a container, a global)"
+                   + (", or an array or list that something else holds" if inplace else "")
+                   + f", which Python would change too; srcgrad does not support that (in "
+                   f"{self.ctx.fn.__name__}()). Make the object in this function and keep "
+                   f"its only name{'' if not inplace else f', or write {root}.{target.attr} = {root}.{target.attr} ... to store a new value'}.")
+        return self.check("refuse_shared_object", A.load(root), A.const(target.attr),
+                          A.const(inplace), A.call(A.load("locals")),
+                          gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load()),
+                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                          message=message, at=s)
 
     def unpack(self, target, value, at) -> list:
         tmp = self.ctx.namer.fresh()
@@ -1901,6 +1959,14 @@ class _Desugar:
                 and call.func.attr in {*_LIST_METHODS, "pop"}
                 and (A.names_read(call) & self.ctx.varied)):
             name = call.func.value.id
+            if name not in self.ctx.local_names and self.resolves(name):
+                # (a global's or a closure's list: rebinding the name would make it local)
+                self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' with differentiable "
+                                    f"values on '{name}', which is not a variable of "
+                                    f"{self.ctx.fn.__name__}() (a global or a closure's)",
+                                 f"Build the list in a variable of the function and return "
+                                 f"it ({name} = []; ...; return {name}).")
+                return [s]
             if name in self.aliased:
                 self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' on a list another variable "
                                     f"also refers to", f"Copy it first ({name} = list({name})).")
@@ -2433,11 +2499,13 @@ class _CompHoister(gast.NodeTransformer):
         return A.load(result)
 
 
-def _built_containers(tree, ctx: Context) -> set[str]:
+def _built_containers(tree, ctx: Context, makes=None) -> set[str]:
     """The names of ``tree``'s own scope every binding of which makes a new list or dict: a
     display, a comprehension, ``list(...)``/``dict(...)``, ``[...] * n``. (Not a parameter,
     nor a name bound any other way too: a loop target, an unpacking, a call's result. On a
-    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)"""
+    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)
+    ``makes(value, ctx)``: whether a bound value is new, instead (``_new_object``)."""
+    makes = makes or _new_container
     stores: dict[str, int] = {}
     made: dict[str, int] = {}
     declared = set(ctx.params)
@@ -2449,9 +2517,23 @@ def _built_containers(tree, ctx: Context) -> set[str]:
                 and id(node) not in extended:
             stores[node.id] = stores.get(node.id, 0) + 1
         elif isinstance(node, gast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], gast.Name) and _new_container(node.value, ctx):
+                and isinstance(node.targets[0], gast.Name) and makes(node.value, ctx):
             made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
     return {n for n, count in made.items() if count == stores[n] and n not in declared}
+
+
+def _new_object(value, ctx: Context) -> bool:
+    """``value`` calls a user's class (or ``SimpleNamespace``), making a new object with a
+    ``__dict__`` of its own."""
+    if not isinstance(value, gast.Call):
+        return False
+    try:
+        cls = static_value(value.func, ctx)
+    except KeyError:
+        return False
+    return isinstance(cls, type) and cls.__new__ is object.__new__ \
+        and not issubclass(cls, (np.ndarray, BaseException)) \
+        or cls is types.SimpleNamespace
 
 
 def _new_container(value, ctx: Context) -> bool:
