@@ -33,6 +33,7 @@ __all__ = [
     "part",
     "add_attr",
     "with_attr", "attrs_without", "attr_only", "refuse_shared_object",
+    "refuse_differentiable_change",
     "setitem",
     "list_append",
     "list_extend",
@@ -1410,6 +1411,13 @@ def refuse_shared_object(obj, name: str, inplace: bool, frame: dict, names: tupl
         changed.append(item)
     _refuse_reached(obj, changed, array, [frame[n] for n in names if n in frame]
                     + list(outside), message)
+
+
+def refuse_differentiable_change(value, message: str) -> None:
+    """Before ``v.sort()`` (an in-place method no rewrite follows): raise when ``v`` holds
+    differentiable values (not a list of keys, of integers)."""
+    if may_carry_gradient(value):
+        raise UnsupportedSyntaxError.from_message(message)
 
 
 def with_attr(obj, name: str, value):

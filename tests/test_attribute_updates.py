@@ -391,3 +391,91 @@ def test_append_to_a_global_list_is_refused():
     """Rewritten as a new list, the global's name became a local one (UnboundLocalError
     raised from generated code)."""
     _refused_at(append_to_a_global_list, "_KEPT.append", "not a variable of")
+
+
+# -- objects made from differentiable values: SimpleNamespace, plain dataclasses ---------------
+@dataclass
+class _Dense:
+    W: object
+    b: float = 0.5
+
+
+def namespace_of_values(w):
+    s = SimpleNamespace(a=w, b=2.0)
+    s.a = s.a * s.b + np.sin(w)
+    return np.sum(s.a ** 2)
+
+
+def dataclass_of_values(w):
+    layer = _Dense(w * 2.0)
+    layer.W = np.tanh(layer.W) + layer.b
+    return np.sum(layer.W * w)
+
+
+def _advance(state, x):
+    state.h = state.h * x + 1.0
+
+
+def namespace_state_through_a_helper(w):
+    state = SimpleNamespace(h=w * 1.0)
+    for _ in range(3):
+        _advance(state, np.sin(w))
+    return np.sum(state.h)
+
+
+@pytest.mark.parametrize("f", [namespace_of_values, dataclass_of_values,
+                               namespace_state_through_a_helper], ids=lambda f: f.__name__)
+def test_objects_made_from_values_every_mode(f):
+    """SimpleNamespace(a=v) and a dataclass's generated __init__ only store their
+    arguments: made with None there, then each stored as m.a = v."""
+    check_every_mode(f, X3.copy())
+
+
+class _Counter:
+    def __init__(self, v):
+        self.v = v * 1.0
+
+
+def class_with_its_own_init(w):
+    c = _Counter(w)
+    return np.sum(c.v)
+
+
+def test_a_class_with_its_own_init_stays_refused():
+    _refused_at(class_with_its_own_init, "c = _Counter(w)", "constructing '_Counter'")
+
+
+# -- numpy writing into an existing array: refused (the gradient missed the write) -------------
+def multiply_into(w):
+    s = SimpleNamespace(W=w * 1.0)
+    np.multiply(s.W, 2.0, out=s.W)
+    return np.sum(s.W)
+
+
+def copy_into(w):
+    v = np.zeros(3)
+    np.copyto(v, w * 2.0)
+    return np.sum(v * w)
+
+
+def add_at(w):
+    v = w * 1.0
+    np.add.at(v, [0, 0], w[1])
+    return np.sum(v)
+
+
+def sort_in_place(w):
+    v = w * 1.0
+    v.sort()
+    return np.sum(v * np.arange(3))
+
+
+@pytest.mark.parametrize("f, line, match", [
+    (multiply_into, "np.multiply(s.W", r"existing array \(out=\.\.\.\)"),
+    (copy_into, "np.copyto", "np.copyto.*in place"),
+    (add_at, "np.add.at", "np.add.at.*in place"),
+    (sort_in_place, "v.sort()", "v.sort.*changes in place a list or array holding"),
+], ids=lambda v: getattr(v, "__name__", "") if callable(v) else None)
+def test_numpy_writes_into_arrays_are_refused(f, line, match):
+    """Each gave a gradient that missed the write, without an error."""
+    _refused_at(f, line, match)

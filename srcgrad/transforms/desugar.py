@@ -232,6 +232,16 @@ def _root(target) -> str | None:
     return target.id if isinstance(target, gast.Name) else None
 
 
+# array and list methods changing their receiver in place that no rewrite follows
+_IN_PLACE_METHODS = {"sort", "reverse", "fill", "put", "itemset", "resize", "partition",
+                     "remove", "clear"}
+# those of them lists have too (keys.sort() is fine: decided on the values)
+_LIST_IN_PLACE_METHODS = {"sort", "reverse", "remove", "clear"}
+# numpy functions writing into their first argument
+_IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
+                       np.put_along_axis)
+
+
 def _header_nodes(s):
     """The nodes of statement ``s`` itself, not of the statements in its blocks."""
     if isinstance(s, (gast.If, gast.While)):
@@ -1322,7 +1332,7 @@ class _Desugar:
             return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
         self.refuse_varied_guarded(s)
-        self.refuse_hidden_stores(s)
+        pre += self.refuse_hidden_stores(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1331,16 +1341,42 @@ class _Desugar:
                 setattr(s, field, self.block(getattr(s, field)))
         return pre + [s]
 
-    def refuse_hidden_stores(self, s) -> None:
+    def refuse_hidden_stores(self, s) -> list:
         """Refuse what stores differentiable values into an object where no variable is
         rebound: a method changing an attribute's or an item's object in place
         (``s.hs.append(v)``, ``d["hs"].append(v)``), ``setattr`` with a name not written in
         the call, ``obj.__setattr__``. Python changes that object, which the rewrite as new
-        values of a variable cannot follow; left alone, the gradient through it was lost."""
+        values of a variable cannot follow; left alone, the gradient through it was lost.
+        Returns the run-time checks of ``v.sort()``-like calls, where only the values tell (a
+        list of keys may be sorted; an array of differentiable values may not)."""
+        guards = []
         for call in _header_nodes(s):
             if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
                 continue
             func = call.func
+            if any(k.arg == "out" and not (isinstance(k.value, gast.Constant)
+                                           and k.value.value is None) for k in call.keywords):
+                self.ctx.problem(s, "a call writing its result into an existing array "
+                                    "(out=...) with differentiable values",
+                                 "Assign the result instead (y = np.multiply(a, b)).")
+                continue
+            what = self.writes_in_place(call)
+            if what is not None and isinstance(func, gast.Attribute) \
+                    and func.attr in _LIST_IN_PLACE_METHODS:
+                message = (f"{self.ctx.location(s)}: {what} changes in place a list or array "
+                           f"holding differentiable values, which srcgrad does not follow (in "
+                           f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
+                           f"sorted(v), v = np.sort(v), v = v[::-1]).")
+                guards.append(self.check("refuse_differentiable_change",
+                                         A.load(func.value.id), message=message, at=s))
+                continue
+            if what is not None:
+                self.ctx.problem(s, f"{what}, which changes an array or list in place, with "
+                                    f"differentiable values",
+                                 "Compute a new value and assign it (v = np.sort(v); "
+                                 "v = np.where(mask, new, v); v = v.copy() first and "
+                                 "x[i] = ... for an element).")
+                continue
             if (isinstance(func, gast.Name) and func.id == "setattr"
                     and _builtin("setattr", self.ctx)
                     or isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
@@ -1360,6 +1396,7 @@ class _Desugar:
                                  f"srcgrad follows in-place changes of variables only. Build "
                                  f"the list or dict in a variable (hs = []; hs.{func.attr}"
                                  f"(...)) and store or read it from there.")
+        return guards
 
     def visit_With(self, s):
         """``with no_grad():``: its body, every value it assigns wrapped in
@@ -1714,6 +1751,9 @@ class _Desugar:
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and isinstance(s.value, gast.Name) and s.value.id == s.targets[0].id:
             return []  # x = x: nothing happens (the adjoint pass would count x twice)
+        lowered = self.constructor_stores(s)
+        if lowered is not None:
+            return [out for t in lowered for out in self.visit_Assign(t)]
         if len(s.targets) > 1:  # a = b = e  ->  a = e; b = a
             first, rest = s.targets[0], s.targets[1:]
             out = self.visit_Assign(A.assign(first, s.value, at=s))
@@ -1807,6 +1847,36 @@ class _Desugar:
                              "keep the value in a local variable or a dict.")
             return [s]
         return [s]
+
+    def constructor_stores(self, s) -> list | None:
+        """``m = SimpleNamespace(a=v)`` or ``m = Layer(v, 0.5)`` (a plain dataclass) with
+        differentiable arguments, ``m`` an object this function makes (built_objects): the
+        object made with ``None`` for those, then ``m.a = v``, stores into a new object (what
+        the class's ``__init__`` does); else None."""
+        if not (len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in self.built_objects and isinstance(s.value, gast.Call)
+                and A.names_read(s.value) & self.ctx.varied and not self.nested):
+            return None
+        call = s.value
+        try:
+            fields = _init_fields(static_value(call.func, self.ctx))
+        except KeyError:
+            return None
+        named = _bind_fields(call, fields)
+        if named is None:
+            return None
+        stores = []
+        for i, (field, arg) in enumerate(named):
+            if A.names_read(arg) & self.ctx.varied:
+                target = A.located(gast.Attribute(value=A.load(s.targets[0].id), attr=field,
+                                                  ctx=gast.Store()), s)
+                stores.append(A.assign(target, arg, at=s))
+                if i < len(call.args):
+                    call.args[i] = A.located(A.const(None), arg)
+                else:
+                    next(k for k in call.keywords if k.arg == field).value = \
+                        A.located(A.const(None), arg)
+        return [s] + stores
 
     def object_checkable(self, target) -> bool:
         """Whether an attribute store ``m.W = v`` is into a variable of this function's own
@@ -1997,6 +2067,25 @@ class _Desugar:
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
             return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def writes_in_place(self, call) -> str | None:
+        """The text of ``call`` when it changes an array or list in place that srcgrad would
+        not see change (``np.copyto(v, x)``, ``np.add.at(v, i, x)``, ``v.sort()`` on a
+        differentiable ``v``), else None."""
+        func = call.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
+                and func.value.id in self.ctx.local_names:
+            return f"'{func.value.id}.{func.attr}(...)'"
+        try:
+            fn = static_value(func, self.ctx)
+        except KeyError:
+            return None
+        if any(fn is f for f in _IN_PLACE_FUNCTIONS) or (
+                isinstance(func, gast.Attribute) and func.attr == "at"
+                and isinstance(getattr(fn, "__self__", None), np.ufunc)):
+            return f"'{to_source(func).strip()}(...)'"
+        return None
 
     def attribute_store_of(self, call, at):
         """``obj.name = v`` for ``setattr(obj, "name", v)``, ``obj.__setattr__("name", v)``
@@ -2520,6 +2609,41 @@ def _built_containers(tree, ctx: Context, makes=None) -> set[str]:
                 and isinstance(node.targets[0], gast.Name) and makes(node.value, ctx):
             made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
     return {n for n, count in made.items() if count == stores[n] and n not in declared}
+
+
+def _init_fields(cls) -> tuple | None:
+    """The parameters of ``cls(...)`` that only store their argument in the attribute of
+    that name, in order: ``None`` for any keyword of ``SimpleNamespace``; the fields of a
+    plain dataclass (its own ``__init__``, no ``__post_init__``, not frozen, no init-only
+    variables); else raises KeyError."""
+    import dataclasses
+    if cls is types.SimpleNamespace:
+        return None
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)
+            and not hasattr(cls, "__post_init__") and cls.__setattr__ is object.__setattr__
+            and "__init__" in vars(cls) and not hasattr(cls, "__slots__")):
+        raise KeyError(cls)
+    code = getattr(vars(cls)["__init__"], "__code__", None)
+    if code is None or code.co_filename != "<string>":  # (the user's own __init__)
+        raise KeyError(cls)
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    params = tuple(inspect.signature(cls).parameters)
+    if params != names:  # (an InitVar, or an __init__ of the user's)
+        raise KeyError(cls)
+    return names
+
+
+def _bind_fields(call, fields) -> list | None:
+    """``[(attribute, argument)]`` of ``call`` to a class whose parameters are ``fields``
+    (None: keywords only), or None when it passes ``*``/``**`` or unknown names."""
+    if any(isinstance(a, gast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    if fields is None:
+        return None if call.args else [(k.arg, k.value) for k in call.keywords]
+    if len(call.args) > len(fields) or any(k.arg not in fields for k in call.keywords):
+        return None
+    return list(zip(fields, call.args)) + [(k.arg, k.value) for k in call.keywords]
 
 
 def _new_object(value, ctx: Context) -> bool:
