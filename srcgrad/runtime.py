@@ -32,6 +32,8 @@ __all__ = [
     "is_zero",
     "part",
     "add_attr",
+    "with_attr", "attrs_without", "attr_only", "refuse_shared_object",
+    "refuse_differentiable_change",
     "setitem",
     "list_append",
     "list_extend",
@@ -59,6 +61,7 @@ __all__ = [
     "size_of",
 ]
 
+import copy
 import inspect
 import math
 import operator as _operator
@@ -1369,19 +1372,91 @@ def refuse_shared_item(root, keys: tuple, inplace: bool, frame: dict, names: tup
         raise UnsupportedSyntaxError.from_message(
             f"{where}: an in-place update of an array held in a tuple is not supported: srcgrad "
             f"would rebuild the tuple with the new array. Hold the arrays in a list instead.")
+    _refuse_reached(root, changed, array, [frame[n] for n in names if n in frame]
+                    + list(outside), message)
+
+
+def _refuse_reached(root, changed: list, array, others: list, message: str) -> None:
+    """Raise unless each object of ``changed`` is reached once from ``root`` and never from
+    ``others``, and ``array`` (if any) shares its data with nothing else they reach."""
     seen: dict[int, int] = {}
-    arrays = []
+    arrays: list = []
     _reach(root, seen, arrays)
     if any(seen.get(id(c), 0) > 1 for c in changed) or (
             array is not None and _sharing(arrays, array) > 1):
         raise UnsupportedSyntaxError.from_message(message)
     seen.clear()
     arrays.clear()
-    for value in [frame[n] for n in names if n in frame] + list(outside):
+    for value in others:
         _reach(value, seen, arrays)
     if any(id(c) in seen for c in changed) or (
             array is not None and _sharing(arrays, array)):
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def refuse_shared_object(obj, name: str, inplace: bool, frame: dict, names: tuple,
+                         outside: tuple, message: str) -> None:
+    """Before ``obj.name = v`` (``inplace``: ``obj.name op= v``), which srcgrad rewrites as a
+    new object (``obj = with_attr(obj, name, v)``) where Python changes ``obj``: raise unless
+    nothing else holds ``obj`` (another variable, ``names`` bound in ``frame``; a global,
+    ``outside``; an item or attribute of one), and, in place, nothing else holds the list or
+    dict ``obj.name`` holds, nor shares data with its array (Python changes those too)."""
+    if _runs_store_code(type(obj), name):
+        where = message.split(": '", 1)[0]  # (desugar.object_guard: "<file:line>: '<m.W> =")
+        raise UnsupportedFeatureError(f"{where}: {_store_code_message(type(obj), name)}")
+    changed = [obj]
+    item = getattr(obj, name, None) if inplace else None
+    array = item if isinstance(item, np.ndarray) else None
+    if type(item) in (list, dict):
+        changed.append(item)
+    _refuse_reached(obj, changed, array, [frame[n] for n in names if n in frame]
+                    + list(outside), message)
+
+
+def refuse_differentiable_change(value, message: str) -> None:
+    """Before ``v.sort()`` (an in-place method no rewrite follows): raise when ``v`` holds
+    differentiable values (not a list of keys, of integers)."""
+    if may_carry_gradient(value):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
+def with_attr(obj, name: str, value):
+    """A copy of ``obj`` with ``obj.name = value``: what ``m.W = v`` becomes on a
+    differentiable value (refuse_shared_object checked that nothing else holds ``obj``). A
+    class running code of its own on the store (``__setattr__``, a property) is refused: its
+    derivative is not the stored value's."""
+    if _runs_store_code(type(obj), name):
+        raise UnsupportedFeatureError(_store_code_message(type(obj), name))
+    out = copy.copy(obj)
+    setattr(out, name, value)
+    return out
+
+
+def _runs_store_code(cls, name: str) -> bool:
+    """Whether ``obj.name = v`` runs code of ``cls`` (``__setattr__``, a property)."""
+    return cls.__setattr__ is not object.__setattr__ and cls is not types.SimpleNamespace \
+        or hasattr(inspect.getattr_static(cls, name, None), "__set__")
+
+
+def _store_code_message(cls, name: str) -> str:
+    return (f"storing the attribute '{name}' of a {cls.__name__} in differentiated code is not "
+            f"supported: its class runs code of its own on the store (__setattr__ or a "
+            f"property), whose derivative srcgrad cannot know. Keep the value in a variable "
+            f"or a dict.")
+
+
+def attrs_without(g, name: str):
+    """The adjoint (or tangent) ``g`` of an object (a dict of attribute adjoints, an object
+    of its class, the lazy zero) without the attribute ``name``, as a dict."""
+    if is_zero(g):
+        return ZERO
+    return {k: v for k, v in _attr_dict(g).items() if k != name}
+
+
+def attr_only(name: str, g):
+    """The adjoint (or tangent) of an object whose attribute ``name`` has adjoint ``g`` and
+    the others none."""
+    return ZERO if is_zero(g) else {name: g}
 
 
 def refuse_shared_slot(root, keys: tuple, frame: dict, names: tuple, outside: tuple,
@@ -1497,6 +1572,18 @@ def refuse_shared_locals(value, frame: dict, names: tuple, outside: tuple, messa
     those is or holds. Python would change those too; the rewrite would not."""
     if isinstance(value, np.ndarray) or type(value) in (list, dict):
         refuse_viewed(value, [frame[n] for n in names if n in frame] + list(outside), message)
+    elif _is_plain_object(value):  # (a helper storing into its attributes: m.W = v)
+        seen: dict[int, int] = {}
+        for v in [frame[n] for n in names if n in frame] + list(outside):
+            _reach(v, seen, [])
+        if id(value) in seen:
+            raise UnsupportedSyntaxError.from_message(message)
+
+
+def _is_plain_object(value) -> bool:
+    """A user's object holding attributes (not a module, function or class)."""
+    return _is_object(value) and not isinstance(value, (types.ModuleType, types.FunctionType,
+                                                        types.MethodType))
 
 
 def refuse_shared_held(value, frame: dict, names: tuple, outside: tuple, message: str) -> None:
@@ -1504,7 +1591,7 @@ def refuse_shared_held(value, frame: dict, names: tuple, outside: tuple, message
     list or dict ``value`` holds (``p["a"] -= g`` in ``p = step(p, g)``): raise when another
     variable or a global holds one of them or shares an array's data."""
     refuse_shared_locals(value, frame, names, outside, message)
-    if type(value) not in (list, dict):
+    if type(value) not in (list, dict) and not _is_plain_object(value):
         return
     held: list = []
     seen: dict[int, int] = {}

@@ -526,8 +526,13 @@ class _Box:
     pass
 
 
+_BOX = _Box()
+
+
 def attribute_store(x):
-    box = _Box()
+    # (into a global object: Python's change outlives the call; a box made here is a new
+    # object, tests/test_attribute_updates.py)
+    box = _BOX
     box.scale = x * 2
     return box.scale * x
 

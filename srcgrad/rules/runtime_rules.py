@@ -358,6 +358,61 @@ if getattr(rt, "add_attr", None) is not None:
             domain=_add_attr_domain, linear=True, name="runtime.add_attr")
 
 
+# m.W = v on a differentiable value (desugar): m = with_attr(m, "W", v), a new object
+def with_attr_vjp(g, ans, obj, name, value):
+    return rt.attrs_without(g, name), rt.tangent_attr(g, name)
+
+
+def with_attr_jvp(dobj, dvalue, ans, obj, name, value):
+    return rt.attrs_without(dobj, name), rt.attr_only(name, dvalue)
+
+
+def attrs_without_vjp(c, ans, g, name):
+    return (rt.attrs_without(c, name),)
+
+
+def attrs_without_jvp(dg, ans, g, name):
+    return (rt.attrs_without(dg, name),)
+
+
+def attr_only_vjp(c, ans, name, g):
+    return (rt.tangent_attr(c, name),)
+
+
+def attr_only_jvp(dg, ans, name, g):
+    return (rt.attr_only(name, dg),)
+
+
+def tangent_attr_vjp(c, ans, d, name, obj=None):
+    if obj is not None and rt.is_receiver_method(obj, name):
+        return (c,)  # (a bound method's derivative is its receiver's)
+    return (rt.attr_only(name, c),)
+
+
+def tangent_attr_jvp(dd, ans, d, name, obj=None):
+    return (rt.tangent_attr(dd, name, obj),)
+
+
+def _with_attr_domain(rng):
+    import types
+    return [((types.SimpleNamespace(w=draw(rng, (2, 3)), b=draw(rng, None)), "w",
+              draw(rng, (2, 3))), {}),
+            ((types.SimpleNamespace(w=draw(rng, (2,))), "c", draw(rng, None)), {})]
+
+
+defrule(rt.with_attr, with_attr_vjp, diff_args=(0, 2), jvp=with_attr_jvp,
+        domain=_with_attr_domain, linear=True, name="runtime.with_attr")
+defrule(rt.attrs_without, attrs_without_vjp, diff_args=(0,), jvp=attrs_without_jvp,
+        domain=lambda rng: [(({"w": draw(rng, (2, 3)), "b": draw(rng, None)}, "b"), {})],
+        linear=True, name="runtime.attrs_without")
+defrule(rt.tangent_attr, tangent_attr_vjp, diff_args=(0,), jvp=tangent_attr_jvp,
+        domain=lambda rng: [(({"w": draw(rng, (2, 3)), "b": draw(rng, None)}, "w"), {})],
+        linear=True, name="runtime.tangent_attr")
+defrule(rt.attr_only, attr_only_vjp, diff_args=(1,), jvp=attr_only_jvp,
+        domain=lambda rng: [(("w", draw(rng, (2, 3))), {})], linear=True,
+        name="runtime.attr_only")
+
+
 def seq_max_vjp(g, ans, items):
     return (rt.seq_pick(g, items, ans),)
 

@@ -169,6 +169,19 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "
                        "itemset", "add", "discard", "__setitem__", "__delitem__"})
 
 
+def _set_object(call) -> str | None:
+    """The variable whose object ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
+    ``p.__setattr__(...)`` changes, else None."""
+    func = call.func
+    if isinstance(func, gast.Name) and func.id == "setattr" and call.args:
+        return _root_name(call.args[0])
+    if isinstance(func, gast.Attribute) and func.attr == "__setattr__":
+        if isinstance(func.value, gast.Name) and func.value.id == "object" and call.args:
+            return _root_name(call.args[0])
+        return _root_name(func.value)
+    return None
+
+
 def _root_name(node) -> str | None:
     while isinstance(node, (gast.Subscript, gast.Attribute)):
         node = node.value
@@ -189,6 +202,8 @@ def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and node.func.attr in _MUTATORS:
             changed.add(_root_name(node.func.value))
+        elif isinstance(node, gast.Call):
+            changed.add(_set_object(node))
     return frozenset(changed & params)
 
 
@@ -210,4 +225,6 @@ def mutated_parameters(tree: gast.FunctionDef, augmented: bool = True) -> frozen
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and node.func.attr in _MUTATORS:
             changed.add(_root_name(node.func.value))
+        elif isinstance(node, gast.Call):
+            changed.add(_set_object(node))
     return frozenset(changed & params)

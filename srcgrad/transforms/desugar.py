@@ -17,6 +17,7 @@ from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
 from .activity import match_bindings, mutated_parameters
+from .anf import is_static_ref
 from .context import Context
 from .resolve import static_value
 from .validate import is_no_grad_block
@@ -212,8 +213,9 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
               if isinstance(a, gast.Name)}
     out = set()
     for node in gast.walk(tree):
-        if isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Subscript):
-            out.add(_root(node.target))
+        if isinstance(node, gast.AugAssign) and isinstance(node.target,
+                                                            (gast.Subscript, gast.Attribute)):
+            out.add(_root(node.target))  # (p.W += v: on an array, in place)
         elif isinstance(node, gast.Assign):
             out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
                     and isinstance(t.value, (gast.Subscript, gast.Attribute))}
@@ -228,6 +230,45 @@ def _root(target) -> str | None:
     while isinstance(target, (gast.Subscript, gast.Attribute)):
         target = target.value
     return target.id if isinstance(target, gast.Name) else None
+
+
+# array and list methods changing their receiver in place that no rewrite follows
+_IN_PLACE_METHODS = {"sort", "reverse", "fill", "put", "itemset", "resize", "partition",
+                     "remove", "clear"}
+# those of them lists have too (keys.sort() is fine: decided on the values)
+_LIST_IN_PLACE_METHODS = {"sort", "reverse", "remove", "clear"}
+# numpy functions writing into their first argument
+_IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
+                       np.put_along_axis)
+
+
+def _header_nodes(s):
+    """The nodes of statement ``s`` itself, not of the statements in its blocks."""
+    if isinstance(s, (gast.If, gast.While)):
+        roots = [s.test]
+    elif isinstance(s, gast.For):
+        roots = [s.iter]
+    elif isinstance(s, gast.With):
+        roots = [item.context_expr for item in s.items]
+    elif isinstance(s, (gast.FunctionDef, gast.ClassDef, gast.Try)):
+        roots = []
+    else:
+        roots = [s]
+    for root in roots:
+        yield from gast.walk(root)
+
+
+def _attribute_name(call) -> str | None:
+    """The attribute ``setattr(obj, "name", v)`` (or ``obj.__setattr__("name", v)``) sets,
+    when written as an identifier string in the call; else None."""
+    args = call.args if isinstance(call.func, gast.Name) else [None] + call.args
+    if len(args) != 3 or call.keywords or any(isinstance(a, gast.Starred) for a in args[1:]):
+        return None
+    name = args[1]
+    if isinstance(name, gast.Constant) and isinstance(name.value, str) \
+            and name.value.isidentifier():
+        return name.value
+    return None
 
 
 def _local_names(fn: gast.FunctionDef) -> set[str]:
@@ -532,6 +573,10 @@ class _Desugar:
         # comprehension, list(...)): an update of an item of one is rewritten as new
         # containers when, at run time, nothing else holds what it changes (item_guard)
         self.built = _built_containers(tree, ctx) if tree is not None else set()
+        # objects every binding of which calls their class (m = Model()): an attribute
+        # store into one is rewritten as a new object when nothing else holds it
+        self.built_objects = _built_containers(tree, ctx, _new_object) \
+            if tree is not None else set()
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.nested: list[set[str]] = []  # local names of the nested defs being desugared
@@ -1171,8 +1216,8 @@ class _Desugar:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = sorted(self.scope_names - {name})
         message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
-                   f"in place, and the array (or list or dict) passed as {name} shares its "
-                   f"data with another variable of {self.ctx.fn.__name__}() or a global it "
+                   f"in place, and the array (or list, dict or object) passed as {name} shares "
+                   f"its data with another variable of {self.ctx.fn.__name__}() or a global it "
                    f"reads, which Python would change too; srcgrad does not support that. "
                    f"Pass a copy ({name}.copy(); for an array held in a list or dict, a "
                    f"copy of it).")
@@ -1183,6 +1228,14 @@ class _Desugar:
         return self.check("refuse_shared_held" if held else "refuse_shared_locals",
                           A.load(name), frame, names, values, message=message, at=s)
 
+    def resolves(self, name: str) -> bool:
+        """Whether ``name`` names a global or closure variable of the function."""
+        try:
+            self.ctx.lookup_static(name)
+        except (KeyError, AttributeError):
+            return False
+        return True
+
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
         a tuple, a dict: not a module or a function)."""
@@ -1192,7 +1245,10 @@ class _Desugar:
             value = self.ctx.lookup_static(name)
         except (KeyError, AttributeError):  # (not a global: a lambda's parameter, say)
             return False
-        return isinstance(value, (np.ndarray, list, tuple, dict))
+        return isinstance(value, (np.ndarray, list, tuple, dict, types.SimpleNamespace)) \
+            or hasattr(type(value), "__dict__") and type(value).__module__ not in (
+                "builtins", "types") and not isinstance(value, (type, types.ModuleType)) \
+            and not callable(value)
 
     def refuse_sharing(self, name: str, others: list[str], message: str, at) -> gast.stmt:
         """``_rt.refuse_viewed(name, (others...), message)``: raise at run time if ``name``
@@ -1276,6 +1332,7 @@ class _Desugar:
             return pre + [out for t in taken for out in self.stmt(t)]
         pre += self.hand_over(s)
         self.refuse_varied_guarded(s)
+        pre += self.refuse_hidden_stores(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1283,6 +1340,63 @@ class _Desugar:
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, self.block(getattr(s, field)))
         return pre + [s]
+
+    def refuse_hidden_stores(self, s) -> list:
+        """Refuse what stores differentiable values into an object where no variable is
+        rebound: a method changing an attribute's or an item's object in place
+        (``s.hs.append(v)``, ``d["hs"].append(v)``), ``setattr`` with a name not written in
+        the call, ``obj.__setattr__``. Python changes that object, which the rewrite as new
+        values of a variable cannot follow; left alone, the gradient through it was lost.
+        Returns the run-time checks of ``v.sort()``-like calls, where only the values tell (a
+        list of keys may be sorted; an array of differentiable values may not)."""
+        guards = []
+        for call in _header_nodes(s):
+            if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
+                continue
+            func = call.func
+            if any(k.arg == "out" and not (isinstance(k.value, gast.Constant)
+                                           and k.value.value is None) for k in call.keywords):
+                self.ctx.problem(s, "a call writing its result into an existing array "
+                                    "(out=...) with differentiable values",
+                                 "Assign the result instead (y = np.multiply(a, b)).")
+                continue
+            what = self.writes_in_place(call)
+            if what is not None and isinstance(func, gast.Attribute) \
+                    and func.attr in _LIST_IN_PLACE_METHODS:
+                message = (f"{self.ctx.location(s)}: {what} changes in place a list or array "
+                           f"holding differentiable values, which srcgrad does not follow (in "
+                           f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
+                           f"sorted(v), v = np.sort(v), v = v[::-1]).")
+                guards.append(self.check("refuse_differentiable_change",
+                                         A.load(func.value.id), message=message, at=s))
+                continue
+            if what is not None:
+                self.ctx.problem(s, f"{what}, which changes an array or list in place, with "
+                                    f"differentiable values",
+                                 "Compute a new value and assign it (v = np.sort(v); "
+                                 "v = np.where(mask, new, v); v = v.copy() first and "
+                                 "x[i] = ... for an element).")
+                continue
+            if (isinstance(func, gast.Name) and func.id == "setattr"
+                    and _builtin("setattr", self.ctx)
+                    or isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
+                if not (isinstance(s, gast.Expr) and s.value is call
+                        and self.attribute_store_of(call, s) is not None):
+                    self.ctx.problem(s, "setting an attribute to a differentiable value "
+                                        "under a name not written out, or inside an "
+                                        "expression", "Write the attribute out as its own "
+                                        "statement (obj.W = v), or keep the values in a "
+                                        "dict (d[name] = v).")
+            elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
+                    and not isinstance(func.value, gast.Name) \
+                    and not is_static_ref(func.value, self.ctx):
+                text = to_source(func.value).strip()
+                self.ctx.problem(s, f"'{text}.{func.attr}(...)' changing the object "
+                                    f"{text} in place with differentiable values",
+                                 f"srcgrad follows in-place changes of variables only. Build "
+                                 f"the list or dict in a variable (hs = []; hs.{func.attr}"
+                                 f"(...)) and store or read it from there.")
+        return guards
 
     def visit_With(self, s):
         """``with no_grad():``: its body, every value it assigns wrapped in
@@ -1596,6 +1710,8 @@ class _Desugar:
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied) \
                 and self.item_checkable(target):
             inplace = True  # visit_Assign's item_guard checks what '+=' changes in place
+        elif isinstance(target, gast.Attribute):
+            inplace = True  # (visit_Assign's object_guard: the array or list m.W holds)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
             loc = self.ctx.location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
@@ -1633,6 +1749,9 @@ class _Desugar:
         if len(s.targets) == 1 and isinstance(s.targets[0], gast.Name) \
                 and isinstance(s.value, gast.Name) and s.value.id == s.targets[0].id:
             return []  # x = x: nothing happens (the adjoint pass would count x twice)
+        lowered = self.constructor_stores(s)
+        if lowered is not None:
+            return [out for t in lowered for out in self.visit_Assign(t)]
         if len(s.targets) > 1:  # a = b = e  ->  a = e; b = a
             first, rest = s.targets[0], s.targets[1:]
             out = self.visit_Assign(A.assign(first, s.value, at=s))
@@ -1713,10 +1832,80 @@ class _Desugar:
                                         _as_load(A.deepcopy(inner)), message=message, at=s))
             return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
+            if self.object_checkable(target):
+                root = target.value.id
+                new = A.located(A.call(A.attr(self.ctx.rt, "with_attr"), A.load(root),
+                                       A.const(target.attr), s.value), s)
+                return [self.object_guard(target, s, inplace), A.assign(root, new, at=s)]
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
-                                "code", "Keep the value in a local variable or return it.")
+                                "code, unless the object is a variable of the function made "
+                                "there by calling its class (m = Model()), or a parameter "
+                                "its caller hands over",
+                             "Make the object in this function (m = Model(); m.W = v), or "
+                             "keep the value in a local variable or a dict.")
             return [s]
         return [s]
+
+    def constructor_stores(self, s) -> list | None:
+        """``m = SimpleNamespace(a=v)`` or ``m = Layer(v, 0.5)`` (a plain dataclass) with
+        differentiable arguments, ``m`` an object this function makes (built_objects): the
+        object made with ``None`` for those, then ``m.a = v``, stores into a new object (what
+        the class's ``__init__`` does); else None."""
+        if not (len(s.targets) == 1 and isinstance(s.targets[0], gast.Name)
+                and s.targets[0].id in self.built_objects and isinstance(s.value, gast.Call)
+                and A.names_read(s.value) & self.ctx.varied and not self.nested):
+            return None
+        call = s.value
+        try:
+            fields = _init_fields(static_value(call.func, self.ctx))
+        except KeyError:
+            return None
+        named = _bind_fields(call, fields)
+        if named is None:
+            return None
+        stores = []
+        for i, (field, arg) in enumerate(named):
+            if A.names_read(arg) & self.ctx.varied:
+                target = A.located(gast.Attribute(value=A.load(s.targets[0].id), attr=field,
+                                                  ctx=gast.Store()), s)
+                stores.append(A.assign(target, arg, at=s))
+                if i < len(call.args):
+                    call.args[i] = A.located(A.const(None), arg)
+                else:
+                    next(k for k in call.keywords if k.arg == field).value = \
+                        A.located(A.const(None), arg)
+        return [s] + stores
+
+    def object_checkable(self, target) -> bool:
+        """Whether an attribute store ``m.W = v`` is into a variable of this function's own
+        scope (not a global, nor one a nested function reads) every binding of which makes
+        a new object by calling its class, or a parameter it owns and never rebinds (as
+        item_checkable): object_guard can then decide at run time whether anything else
+        holds the object, which Python would change too."""
+        if not isinstance(target.value, gast.Name):
+            return False
+        root = target.value.id
+        return ((root in self.built_objects or root in self.kept_params) and not self.nested
+                and root not in self.captured)
+
+    def object_guard(self, target, s, inplace: bool) -> gast.stmt:
+        """``_rt.refuse_shared_object(m, "W", inplace, locals(), names, globals, message)``
+        before ``m.W = v`` (``+=``), rewritten as a new object."""
+        root = target.value.id
+        names = sorted(self.scope_names - {root} - self.ctx.transient)
+        outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        text = f"{root}.{target.attr} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
+        message = (f"{self.ctx.location(s)}: '{text} ...' changes an object that something "
+                   f"else also holds (another variable, a container, a global)"
+                   + (", or an array or list that something else holds" if inplace else "")
+                   + f", which Python would change too; srcgrad does not support that (in "
+                   f"{self.ctx.fn.__name__}()). Make the object in this function and keep "
+                   f"its only name{'' if not inplace else f', or write {root}.{target.attr} = {root}.{target.attr} ... to store a new value'}.")
+        return self.check("refuse_shared_object", A.load(root), A.const(target.attr),
+                          A.const(inplace), A.call(A.load("locals")),
+                          gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load()),
+                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                          message=message, at=s)
 
     def unpack(self, target, value, at) -> list:
         tmp = self.ctx.namer.fresh()
@@ -1823,6 +2012,9 @@ class _Desugar:
 
     def visit_Expr(self, s):
         call = s.value
+        store = self.attribute_store_of(call, s)
+        if store is not None:  # setattr(m, "W", v) is m.W = v
+            return self.visit_Assign(store)
         if (self.nested and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name)
@@ -1835,6 +2027,14 @@ class _Desugar:
                 and call.func.attr in {*_LIST_METHODS, "pop"}
                 and (A.names_read(call) & self.ctx.varied)):
             name = call.func.value.id
+            if name not in self.ctx.local_names and self.resolves(name):
+                # (a global's or a closure's list: rebinding the name would make it local)
+                self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' with differentiable "
+                                    f"values on '{name}', which is not a variable of "
+                                    f"{self.ctx.fn.__name__}() (a global or a closure's)",
+                                 f"Build the list in a variable of the function and return "
+                                 f"it ({name} = []; ...; return {name}).")
+                return [s]
             if name in self.aliased:
                 self.ctx.problem(s, f"'{name}.{call.func.attr}(...)' on a list another variable "
                                     f"also refers to", f"Copy it first ({name} = list({name})).")
@@ -1865,6 +2065,49 @@ class _Desugar:
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
             return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def writes_in_place(self, call) -> str | None:
+        """The text of ``call`` when it changes an array or list in place that srcgrad would
+        not see change (``np.copyto(v, x)``, ``np.add.at(v, i, x)``, ``v.sort()`` on a
+        differentiable ``v``), else None."""
+        func = call.func
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
+                and func.value.id in self.ctx.local_names:
+            return f"'{func.value.id}.{func.attr}(...)'"
+        try:
+            fn = static_value(func, self.ctx)
+        except KeyError:
+            return None
+        if any(fn is f for f in _IN_PLACE_FUNCTIONS) or (
+                isinstance(func, gast.Attribute) and func.attr == "at"
+                and isinstance(getattr(fn, "__self__", None), np.ufunc)):
+            return f"'{to_source(func).strip()}(...)'"
+        return None
+
+    def attribute_store_of(self, call, at):
+        """``obj.name = v`` for ``setattr(obj, "name", v)``, ``obj.__setattr__("name", v)``
+        or ``object.__setattr__(obj, "name", v)`` storing a differentiable value, else None."""
+        if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
+            return None
+        func = call.func
+        if isinstance(func, gast.Name) and func.id == "setattr" and _builtin("setattr", self.ctx):
+            args = call.args
+        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__" \
+                and isinstance(func.value, gast.Name) and func.value.id == "object" \
+                and _builtin("object", self.ctx):
+            args = call.args
+        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__":
+            args = [func.value] + call.args
+        else:
+            return None
+        name = _attribute_name(gast.Call(func=gast.Name(id="setattr", ctx=gast.Load(),
+                                                        annotation=None, type_comment=None),
+                                         args=args, keywords=call.keywords))
+        if name is None:
+            return None
+        target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)
+        return A.assign(target, args[2], at=at)
 
     def shared_container_guards(self, name: str, s) -> list:
         """Before ``name.append(v)`` (a list method, ``d.update(...)``), rewritten as a new
@@ -2343,11 +2586,13 @@ class _CompHoister(gast.NodeTransformer):
         return A.load(result)
 
 
-def _built_containers(tree, ctx: Context) -> set[str]:
+def _built_containers(tree, ctx: Context, makes=None) -> set[str]:
     """The names of ``tree``'s own scope every binding of which makes a new list or dict: a
     display, a comprehension, ``list(...)``/``dict(...)``, ``[...] * n``. (Not a parameter,
     nor a name bound any other way too: a loop target, an unpacking, a call's result. On a
-    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)"""
+    list or dict, ``rows += [...]`` and ``d |= {...}`` change the object, not the binding.)
+    ``makes(value, ctx)``: whether a bound value is new, instead (``_new_object``)."""
+    makes = makes or _new_container
     stores: dict[str, int] = {}
     made: dict[str, int] = {}
     declared = set(ctx.params)
@@ -2359,9 +2604,58 @@ def _built_containers(tree, ctx: Context) -> set[str]:
                 and id(node) not in extended:
             stores[node.id] = stores.get(node.id, 0) + 1
         elif isinstance(node, gast.Assign) and len(node.targets) == 1 \
-                and isinstance(node.targets[0], gast.Name) and _new_container(node.value, ctx):
+                and isinstance(node.targets[0], gast.Name) and makes(node.value, ctx):
             made[node.targets[0].id] = made.get(node.targets[0].id, 0) + 1
     return {n for n, count in made.items() if count == stores[n] and n not in declared}
+
+
+def _init_fields(cls) -> tuple | None:
+    """The parameters of ``cls(...)`` that only store their argument in the attribute of
+    that name, in order: ``None`` for any keyword of ``SimpleNamespace``; the fields of a
+    plain dataclass (its own ``__init__``, no ``__post_init__``, not frozen, no init-only
+    variables); else raises KeyError."""
+    import dataclasses
+    if cls is types.SimpleNamespace:
+        return None
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)
+            and not hasattr(cls, "__post_init__") and cls.__setattr__ is object.__setattr__
+            and "__init__" in vars(cls) and not hasattr(cls, "__slots__")):
+        raise KeyError(cls)
+    code = getattr(vars(cls)["__init__"], "__code__", None)
+    if code is None or code.co_filename != "<string>":  # (the user's own __init__)
+        raise KeyError(cls)
+    names = tuple(f.name for f in dataclasses.fields(cls) if f.init)
+    params = tuple(inspect.signature(cls).parameters)
+    if params != names:  # (an InitVar, or an __init__ of the user's)
+        raise KeyError(cls)
+    return names
+
+
+def _bind_fields(call, fields) -> list | None:
+    """``[(attribute, argument)]`` of ``call`` to a class whose parameters are ``fields``
+    (None: keywords only), or None when it passes ``*``/``**`` or unknown names."""
+    if any(isinstance(a, gast.Starred) for a in call.args) \
+            or any(k.arg is None for k in call.keywords):
+        return None
+    if fields is None:
+        return None if call.args else [(k.arg, k.value) for k in call.keywords]
+    if len(call.args) > len(fields) or any(k.arg not in fields for k in call.keywords):
+        return None
+    return list(zip(fields, call.args)) + [(k.arg, k.value) for k in call.keywords]
+
+
+def _new_object(value, ctx: Context) -> bool:
+    """``value`` calls a user's class (or ``SimpleNamespace``), making a new object with a
+    ``__dict__`` of its own."""
+    if not isinstance(value, gast.Call):
+        return False
+    try:
+        cls = static_value(value.func, ctx)
+    except KeyError:
+        return False
+    return isinstance(cls, type) and cls.__new__ is object.__new__ \
+        and not issubclass(cls, (np.ndarray, BaseException)) \
+        or cls is types.SimpleNamespace
 
 
 def _new_container(value, ctx: Context) -> bool:
