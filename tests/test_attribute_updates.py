@@ -479,3 +479,17 @@ def sort_in_place(w):
 def test_numpy_writes_into_arrays_are_refused(f, line, match):
     """Each gave a gradient that missed the write, without an error."""
     _refused_at(f, line, match)
+
+
+def _summary(v, out="sum"):
+    return np.sum(v) if out == "sum" else np.mean(v)
+
+
+def summary_with_an_out_parameter(w):
+    return _summary(w * w, out="mean") + _summary(np.sin(w), out="sum")
+
+
+def test_a_user_function_s_own_out_parameter_is_an_ordinary_argument():
+    """Only numpy's ``out=`` writes into an array: a user's helper with a parameter of that
+    name is differentiated from its source like any other."""
+    check_every_mode(summary_with_an_out_parameter, X3.copy())

@@ -1355,7 +1355,8 @@ class _Desugar:
                 continue
             func = call.func
             if any(k.arg == "out" and not (isinstance(k.value, gast.Constant)
-                                           and k.value.value is None) for k in call.keywords):
+                                           and k.value.value is None) for k in call.keywords) \
+                    and not self.transformed_callee(func):
                 self.ctx.problem(s, "a call writing its result into an existing array "
                                     "(out=...) with differentiable values",
                                  "Assign the result instead (y = np.multiply(a, b)).")
@@ -2065,6 +2066,17 @@ class _Desugar:
             new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
             return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
         return [s]
+
+    def transformed_callee(self, func) -> bool:
+        """Whether ``func`` is a Python function of the user's (not numpy's): srcgrad
+        differentiates its source, where a write it does is seen, so its own ``out=``
+        parameter (``summary(x, out="mean")``) is an ordinary argument."""
+        try:
+            fn = static_value(func, self.ctx)
+        except KeyError:
+            return False
+        return isinstance(fn, types.FunctionType) \
+            and not (getattr(fn, "__module__", None) or "").startswith("numpy")
 
     def writes_in_place(self, call) -> str | None:
         """The text of ``call`` when it changes an array or list in place that srcgrad would
