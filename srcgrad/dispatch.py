@@ -27,7 +27,7 @@ from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            record_derivative)
 from .errors import MissingRuleError, UnsupportedFeatureError, unnested_api
 from .rules import lookup
-from .runtime import CONTAINER_METHODS, ZERO, add, is_zero, part, receiver_of
+from .runtime import ZERO, container_method, add, is_zero, part, receiver_of
 from .transforms.binding import scatter_rule_grads
 
 __all__ = ["call_fwd", "method_fwd", "call_bwd", "call_jvp", "method_jvp", "call_fwd_jvp",
@@ -91,7 +91,7 @@ def _callee_name(helper, args) -> str:
 
 def method_fwd(obj, name, *args, **kwargs):
     """Like ``call_fwd`` for ``obj.name(...)``: gradients include ``obj`` as argument 0."""
-    special = CONTAINER_METHODS.get((type(obj), name))
+    special = container_method(obj, name)
     if special is not None:
         return dynamic_forward(special, (obj,) + args, kwargs)
     raw = inspect.getattr_static(type(obj), name, None)
@@ -127,7 +127,7 @@ def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
     """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
     if _receiverless(obj, name):  # a static or class method: obj is not an argument
         return dynamic_jvp(getattr(obj, name), args, kwargs, tuple(tangents), kw_tangents)
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
+    method = container_method(obj, name) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     return dynamic_jvp(method, (obj,) + args, kwargs, (d_obj,) + tuple(tangents), kw_tangents)
@@ -148,7 +148,7 @@ def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
             getattr(obj, name), args, kwargs, tuple(tangents[2:]), kw_tangents)
         return (value, ReceiverlessCall(record)), \
             (d_value, record_derivative(ReceiverlessCall, record=d_record))
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
+    method = container_method(obj, name) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     return dynamic_forward_jvp(method, (obj,) + args, kwargs,
@@ -198,7 +198,7 @@ def _redispatch_fwd(helper, args, kwargs):
 
 def _receiverless(obj, name) -> bool:
     """Whether method_fwd calls ``obj.name`` without ``obj``: a static or class method."""
-    return (type(obj), name) not in CONTAINER_METHODS and isinstance(
+    return container_method(obj, name) is None and isinstance(
         inspect.getattr_static(type(obj), name, None), (staticmethod, classmethod))
 
 
@@ -212,7 +212,7 @@ def _receiverless_fwd_bwd(inner, g):
 
 def _method_target(obj, name):
     """The function ``method_fwd`` calls for ``obj.name(...)`` (with ``obj`` first)."""
-    method = CONTAINER_METHODS.get((type(obj), name)) or getattr(type(obj), name, None)
+    method = container_method(obj, name) or getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     return method

@@ -806,14 +806,20 @@ def setitem(x, index, value):
         dtype = np.result_type(x.dtype, np.asarray(value).dtype) \
             if x.dtype.kind in "biu" and np.asarray(value).dtype.kind == "f" else x.dtype
         out = np.array(x, dtype=dtype, copy=True)
-    elif isinstance(x, dict):
-        out = dict(x)
-    elif isinstance(x, list):
-        out = list(x)
+    elif isinstance(x, (dict, list)):
+        out = _shallow_copy(x)
     else:
         raise TypeError(f"cannot assign into an element of {type(x).__name__}")
     out[index] = value
     return out
+
+
+def _shallow_copy(xs):
+    """A new list or dict holding ``xs``'s items, of ``xs``'s own class: a defaultdict keeps
+    its default, an OrderedDict or Counter its kind (stores into it run its own methods)."""
+    if isinstance(xs, dict):
+        return dict(xs) if type(xs) is dict else copy.copy(xs)
+    return copy.copy(xs) if isinstance(xs, list) and type(xs) is not list else list(xs)
 
 
 def plain_call(fn, handed: tuple, back: tuple, *args, **kwargs):
@@ -842,27 +848,44 @@ def _fresh_copy(value):
 
 
 def list_append(xs, value):
-    return list(xs) + [value]
+    out = _shallow_copy(xs)
+    out.append(value)
+    return out
 
 
 def list_extend(xs, values):
-    return list(xs) + list(values)
+    out = _shallow_copy(xs)
+    out.extend(values)
+    return out
 
 
 def list_insert(xs, index, value):
-    out = list(xs)
+    out = _shallow_copy(xs)
     out.insert(index, value)
     return out
 
 
-def list_delete(xs, index):
-    out = list(xs)
-    del out[index]
+def list_reverse(xs):
+    """``xs.reverse()`` as a new list (of xs's own class) holding xs's items in reverse
+    order; on anything else than a list, xs's own ``reverse`` (an array has none: Python's
+    AttributeError)."""
+    out = _shallow_copy(xs) if isinstance(xs, list) else xs
+    out.reverse()
+    return out
+
+
+def list_delete(xs, index, missing_ok=False):
+    """A copy of the list or dict ``xs`` without its item ``index`` (what ``xs.pop(index)``
+    leaves; ``missing_ok``: a dict without that key is copied as it is, as ``d.pop(k,
+    default)`` leaves it)."""
+    out = _shallow_copy(xs)
+    if not (missing_ok and isinstance(out, dict) and index not in out):
+        del out[index]
     return out
 
 
 def dict_update(d, other):
-    out = dict(d)
+    out = _shallow_copy(d)
     out.update(other)
     return out
 
@@ -942,6 +965,20 @@ CONTAINER_METHODS = {
     (dict, "get"): dict_get, (dict, "values"): dict_values, (dict, "items"): dict_items,
     (dict, "keys"): dict_keys, (dict, "copy"): copy_value, (list, "copy"): copy_value,
 }
+
+
+def container_method(obj, name: str):
+    """The runtime function with a rule for ``obj.name`` (CONTAINER_METHODS), also for the
+    standard library's dicts (OrderedDict, defaultdict, Counter: the same views, ``get`` and
+    ``copy`` of their own class) and for a user's subclass that keeps the builtin method; None
+    for any other method."""
+    cls = type(obj)
+    for base in (dict, list):
+        if isinstance(obj, base) and (base, name) in CONTAINER_METHODS:
+            if cls is base or cls.__module__ == "collections" \
+                    or getattr(cls, name, None) is getattr(base, name):
+                return CONTAINER_METHODS[base, name]
+    return None
 
 
 def method_fwd(obj, name, *args, **kwargs):

@@ -53,13 +53,23 @@ def list_extend_jvp(dxs, dvalues, ans, xs, values):
             rt.list_extend(rt.zeros_like(xs), rt.densify(dvalues, list(values))))
 
 
-def list_delete_vjp(g, ans, xs, index):
+def list_reverse_vjp(g, ans, xs):
+    return (rt.list_reverse(rt.densify(g, ans)),)
+
+
+def list_reverse_jvp(dxs, ans, xs):
+    return (rt.list_reverse(rt.densify(dxs, xs)),)
+
+
+def list_delete_vjp(g, ans, xs, index, missing_ok=False):
+    if isinstance(xs, dict):  # the deleted key's value gets no cotangent
+        return ({k: rt.part(g, k) for k in xs if k != index},)
     # a negative index counts from the end of the list before the deletion
     return (rt.list_insert(rt.densify(g, ans), index % len(xs), rt.ZERO),)
 
 
-def list_delete_jvp(dxs, ans, xs, index):
-    return (rt.list_delete(rt.densify(dxs, xs), index),)
+def list_delete_jvp(dxs, ans, xs, index, missing_ok=False):
+    return (rt.list_delete(rt.densify(dxs, xs), index, missing_ok),)
 
 
 def _list_domain(rng):
@@ -67,7 +77,10 @@ def _list_domain(rng):
 
 
 def _delete_domain(rng):
-    return [(([draw(rng, (2,)), draw(rng, None), draw(rng, (3,))], 1), {})]
+    named = {"a": draw(rng, (2,)), "b": draw(rng, None)}
+    return [(([draw(rng, (2,)), draw(rng, None), draw(rng, (3,))], 1), {}),
+            (([draw(rng, (2,)), draw(rng, None)], -1), {}),
+            ((named, "a"), {}), ((named, "c", True), {})]
 
 
 defrule(rt.setitem, setitem_vjp, diff_args=(0, 2), jvp=setitem_jvp, domain=_setitem_domain,
@@ -320,6 +333,8 @@ for _name, _vjp, _jvp, _domain, _diff in [
         ("setitem_zeroed", setitem_zeroed_vjp, setitem_zeroed_jvp, _setitem_zeroed_domain, (0,)),
         ("list_slice", list_slice_vjp, list_slice_jvp, _list_slice_domain, (0,)),
         ("list_insert", list_insert_vjp, list_insert_jvp, _list_insert_domain, (0, 2)),
+        ("list_reverse", list_reverse_vjp, list_reverse_jvp,
+         lambda rng: [((_containers(rng)[0],), {})], (0,)),
         ("dict_update", dict_update_vjp, dict_update_jvp, _dict_update_domain, (0, 1)),
         ("dict_copy", dict_copy_vjp, dict_copy_jvp, _dict_copy_domain, (0,))]:
     defrule(getattr(rt, _name), _vjp, diff_args=_diff, jvp=_jvp, domain=_domain, linear=True,
