@@ -59,6 +59,13 @@ class _Router(gast.NodeTransformer):
             args, kwargs = _packed(node.args[1:], node.keywords, rt)
             helper = "bind_again" if self.varied(node.args[0]) else "bind"
             return A.located(A.call(A.attr(rt, helper), node.args[0], args, kwargs), node)
+        if not spread and node.args and not node.keywords and self.varied(node) \
+                and self._is(node.func, zip):
+            # zip(xs, ys) of differentiable sequences: the items of their lists, transposed
+            # (unzip's rule gives each sequence its items' cotangents back)
+            rows = gast.List(elts=[A.call(A.attr(rt, "as_list"), a) for a in node.args],
+                             ctx=gast.Load())
+            return A.located(A.call(A.attr(rt, "unzip"), rows), node)
         if spread and any(self.varied(s.value) for s in spread):
             if self._is(node.func, zip) and len(node.args) == 1 and not node.keywords:
                 return A.located(A.call(A.attr(rt, "unzip"), A.call(

@@ -24,7 +24,8 @@ from .validate import is_no_grad_block
 from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
                         writeback_mark, writeback_parameters)
 
-_LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert"}
+_LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "list_insert",
+                 "reverse": "list_reverse"}
 
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -233,10 +234,11 @@ def _root(target) -> str | None:
 
 
 # array and list methods changing their receiver in place that no rewrite follows
-_IN_PLACE_METHODS = {"sort", "reverse", "fill", "put", "itemset", "resize", "partition",
-                     "remove", "clear"}
+# (not reverse, which arrays lack: a list's is rewritten as list_reverse, see _LIST_METHODS)
+_IN_PLACE_METHODS = {"sort", "fill", "put", "itemset", "resize", "partition", "remove",
+                     "clear"}
 # those of them lists have too (keys.sort() is fine: decided on the values)
-_LIST_IN_PLACE_METHODS = {"sort", "reverse", "remove", "clear"}
+_LIST_IN_PLACE_METHODS = {"sort", "remove", "clear"}
 # numpy functions writing into their first argument
 _IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
                        np.put_along_axis)
@@ -1361,6 +1363,14 @@ class _Desugar:
                                     "(out=...) with differentiable values",
                                  "Assign the result instead (y = np.multiply(a, b)).")
                 continue
+            if self.is_list_pop(call) and not (isinstance(s, (gast.Assign, gast.Return,
+                                                              gast.Expr)) and s.value is call):
+                # (as a statement's whole value it is rewritten: see visit_Assign)
+                self.ctx.problem(s, f"'{func.value.id}.pop(...)' of differentiable values "
+                                    f"inside an expression",
+                                 f"Pop in a statement of its own first (v = "
+                                 f"{func.value.id}.pop()), then use v.")
+                continue
             what = self.writes_in_place(call)
             if what is not None and isinstance(func, gast.Attribute) \
                     and func.attr in _LIST_IN_PLACE_METHODS:
@@ -1730,10 +1740,7 @@ class _Desugar:
     def visit_Return(self, s):
         """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
         call = s.value
-        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
-                and call.func.value.id in self.ctx.varied
-                and not self.ctx.is_tape(call.func.value.id)):
+        if self.is_list_pop(call):
             tmp = self.ctx.namer.fresh()
             s.value = A.load(tmp)
             return self.visit_Assign(A.assign(tmp, call, at=s)) + [s]
@@ -1766,10 +1773,7 @@ class _Desugar:
             return out
         target = s.targets[0]
         call = s.value
-        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
-                and call.func.value.id in self.ctx.varied
-                and not self.ctx.is_tape(call.func.value.id)):
+        if self.is_list_pop(call):
             return self.list_pop(target, call, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
@@ -2063,8 +2067,17 @@ class _Desugar:
                                  f"Copy it first ({name} = dict({name})), or return it and "
                                  f"hand it over at the call.")
                 return [s]
-            new = A.located(A.call(A.attr(self.ctx.rt, "dict_update"), A.load(name), *call.args), s)
-            return self.shared_container_guards(name, s) + [A.assign(name, new, at=s)]
+            # d.update(pairs, k=v): the pairs' dict, then the keywords' (as Python applies them)
+            others = [A.call(A.attr(self.ctx.rt, "dict_copy"), a) if not isinstance(
+                a, gast.Dict) else a for a in call.args]
+            if call.keywords:
+                others.append(gast.Dict(keys=[None if k.arg is None else A.const(k.arg)
+                                              for k in call.keywords],
+                                        values=[k.value for k in call.keywords]))
+            updates = [A.assign(name, A.located(A.call(A.attr(self.ctx.rt, "dict_update"),
+                                                       A.load(name), other), s), at=s)
+                       for other in others]
+            return self.shared_container_guards(name, s) + updates
         return [s]
 
     def transformed_callee(self, func) -> bool:
@@ -2129,6 +2142,13 @@ class _Desugar:
         guards = self.sources_guard(name, sources, s) if sources else []
         return guards + self.view_guard(name, s)
 
+    def is_list_pop(self, call) -> bool:
+        """``xs.pop(...)`` of a differentiable variable (not one of srcgrad's tapes)."""
+        return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and isinstance(call.func.value, gast.Name) and call.func.attr == "pop"
+                and call.func.value.id in self.ctx.varied
+                and not self.ctx.is_tape(call.func.value.id))
+
     def list_pop(self, target, call, at) -> list:
         name = call.func.value.id
         if name in self.callers:
@@ -2139,10 +2159,15 @@ class _Desugar:
         index = call.args[0] if call.args else A.const(-1)
         out = []
         if target is not None:
-            item = A.located(gast.Subscript(value=A.load(name), slice=A.deepcopy(index),
-                                            ctx=gast.Load()), at)
-            out += self.visit_Assign(A.assign(target, item, at=at))
-        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), A.load(name), index), at)
+            if len(call.args) == 2:  # d.pop(k, default): a dict's
+                item = A.call(A.attr(self.ctx.rt, "dict_get"), A.load(name),
+                              A.deepcopy(index), call.args[1])
+            else:
+                item = gast.Subscript(value=A.load(name), slice=A.deepcopy(index),
+                                      ctx=gast.Load())
+            out += self.visit_Assign(A.assign(target, A.located(item, at), at=at))
+        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), A.load(name), index,
+                                *[A.const(True)] * (len(call.args) == 2)), at)
         return out + [A.assign(name, rest, at=at)]
 
     # -- loops -----------------------------------------------------------------------------
@@ -2295,9 +2320,9 @@ class _Desugar:
             offset = A.located(gast.BinOp(left=A.load(index), op=gast.Add(), right=start), s)
             body += self.visit_Assign(A.assign(idx_target, offset, at=s))
         for name, t in zip(seq_names, elt_targets):
-            if fn in ("enumerate", "zip", "reversed"):
+            if fn == "reversed":
                 item = gast.Subscript(value=A.load(name), slice=A.load(index), ctx=gast.Load())
-            else:  # a bare 'for t in X' also iterates dicts (over keys)
+            else:  # 'for t in X' (also zipped, enumerated) iterates a dict over its keys
                 item = A.call(A.attr(self.ctx.rt, "element"), A.load(name), A.load(index))
             A.located(item, s)
             body += self.visit_Assign(A.assign(t, item, at=s))
@@ -2451,9 +2476,80 @@ class _CompHoister(gast.NodeTransformer):
         self.owner, self.pre, self.at = owner, pre, at
         # generator expressions whose consumer takes all their items at once
         self.consumed: set[int] = set()
-        if isinstance(at, gast.For) and (isinstance(at.iter, gast.GeneratorExp)
-                                         or _is_map_call(at.iter, owner.ctx)):
-            self.consumed.add(id(at.iter))
+        if isinstance(at, gast.For):
+            self.consume(at.iter)
+
+    def visit_IfExp(self, node):
+        """``a if c else b`` with a comprehension (or reduce, map) in a branch: that branch's
+        loops run only when it is taken, as ``if c: _c = a else: _c = b`` before the
+        statement (hoisted out of the expression, they would run, and may raise, always)."""
+        node.test = self.visit(node.test)
+        if not any(self.hoists(p) for p in (node.body, node.orelse)):
+            return self.generic_visit(node)
+        return self.branches(node.test, node.body, node.orelse, node)
+
+    def visit_BoolOp(self, node):
+        """``a and b`` / ``a or b`` with something to hoist after the first operand: each
+        later operand evaluated only when the ones before let it, as Python does."""
+        first = self.visit(node.values[0])
+        rest = node.values[1:]
+        if not any(self.hoists(p) for p in rest):
+            node.values = [first] + [self.visit(v) for v in rest]
+            return node
+        kept = A.located(gast.BoolOp(op=node.op, values=rest), node) if len(rest) > 1 \
+            else rest[0]
+        if isinstance(node.op, gast.And):  # a and b: b when a is true, else a
+            return self.branches(first, kept, first, node)
+        return self.branches(first, first, kept, node)
+
+    def branches(self, test, body, orelse, at):
+        """A fresh name holding ``body`` when ``test`` is true, else ``orelse``, each hoisted
+        into its own branch of an ``if`` before the statement. (``test`` is read twice when
+        it is also a branch, as and/or do: a value, evaluated once.)"""
+        ctx = self.owner.ctx
+        if not isinstance(test, gast.Name):
+            held = ctx.namer.fresh("_c")
+            self.pre.append(A.assign(held, test, at=self.at))
+            if A.names_read(test) & ctx.varied:
+                ctx.varied.add(held)
+            body = A.load(held) if body is test else body
+            orelse = A.load(held) if orelse is test else orelse
+            test = A.load(held)
+        out = ctx.namer.fresh("_c")
+        blocks = []
+        for part in (body, orelse):
+            pre = []
+            hoister = _CompHoister(self.owner, pre, self.at)
+            hoister.consumed = self.consumed
+            value = hoister.visit(part) if part is not test else A.load(test.id)
+            if A.names_read(value) & ctx.varied:
+                ctx.varied.add(out)
+            blocks.append(pre + [A.assign(out, value, at=self.at)])
+        self.pre.append(A.located(gast.If(test=A.load(test.id), body=blocks[0],
+                                          orelse=blocks[1]), at))
+        return A.load(out)
+
+    def hoists(self, node) -> bool:
+        """Whether visiting ``node`` moves loops before the statement."""
+        todo = [node]
+        while todo:
+            n = todo.pop()
+            if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)) \
+                    or isinstance(n, gast.Call) and (self.is_reduce(n) or _is_map_call(
+                        n, self.owner.ctx)):
+                return True
+            if not isinstance(n, gast.Lambda):
+                todo.extend(gast.iter_child_nodes(n))
+        return False
+
+    def consume(self, node) -> None:
+        """``node`` is iterated to its end at once: a generator expression or map there (also
+        one zipped or enumerated there) may be the list of its items."""
+        if isinstance(node, gast.GeneratorExp) or _is_map_call(node, self.owner.ctx):
+            self.consumed.add(id(node))
+        elif _builtin_call(node, self.owner.ctx) in ("zip", "enumerate"):
+            for a in node.args:
+                self.consume(a)
 
     def visit_Lambda(self, node):
         return node  # its body runs later, in its own scope
@@ -2477,12 +2573,66 @@ class _CompHoister(gast.NodeTransformer):
 
     def visit_Call(self, node):
         if _consumes_at_once(node, self.owner.ctx):
-            self.consumed |= {id(a) for a in node.args if isinstance(a, gast.GeneratorExp)
-                              or _is_map_call(a, self.owner.ctx)}
+            for a in node.args:
+                self.consume(a)
         pairs = self.zipped_dict(node)
         if pairs is not None:
             return self.visit_DictComp(A.located(pairs, node))
+        if self.is_reduce(node):
+            return self.reduce_loop(node)
         return self.visit_map(node)
+
+    def is_reduce(self, node) -> bool:
+        """``functools.reduce(f, xs[, start])`` of differentiable values, arguments as
+        written (no keywords, no ``*``)."""
+        import functools
+        ctx = self.owner.ctx
+        if not (2 <= len(node.args) <= 3 and not node.keywords
+                and not any(isinstance(a, gast.Starred) for a in node.args)
+                and A.names_read(node) & ctx.varied):
+            return False
+        try:
+            return static_value(node.func, ctx) is functools.reduce
+        except KeyError:
+            return False
+
+    def reduce_loop(self, node):
+        """``reduce(f, xs, start)`` as the loop it runs before the statement, ``_r = start;
+        for _v in xs: _r = f(_r, _v)`` (without ``start``: xs's first item, and the same
+        TypeError on an empty xs), read where the call was."""
+        ctx, at = self.owner.ctx, self.at
+        namer = ctx.namer
+        fn, seq = node.args[0], node.args[1]
+        self.consume(seq)
+        seq = self.visit(seq)
+        fn = self.visit(fn)
+        acc, item = namer.fresh("_r"), namer.unique("_v")
+        if not (isinstance(fn, (gast.Name, gast.Attribute)) and A.names_read(fn).isdisjoint(
+                ctx.local_names)):
+            f_name = namer.fresh("_f")  # (a lambda or other value: evaluated once, first)
+            self.pre.append(A.assign(f_name, fn, at=at))
+            fn = A.load(f_name)
+        step = A.assign(acc, A.located(gast.Call(func=fn, args=[A.load(acc), A.load(item)],
+                                                 keywords=[]), node), at=at)
+        if len(node.args) == 3:
+            start, items = [A.assign(acc, self.visit(node.args[2]), at=at)], seq
+        else:
+            whole = namer.fresh("_s")
+            ctx.varied.add(whole)
+            empty = A.located(gast.Raise(exc=A.call("TypeError", A.const(
+                "reduce() of empty iterable with no initial value")), cause=None), at)
+            start = [A.assign(whole, A.call("list", seq), at=at),
+                     A.located(gast.If(test=gast.UnaryOp(op=gast.Not(), operand=A.load(whole)),
+                                       body=[empty], orelse=[]), at),
+                     A.assign(acc, gast.Subscript(value=A.load(whole), slice=A.const(0),
+                                                  ctx=gast.Load()), at=at)]
+            items = gast.Subscript(value=A.load(whole), slice=gast.Slice(
+                lower=A.const(1), upper=None, step=None), ctx=gast.Load())
+        loop = A.located(gast.For(target=A.store(item), iter=items, body=[step], orelse=[],
+                                  type_comment=None), at)
+        ctx.varied |= {acc, item}
+        self.pre.extend(self.owner.block(start + [loop]))
+        return A.load(acc)
 
     def zipped_dict(self, node):
         """``dict(zip(ks, vs))`` of differentiable values as ``{k: v for k, v in zip(ks,
@@ -2543,6 +2693,7 @@ class _CompHoister(gast.NodeTransformer):
     def lower(self, node, empty, parts):
         # only the first sequence is evaluated out here; the rest, the conditions and the
         # items (and comprehensions nested in them) are lowered inside the loops
+        self.consume(node.generators[0].iter)
         node.generators[0].iter = self.visit(node.generators[0].iter)
         ctx, namer, at = self.owner.ctx, self.owner.ctx.namer, self.at
         result = namer.fresh("_l")
