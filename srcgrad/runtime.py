@@ -997,6 +997,24 @@ def seq_concat(a, b):
     return a + b
 
 
+def seq_repeat(a, b):
+    """``a * b`` with one operand known to be a tuple or list (``[0.0] * n``, ``3 * xs``):
+    the sequence repeated; numpy's product when, at run time, it is neither (its rule then
+    differentiates a product)."""
+    return a * b
+
+
+def repeated_items(g, xs, n):
+    """The cotangent of the sequence ``xs`` from the cotangent ``g`` of ``xs * n``: each
+    item's copies summed, in ``xs``'s own kind (a list or a tuple)."""
+    k = len(xs)
+    sums = [ZERO] * k
+    if not is_zero(g):
+        for j in range(k * max(n, 0)):
+            sums[j % k] = add(sums[j % k], part(g, j))
+    return type(xs)(sums) if isinstance(xs, tuple) else sums
+
+
 def plus(a, b):
     """``a + b`` whose right operand is known to be a tuple or list and whose left one is
     not (a parameter: ``lst + [v]``, ``args + (c,)``): a concatenation when both are

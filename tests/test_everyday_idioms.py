@@ -262,3 +262,99 @@ def test_reverse_of_a_shared_list_is_refused():
         return alias[0] * 2.0 + alias[1]
     with pytest.raises(srcgrad.UnsupportedSyntaxError, match="another variable also refers"):
         srcgrad.grad(f)(X4.copy())
+
+
+# -- lists repeated by '*', joined by '+': the gradient of what Python computes, or a refusal --
+def repeated_display(x):
+    items = [x[0]] * 3 + [x[1]]
+    return sum(items) * items[-1]
+
+
+def repeated_on_the_left(x):
+    items = 2 * [x[0], x[1] ** 2]
+    return items[0] * items[3] + items[1] * items[2]
+
+
+def repeated_tuple(x):
+    t = (x[0], x[2]) * 2
+    return t[0] * t[3] + sum(t)
+
+
+def repeated_by_a_variable(x):
+    base = [x[0], x[1]]
+    n = 3
+    items = base * n
+    return sum(v * (i + 1) for i, v in enumerate(items))
+
+
+def zeros_list_filled(x):
+    acc = [0.0] * 4
+    for i in range(4):
+        acc[i] = acc[i] + x[i] ** 2
+    return sum(acc)
+
+
+def array_times_a_list(x):
+    weights = [1.0, 2.0, 3.0, 4.0]
+    return np.sum(x * weights)
+
+
+@pytest.mark.parametrize("f", [repeated_display, repeated_on_the_left, repeated_tuple,
+                               repeated_by_a_variable, zeros_list_filled, array_times_a_list],
+                         ids=lambda f: f.__name__)
+def test_sequence_repetition_every_mode(f):
+    test_idiom_every_mode(f)
+
+
+def _pair(x):
+    return [x[0], x[1]]
+
+
+def list_from_a_call_repeated(x):
+    items = _pair(x) * 2
+    return items[0] * items[3]
+
+
+def list_from_a_dict_repeated(x):
+    d = {"a": [x[0], x[1]]}
+    items = d["a"] * 2
+    return items[0] * items[3]
+
+
+def list_from_unpacking_repeated(x):
+    a, _ = [x[0], x[1]], 3
+    items = a * 2
+    return items[0] * items[3]
+
+
+def list_from_a_loop_repeated(x):
+    total = 0.0
+    for row in [[x[0], x[1]], [x[2], x[3]]]:
+        items = row * 2
+        total = total + items[0] * items[3]
+    return total
+
+
+def list_joined_with_itself(x):
+    a = _pair(x)
+    items = a + a
+    return items[0] * items[3]
+
+
+@pytest.mark.parametrize("f", [list_from_a_call_repeated, list_from_a_dict_repeated,
+                               list_from_unpacking_repeated, list_from_a_loop_repeated,
+                               list_joined_with_itself], ids=lambda f: f.__name__)
+def test_a_list_srcgrad_cannot_tell_from_an_array_is_refused(f):
+    """Each gave a wrong gradient with no error: the adjoint of 'items * 2' was the list
+    cotangent times 2, itself repeated (unbroadcast, which checks for lists, was left out
+    as 'a product with a number keeps the shape')."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="repeating a list"):
+        srcgrad.grad(f)(X4.copy())
+
+
+def test_a_parameter_list_repeated_is_refused_by_its_adjoint_check():
+    def f(xs):
+        items = xs * 2
+        return items[0] * items[3]
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="repeating a list"):
+        srcgrad.grad(f)([X4[0], X4[1]])

@@ -11,6 +11,7 @@ import numpy as np
 from .. import runtime as rt
 from ._helpers import items_adjoint, like_sequence, unindex
 from .domains import draw
+from .operators import mul_jvp, mul_vjp
 from .registry import defrule, nondifferentiable
 
 
@@ -101,6 +102,54 @@ def seq_concat_vjp(g, ans, a, b):
 def seq_concat_jvp(da, db, ans, a, b):
     return (rt.seq_concat(rt.densify(da, a), rt.zeros_like(b)),
             rt.seq_concat(rt.zeros_like(a), rt.densify(db, b)))
+
+
+def _repeats(seq, count) -> bool:
+    """Whether ``seq * count`` repeats a sequence (numpy multiplies a list by an array)."""
+    return isinstance(seq, (list, tuple)) and isinstance(count, (int, np.integer))
+
+
+def seq_repeat_vjp(g, ans, a, b):
+    if _repeats(a, b):
+        return rt.repeated_items(g, a, b), rt.ZERO
+    if _repeats(b, a):
+        return rt.ZERO, rt.repeated_items(g, b, a)
+    return mul_vjp(g, ans, a, b)
+
+
+def seq_repeat_jvp(da, db, ans, a, b):
+    # (the repeated tangent of the sequence; the count carries none)
+    if _repeats(a, b):
+        return rt.seq_repeat(rt.densify(da, a), b), rt.ZERO
+    if _repeats(b, a):
+        return rt.ZERO, rt.seq_repeat(a, rt.densify(db, b))
+    return mul_jvp(da, db, ans, a, b)
+
+
+# repeated_items(g, xs, n) is linear in g: its transpose repeats a cotangent of xs's items
+def repeated_items_vjp(c, ans, g, xs, n):
+    return (rt.seq_repeat(list(rt.densify(c, ans)), n),)
+
+
+def repeated_items_jvp(dg, ans, g, xs, n):
+    return (rt.repeated_items(dg, xs, n),)
+
+
+defrule(rt.repeated_items, repeated_items_vjp, diff_args=(0,), jvp=repeated_items_jvp,
+        linear=True, name="runtime.repeated_items",
+        domain=lambda rng: [(([draw(rng, (2,)), draw(rng, None)] * 3,
+                              [draw(rng, (2,)), draw(rng, None)], 3), {}),
+                            (((draw(rng, (3,)),) * 2, (draw(rng, (3,)),), 2), {})])
+
+
+def _repeat_domain(rng):
+    items, _ = _containers(rng)
+    return [((items, 2), {}), ((3, tuple(items[1:])), {}), ((items, 0), {}),
+            ((draw(rng, (2, 3)), draw(rng, (3,))), {})]
+
+
+defrule(rt.seq_repeat, seq_repeat_vjp, diff_args=(0, 1), jvp=seq_repeat_jvp,
+        domain=_repeat_domain, name="runtime.seq_repeat")
 
 
 defrule(rt.seq_concat, seq_concat_vjp, diff_args=(0, 1), jvp=seq_concat_jvp, linear=True,

@@ -35,6 +35,7 @@ from ..rules import lookup
 from . import adjoint_tape_op, is_tape_op
 from . import astutil as A
 from .binding import bind_rule_call, split_spread
+from .cleanup import number
 from .context import Context, DynamicCall
 from .resolve import BINOPS, UNARYOPS
 
@@ -61,6 +62,7 @@ class ReverseFacts:
     nested: frozenset[int]  # ids of statements inside a branch or loop
     sequences: frozenset[str]  # every definition a tuple or list
     numeric: frozenset[str]  # every definition arithmetic or a rule call
+    not_sequences: frozenset[str]  # adjoints needing no check for lists (_never_sequences)
     shape_root: Mapping[str, str]  # a name whose shape the value always has
     loop_tops: Mapping[int, AdjointState]  # id(loop) -> state at the top of its backward body
     end: AdjointState  # after the whole backward sweep
@@ -97,6 +99,7 @@ def analyze(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> ReverseFa
         sequences=sequences,
         numeric=frozenset((_numeric_names(tree, ctx) | _product_operands(tree, ctx))
                           - sequences),
+        not_sequences=frozenset(_never_sequences(tree, ctx)),
         shape_root=MappingProxyType(_shape_roots(tree, ctx)),
         loop_tops=MappingProxyType(dict(flow.loop_tops)),
         end=state.frozen())
@@ -237,6 +240,26 @@ def concatenation(value: gast.BinOp, sequences):
     return runtime.plus if known(value.right) else None
 
 
+def binop_rule(value: gast.BinOp, sequences):
+    """The function whose rule differentiates ``value``: the operator's, or, on operands
+    known to be tuples or lists, concatenation's or repetition's."""
+    fn = BINOPS[type(value.op)]
+    if isinstance(value.op, gast.Add):
+        return concatenation(value, sequences) or fn
+    if isinstance(value.op, gast.Mult):
+        return repetition(value, sequences) or fn
+    return fn
+
+
+def repetition(value: gast.BinOp, sequences):
+    """``runtime.seq_repeat`` for ``a * b`` with an operand known to be a tuple or list
+    (``[0.0] * n``: its adjoint sums the copies' cotangents; as a product of numbers, the
+    list cotangent times n was repeated instead); None when neither is known to be one."""
+    if any(isinstance(o, gast.Name) and o.id in sequences for o in (value.left, value.right)):
+        return runtime.seq_repeat
+    return None
+
+
 def _parameters(tree) -> list:
     args = tree.args
     return [a for a in args.posonlyargs + args.args + args.kwonlyargs
@@ -248,7 +271,7 @@ def _is_sequence(value, seqs, ctx: Context) -> bool:
         return True
     if isinstance(value, gast.Name):
         return value.id in seqs
-    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.Add):
+    if isinstance(value, gast.BinOp) and isinstance(value.op, (gast.Add, gast.Mult)):
         return any(isinstance(o, gast.Name) and o.id in seqs
                    for o in (value.left, value.right))
     if isinstance(value, gast.Call):
@@ -260,6 +283,44 @@ def _is_sequence(value, seqs, ctx: Context) -> bool:
                                            runtime.list_insert, runtime.list_delete,
                                            runtime.as_list, runtime.as_tuple)
     return False
+
+
+def _never_sequences(tree, ctx: Context) -> set[str]:
+    """Names whose adjoint may skip unbroadcast's check for a list joined or repeated
+    (``a + a``, ``a * 2``): the parameters, whose adjoints densify checks the same way, and
+    the names every definition of which is a numpy ufunc's result (one output), or
+    arithmetic of such names and numbers, or one of them. A list there is a parameter's, or made from one by
+    arithmetic: its adjoint grows, repeated or joined, on the way back to that parameter,
+    where densify finds its length wrong and refuses."""
+    defs = _definitions(tree)
+    stored = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+              and isinstance(n.ctx, gast.Store)}
+    assigned = {n.targets[0].id for n in gast.walk(tree) if isinstance(n, gast.Assign)
+                and isinstance(n.targets[0], gast.Name)}
+    params = set(ctx.params)
+    # (a name also bound otherwise, a loop target or an unpacking, may hold anything)
+    out = (set(defs) - (stored - assigned) - params) | params
+
+    def fine(v) -> bool:
+        if isinstance(v, gast.Name):
+            return v.id in out
+        if isinstance(v, (gast.UnaryOp, gast.BinOp)):
+            operands = [v.operand] if isinstance(v, gast.UnaryOp) else [v.left, v.right]
+            return all(isinstance(o, gast.Name) and o.id in out or number(o) is not None
+                       for o in operands)
+        if isinstance(v, gast.Call):
+            r = ctx.resolved.get(id(v))
+            return r is not None and isinstance(r.obj, np.ufunc) and r.obj.nout == 1
+        return False
+
+    changed = True
+    while changed:
+        changed = False
+        for name in sorted(out - params):
+            if not all(fine(v) for v in defs[name]):
+                out.discard(name)
+                changed = True
+    return out
 
 
 def _is_numeric_value(v, ctx: Context) -> bool:
@@ -573,10 +634,8 @@ def contribution_targets(value, ctx: Context, user_calls: dict,
     if isinstance(value, gast.Name):
         return [(value.id, PLAIN)] if active(value) else []
     if isinstance(value, gast.BinOp):
-        fn = BINOPS[type(value.op)]
-        if isinstance(value.op, gast.Add):
-            fn = concatenation(value, sequences) or fn
-        return _rule_targets(fn, [value.left, value.right], {}, active)
+        return _rule_targets(binop_rule(value, sequences), [value.left, value.right], {},
+                             active)
     if isinstance(value, gast.UnaryOp):
         return _rule_targets(UNARYOPS[type(value.op)], [value.operand], {}, active)
     if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):

@@ -33,6 +33,7 @@ and, when the value is discarded, probe what only makes it (dead_values.py).
 """
 from __future__ import annotations
 
+import operator
 import os
 
 import gast
@@ -46,7 +47,7 @@ from ..rules.operators import matmul_left, matmul_right, plain_matmul_left, plai
 from . import adjoint_tape_op, inline, is_tape_op
 from . import astutil as A
 from .adjoint_facts import (
-    concatenation,
+    binop_rule,
     AdjointSets,
     AdjointState,
     ReverseFacts,
@@ -334,9 +335,7 @@ class ReverseGenerator:
         if isinstance(value, gast.Name):
             return [self.accumulate(value.id, bv, state, s)] if self.is_active(value) else []
         if isinstance(value, gast.BinOp):
-            fn = BINOPS[type(value.op)]
-            if isinstance(value.op, gast.Add):
-                fn = concatenation(value, self.facts.sequences) or fn
+            fn = binop_rule(value, self.facts.sequences)
             return self.rule_contributions(fn, [value.left, value.right], {}, v, state, s)
         if isinstance(value, gast.UnaryOp):
             fn = UNARYOPS[type(value.op)]
@@ -494,9 +493,16 @@ class ReverseGenerator:
         elementwise = _elementwise(fn) and spread is None  # (spread operands' shapes unseen)
         operands = list(args) + list(keywords.values())
         same = elementwise and self.same_shapes(operands)
+        # 'a * 2' and 'a + a' repeat or join lists: there unbroadcast refuses a list, unless
+        # facts.not_sequences says another check does (rank_facts drops it where a is proven
+        # an array)
+        joins = (fn is operator.mul and any(type(number(o)) is int for o in operands)
+                 or fn is operator.add and same and all(number(o) is None for o in operands)) \
+            and not all(isinstance(o, gast.Name) and o.id in self.facts.not_sequences
+                        or number(o) is not None for o in operands)
         for k, a in active:
             # an elementwise result has the operand's shape when the others are numbers
-            if ctx.scalar_mode or same or (elementwise and all(
+            if ctx.scalar_mode or not joins and (same or elementwise and all(
                     number(o) is not None for o in operands if o is not a)):
                 exprs[k] = self.same_shape(exprs[k], a)
             self.read(exprs[k])
