@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import srcgrad
-from fdcheck import check_orders
+from fdcheck import check_grad, check_orders
 
 X = np.array([0.3, -0.5, 0.7])
 V = np.array([0.2, 0.4, -0.3])
@@ -163,6 +163,27 @@ def called_with_a_keyword(x):
         return np.sum(np.sin(y * x))
     g = srcgrad.grad(inner)
     return np.sum(g(y=x) ** 2)
+
+
+def calls_another_nested_function(x):
+    def inner(y):
+        return np.sin(y * x)
+    def other(y):  # (not compiled apart: inner, which it calls, takes x from desugar)
+        return np.sum(inner(y) * x)
+    g = srcgrad.grad(other)
+    return np.sum(g(x) ** 2)
+
+
+def test_a_gradient_calling_another_nested_function():
+    """First order and forward mode; its second order is the third through ``inner``, called
+    at run time inside ``other``: refused, as before the gradient was stored."""
+    check_grad(calls_another_nested_function, (X,))
+    _, tangent = srcgrad.jvp(calls_another_nested_function, (X,), (V,))
+    numeric = (calls_another_nested_function(X + 1e-6 * V)
+               - calls_another_nested_function(X - 1e-6 * V)) / 2e-6
+    assert tangent == pytest.approx(numeric, rel=1e-6)
+    with pytest.raises(srcgrad.SrcgradError, match=r"third derivative through inner\(\)"):
+        srcgrad.hessian(calls_another_nested_function)(X)
 
 
 # -- any other use: a bound function value holding the captured values (gradient_calls.py) ---

@@ -191,12 +191,18 @@ def _closed_twin(name: str, keywords: list, ctx: Context):
     lifted = [k for k in keywords if k not in own]
     if not set(lifted) <= ctx.local_names:
         return None  # (a keyword inner does not take: the call raises, as written)
+    functions = {n.name for n in gast.walk(src.tree) if isinstance(n, gast.FunctionDef)} | {
+        t.id for n in gast.walk(src.tree) if isinstance(n, gast.Assign)
+        and isinstance(n.value, gast.Lambda) for t in n.targets if isinstance(t, gast.Name)}
+    if set(lifted) & functions:
+        return None  # (a function desugar lifted too: called in the twin without its keywords)
     for k in lifted:
         a.kwonlyargs.append(gast.Name(id=k, ctx=gast.Param(), annotation=None,
                                       type_comment=None))
         a.kw_defaults.append(None)
     code = compile_definition(node, src)
-    if _global_names(code) & (ctx.local_names | set(ctx.closure)):
+    enclosing = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
+    if _global_names(code) & (ctx.local_names | set(ctx.closure) | enclosing):
         return None
     twin = types.FunctionType(code, ctx.globals, name)
     twin.__qualname__ = f"{ctx.fn.__qualname__}.<locals>.{name}"

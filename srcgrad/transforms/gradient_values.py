@@ -24,17 +24,25 @@ from .gradient_calls import constant_options, is_maker
 
 def call_gradients_where_called(tree: gast.FunctionDef, ctx: Context) -> None:
     local_functions = _local_functions_read_varied(tree, ctx)
-    for index, stmt in enumerate(tree.body):
-        made = _made_gradient(stmt, local_functions, ctx)
-        if made is None:
-            continue
-        name, value = made
-        calls = _only_calls(tree, index, name)
-        if calls is None:
-            continue
-        for call in calls:
-            call.func = A.located(copy.deepcopy(value), call.func)
-        tree.body[index] = A.located(gast.Pass(), stmt)
+    for block in _blocks(tree):
+        for index, stmt in enumerate(block):
+            made = _made_gradient(stmt, local_functions, ctx)
+            if made is None:
+                continue
+            name, value = made
+            calls = _only_calls(tree, block, index, name)
+            if calls is None:
+                continue
+            for call in calls:
+                call.func = A.located(copy.deepcopy(value), call.func)
+            block[index] = A.located(gast.Pass(), stmt)
+
+
+def _blocks(tree: gast.FunctionDef) -> list[list]:
+    """The statement lists of ``tree``'s own scope (its body, loops', branches', ...)."""
+    return [getattr(n, field) for n in A.own_nodes(tree)
+            for field in ("body", "orelse", "finalbody")
+            if isinstance(getattr(n, field, None), list)]
 
 
 def _made_gradient(stmt, local_functions: set, ctx: Context):
@@ -67,17 +75,16 @@ def _local_functions_read_varied(tree: gast.FunctionDef, ctx: Context) -> set[st
             and A.names_read(n) & ctx.varied & ctx.local_names}
 
 
-def _only_calls(tree: gast.FunctionDef, index: int, name: str):
-    """The calls ``name(...)`` in the statements after ``tree.body[index]``, when those are
-    all the uses of ``name`` in ``tree`` and it is bound nowhere else; None otherwise."""
-    others = tree.body[:index] + tree.body[index + 1:]
-    if any(name in A.names_written(s) for s in others) or name in {
-            a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}:
-        return None
-    if any(isinstance(n, (gast.Global, gast.Nonlocal)) and name in n.names
-           for n in gast.walk(tree)):
-        return None
-    later = [n for stmt in tree.body[index + 1:] if not isinstance(stmt, gast.FunctionDef)
+def _only_calls(tree: gast.FunctionDef, block: list, index: int, name: str):
+    """The calls ``name(...)`` in the statements after ``block[index]`` in its block, when
+    those are all the uses of ``name`` in ``tree`` and it is bound nowhere else; None
+    otherwise. (Then every call runs after the gradient is made, in the same pass of a loop.)"""
+    stores = [n for n in gast.walk(tree) if isinstance(n, gast.Name) and n.id == name
+              and not isinstance(n.ctx, gast.Load)]
+    if len(stores) != 1 or any(isinstance(n, (gast.Global, gast.Nonlocal)) and name in n.names
+                               for n in gast.walk(tree)):
+        return None  # (a parameter's is a Param store)
+    later = [n for stmt in block[index + 1:] if not isinstance(stmt, gast.FunctionDef)
              for n in A.own_nodes(stmt)]
     calls = [n for n in later if isinstance(n, gast.Call) and isinstance(n.func, gast.Name)
              and n.func.id == name]
