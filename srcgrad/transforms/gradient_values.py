@@ -1,7 +1,8 @@
 """Guarantees afterwards: a local name bound once to a gradient of a nested function reading
 the caller's differentiable variables (``g = grad(inner)``, ``g = value_and_grad(lambda y:
-x * y)``), and otherwise only called in the function's own scope, is gone: each call makes
-the gradient where it calls it (``grad(inner)(c)``).
+x * y)``) with constant options, and otherwise only called, in the function's own scope and
+after it in the same block (the body, or a loop's or branch's), is gone: each call makes the
+gradient where it calls it (``grad(inner)(c)``).
 
 Python reads a closure's variables when it is called, not when its gradient is made, so
 ``g = grad(inner); x = 2 * x; g(c)`` differentiates ``inner`` reading the new ``x``. Made
