@@ -3,10 +3,12 @@ from __future__ import annotations
 
 __all__ = ["FunctionSource", "get_source"]
 
+import ast
 import copy
 import inspect
 import linecache
 import textwrap
+import types
 from dataclasses import dataclass
 
 import gast
@@ -40,6 +42,20 @@ _REGISTERED: dict = {}
 def register_source(code, source: FunctionSource) -> None:
     """Make ``get_source`` of functions with ``code`` return (a copy of) ``source``."""
     _REGISTERED[code] = source
+
+
+def compile_definition(node: gast.FunctionDef, src: FunctionSource) -> types.CodeType:
+    """The code of ``node`` (a def from ``src``'s tree) compiled as a module-level function,
+    its lines those of the user's file."""
+    module = gast.gast_to_ast(gast.Module(body=[copy.deepcopy(node)], type_ignores=[]))
+    for n in ast.walk(module):
+        if getattr(n, "lineno", None) is not None:
+            n.lineno += src.first_line - 1
+            if getattr(n, "end_lineno", None) is not None:
+                n.end_lineno += src.first_line - 1
+    ast.fix_missing_locations(module)
+    code = compile(module, src.filename, "exec")
+    return next(c for c in code.co_consts if isinstance(c, types.CodeType))
 
 
 def get_source(fn) -> FunctionSource:

@@ -338,10 +338,23 @@ def test_an_inner_gradient_of_a_closure_over_the_outer_variable(which, x):
     assert t2 == pytest.approx(g2(x), rel=1e-12)
 
 
-def test_a_closure_gradient_at_third_order_is_refused_at_the_users_line():
+def outer_closure_reads_a_constant_too(x):
+    s = 2.0
+    def inner(y):
+        return s * x * y
+    return x * srcgrad.grad(inner)(1.5)
+
+
+def test_a_closure_gradient_at_third_order():
+    """``inner`` reading nothing of ``outer_closure_reads`` but ``x`` is compiled once at
+    module level taking ``x`` as a keyword (gradient_calls._call_closed_twin): a known
+    callee, at any order (x * x: 2, then 0). One reading another local (``s``) is called at
+    run time, and refused at third order at the user's line."""
+    assert srcgrad.grad(srcgrad.grad(outer_closure_reads))(0.5) == pytest.approx(2.0)
+    assert srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads)))(0.5) == 0.0
     with pytest.raises(srcgrad.SrcgradError, match=r"third derivative through a gradient of "
                        r"inner\(\).*srcgrad.grad\(f\)\(\.\.\.\) of a module-level f") as e:
-        srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads)))(0.5)
+        srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads_a_constant_too)))(0.5)
     assert "test_nested_inline.py" in "\n".join(getattr(e.value, "__notes__", [])) + str(e.value)
 
 
@@ -350,10 +363,19 @@ def made_not_called(x):
     return g(1.0)
 
 
-def test_a_closure_gradient_made_and_called_later_is_refused_at_its_line():
+def made_then_differentiated_again(x):
+    g = srcgrad.grad(lambda y: x * y ** 2)
+    gg = srcgrad.grad(g)  # (a gradient of g, whose value carries x)
+    return gg(1.0)
+
+
+def test_a_closure_gradient_made_and_called_later():
+    """Made at its calls (transforms/gradient_values.py; tests/test_closure_gradients.py):
+    d/dx of (d/dy x y at y=1) is 1. A gradient of that gradient is refused at its line."""
+    assert srcgrad.grad(made_not_called)(0.5) == pytest.approx(1.0, rel=1e-12)
     with pytest.raises(srcgrad.SrcgradError, match=r"test_nested_inline.py:\d+: a gradient "
-                       r"of a function reading differentiable values of its caller, made here"):
-        srcgrad.grad(made_not_called)(0.5)
+                       r"of a function value carrying differentiable values"):
+        srcgrad.grad(made_then_differentiated_again)(0.5)
 
 
 # -- inner functions updating arrays in place -----------------------------------------------------

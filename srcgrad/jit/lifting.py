@@ -23,7 +23,6 @@ from __future__ import annotations
 
 __all__ = ["lift_local_functions"]
 
-import ast
 import copy
 import types
 import weakref
@@ -31,7 +30,7 @@ from typing import NamedTuple
 
 import gast
 
-from ..source import FunctionSource, register_source
+from ..source import FunctionSource, compile_definition, register_source
 from ..transforms import astutil as A
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
@@ -242,15 +241,7 @@ def _module_level(local: _Local, ctx):
             n.annotation = None
     node.returns = None
     src = ctx.src
-    module = gast.gast_to_ast(gast.Module(body=[copy.deepcopy(node)], type_ignores=[]))
-    for n in ast.walk(module):  # lines of the user's file
-        if getattr(n, "lineno", None) is not None:
-            n.lineno += src.first_line - 1
-            if getattr(n, "end_lineno", None) is not None:
-                n.end_lineno += src.first_line - 1
-    ast.fix_missing_locations(module)
-    code = compile(module, src.filename, "exec")
-    inner = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    inner = compile_definition(node, src)
     defaults = tuple(d.value for d in node.args.defaults) or None
     lifted = types.FunctionType(inner, ctx.fn.__globals__, local.name, defaults)
     kwdefaults = {a.id: d.value for a, d in zip(node.args.kwonlyargs, node.args.kw_defaults)

@@ -111,10 +111,19 @@ def _refuse_unnested_apis(tree: gast.FunctionDef, ctx: Context) -> None:
     for node in gast.walk(tree):
         if not isinstance(node, gast.Call):
             continue
-        api = getattr(getattr(ctx.resolved.get(id(node)), "obj", None),
-                      "__srcgrad_not_nested__", None)
+        obj = getattr(ctx.resolved.get(id(node)), "obj", None)
+        api = getattr(obj, "__srcgrad_not_nested__", None)
         if api is not None and A.names_read(node) & ctx.active:
             ctx.problem(node, *unnested_api(api))
+        elif getattr(obj, "__srcgrad_makes_gradient__", False) and node.args \
+                and A.names_read(node.args[0]) & ctx.active:
+            # (what gradient_calls could not make of a function known here: a gradient
+            # made earlier, a function value passed in; its machinery is not source)
+            ctx.problem(node, "a gradient of a function value carrying differentiable "
+                              "values (a gradient made earlier, a closure passed in)",
+                        "Make the gradient of the function itself where its variables are "
+                        "(g = grad(inner); gg = grad(inner2) with inner2 calling g), or pass "
+                        "those values to a module-level function as arguments.")
     ctx.raise_problems()
 
 

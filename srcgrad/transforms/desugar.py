@@ -19,6 +19,8 @@ from .astutil import own_nodes
 from .activity import match_bindings, mutated_parameters
 from .anf import is_static_ref
 from .context import Context
+from .gradient_calls import is_maker
+from .gradient_values import call_gradients_where_called
 from .resolve import static_value
 from .validate import is_no_grad_block
 from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
@@ -30,6 +32,7 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     lower_generator(tree, ctx)
+    call_gradients_where_called(tree, ctx)
     lift_closures(tree, ctx)
     desugaring = _Desugar(ctx, tree)
     tree.body = desugaring.entry_guards(tree) + desugaring.block(tree.body)
@@ -392,6 +395,32 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
             node.keywords += [gast.keyword(arg=v, value=A.load(v)) for v in lifted[node.func.id]]
 
 
+def _store_counts(tree: gast.FunctionDef) -> dict[str, int]:
+    """How many values each variable of ``tree`` may take, 2 standing for "several": a bound
+    function value reads its variables once, when it is made, where Python reads them when
+    it is called, so those two agree only for a variable never given another value. A
+    parameter has its first; a loop's variable and what a loop body assigns take one per
+    iteration (a statement in a loop is counted again by the loop enclosing it)."""
+    a = tree.args
+    params = a.posonlyargs + a.args + a.kwonlyargs + [v for v in (a.vararg, a.kwarg) if v]
+    stores = {p.id: 1 for p in params}
+
+    def add(names, n):
+        for name in names:
+            stores[name] = stores.get(name, 0) + n
+
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.NamedExpr,
+                             gast.While)):
+            add(A.names_written(node), 1)
+        elif isinstance(node, gast.For):
+            add(A.names_written(node.target), 2)
+            add(set().union(*[A.names_written(b) for b in node.body + node.orelse]), 1)
+        elif isinstance(node, gast.comprehension):
+            add(A.names_written(node), 2)
+    return stores
+
+
 class _FunctionValues(gast.NodeTransformer):
     """Closure conversion: a lambda or nested def reading differentiable variables of the
     enclosing function, used as a value (stored, passed, returned) rather than called by
@@ -411,20 +440,20 @@ class _FunctionValues(gast.NodeTransformer):
                 if _is_map_call(call, ctx) and _plain_lambda(call.args[0], len(call.args) - 1):
                     call.args[0].srcgrad_inlined = True
                     self.inlined.add(id(call.args[0]))
-        self.stores: dict[str, int] = {}
-        for node in gast.walk(tree):  # (a comprehension's variable takes several values)
-            for name in A.names_written(node) if isinstance(
-                    node, (gast.Assign, gast.AugAssign, gast.For, gast.AnnAssign,
-                           gast.comprehension)) else ():
-                self.stores[name] = self.stores.get(name, 0) + (
-                    2 if isinstance(node, gast.comprehension) else 1)
+        self.stores = _store_counts(tree)
+        # functions whose gradient is made and called in one expression (grad(inner)(c)):
+        # gradient_calls passes the captured values at that call, read as Python reads them
+        self.called_now = {id(n.func.args[0]) for n in gast.walk(tree) if isinstance(
+            n, gast.Call) and isinstance(n.func, gast.Call) and n.func.args
+            and is_maker(n.func.func, ctx)}
 
     def bind(self, fn, captured: list, at):
         for v in captured:
-            if self.stores.get(v, 0) > 1:
+            if self.stores.get(v, 0) > 1 and id(fn) not in self.called_now:
                 self.ctx.problem(at, f"a function value reading the differentiable variable "
-                                     f"'{v}', which is assigned more than once (Python reads "
-                                     f"its value when the function is called)",
+                                     f"'{v}', which is assigned more than once (a parameter "
+                                     f"assigned again, or in a loop; Python reads its value "
+                                     f"when the function is called)",
                                  f"Pass {v} to the function as an argument, or copy it to a "
                                  f"name assigned once.")
         kwargs = gast.Dict(keys=[A.const(v) for v in captured],

@@ -19,8 +19,15 @@ _rt.stop_gradient(inner)), (c,), {'x': x})``: the gradient is taken with respect
 positional arguments the user's call differentiates, and ``x`` is an argument of the call to
 the gradient, which differentiating the code around it differentiates like any other
 (dispatched at run time, ``runtime.call_fwd``, twice at most). ``inner`` itself then carries no
-gradient: all it reads of the caller's differentiable values are those keywords. A gradient of
-such a function made and not called at once (``g = grad(inner)``) is refused at the line.
+gradient: all it reads of the caller's differentiable values are those keywords. When ``inner``
+is a ``def`` reading nothing else of its caller, the call is of the gradient of its module-level
+twin instead (``_call_closed_twin``): a known callee, differentiated at any order.
+
+A gradient made and not called at once (``g = grad(inner)`` passed, stored or returned;
+transforms/gradient_values.py has already made the ones only called at their calls) becomes a
+bound function value, ``_rt.bind(grad(_rt.stop_gradient(inner)), (), {'x': x})`` (the same
+for ``partial``'s positional values, the gradient's ``wrt`` counted past them), holding the
+values as they were when it was made; desugar refuses a captured variable assigned again.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ import types
 import gast
 
 from ..errors import SrcgradError
+from ..source import FunctionSource, compile_definition, get_source, register_source
 from . import astutil as A
 from .context import Context
 from .resolve import static_value
@@ -46,37 +54,175 @@ def fold_gradient_calls(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDe
                 name = f"{made[1].__name__.replace('<lambda>', 'lambda')}_{made[2]}"
                 node.func = A.located(A.load(ctx.helper(made[0], name)), node.func)
         elif A.called_attr(node, ctx.rt) == "apply" and len(node.args) == 3 and not node.keywords:
-            _pass_captures(node, ctx)
+            if _pass_captures(node, ctx):
+                _call_closed_twin(node, tree, ctx)
+    tree = _BoundGradients(ctx).visit(tree)
     _refuse_bound_gradients(tree, ctx)
     return tree
 
 
-def _pass_captures(apply: gast.Call, ctx: Context) -> None:
+class _BoundGradients(gast.NodeTransformer):
+    """``grad(_rt.bind(f, (a,), {'x': x}))`` not called at once (stored, passed, returned)
+    made to read ``_rt.bind(grad(_rt.stop_gradient(f), wrt=1), (a,), {'x': x})``: a function
+    value carrying ``a`` and ``x`` like any bound one, whose calls pass them to the gradient
+    (see the module's doc). It holds the values they had when it was made: exact for
+    ``partial``, and for a closure whose captured variables are assigned once, which
+    desugar checks where it binds them."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if not (is_maker(node.func, self.ctx) and constant_options(node)
+                and A.called_attr(node.args[0], self.ctx.rt) == "bind"):
+            return node
+        bound = node.args[0]
+        if len(bound.args) != 3 or bound.keywords or not isinstance(bound.args[1], gast.Tuple) \
+                or any(isinstance(e, gast.Starred) for e in bound.args[1].elts):
+            return node
+        fn, positional, captured = bound.args
+        shift = len(positional.elts)
+        keywords = [k for k in node.keywords if k.arg not in ("wrt", "argnums")]
+        if shift:
+            wrt = _shifted(_wrt_option(node), shift)
+            keywords.append(gast.keyword(arg="wrt", value=_constant_node(wrt)))
+            args = [A.call(A.attr(self.ctx.rt, "stop_gradient"), fn)]
+        else:
+            args = [A.call(A.attr(self.ctx.rt, "stop_gradient"), fn)] + node.args[1:]
+            keywords = node.keywords
+        made = A.located(gast.Call(func=node.func, args=args, keywords=keywords), node)
+        return A.located(A.call(A.attr(self.ctx.rt, "bind"), made, positional, captured),
+                         bound)
+
+
+def _wrt_option(call: gast.Call):
+    """The arguments ``call`` (a gradient maker's, constant options) differentiates."""
+    if len(call.args) > 1:
+        return _constant(call.args[1])
+    for k in call.keywords:
+        if k.arg in ("wrt", "argnums"):
+            return _constant(k.value)
+    return 0
+
+
+def _shifted(wrt, shift: int):
+    """Argument positions ``wrt`` counted past ``shift`` bound positional arguments
+    (a parameter's name stays as it is)."""
+    if isinstance(wrt, tuple):
+        return tuple(_shifted(w, shift) for w in wrt)
+    return wrt + shift if isinstance(wrt, int) else wrt
+
+
+def _constant_node(value):
+    if isinstance(value, tuple):
+        return gast.Tuple(elts=[_constant_node(v) for v in value], ctx=gast.Load())
+    return A.const(value)
+
+
+def _pass_captures(apply: gast.Call, ctx: Context) -> bool:
     """``_rt.apply(grad(_rt.bind(f, (), {'x': x})), args, {...})`` made to read
     ``_rt.apply(grad(_rt.stop_gradient(f)), args, {..., 'x': x})`` (see the module's doc)."""
     made, _, kwargs = apply.args
-    if not (isinstance(made, gast.Call) and made.args and _is_maker(made.func, ctx)
+    if not (isinstance(made, gast.Call) and made.args and is_maker(made.func, ctx)
             and A.called_attr(made.args[0], ctx.rt) == "bind"):
-        return
+        return False
     bound = made.args[0]
     if len(bound.args) != 3 or bound.keywords:
-        return
+        return False
     fn, positional, captured = bound.args
     if not (isinstance(positional, gast.Tuple) and not positional.elts
             and _constant_keys(captured) and _constant_keys(kwargs)):
-        return
+        return False
     if {k.value for k in captured.keys} & {k.value for k in kwargs.keys}:
-        return  # (a keyword named like a captured variable: the call raises, as written)
+        return False  # (a keyword named like a captured variable: the call raises, as written)
     made.args[0] = A.located(A.call(A.attr(ctx.rt, "stop_gradient"), fn), bound)
     kwargs.keys += captured.keys
     kwargs.values += captured.values
+    return True
+
+
+def _call_closed_twin(apply: gast.Call, tree: gast.FunctionDef, ctx: Context) -> None:
+    """``_rt.apply(grad(_rt.stop_gradient(inner)), (c,), {'x': x})`` made to read
+    ``inner_grad(c, x=x)`` when ``inner`` reads nothing of the enclosing function but those
+    keywords: ``inner_grad`` is the gradient of ``inner``'s twin, the same definition compiled
+    once at module level taking ``x`` as a keyword-only parameter, so that the call is of a
+    known function (differentiated at any order, not twice at most at run time)."""
+    made, args, kwargs = apply.args
+    if ctx.own_code or not (isinstance(args, gast.Tuple) and constant_options(made)) \
+            or any(isinstance(a, gast.Starred) for a in args.elts):
+        return
+    fn = made.args[0].args[0]
+    if not isinstance(fn, gast.Name) or fn.id in A.names_written(tree):
+        return
+    twin = _closed_twin(fn.id, [k.value for k in kwargs.keys], ctx)
+    if twin is None:
+        return
+    try:
+        maker = static_value(made.func, ctx)
+        gradient = maker(twin, *[_constant(a) for a in made.args[1:]],
+                         **{k.arg: _constant(k.value) for k in made.keywords})
+    except (SrcgradError, KeyError, TypeError, ValueError):
+        return
+    if getattr(gradient, "__srcgrad_grad__", None) is None:
+        return
+    apply.func = A.located(A.load(ctx.helper(gradient, f"{fn.id}_{maker.__name__}")), apply)
+    apply.args = list(args.elts)
+    apply.keywords = [gast.keyword(arg=k.value, value=v)
+                      for k, v in zip(kwargs.keys, kwargs.values)]
+
+
+def _closed_twin(name: str, keywords: list, ctx: Context):
+    """The nested ``def name`` of ``ctx.fn``, as the user wrote it plus keyword-only
+    parameters ``keywords`` (the captured variables desugar lifted, and the call's other
+    keywords), compiled at module level; None when it reads anything else of the enclosing
+    function (a variable, itself), or is not plainly one definition."""
+    src = get_source(ctx.fn)
+    defs = [c for n in A.own_nodes(src.tree) for c in gast.iter_child_nodes(n)
+            if isinstance(c, gast.FunctionDef) and c.name == name]
+    if len(defs) != 1:
+        return None
+    node = defs[0]
+    a = node.args
+    if node.decorator_list or a.defaults or a.kw_defaults or a.vararg or a.kwarg or any(
+            isinstance(n, (gast.Global, gast.Nonlocal)) for n in gast.walk(node)):
+        return None
+    own = {p.id for p in a.posonlyargs + a.args}
+    lifted = [k for k in keywords if k not in own]
+    if not set(lifted) <= ctx.local_names:
+        return None  # (a keyword inner does not take: the call raises, as written)
+    functions = {n.name for n in gast.walk(src.tree) if isinstance(n, gast.FunctionDef)} | {
+        t.id for n in gast.walk(src.tree) if isinstance(n, gast.Assign)
+        and isinstance(n.value, gast.Lambda) for t in n.targets if isinstance(t, gast.Name)}
+    if set(lifted) & functions:
+        return None  # (a function desugar lifted too: called in the twin without its keywords)
+    for k in lifted:
+        a.kwonlyargs.append(gast.Name(id=k, ctx=gast.Param(), annotation=None,
+                                      type_comment=None))
+        a.kw_defaults.append(None)
+    code = compile_definition(node, src)
+    enclosing = set(getattr(getattr(ctx.fn, "__code__", None), "co_freevars", ()))
+    if _global_names(code) & (ctx.local_names | set(ctx.closure) | enclosing):
+        return None
+    twin = types.FunctionType(code, ctx.globals, name)
+    twin.__qualname__ = f"{ctx.fn.__qualname__}.<locals>.{name}"
+    twin.__module__ = getattr(ctx.fn, "__module__", None)
+    register_source(code, FunctionSource(node, src.filename, src.first_line, src.lines))
+    return twin
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """Names ``code`` (and the functions it defines) look up outside itself (and attribute
+    names, which only make the answer cautious)."""
+    return set(code.co_names).union(*[_global_names(c) for c in code.co_consts
+                                      if isinstance(c, types.CodeType)])
 
 
 def _refuse_bound_gradients(tree, ctx: Context) -> None:
     """A gradient made of a function value carrying differentiable values (a closure over
     them not called where the gradient is made, a ``functools.partial`` of them)."""
     for node in gast.walk(tree):
-        if isinstance(node, gast.Call) and _is_maker(node.func, ctx) and any(
+        if isinstance(node, gast.Call) and is_maker(node.func, ctx) and any(
                 A.called_attr(a, ctx.rt) in ("bind", "bind_again")
                 for a in node.args):
             ctx.problem(node, "a gradient of a function reading differentiable values of "
@@ -85,13 +231,25 @@ def _refuse_bound_gradients(tree, ctx: Context) -> None:
                         "values to the function as arguments.")
 
 
-def _is_maker(func, ctx: Context) -> bool:
+def is_maker(func, ctx: Context) -> bool:
     if not _static(func, ctx):
         return False
     try:
         return getattr(static_value(func, ctx), "__srcgrad_makes_gradient__", False)
     except KeyError:
         return False
+
+
+def constant_options(call: gast.Call) -> bool:
+    """Whether ``call`` (a gradient maker's) passes a function and constant options only."""
+    if any(isinstance(a, gast.Starred) for a in call.args) or not call.args \
+            or len(call.args) > 2 or any(k.arg not in _OPTIONS for k in call.keywords):
+        return False
+    try:
+        [_constant(a) for a in call.args[1:]] + [_constant(k.value) for k in call.keywords]
+    except ValueError:
+        return False
+    return True
 
 
 def _constant_keys(node) -> bool:
