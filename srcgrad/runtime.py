@@ -1406,6 +1406,8 @@ def refuse_shared_object(obj, name: str, inplace: bool, frame: dict, names: tupl
         where = message.split(": '", 1)[0]  # (desugar.object_guard: "<file:line>: '<m.W> =")
         raise UnsupportedFeatureError(f"{where}: {_store_code_message(type(obj), name)}")
     changed = [obj]
+    if inplace:
+        _refuse_class_attribute(obj, name, message.split(": '", 1)[0])
     item = getattr(obj, name, None) if inplace else None
     array = item if isinstance(item, np.ndarray) else None
     if type(item) in (list, dict):
@@ -1445,6 +1447,8 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
                 f"or an item is not supported: srcgrad rebuilds lists, dicts and arrays only. "
                 f"Copy it into a variable first.")
         changed.append(obj)
+        if kind == "a" and (i + 1 < len(keys) or inplace):
+            _refuse_class_attribute(obj, key, where)
         try:
             obj = getattr(obj, key) if kind == "a" else obj[key]
         except (AttributeError, KeyError, IndexError, TypeError):
@@ -1462,6 +1466,20 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
             changed.append(obj)
     _refuse_reached(root, changed, array, [frame[n] for n in names if n in frame]
                     + list(outside), message)
+
+
+def _refuse_class_attribute(obj, name: str, where: str) -> None:
+    """Raise when ``obj.name``, whose object a store changes in place (``m.W[0] = v``,
+    ``m.W *= x``, ``a.b.W = v``), is its class's attribute, not the object's own: Python
+    changes what every instance shares, srcgrad's new object would hold a changed copy."""
+    own = getattr(obj, "__dict__", None)
+    if (own is None or name not in own) and hasattr(type(obj), name) \
+            and type(getattr(obj, name)) not in _ATOMS \
+            and not isinstance(getattr(obj, name), np.generic):  # (a number: rebound)
+        raise UnsupportedSyntaxError.from_message(
+            f"{where}: '{name}' is an attribute of the class {type(obj).__name__}, shared by "
+            f"all its instances, which this store changes in place; srcgrad does not support "
+            f"that. Give the object its own copy first (obj.{name} = obj.{name}.copy()).")
 
 
 def refuse_differentiable_change(value, message: str) -> None:

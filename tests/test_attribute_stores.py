@@ -390,3 +390,63 @@ def through_a_property(x):
 
 def test_a_property_on_the_path_is_refused():
     _refused_at(through_a_property, "m.W[0] = x[0]", "property", UnsupportedFeatureError)
+
+
+class _SharedByInstances:
+    W = np.zeros(3)
+    inner = NS()
+    scale = 1.0
+
+
+def element_of_a_class_attribute(x):
+    m = _SharedByInstances()
+    m.W[0] = x[0]  # (Python changes the class's array, which every instance reads)
+    return np.sum(_SharedByInstances().W * x)
+
+
+def augmented_class_attribute(x):
+    m = _SharedByInstances()
+    m.W *= x
+    return np.sum(_SharedByInstances().W * x)
+
+
+def attribute_of_a_class_attribute(x):
+    a = _SharedByInstances()
+    a.inner.W = x * 2.0
+    return np.sum(_SharedByInstances().inner.W * x)
+
+
+@pytest.mark.parametrize("f, line", [
+    (element_of_a_class_attribute, "m.W[0] = x[0]"),
+    (augmented_class_attribute, "m.W *= x"),
+    (attribute_of_a_class_attribute, "a.inner.W ="),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_a_class_attribute_changed_in_place_is_refused(f, line):
+    """The class's own array or object, shared by its instances: the rewrite would give the
+    object a changed copy and leave the class's unchanged (a wrong gradient before)."""
+    try:
+        _refused_at(f, line, "attribute of the class _SharedByInstances")
+    finally:
+        _SharedByInstances.W = np.zeros(3)
+        _SharedByInstances.inner = NS()
+
+
+def number_class_attribute_rebound(x):
+    m = _SharedByInstances()
+    m.scale *= 2.0  # (a number: Python rebinds m.scale on the object, the class keeps 1.0)
+    m.W = x * m.scale
+    return np.sum(m.W ** 2) + _SharedByInstances.scale
+
+
+def attribute_store_before_a_helper_makes_it_differentiable(x):
+    m = NS()
+    m.W = np.ones(3)  # (an InternalError before: m is differentiable only after the call)
+    _first_element(m, x[0] * 2.0)
+    return np.sum(m.W * x)
+
+
+@pytest.mark.parametrize("f", [number_class_attribute_rebound,
+                               attribute_store_before_a_helper_makes_it_differentiable],
+                         ids=lambda f: f.__name__)
+def test_more_stores_every_mode(f):
+    check_every_mode(f, X3.copy())
