@@ -450,3 +450,64 @@ def attribute_store_before_a_helper_makes_it_differentiable(x):
                          ids=lambda f: f.__name__)
 def test_more_stores_every_mode(f):
     check_every_mode(f, X3.copy())
+
+
+# -- helpers storing through their parameter's attributes: the caller's other names ----------
+def _store_nested(a, v):
+    a.b.W = v
+
+
+def _store_nested_by_setattr(a, v):
+    setattr(a.b, "W", v)
+
+
+def caller_holds_the_nested_object(x):
+    b = NS()
+    a = NS(b=b)
+    _store_nested(a, x * 2.0)  # (Python changes b, which the caller reads below)
+    return np.sum(b.W * x)
+
+
+def caller_holds_the_nested_object_setattr(x):
+    b = NS()
+    a = NS(b=b)
+    _store_nested_by_setattr(a, x * 2.0)
+    return np.sum(b.W * x)
+
+
+def caller_holds_the_array(x):
+    W = np.zeros(3)
+    m = NS(W=W)
+    _first_element(m, x[0] * 2.0)
+    return np.sum(W * x)
+
+
+def caller_holds_the_list(x):
+    hs = []
+    s = NS(hs=hs)
+    _push(s, x * 2.0)
+    return np.sum(hs[0] * x)
+
+
+@pytest.mark.parametrize("f, line", [
+    (caller_holds_the_nested_object, "_store_nested(a"),
+    (caller_holds_the_nested_object_setattr, "_store_nested_by_setattr(a"),
+    (caller_holds_the_array, "_first_element(m"),
+    (caller_holds_the_list, "_push(s"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_a_helper_changing_what_the_caller_holds_is_refused(f, line):
+    """The helper changes in place an object, array or list its argument holds, which
+    another variable of the caller also holds (a silently wrong gradient for a.b.W = v
+    before the call site knew that store changes a.b in place)."""
+    _refused_at(f, line, "updates its argument .* in place")
+
+
+def helper_nested_store_every_mode(x):
+    a = NS(b=NS())
+    _store_nested(a, x * 3.0)
+    _store_nested_by_setattr(a, a.b.W * x)
+    return np.sum(a.b.W)
+
+
+def test_helper_nested_store_every_mode():
+    check_every_mode(helper_nested_store_every_mode, X3.copy())

@@ -217,12 +217,17 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
         if isinstance(node, gast.AugAssign) and isinstance(node.target,
                                                             (gast.Subscript, gast.Attribute)):
             out.add(_root(node.target))  # (p.W += v: on an array, in place)
-        elif isinstance(node, gast.Assign):
-            out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
+        elif isinstance(node, gast.Assign):  # (p.b.W = v: changes the object p.b holds)
+            out |= {_root(t) for t in node.targets if isinstance(t, (gast.Subscript,
+                                                                     gast.Attribute))
                     and isinstance(t.value, (gast.Subscript, gast.Attribute))}
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, (gast.Subscript, gast.Attribute)):
             out.add(_root(node.func.value))
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "setattr" and node.args \
+                and isinstance(node.args[0], (gast.Subscript, gast.Attribute)):
+            out.add(_root(node.args[0]))  # setattr(p.b, "W", v)
     return frozenset(out & params)
 
 
