@@ -511,3 +511,73 @@ def helper_nested_store_every_mode(x):
 
 def test_helper_nested_store_every_mode():
     check_every_mode(helper_nested_store_every_mode, X3.copy())
+
+
+# -- a method changing its object: refused (the gradient through the change was lost) --------
+class _Cell:
+    def __init__(self):
+        self.W = np.zeros(3)
+        self.hs = []
+
+    def set_first(self, v):
+        self.W[0] = v
+
+    def scale(self, v):
+        self.W = self.W + v
+
+    def push_twice(self, v):
+        self._push(v)
+        self._push(v * 2.0)
+
+    def _push(self, v):
+        self.hs.append(v)
+
+    def read(self, x):
+        return np.sum(self.W * x)
+
+
+def method_storing_an_element(x):
+    m = _Cell()
+    m.set_first(x[0] * 2.0)
+    return np.sum(m.W * x)
+
+
+def method_storing_an_attribute(x):
+    m = _Cell()
+    r = m.scale(x * 2.0)  # (its result, None, carries no gradient)
+    return np.sum(m.W * x)
+
+
+def method_appending_through_another(x):
+    m = _Cell()
+    m.push_twice(x)
+    return np.sum(m.hs[1] * x)
+
+
+def method_changing_an_array_held_elsewhere(x):
+    m = _Cell()
+    W = m.W
+    m.set_first(x[0] * 2.0)  # (m is not read after: W is, and sees the change)
+    return np.sum(W * x)
+
+
+@pytest.mark.parametrize("f, line", [
+    (method_storing_an_element, "m.set_first("),
+    (method_storing_an_attribute, "r = m.scale("),
+    (method_appending_through_another, "m.push_twice("),
+    (method_changing_an_array_held_elsewhere, "m.set_first("),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_a_method_changing_its_object_is_refused(f, line):
+    """The call ran as plain Python and its change of self carried no gradient: a silently
+    wrong gradient before (the part through m.W was lost)."""
+    _refused_at(f, line, "a method changing its object 'm' in place")
+
+
+def method_reading_its_object(x):
+    m = _Cell()
+    m.W = x * 2.0
+    return m.read(x)
+
+
+def test_a_method_reading_its_object_every_mode():
+    check_every_mode(method_reading_its_object, X3.copy())

@@ -238,6 +238,26 @@ def _root(target) -> str | None:
     return target.id if isinstance(target, gast.Name) else None
 
 
+def _changes_self(cls, method: str, seen: set) -> bool:
+    """Whether ``cls.method``, a plain function, changes its first parameter's object in
+    place (activity.mutated_parameters), itself or through the methods it calls on it."""
+    fn = inspect.getattr_static(cls, method, None)
+    if not isinstance(fn, types.FunctionType) or not fn.__code__.co_argcount \
+            or fn.__code__ in seen:
+        return False
+    seen.add(fn.__code__)
+    me = fn.__code__.co_varnames[0]
+    if me in _mutated_parameters(fn):
+        return True
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return False
+    return any(_changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
+               if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+               and isinstance(call.func.value, gast.Name) and call.func.value.id == me)
+
+
 def _holds_data(value) -> bool:
     """Whether a global's value is data an in-place change may reach (an array, a list, a
     dict, an object), not a module, a class or a function."""
@@ -1447,6 +1467,18 @@ class _Desugar:
                                         "expression", "Write the attribute out as its own "
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
+            elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and self.method_changes_receiver(func.value.id, func.attr):
+                # (also with the object unread after: w = m.W earlier sees the change)
+                name = func.value.id
+                self.ctx.problem(s, f"'{name}.{func.attr}(...)', a method changing its object "
+                                    f"'{name}' in place, with differentiable values",
+                                 f"srcgrad does not follow a method's changes of self (the "
+                                 f"gradient through them was lost). Write it as a function "
+                                 f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
+                                 f"changes srcgrad takes back at the call, or store the "
+                                 f"attributes here ({name}.W = ...).")
             elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
@@ -1947,6 +1979,22 @@ class _Desugar:
                     next(k for k in call.keywords if k.arg == field).value = \
                         A.located(A.const(None), arg)
         return [s] + stores
+
+    def method_changes_receiver(self, name: str, method: str) -> bool:
+        """Whether ``name.method(...)`` may change ``name``'s object in place: a method of
+        the class one of ``name``'s bindings calls (``m = Model()``) that stores into
+        ``self`` or changes what it holds (``self.W[0] = v``, ``self.hs.append(v)``),
+        itself or through another method of ``self``."""
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
+                    and any(isinstance(t, gast.Name) and t.id == name for t in node.targets):
+                try:
+                    cls = static_value(node.value.func, self.ctx)
+                except KeyError:
+                    continue
+                if isinstance(cls, type) and _changes_self(cls, method, set()):
+                    return True
+        return False
 
     def held_path(self, target, least: int) -> tuple[str, list] | None:
         """(root, steps) (_held_path) of a store through ``target`` that held_store rewrites:
