@@ -545,7 +545,7 @@ def method_storing_an_element(x):
 def method_storing_an_attribute(x):
     m = _Cell()
     r = m.scale(x * 2.0)  # (its result, None, carries no gradient)
-    return np.sum(m.W * x)
+    return np.sum(m.W * x) + (0.0 if r is None else r)
 
 
 def method_appending_through_another(x):
