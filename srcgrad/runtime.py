@@ -33,6 +33,7 @@ __all__ = [
     "part",
     "add_attr",
     "with_attr", "attrs_without", "attr_only", "refuse_shared_object",
+    "refuse_shared_path",
     "refuse_differentiable_change",
     "setitem",
     "list_append",
@@ -1460,12 +1461,80 @@ def refuse_shared_object(obj, name: str, inplace: bool, frame: dict, names: tupl
         where = message.split(": '", 1)[0]  # (desugar.object_guard: "<file:line>: '<m.W> =")
         raise UnsupportedFeatureError(f"{where}: {_store_code_message(type(obj), name)}")
     changed = [obj]
+    if inplace:
+        _refuse_class_attribute(obj, name, message.split(": '", 1)[0])
     item = getattr(obj, name, None) if inplace else None
     array = item if isinstance(item, np.ndarray) else None
     if type(item) in (list, dict):
         changed.append(item)
     _refuse_reached(obj, changed, array, [frame[n] for n in names if n in frame]
                     + list(outside), message)
+
+
+def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict,
+                       names: tuple, outside: tuple, receiver: str, message: str) -> None:
+    """Before a store through attributes and items (``m.W[0] = v``, ``a.b.W = v``,
+    ``s.hs.append(v)``: ``kinds`` says which of ``keys`` are attribute names, "a", or items,
+    "i"), which srcgrad rewrites as new objects and containers along the path where Python
+    changes the last one in place (desugar.lower_held_store). ``inplace``: the object at the
+    end of the path is itself changed (a list method, ``+=``). Raise unless nothing else holds
+    what Python would change: each object or container on the path (reached once from
+    ``root``, never from another variable of ``names`` bound in ``frame``, a global of
+    ``outside``), and an array indexed further or changed in place (nothing else shares its
+    data). A class running code on the store, or a tuple on the path, is refused too, and
+    so is a ``receiver`` ("list", "dict": what a method's rewrite makes) of another type."""
+    where = message.split(": '", 1)[0]  # (desugar: "<file:line>: '<target> ...")
+    changed, obj = [], root
+    array = None
+    for i, (kind, key) in enumerate(zip(kinds, keys)):
+        if isinstance(obj, np.ndarray):
+            array = obj  # (the rest of the keys index into it)
+            break
+        if type(obj) is tuple:
+            raise UnsupportedSyntaxError.from_message(
+                f"{where}: a store into an object held in a tuple is not supported: srcgrad "
+                f"would rebuild the tuple. Hold the objects in a list instead.")
+        if kind == "a" and _runs_store_code(type(obj), key):
+            raise UnsupportedFeatureError(f"{where}: {_store_code_message(type(obj), key)}")
+        if kind == "i" and type(obj) not in (list, dict):
+            raise UnsupportedSyntaxError.from_message(
+                f"{where}: a store into an item of a {type(obj).__name__} held by an attribute "
+                f"or an item is not supported: srcgrad rebuilds lists, dicts and arrays only. "
+                f"Copy it into a variable first.")
+        changed.append(obj)
+        if kind == "a" and (i + 1 < len(keys) or inplace):
+            _refuse_class_attribute(obj, key, where)
+        try:
+            obj = getattr(obj, key) if kind == "a" else obj[key]
+        except (AttributeError, KeyError, IndexError, TypeError):
+            obj = None  # (a new attribute or key: the store adds it)
+            break
+    else:
+        if receiver and type(obj).__name__ != receiver:
+            raise UnsupportedSyntaxError.from_message(
+                f"{where}: the method changes a {type(obj).__name__} in place, which srcgrad "
+                f"cannot rewrite as a new value (it does for a {receiver}). Keep the values in "
+                f"a {receiver}.")
+        if inplace and isinstance(obj, np.ndarray):
+            array = obj
+        elif inplace and obj is not None and type(obj) not in _ATOMS:
+            changed.append(obj)
+    _refuse_reached(root, changed, array, [frame[n] for n in names if n in frame]
+                    + list(outside), message)
+
+
+def _refuse_class_attribute(obj, name: str, where: str) -> None:
+    """Raise when ``obj.name``, whose object a store changes in place (``m.W[0] = v``,
+    ``m.W *= x``, ``a.b.W = v``), is its class's attribute, not the object's own: Python
+    changes what every instance shares, srcgrad's new object would hold a changed copy."""
+    own = getattr(obj, "__dict__", None)
+    if (own is None or name not in own) and hasattr(type(obj), name) \
+            and type(getattr(obj, name)) not in _ATOMS \
+            and not isinstance(getattr(obj, name), np.generic):  # (a number: rebound)
+        raise UnsupportedSyntaxError.from_message(
+            f"{where}: '{name}' is an attribute of the class {type(obj).__name__}, shared by "
+            f"all its instances, which this store changes in place; srcgrad does not support "
+            f"that. Give the object its own copy first (obj.{name} = obj.{name}.copy()).")
 
 
 def refuse_differentiable_change(value, message: str) -> None:
@@ -1590,11 +1659,34 @@ def _reach(value, seen: dict, arrays: list) -> None:
         elif isinstance(value, dict):
             children = value.values()
         elif isinstance(value, types.FunctionType):
-            children = [c.cell_contents for c in value.__closure__ or ()
-                        if _cell_filled(c)] + list(value.__defaults__ or ())
+            children = function_reads(value)
         else:
             children = getattr(value, "__dict__", {}).values()
         todo.extend((child, depth + 1) for child in children)
+
+
+_LIBRARY_MODULES = {"numpy", "scipy", "srcgrad", "builtins", "math"}
+
+
+def function_reads(fn) -> list:
+    """What a function reaches besides its arguments: its closure cells and defaults, and,
+    for a user's function (not numpy's, scipy's or srcgrad's), the globals its code reads
+    (``def get(): return G``: the array ``G``, which ``w = get()`` then holds too)."""
+    out = [c.cell_contents for c in fn.__closure__ or () if _cell_filled(c)]
+    out += list(fn.__defaults__ or ()) + list((fn.__kwdefaults__ or {}).values())
+    if (getattr(fn, "__module__", None) or "").split(".")[0] in _LIBRARY_MODULES:
+        return out
+    scope = fn.__globals__
+    return out + [scope[n] for n in _code_names(fn.__code__) if n in scope]
+
+
+def _code_names(code) -> tuple:
+    """The global (and attribute) names a code object and those nested in it read."""
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _code_names(const)
+    return tuple(dict.fromkeys(names))
 
 
 def _cell_filled(cell) -> bool:
@@ -1669,6 +1761,8 @@ def _shares_data(v, array, depth: int) -> bool:
         return any(_shares_data(item, array, depth - 1) for item in v)
     if depth and isinstance(v, dict):
         return any(_shares_data(item, array, depth - 1) for item in v.values())
+    if depth and isinstance(v, types.FunctionType):  # (the globals it reads: a helper's G)
+        return any(_shares_data(item, array, depth - 1) for item in function_reads(v))
     return False
 
 

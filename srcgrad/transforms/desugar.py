@@ -13,6 +13,7 @@ import numpy as np
 from . import astutil as A
 from ..codegen import to_source
 from ..errors import InternalError, SrcgradError
+from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
@@ -220,12 +221,17 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
         if isinstance(node, gast.AugAssign) and isinstance(node.target,
                                                             (gast.Subscript, gast.Attribute)):
             out.add(_root(node.target))  # (p.W += v: on an array, in place)
-        elif isinstance(node, gast.Assign):
-            out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
+        elif isinstance(node, gast.Assign):  # (p.b.W = v: changes the object p.b holds)
+            out |= {_root(t) for t in node.targets if isinstance(t, (gast.Subscript,
+                                                                     gast.Attribute))
                     and isinstance(t.value, (gast.Subscript, gast.Attribute))}
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, (gast.Subscript, gast.Attribute)):
             out.add(_root(node.func.value))
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "setattr" and node.args \
+                and isinstance(node.args[0], (gast.Subscript, gast.Attribute)):
+            out.add(_root(node.args[0]))  # setattr(p.b, "W", v)
     return frozenset(out & params)
 
 
@@ -234,6 +240,81 @@ def _root(target) -> str | None:
     while isinstance(target, (gast.Subscript, gast.Attribute)):
         target = target.value
     return target.id if isinstance(target, gast.Name) else None
+
+
+def _changes_self(cls, method: str, seen: set) -> bool:
+    """Whether ``cls.method``, a plain function, changes its first parameter's object in
+    place (activity.mutated_parameters), itself or through the methods it calls on it."""
+    fn = inspect.getattr_static(cls, method, None)
+    if not isinstance(fn, types.FunctionType) or not fn.__code__.co_argcount \
+            or fn.__code__ in seen:
+        return False
+    seen.add(fn.__code__)
+    me = fn.__code__.co_varnames[0]
+    if me in _mutated_parameters(fn):
+        return True
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return False
+    return any(_changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
+               if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+               and isinstance(call.func.value, gast.Name) and call.func.value.id == me)
+
+
+def _holds_data(value) -> bool:
+    """Whether a global's value is data an in-place change may reach (an array, a list, a
+    dict, an object), not a module, a class or a function."""
+    return isinstance(value, (np.ndarray, list, tuple, dict, types.SimpleNamespace)) \
+        or hasattr(type(value), "__dict__") and type(value).__module__ not in (
+            "builtins", "types") and not isinstance(value, (type, types.ModuleType)) \
+        and not callable(value)
+
+
+def _reads_data(fn, seen: set | None = None) -> bool:
+    """Whether ``fn`` is a function of the user's (not a library's) whose code reads a global
+    holding data, itself or through the user's functions it reads (runtime.function_reads)."""
+    if not isinstance(fn, types.FunctionType) or (
+            getattr(fn, "__module__", None) or "").split(".")[0] in _LIBRARIES:
+        return False
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return False
+    seen.add(id(fn))
+    return any(_holds_data(v) or _reads_data(v, seen) for v in function_reads(fn))
+
+
+def _held_path(target) -> tuple[str, list] | None:
+    """``m.W[0]`` -> ``("m", [("a", "W"), ("i", <0>)])``: the variable a store through
+    ``target`` starts at, and the attribute names ("a") and item indices ("i") after it."""
+    steps = []
+    while isinstance(target, (gast.Attribute, gast.Subscript)):
+        steps.insert(0, ("a", target.attr) if isinstance(target, gast.Attribute)
+                     else ("i", target.slice))
+        target = target.value
+    return (target.id, steps) if isinstance(target, gast.Name) else None
+
+
+def _attribute_form(target, ctx: Context):
+    """``target`` with ``vars(m)["W"]`` and ``m.__dict__["W"]`` written ``m.W`` (the same
+    store on an object of a plain class, which the attribute store checks)."""
+    if not isinstance(target, (gast.Attribute, gast.Subscript)):
+        return target
+    target.value = _attribute_form(target.value, ctx)
+    if not (isinstance(target, gast.Subscript) and isinstance(target.slice, gast.Constant)
+            and isinstance(target.slice.value, str) and target.slice.value.isidentifier()):
+        return target
+    holder = target.value
+    if isinstance(holder, gast.Call) and isinstance(holder.func, gast.Name) \
+            and holder.func.id == "vars" and _builtin("vars", ctx) \
+            and len(holder.args) == 1 and not holder.keywords:
+        holder = holder.args[0]
+    elif isinstance(holder, gast.Attribute) and holder.attr == "__dict__":
+        holder = holder.value
+    else:
+        return target
+    return A.located(gast.Attribute(value=holder, attr=target.slice.value, ctx=target.ctx),
+                     target)
 
 
 # array and list methods changing their receiver in place that no rewrite follows
@@ -1269,17 +1350,15 @@ class _Desugar:
 
     def is_global(self, name: str) -> bool:
         """Whether ``name`` is a global or closure variable holding data (an array, a list,
-        a tuple, a dict: not a module or a function)."""
+        a tuple, a dict: not a module), or a function of the user's reading such globals
+        (``def get(): return G``: ``w = get()`` holds ``G``, which Python changes with w)."""
         if name in self.ctx.local_names:
             return False
         try:
             value = self.ctx.lookup_static(name)
         except (KeyError, AttributeError):  # (not a global: a lambda's parameter, say)
             return False
-        return isinstance(value, (np.ndarray, list, tuple, dict, types.SimpleNamespace)) \
-            or hasattr(type(value), "__dict__") and type(value).__module__ not in (
-                "builtins", "types") and not isinstance(value, (type, types.ModuleType)) \
-            and not callable(value)
+        return _holds_data(value) or _reads_data(value)
 
     def refuse_sharing(self, name: str, others: list[str], message: str, at) -> gast.stmt:
         """``_rt.refuse_viewed(name, (others...), message)``: raise at run time if ``name``
@@ -1427,9 +1506,23 @@ class _Desugar:
                                         "expression", "Write the attribute out as its own "
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
+            elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and self.method_changes_receiver(func.value.id, func.attr):
+                # (also with the object unread after: w = m.W earlier sees the change)
+                name = func.value.id
+                self.ctx.problem(s, f"'{name}.{func.attr}(...)', a method changing its object "
+                                    f"'{name}' in place, with differentiable values",
+                                 f"srcgrad does not follow a method's changes of self (the "
+                                 f"gradient through them was lost). Write it as a function "
+                                 f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
+                                 f"changes srcgrad takes back at the call, or store the "
+                                 f"attributes here ({name}.W = ...).")
             elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
                     and not isinstance(func.value, gast.Name) \
-                    and not is_static_ref(func.value, self.ctx):
+                    and not is_static_ref(func.value, self.ctx) \
+                    and not (isinstance(s, gast.Expr) and s.value is call
+                             and self.held_method(s) is not None):
                 text = to_source(func.value).strip()
                 self.ctx.problem(s, f"'{text}.{func.attr}(...)' changing the object "
                                     f"{text} in place with differentiable values",
@@ -1713,7 +1806,7 @@ class _Desugar:
                                               for a, b in self.loops) for at in sites)
 
     def visit_AugAssign(self, s):
-        target = s.target
+        target = s.target = _attribute_form(s.target, self.ctx)
         guard, inplace = [], False
         sources = self.sources_of(target.id) if isinstance(target, gast.Name) else []
         if isinstance(target, gast.Name) and not self.shares_data(target.id, s) and sources:
@@ -1748,8 +1841,8 @@ class _Desugar:
             if (A.names_read(s.value) | {target.id}) & self.ctx.varied:
                 guard += self.unseen_views_guard(target.id, s, guard)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied) \
-                and self.item_checkable(target):
-            inplace = True  # visit_Assign's item_guard checks what '+=' changes in place
+                and (self.item_checkable(target) or self.held_path(target, 2) is not None):
+            inplace = True  # visit_Assign's item_guard (path_guard) checks what '+=' changes
         elif isinstance(target, gast.Attribute):
             inplace = True  # (visit_Assign's object_guard: the array or list m.W holds)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
@@ -1806,6 +1899,14 @@ class _Desugar:
             return self.list_pop(target, call, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
+        target = s.targets[0] = _attribute_form(target, self.ctx)
+        if isinstance(target, (gast.Subscript, gast.Attribute)) \
+                and self.held_varied(target, s.value):
+            path = self.held_path(target, 2)
+            if path is not None and any(kind == "a" for kind, _ in path[1]):
+                # m.W[0] = v, a.b.W = v: new objects and containers along the path
+                text = f"{to_source(target).strip()} {_op_text(self.op_of(s)) + '=' if inplace else '='} ..."
+                return self.held_store(path, s.value, s, inplace, text)
         if isinstance(target, gast.Subscript) and self.nested:
             kept = self.enclosing_store(_root(target), s)
             if kept is not None:
@@ -1865,7 +1966,9 @@ class _Desugar:
                 guard.append(self.check("refuse_item_update", _as_load(A.deepcopy(inner.value)),
                                         _as_load(A.deepcopy(inner)), message=message, at=s))
             return guard + self.functional_setitem(target, s.value, s)
-        if isinstance(target, gast.Attribute) and self.is_varied_store(target, s.value):
+        if isinstance(target, gast.Attribute) and (
+                self.is_varied_store(target, s.value) or self.object_checkable(target)
+                and self.held_varied(target, s.value)):  # (a helper may change m later)
             if self.object_checkable(target):
                 root = target.value.id
                 new = A.located(A.call(A.attr(self.ctx.rt, "with_attr"), A.load(root),
@@ -1909,6 +2012,106 @@ class _Desugar:
                     next(k for k in call.keywords if k.arg == field).value = \
                         A.located(A.const(None), arg)
         return [s] + stores
+
+    def method_changes_receiver(self, name: str, method: str) -> bool:
+        """Whether ``name.method(...)`` may change ``name``'s object in place: a method of
+        the class one of ``name``'s bindings calls (``m = Model()``) that stores into
+        ``self`` or changes what it holds (``self.W[0] = v``, ``self.hs.append(v)``),
+        itself or through another method of ``self``."""
+        for node in gast.walk(self.tree):
+            if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
+                    and any(isinstance(t, gast.Name) and t.id == name for t in node.targets):
+                try:
+                    cls = static_value(node.value.func, self.ctx)
+                except KeyError:
+                    continue
+                if isinstance(cls, type) and _changes_self(cls, method, set()):
+                    return True
+        return False
+
+    def held_path(self, target, least: int) -> tuple[str, list] | None:
+        """(root, steps) (_held_path) of a store through ``target`` that held_store rewrites:
+        ``least`` steps at least past a variable of this function's own scope every binding
+        of which makes a new object, list or dict (or a parameter it owns and never rebinds,
+        as item_checkable), with keys calling nothing; else None."""
+        path = _held_path(target)
+        if path is None or len(path[1]) < least:
+            return None
+        root = path[0]
+        if not ((root in self.built | self.built_objects or root in self.kept_params)
+                and not self.nested and root not in self.captured):
+            return None
+        if any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda)) for n in gast.walk(target)):
+            return None
+        return path
+
+    def held_varied(self, target, value) -> bool:
+        """Whether a store through ``target`` carries a differentiable value or changes what a
+        differentiable computation read (``m.W * x`` earlier: the tape holds that array)."""
+        root = _root(target)
+        return bool((A.names_read(target) | A.names_read(value)) & self.ctx.varied) or (
+            root in self.meets_varied and root in self.ctx.local_names)
+
+    def held_method(self, s) -> tuple | None:
+        """(root, steps) when ``s`` is ``s.hs.append(v)``, ``d["k"].append(v)``,
+        ``s.d.update(e)`` (a list method or ``update`` on an attribute or an item of a
+        variable held_path accepts) with differentiable values, else None."""
+        call = s.value if isinstance(s, gast.Expr) else None
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr in {*_LIST_METHODS, "update"} and not call.keywords
+                and not any(isinstance(a, gast.Starred) for a in call.args)
+                and self.held_varied(call.func.value, call)):
+            return None
+        return self.held_path(call.func.value, 1)
+
+    def held_store(self, path, value, s, inplace: bool, text: str,
+                   receiver: str = "") -> list:
+        """``m.W[0] = v`` as ``m = _rt.with_attr(m, "W", _rt.setitem(m.W, 0, v))``: new
+        objects and containers along the path ``(root, steps)``, after path_guard has
+        checked at run time that nothing else holds what Python would change in place."""
+        root, steps = path
+        self.ctx.varied.add(root)
+        guard = self.path_guard(root, steps, s, inplace, text, receiver)
+        return [guard, A.assign(root, self.held_value(A.load(root), steps, value, s), at=s)]
+
+    def held_value(self, holder, steps: list, value, at):
+        """The new value of ``holder`` once the store at ``steps`` past it is done."""
+        if not steps:
+            return value
+        (kind, key), rest = steps[0], steps[1:]
+        if kind == "a":
+            child = gast.Attribute(value=A.deepcopy(holder), attr=key, ctx=gast.Load())
+            new = A.call(A.attr(self.ctx.rt, "with_attr"), holder, A.const(key),
+                         self.held_value(A.located(child, at), rest, value, at))
+        else:
+            child = gast.Subscript(value=A.deepcopy(holder), slice=_as_load(A.deepcopy(key)),
+                                   ctx=gast.Load())
+            new = A.call(A.attr(self.ctx.rt, "setitem"), holder,
+                         index_value(_as_load(A.deepcopy(key))),
+                         self.held_value(A.located(child, at), rest, value, at))
+        return A.located(new, at)
+
+    def path_guard(self, root: str, steps: list, s, inplace: bool, text: str,
+                   receiver: str) -> gast.stmt:
+        """``_rt.refuse_shared_path(root, kinds, keys, inplace, locals(), names, globals,
+        message)`` before held_store's rewrite."""
+        names = sorted(self.scope_names - {root} - self.ctx.transient)
+        outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
+        message = (f"{self.ctx.location(s)}: '{text}' changes in place an object, list, dict "
+                   f"or array that something else also holds (another variable, an item or "
+                   f"attribute of one, a global, a view), which Python would change too; "
+                   f"srcgrad does not support that (in {self.ctx.fn.__name__}()). Copy what it "
+                   f"changes first, so that only {root} holds it (m.W = m.W.copy(), "
+                   f"s.hs = list(s.hs)), or make it in this function.")
+        kinds = "".join(kind for kind, _ in steps)
+        keys = [A.const(key) if kind == "a" else index_value(_as_load(A.deepcopy(key)))
+                for kind, key in steps]
+        return self.check("refuse_shared_path", A.load(root), A.const(kinds),
+                          gast.Tuple(elts=keys, ctx=gast.Load()), A.const(inplace),
+                          A.call(A.load("locals")),
+                          gast.Tuple(elts=[A.const(n) for n in names], ctx=gast.Load()),
+                          gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load()),
+                          A.const(receiver), message=message, at=s)
 
     def object_checkable(self, target) -> bool:
         """Whether an attribute store ``m.W = v`` is into a variable of this function's own
@@ -2049,6 +2252,15 @@ class _Desugar:
         store = self.attribute_store_of(call, s)
         if store is not None:  # setattr(m, "W", v) is m.W = v
             return self.visit_Assign(store)
+        path = self.held_method(s)
+        if path is not None:  # s.hs.append(v): s = with_attr(s, "hs", list_append(s.hs, v))
+            method = call.func.attr
+            helper = _LIST_METHODS.get(method, "dict_update")
+            value = A.located(A.call(A.attr(self.ctx.rt, helper),
+                                     _as_load(A.deepcopy(call.func.value)), *call.args), s)
+            text = f"{to_source(call.func.value).strip()}.{method}(...)"
+            return self.held_store(path, value, s, True, text,
+                                   "dict" if method == "update" else "list")
         if (self.nested and isinstance(call, gast.Call)
                 and isinstance(call.func, gast.Attribute)
                 and isinstance(call.func.value, gast.Name)
