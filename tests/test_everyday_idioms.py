@@ -358,3 +358,17 @@ def test_a_parameter_list_repeated_is_refused_by_its_adjoint_check():
         return items[0] * items[3]
     with pytest.raises(srcgrad.UnsupportedSyntaxError, match="repeating a list"):
         srcgrad.grad(f)([X4[0], X4[1]])
+
+
+# -- builtins and numpy scalar types ----------------------------------------------------------
+def builtin_pow(x):
+    return pow(x[0], 2) + np.sum(pow(x, x[1])) + pow(2.0, x[2])
+
+
+def numpy_float64_cast(x):
+    return np.float64(x[0]) * x[1] + np.sum(np.float64(x) ** 2)
+
+
+@pytest.mark.parametrize("f", [builtin_pow, numpy_float64_cast], ids=lambda f: f.__name__)
+def test_builtin_every_mode(f):
+    test_idiom_every_mode(f)

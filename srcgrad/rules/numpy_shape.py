@@ -368,6 +368,19 @@ def float_jvp(dx, ans, x=0.0):
     return (np.reshape(dx, ()),)
 
 
+def float_type_vjp(g, ans, x=0.0):
+    # np.float64(x): a cast (of an array too); the gradient in x's own dtype
+    return (np.reshape(np.asarray(g, dtype=gradient_dtype(x)), np.shape(x)),)
+
+
+def float_type_jvp(dx, ans, x=0.0):
+    return (np.reshape(np.asarray(dx, dtype=np.asarray(ans).dtype), np.shape(ans)),)
+
+
+def _float_type_points(rng):
+    return [((draw(rng, None),), {}), ((draw(rng, (3,)),), {}), ((draw(rng, ()),), {})]
+
+
 # --------------------------------------------------------------------------- runtime helpers
 
 def expand_reduced_vjp(c, ans, g, x, axis=None, keepdims=False):
@@ -719,6 +732,7 @@ _LINEAR = [
     (np.array, array_vjp, array_jvp, _array_points, (0,)),
     (np.copy, copy_vjp, copy_jvp, _copy_points, (0,)),
     (float, float_vjp, float_jvp, _float_points, (0,)),
+    (np.float64, float_type_vjp, float_type_jvp, _float_type_points, (0,)),
     (expand_reduced, expand_reduced_vjp, expand_reduced_jvp, _expand_points, (0,)),
     (expand_to, expand_to_vjp, expand_to_jvp, _expand_points, (0,)),
     (reshape_method, reshape_method_vjp, reshape_method_jvp, _reshape_method_points, (0,)),

@@ -86,6 +86,15 @@ def pow_vjp(g, ans, x, y):
             unbroadcast(g * ans * np.log(np.where(x > 0, x, 1.0)), y))
 
 
+def builtin_pow_vjp(g, ans, base, exp):
+    # pow(base, exp) is base ** exp (with a third argument, integer arithmetic)
+    return pow_vjp(g, ans, base, exp)
+
+
+def builtin_pow_jvp(dbase, dexp, ans, base, exp):
+    return pow_jvp(dbase, dexp, ans, base, exp)
+
+
 def pow_jvp(dx, dy, ans, x, y):
     return (broadcast_like(dx * pow_base_grad(x, y), ans),
             broadcast_like(dy * ans * np.log(np.where(x > 0, x, 1.0)), ans))
@@ -268,6 +277,7 @@ def _sequences(rng):
 
 
 defrule(operator.pow, pow_vjp, diff_args=(0, 1), jvp=pow_jvp, domain=power_points)
+defrule(pow, builtin_pow_vjp, diff_args=(0, 1), jvp=builtin_pow_jvp, domain=power_points)
 defrule(operator.floordiv, floordiv_vjp, diff_args=(0, 1), jvp=floordiv_jvp,
         domain=quotient_points)
 defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=quotient_points)
