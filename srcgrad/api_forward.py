@@ -28,8 +28,8 @@ from .boundary import (argument_label, as_function, callee_function, unbind, che
                        check_shaped_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (FIRST, Adjoint, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
-                  nondifferentiable_rule, pick_wrt, split_aux)
+from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint,
+                  get_entry_adjoint, grad, nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, RuleCall, UserCall, record_derivative)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
@@ -356,6 +356,16 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
         except AttributeError:
             pass
     return made[0]
+
+
+def flat_source_current(fn, wrapper) -> bool:
+    """Whether ``source_function(fn, flat=True)`` stands for the gradient ``fn`` by
+    ``wrapper`` still (made for ``fn``, with the defaults its function has now), apart from
+    whether the sweeps ``wrapper`` holds went stale, which its build checks on each call."""
+    made = getattr(fn, "__srcgrad_flat_source_fn__", None)
+    spec = getattr(fn, "__srcgrad_grad__", None)
+    return made is not None and made[0] is wrapper and made[2] is fn \
+        and isinstance(spec, GradSpec) and _same_defaults(made[1], _defaults_of(spec.f))
 
 
 def _defaults_of(f) -> tuple:
