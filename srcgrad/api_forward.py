@@ -45,6 +45,7 @@ from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
 from .transforms.flat_shapes import stand_in_shapes
+from .transforms.nonzero_guards import drop_nonzero_guards
 from .transforms.inline_sweeps import Sweep, flatten_wrapper, origin_lines
 
 _CACHE = BuildCache()
@@ -505,7 +506,9 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     if flat is None:
         return None
     definition, helpers, origins = flat
-    definition = stand_in_shapes(definition, *_flat_names(definition, helpers, scope))
+    names = _flat_names(definition, helpers, scope)
+    definition = stand_in_shapes(definition, *names)
+    definition = drop_nonzero_guards(definition, names[0])
     text = ast.unparse(definition) + "\n"
     lines = codegen.UserLines(adj.filename, definition.name,
                               origin_lines(definition, text, origins))
