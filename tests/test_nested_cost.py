@@ -3,7 +3,9 @@ transforms/flat_shapes.py and runtime.stand_in_of): the flattened gradient wrapp
 negative_binomial_maxlike no longer computes the inner value (three ``gammaln`` of the data,
 the sum), and the derivatives keep their values, against the derivative written out and
 central differences, at first, second and third order, with broadcasting and with operands
-the stand-ins do not cover (computed, as before).
+the stand-ins do not cover (computed, as before). Then the per-call glue, as counts of Python
+calls (not times): handing out a gradient again, fetching builds and sweeps, and the ``is_zero``
+guards a flattened wrapper drops (transforms/nonzero_guards.py).
 """
 import ast
 import linecache
@@ -302,6 +304,21 @@ def test_grad_of_a_plain_function_is_handed_out_again_without_lookups():
     # options other than the defaults take the ordinary path, and get their own gradient
     assert srcgrad.grad(loglike, wrt=1) is not srcgrad.grad(loglike)
     assert python_calls(srcgrad.grad, loglike, 1) > 1
+
+
+def test_a_wrapper_copying_the_functions_dict_gets_its_own_gradient():
+    import functools
+
+    def inner(x):
+        return x ** 3
+
+    assert srcgrad.grad(inner)(2.0) == 12.0
+
+    @functools.wraps(inner)  # (copies inner.__dict__, where inner's gradient is kept)
+    def doubled(x):
+        return 2.0 * inner(x)
+
+    assert srcgrad.grad(doubled)(2.0) == 24.0 and srcgrad.grad(inner)(2.0) == 12.0
 
 
 def test_a_rule_registered_after_grad_of_the_function_is_used():
