@@ -23,9 +23,11 @@ from .adapters import has_starred_parameters, instance_call, receiver_method, ro
 from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
 from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
-from .generated import BuildCache, Generated, LastBuild, cached_build, consuming, remember
+from .generated import (BuildCache, Generated, LastBuild, LastMadeBuild, cached_build,
+                        consuming, remember)
 from .transforms import check_calls
 from .rules import Rule, defrule, is_nondifferentiable, lookup, nondifferentiable, rule_name
+from .rules import registry
 from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize_wrt,
                         parameter_names)
 from .source import get_source
@@ -75,7 +77,8 @@ class Adjoint(Generated):
 
     @property
     def bwd(self):
-        return self.functions_for()[1]
+        # (the forward sweep's fetch checked the build: the backward sweep pairs with it)
+        return self.current_functions()[1]
 
     def bind_positions(self, call: gast.Call) -> list:
         """For a call node of this function, the argument node bound to each wrt parameter."""
@@ -390,6 +393,14 @@ def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = N
     ``jit=True`` compiles the gradient with numba, ``jit="auto"`` falls back to the
     interpreted one with a warning where numba cannot (docs/jit.md).
     """
+    plain = type(f) is types.FunctionType and wrt is FIRST and argnums is None \
+        and not (has_aux or preserve_result or verbose or holomorphic) \
+        and checkpoint is None and jit is False
+    if plain:  # (grad(f)(x) on every call of a function: its gradient, without the lookups)
+        kept = f.__dict__.get(_PLAIN_GRAD)
+        if kept is not None and kept[0] == id(f) and kept[1] == registry.changes \
+                and kept[2] is getattr(f, "__srcgrad_entry__", None):
+            return kept[3]
     if f is None:
         return functools.partial(grad, wrt=wrt, argnums=argnums, has_aux=has_aux,
                                  preserve_result=preserve_result, verbose=verbose,
@@ -397,7 +408,15 @@ def grad(f: Callable | None = None, wrt: Wrt = FIRST, *, argnums: Wrt | None = N
     mode = GradMode(value_first=preserve_result, has_aux=has_aux, holomorphic=holomorphic)
     made = _make_grad(as_function(unwrap_numba(f), "grad"), pick_wrt("grad", wrt, argnums),
                       mode, verbose)
+    if plain:
+        # what the lines above give while no rule changes (as_function reads the registry)
+        # and f's traceback wrapper is the same; tagged with f's id, as _made_for's
+        f.__dict__[_PLAIN_GRAD] = (id(f), registry.changes,
+                                   getattr(f, "__srcgrad_entry__", None), made)
     return _with_jit(checkpoint_options(made, checkpoint), jit)
+
+
+_PLAIN_GRAD = "__srcgrad_plain_grad__"
 
 
 def value_and_grad(f: Callable | None = None, wrt: Wrt = FIRST, *,
@@ -525,8 +544,14 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     func = f.__func__ if bound else f
     func_indices = tuple(i + len(bound) for i in indices)
 
-    # the last build each kind of call got, handed out again while it holds (LastBuild)
-    last, last_lean = LastBuild(_CACHE), LastBuild(_CACHE)
+    # the last build each kind of call got, handed out again while it holds (LastBuild; of a
+    # gradient differentiated again, built from the generated function standing for it)
+    if hasattr(func, "__srcgrad_grad__"):
+        from .api_forward import flat_source_current
+        last = LastMadeBuild(_CACHE, flat_source_current)
+        last_lean = LastMadeBuild(_CACHE, flat_source_current)
+    else:
+        last, last_lean = LastBuild(_CACHE), LastBuild(_CACHE)
     # seeded with one (a real one: not under has_aux or holomorphic), whose sweeps nothing
     # else sees: the lean sweeps (LeanAdjoint)
     lean = not (mode.has_aux or mode.holomorphic or mode.elementwise)

@@ -28,8 +28,8 @@ from .boundary import (argument_label, as_function, callee_function, unbind, che
                        check_shaped_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (FIRST, Adjoint, BoundAdjoint, dynamic_wrt, get_adjoint, get_entry_adjoint, grad,
-                  nondifferentiable_rule, pick_wrt, split_aux)
+from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint,
+                  get_entry_adjoint, grad, nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, RuleCall, UserCall, record_derivative)
 from .errors import (MissingRuleError, NonDifferentiableError, SourceUnavailableError,
@@ -45,6 +45,7 @@ from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
 from .transforms.flat_shapes import stand_in_shapes
+from .transforms.nonzero_guards import drop_nonzero_guards
 from .transforms.inline_sweeps import Sweep, flatten_wrapper, origin_lines
 
 _CACHE = BuildCache()
@@ -358,6 +359,16 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
     return made[0]
 
 
+def flat_source_current(fn, wrapper) -> bool:
+    """Whether ``source_function(fn, flat=True)`` stands for the gradient ``fn`` by
+    ``wrapper`` still (made for ``fn``, with the defaults its function has now), apart from
+    whether the sweeps ``wrapper`` holds went stale, which its build checks on each call."""
+    made = getattr(fn, "__srcgrad_flat_source_fn__", None)
+    spec = getattr(fn, "__srcgrad_grad__", None)
+    return made is not None and made[0] is wrapper and made[2] is fn \
+        and isinstance(spec, GradSpec) and _same_defaults(made[1], _defaults_of(spec.f))
+
+
 def _defaults_of(f) -> tuple:
     """The objects ``f``'s defaults are now (positional, then keyword-only items)."""
     f = getattr(f, "__func__", f)
@@ -495,7 +506,9 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     if flat is None:
         return None
     definition, helpers, origins = flat
-    definition = stand_in_shapes(definition, *_flat_names(definition, helpers, scope))
+    names = _flat_names(definition, helpers, scope)
+    definition = stand_in_shapes(definition, *names)
+    definition = drop_nonzero_guards(definition, names[0])
     text = ast.unparse(definition) + "\n"
     lines = codegen.UserLines(adj.filename, definition.name,
                               origin_lines(definition, text, origins))

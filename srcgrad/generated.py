@@ -184,7 +184,9 @@ class Generated(abc.ABC):
         """Whether a global the transformation resolved (a function it called, a module)
         has been rebound since, so Python would call the new one, or a user's derivative
         rule was registered or replaced since (the build may have inlined the old one)."""
-        if self._rules_version != registry.version():
+        # (registry.version() read as its variable: this runs for every build a sweep's
+        # fetch depends on, ~15 times a call of a gradient of a gradient)
+        if self._rules_version != registry.changes:
             return True
         if self._depends is not None and self._depends.stale():
             return True
@@ -200,6 +202,16 @@ class Generated(abc.ABC):
             with _LOCK:
                 if self.stale():
                     self.build()
+        if not self._per_instance:  # (the common case, without a call)
+            return self._functions
+        return self.current_functions(fn)
+
+    def current_functions(self, fn: Callable | None = None) -> tuple:
+        """``functions_for(fn)`` without checking whether the build went stale: for the
+        backward sweep, which must be the one of the forward sweep that just ran (checked
+        then; a build remade in between would not read the saved values it made)."""
+        if self._make is None:  # (never built)
+            return self.functions_for(fn)
         if not self._per_instance:
             return self._functions
         if fn is None or getattr(fn, "__code__", None) is not self.fn.__code__:
@@ -417,12 +429,38 @@ class LastBuild:
         """The remembered build if it still holds for ``fn``, else ``lookup()``'s."""
         last = self._last
         if last is not None and last[1] is fn.__code__ and last[2] == self._cache.epoch \
-                and last[3] == registry.version() and last[0].serves(fn):
+                and last[3] == registry.changes and last[0].serves(fn):
             return last[0]
         code, epoch, version = fn.__code__, self._cache.epoch, registry.version()
         built = lookup()
         remember = built.serves(fn) and built.fn.__code__ is code
         self._last = (built, code, epoch, version) if remember else None
+        return built
+
+
+class LastMadeBuild(LastBuild):
+    """``LastBuild`` for a function srcgrad made (a gradient differentiated again), whose
+    build is of the generated function standing for it (api_forward.source_function), not of
+    its own code: handed out again while no build left the cache, no user's rule changed, and
+    ``current(fn, built.fn)`` says the same generated function stands for ``fn`` (skipping
+    the lookup's ~10 us: the wrapper's defaults and sweeps checked, its build found again).
+    Whether the sweeps that function holds went stale is checked per call as before, by
+    ``functions_for``, which makes it again then."""
+
+    __slots__ = ("_current",)
+
+    def __init__(self, cache: BuildCache, current: Callable[[Callable, Callable], bool]):
+        super().__init__(cache)
+        self._current = current
+
+    def get(self, fn: Callable, lookup: Callable[[], Generated]) -> Generated:
+        last = self._last
+        if last is not None and last[2] == self._cache.epoch \
+                and last[3] == registry.changes and self._current(fn, last[0].fn):
+            return last[0]
+        epoch, version = self._cache.epoch, registry.changes
+        built = lookup()
+        self._last = (built, None, epoch, version) if self._current(fn, built.fn) else None
         return built
 
 

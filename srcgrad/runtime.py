@@ -133,8 +133,8 @@ def unbroadcast(g, x):
         refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
     shape = getattr(x, "shape", None)
-    if shape is None:
-        shape = np.shape(x)
+    if shape is None:  # (a Python number's, without np.shape's two calls: every scalar r)
+        shape = () if type(x) is float or type(x) is int else np.shape(x)
     gshape = getattr(g, "shape", None)
     if gshape is None:
         gshape = np.shape(g)
@@ -149,7 +149,8 @@ def unbroadcast(g, x):
         gshape = gshape[extra:]
         if gshape == shape and shape:
             return g  # (a bias added to a batch: only leading axes were broadcast)
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[i] != 1)
+    # (a number's: no axes left, without the generator's call)
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and gshape[i] != 1) if shape else ()
     if axes:
         g = reduce(g, axis=axes, keepdims=True)
     if not shape and isinstance(g, np.ndarray):
@@ -176,7 +177,7 @@ def broadcast_like(d, ans):
             # last_writes of it, passed through unbroadcast at first order): d has the
             # array's shape (a genuine number's cotangent is a number)
             return d
-        shape = np.shape(ans)
+        shape = () if type(ans) is float else np.shape(ans)
     if type(d) is not _ndarray and type(d) is not float and not isinstance(d, _generic):
         refuse_foreign_array(d)  # (a number is not: the contribution of a sum, at higher order)
     dshape = getattr(d, "shape", None)
@@ -2131,7 +2132,8 @@ def stand_in_of(fn, *args):
                 shape = a.shape
             else:  # (raises numpy's ValueError when the operation would)
                 shape = np.broadcast_shapes(shape, a.shape)
-        elif t is not float and not promotes_plainly(a):  # (floats: the commonest, no call)
+        elif t is not float and t is not _float64 and not promotes_plainly(a):
+            # (Python and numpy floats, the commonest: no call)
             return shape_like(fn(*args))
     if shape is None:  # (numbers only: computed, as cheap)
         return shape_like(fn(*args))

@@ -37,6 +37,10 @@ __all__ = [
 
 # --------------------------------------------------------------------------- dispatch
 
+# types that never override numpy functions (what _overrides answers False for)
+_PLAIN = frozenset({float, int, bool, np.ndarray, np.float64, np.float32, np.int64})
+
+
 def _overrides(value: Any) -> bool:
     """True when ``value``'s type overrides numpy functions (NEP 18), as a Tensor does."""
     method = getattr(type(value), "__array_function__", None)
@@ -56,7 +60,13 @@ def dispatches(relevant: Callable[..., tuple]) -> Callable[[Callable], Callable]
     def decorate(fn: Callable) -> Callable:
         @functools.wraps(fn)
         def public(*args, **kwargs):
-            overriding = [a for a in relevant(*args, **kwargs) if _overrides(a)]
+            operands = relevant(*args, **kwargs)
+            for a in operands:  # (numbers and plain arrays, the common case: no more calls)
+                if type(a) not in _PLAIN:
+                    break
+            else:
+                return fn(*args, **kwargs)
+            overriding = [a for a in operands if _overrides(a)]
             if not overriding:
                 return fn(*args, **kwargs)
             types = tuple({type(a): None for a in overriding})

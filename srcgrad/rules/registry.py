@@ -29,6 +29,7 @@ __all__ = [
     "defer",
     "load_deferred",
     "version",
+    "changes",
 ]
 
 import ast
@@ -143,19 +144,21 @@ def defjvp(fn: Callable, jvp: Callable) -> None:
     _changed()
 
 
-_version = 0
+# how many times users' rules changed after srcgrad loaded (what ``version()`` returns; read
+# as the variable where a call would cost: once per build checked on each call of a sweep)
+changes = 0
 
 
 def version() -> int:
     """A counter that changes whenever users' rules change after srcgrad loaded: code
     generated earlier may have inlined the old rule (generated.py rebuilds it)."""
-    return _version
+    return changes
 
 
 def _changed() -> None:
-    global _version
+    global changes
     if _sealed:
-        _version += 1
+        changes += 1
 
 
 def _warn_if_changed(name: str, which: str, old: Callable | None, new: Callable,
