@@ -18,7 +18,7 @@ from . import astutil as A
 from ..rules.registry import lookup
 from .activity import varied_names
 from .context import Context
-from .resolve import static_value
+from .resolve import known_value
 
 
 def route_calls(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -100,17 +100,11 @@ class _Router(gast.NodeTransformer):
         differentiated from its source)."""
         if isinstance(func, gast.Name) and func.id in self.local_functions:
             return False
-        try:
-            value = static_value(func, self.ctx)
-        except KeyError:
-            return False
+        value = known_value(func, self.ctx)
         return isinstance(value, types.FunctionType) and lookup(value) is None
 
     def _is(self, func, obj) -> bool:
-        try:
-            return static_value(func, self.ctx) is obj
-        except KeyError:
-            return False
+        return known_value(func, self.ctx) is obj
 
 
 def _packed(args, keywords, rt: str):

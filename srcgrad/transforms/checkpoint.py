@@ -27,7 +27,7 @@ from ..source import FunctionSource, get_source
 from . import astutil as A
 from .activity import mutated_parameters
 from .context import Context
-from .resolve import static_value
+from .resolve import known_value, static_value
 
 # methods that change their object in place: on a checkpointed state they would change the
 # stored checkpoint too
@@ -51,9 +51,8 @@ def _marker(loop, ctx: Context):
     call = loop.iter if isinstance(loop, gast.For) else loop.test
     if not isinstance(call, gast.Call):
         return None
-    try:
-        obj = static_value(call.func, ctx)
-    except KeyError:
+    obj = known_value(call.func, ctx)
+    if obj is None:
         return None
     want = checkpoint.checkpointed if isinstance(loop, gast.For) \
         else checkpoint.checkpointed_while

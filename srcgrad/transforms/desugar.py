@@ -22,7 +22,7 @@ from .anf import is_static_ref
 from .context import Context
 from .gradient_calls import is_maker
 from .gradient_values import call_gradients_where_called
-from .resolve import static_value
+from .resolve import known_value, static_value
 from .validate import is_no_grad_block
 from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
                         writeback_mark, writeback_parameters)
@@ -1682,10 +1682,7 @@ class _Desugar:
     def match_arg(self, p, i: int) -> str | None:
         """The attribute ``case cls(...)`` matches its i-th positional pattern against (''
         for the subject itself, as builtins like float(v) do); None after a problem."""
-        try:
-            cls = static_value(p.cls, self.ctx)
-        except KeyError:
-            cls = None
+        cls = known_value(p.cls, self.ctx)
         if cls in (bool, bytearray, bytes, dict, float, frozenset, int, list, set, str,
                    tuple) and i == 0:
             return ""
@@ -2021,10 +2018,7 @@ class _Desugar:
         for node in gast.walk(self.tree):
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
                     and any(isinstance(t, gast.Name) and t.id == name for t in node.targets):
-                try:
-                    cls = static_value(node.value.func, self.ctx)
-                except KeyError:
-                    continue
+                cls = known_value(node.value.func, self.ctx)
                 if isinstance(cls, type) and _changes_self(cls, method, set()):
                     return True
         return False
@@ -2325,10 +2319,7 @@ class _Desugar:
         """Whether ``func`` is a Python function of the user's (not numpy's): srcgrad
         differentiates its source, where a write it does is seen, so its own ``out=``
         parameter (``summary(x, out="mean")``) is an ordinary argument."""
-        try:
-            fn = static_value(func, self.ctx)
-        except KeyError:
-            return False
+        fn = known_value(func, self.ctx)
         return isinstance(fn, types.FunctionType) \
             and not (getattr(fn, "__module__", None) or "").startswith("numpy")
 
@@ -2341,9 +2332,8 @@ class _Desugar:
                 and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
                 and func.value.id in self.ctx.local_names:
             return f"'{func.value.id}.{func.attr}(...)'"
-        try:
-            fn = static_value(func, self.ctx)
-        except KeyError:
+        fn = known_value(func, self.ctx)
+        if fn is None:
             return None
         if any(fn is f for f in _IN_PLACE_FUNCTIONS) or (
                 isinstance(func, gast.Attribute) and func.attr == "at"
@@ -2832,10 +2822,7 @@ class _CompHoister(gast.NodeTransformer):
                 and not any(isinstance(a, gast.Starred) for a in node.args)
                 and A.names_read(node) & ctx.varied):
             return False
-        try:
-            return static_value(node.func, ctx) is functools.reduce
-        except KeyError:
-            return False
+        return known_value(node.func, ctx) is functools.reduce
 
     def reduce_loop(self, node):
         """``reduce(f, xs, start)`` as the loop it runs before the statement, ``_r = start;
@@ -3053,10 +3040,7 @@ def _new_object(value, ctx: Context) -> bool:
     ``__dict__`` of its own."""
     if not isinstance(value, gast.Call):
         return False
-    try:
-        cls = static_value(value.func, ctx)
-    except KeyError:
-        return False
+    cls = known_value(value.func, ctx)
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
@@ -3166,10 +3150,8 @@ _CONSUMERS = _consumers()
 
 
 def _consumes_at_once(call, ctx: Context) -> bool:
-    try:
-        return id(static_value(call.func, ctx)) in _CONSUMERS
-    except KeyError:
-        return False
+    fn = known_value(call.func, ctx)
+    return fn is not None and id(fn) in _CONSUMERS
 
 
 def _is_builtin(name: str, builtin: str, ctx: Context) -> bool:

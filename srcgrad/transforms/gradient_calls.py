@@ -39,7 +39,7 @@ from ..errors import SrcgradError
 from ..source import FunctionSource, compile_definition, get_source, register_source
 from . import astutil as A
 from .context import Context
-from .resolve import static_value
+from .resolve import known_value, static_value
 
 # options of grad/value_and_grad/elementwise_grad that only choose which gradient is made
 # (verbose prints, jit compiles, checkpoint changes how: those calls stay as written)
@@ -234,10 +234,7 @@ def _refuse_bound_gradients(tree, ctx: Context) -> None:
 def is_maker(func, ctx: Context) -> bool:
     if not _static(func, ctx):
         return False
-    try:
-        return getattr(static_value(func, ctx), "__srcgrad_makes_gradient__", False)
-    except KeyError:
-        return False
+    return getattr(known_value(func, ctx), "__srcgrad_makes_gradient__", False)
 
 
 def constant_options(call: gast.Call) -> bool:

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import astutil as A
 from .context import Context
-from .resolve import static_value
+from .resolve import known_value
 
 CONCATENATORS = (type(np.r_), type(np.c_))
 
@@ -39,10 +39,7 @@ class _Lower(gast.NodeTransformer):
         return A.located(call, node)
 
     def is_concatenator(self, node) -> bool:
-        try:
-            return isinstance(static_value(node, self.ctx), CONCATENATORS)
-        except KeyError:
-            return False
+        return isinstance(known_value(node, self.ctx), CONCATENATORS)
 
     def item(self, node):
         if not isinstance(node, gast.Slice):

@@ -21,6 +21,14 @@ BINOPS = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mu
 UNARYOPS = {gast.USub: operator.neg, gast.UAdd: operator.pos}
 
 
+def known_value(node, ctx: Context):
+    """``static_value(node, ctx)``, or None where it is not known at transform time."""
+    try:
+        return static_value(node, ctx)
+    except KeyError:
+        return None
+
+
 def static_value(node, ctx: Context):
     """The object a name or attribute chain refers to at transform time; KeyError if local
     or unresolvable."""

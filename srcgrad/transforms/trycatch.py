@@ -36,7 +36,7 @@ from .. import runtime
 from . import astutil as A
 from .context import Context
 from .desugar import own_nodes
-from .resolve import static_value
+from .resolve import known_value
 from .validate import is_no_grad_block
 
 _REFUSED = (gast.Yield, gast.YieldFrom)
@@ -222,13 +222,6 @@ class _Leaving(gast.NodeTransformer):
         return node if self.depth else self.leave(node, "continue")
 
 
-def _static(node, ctx: Context):
-    try:
-        return static_value(node, ctx)
-    except KeyError:
-        return None
-
-
 def _failed(catcher: str):
     return gast.UnaryOp(op=gast.Not(), operand=A.attr(catcher, "ok"))
 
@@ -239,7 +232,7 @@ def reopen_protected(s, ctx: Context):
     if not (ctx.own_code and isinstance(s, gast.With) and len(s.items) == 1):
         return None
     expr = s.items[0].context_expr
-    if isinstance(expr, gast.Call) and _static(expr.func, ctx) is runtime.managed \
+    if isinstance(expr, gast.Call) and known_value(expr.func, ctx) is runtime.managed \
             and expr.args and isinstance(expr.args[0], gast.Name) \
             and expr.args[0].id.startswith("_catch"):
         catcher = expr.args[0].id

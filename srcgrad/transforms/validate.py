@@ -9,7 +9,7 @@ import gast
 
 from . import astutil as A
 from .context import Context
-from .resolve import static_value
+from .resolve import known_value
 
 _UNSUPPORTED = {
     gast.Await: ("'await'", "Differentiate a synchronous function."),
@@ -53,12 +53,8 @@ def is_no_grad_block(node, ctx: Context) -> bool:
     expr = node.items[0].context_expr
     if not isinstance(expr, gast.Call) or expr.args or expr.keywords:
         return False
-    try:
-        manager = static_value(expr.func, ctx)
-        return isinstance(manager, type) and getattr(manager, "__srcgrad_stops_gradient__",
-                                                     False)
-    except KeyError:
-        return False
+    manager = known_value(expr.func, ctx)
+    return isinstance(manager, type) and getattr(manager, "__srcgrad_stops_gradient__", False)
 
 
 def _check_generator(tree, ctx: Context) -> None:
