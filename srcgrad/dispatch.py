@@ -25,7 +25,7 @@ from .api_forward import dynamic_backward_jvp, dynamic_forward_jvp, dynamic_jvp
 from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, Redispatch, RuleCall, UserCall,
                            record_derivative)
-from .errors import MissingRuleError, UnsupportedFeatureError, unnested_api
+from .errors import MissingRuleError, UnsupportedFeatureError, UnsupportedSyntaxError, unnested_api
 from .rules import lookup
 from .runtime import ZERO, container_method, add, is_zero, part, receiver_of
 from .transforms.binding import scatter_rule_grads
@@ -99,10 +99,7 @@ def method_fwd(obj, name, *args, **kwargs):
         # no instance argument: the receiver gets no gradient
         value, record = dynamic_forward(getattr(obj, name), args, kwargs)
         return value, ReceiverlessCall(record)
-    method = getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_forward(method, (obj,) + args, kwargs)
+    return dynamic_forward(_method_target(obj, name), (obj,) + args, kwargs)
 
 
 def call_bwd(record, g):
@@ -127,10 +124,8 @@ def method_jvp(obj, d_obj, name, tangents, kw_tangents, *args, **kwargs):
     """Like ``call_jvp`` for ``obj.name(...)``, ``d_obj`` being the tangent of ``obj``."""
     if _receiverless(obj, name):  # a static or class method: obj is not an argument
         return dynamic_jvp(getattr(obj, name), args, kwargs, tuple(tangents), kw_tangents)
-    method = container_method(obj, name) or getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_jvp(method, (obj,) + args, kwargs, (d_obj,) + tuple(tangents), kw_tangents)
+    return dynamic_jvp(_method_target(obj, name), (obj,) + args, kwargs,
+                       (d_obj,) + tuple(tangents), kw_tangents)
 
 
 def call_fwd_jvp(tangents, kw_tangents, fn, *args, **kwargs):
@@ -148,10 +143,7 @@ def method_fwd_jvp(tangents, kw_tangents, obj, name, *args, **kwargs):
             getattr(obj, name), args, kwargs, tuple(tangents[2:]), kw_tangents)
         return (value, ReceiverlessCall(record)), \
             (d_value, record_derivative(ReceiverlessCall, record=d_record))
-    method = container_method(obj, name) or getattr(type(obj), name, None)
-    if method is None or not hasattr(method, "__code__"):
-        raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    return dynamic_forward_jvp(method, (obj,) + args, kwargs,
+    return dynamic_forward_jvp(_method_target(obj, name), (obj,) + args, kwargs,
                                (tangents[0],) + tuple(tangents[2:]), kw_tangents)
 
 
@@ -212,10 +204,24 @@ def _receiverless_fwd_bwd(inner, g):
 
 def _method_target(obj, name):
     """The function ``method_fwd`` calls for ``obj.name(...)`` (with ``obj`` first)."""
-    method = container_method(obj, name) or getattr(type(obj), name, None)
+    method = container_method(obj, name)
+    if method is not None:
+        return method
+    method = getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
+    if runtime.method_changes_receiver(type(obj), name):
+        raise UnsupportedSyntaxError.from_message(
+            f"'{type(obj).__name__}.{name}(...)' changes its object in place (it stores into "
+            f"self, or changes what self holds), called on an object of a class srcgrad "
+            f"could not tell from the function's source (a parameter, a helper's result) "
+            f"with differentiable values or on one holding them: srcgrad differentiates the "
+            f"call, not the change, which the object's later reads would miss (a wrong "
+            f"gradient). Make the object in the function by calling its class (m = "
+            f"{type(obj).__name__}(...)), or write the method as a function returning the new "
+            f"values (m.W = scaled(m.W, v)).")
     return method
+
 
 
 def _call_fwd_fwd(fn, args, kwargs, lead, receiver=False):

@@ -1538,6 +1538,28 @@ def _refuse_class_attribute(obj, name: str, where: str) -> None:
             f"that. Give the object its own copy first (obj.{name} = obj.{name}.copy()).")
 
 
+_RECEIVER_CHANGES: dict = {}
+
+
+def method_changes_receiver(cls, name: str) -> bool:
+    """Whether the method ``cls.name`` (a Python function) changes its object in place,
+    itself or through other methods of self (desugar.changes_self, the check of a class
+    known at transform time), remembered per class and name."""
+    changes = _RECEIVER_CHANGES.get((cls, name))
+    if changes is None:
+        from .transforms.desugar import changes_self
+        changes = _RECEIVER_CHANGES[cls, name] = changes_self(cls, name, set())
+    return changes
+
+
+def refuse_changing_method(obj, name: str, message: str) -> None:
+    """Before ``obj.name(...)`` with differentiable values, on an object whose class was not
+    known at transform time: raise when that method changes its object in place (run as
+    plain Python or differentiated, the change carries no gradient)."""
+    if method_changes_receiver(type(obj), name):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
 def refuse_differentiable_change(value, message: str) -> None:
     """Before ``v.sort()`` (an in-place method no rewrite follows): raise when ``v`` holds
     differentiable values (not a list of keys, of integers)."""

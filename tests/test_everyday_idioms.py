@@ -372,3 +372,76 @@ def numpy_float64_cast(x):
 @pytest.mark.parametrize("f", [builtin_pow, numpy_float64_cast], ids=lambda f: f.__name__)
 def test_builtin_every_mode(f):
     test_idiom_every_mode(f)
+
+
+# -- a method changing its object, on an object whose class srcgrad cannot tell ---------------
+class _Cell:
+    def __init__(self):
+        self.W = np.ones(4)
+
+    def set_first(self, v):
+        self.W[0] = v
+
+    def scale(self, v):
+        self.W = self.W * v
+
+    def apply(self, h):
+        return np.tanh(self.W * h)
+
+
+def _make_cell():
+    return _Cell()
+
+
+def _scale_it(m, v):
+    m.scale(v[0])
+    return np.sum(m.W * v)
+
+
+def method_on_a_helpers_object(x):
+    m = _make_cell()
+    m.set_first(x[0])
+    return np.sum(m.W * x)
+
+
+def rebinding_method_on_a_helpers_object(x):
+    m = _make_cell()
+    m.scale(x[1])
+    return np.sum(m.W * x)
+
+
+def changing_method_in_a_loop(x):
+    m = _make_cell()
+    for i in range(2):
+        m.scale(x[i])
+    return np.sum(m.W)
+
+
+def changing_method_on_a_parameter(x):
+    return _scale_it(_make_cell(), x)
+
+
+@pytest.mark.parametrize("f", [method_on_a_helpers_object, rebinding_method_on_a_helpers_object,
+                               changing_method_in_a_loop, changing_method_on_a_parameter],
+                         ids=lambda f: f.__name__)
+def test_a_method_changing_an_object_of_unknown_class_is_refused_at_its_line(f):
+    """Each gave a wrong gradient with no error: the call ran as plain Python (its value
+    unread), and the object's change carried no gradient. Now refused at run time, where the
+    object's class tells, at the user's line."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_everyday_idioms\.py:\d+: '\w+\.(set_first|scale)\(\.\.\.\)', "
+                             r"a method changing its object"):
+        srcgrad.grad(f)(X4.copy())
+
+
+def methods_that_change_nothing(x):
+    m = _make_cell()
+    rs = np.random.RandomState(0)
+    return np.sum(m.apply(x)) + np.sum(x * rs.randn(*x.shape)) + np.sum(_GLOBAL_CELL.apply(x))
+
+
+_GLOBAL_CELL = _Cell()
+
+
+def test_methods_that_change_nothing_still_work():
+    test_idiom_every_mode(methods_that_change_nothing)

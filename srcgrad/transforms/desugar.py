@@ -242,7 +242,7 @@ def _root(target) -> str | None:
     return target.id if isinstance(target, gast.Name) else None
 
 
-def _changes_self(cls, method: str, seen: set) -> bool:
+def changes_self(cls, method: str, seen: set) -> bool:
     """Whether ``cls.method``, a plain function, changes its first parameter's object in
     place (activity.mutated_parameters), itself or through the methods it calls on it."""
     fn = inspect.getattr_static(cls, method, None)
@@ -257,7 +257,7 @@ def _changes_self(cls, method: str, seen: set) -> bool:
         tree = get_source(fn).tree
     except (SrcgradError, OSError, TypeError, SyntaxError):
         return False
-    return any(_changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
+    return any(changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
                if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                and isinstance(call.func.value, gast.Name) and call.func.value.id == me)
 
@@ -1508,6 +1508,23 @@ class _Desugar:
                                         "dict (d[name] = v).")
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
                     and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and func.value.id in self.ctx.local_names \
+                    and not self.method_changes_receiver(func.value.id, func.attr) \
+                    and not self.class_known(func.value.id):
+                # an object of a class not known here (a parameter, a helper's result): the
+                # same question, asked of its class at run time
+                name = func.value.id
+                message = (f"{self.ctx.location(s)}: '{name}.{func.attr}(...)', a method "
+                           f"changing its object '{name}' in place, with differentiable "
+                           f"values, is not supported (in {self.ctx.fn.__name__}()). srcgrad "
+                           f"does not follow a method's changes of self (the gradient through "
+                           f"them would be lost). Write it as a function of the object (def "
+                           f"{func.attr}(m, ...): m.W = ...), whose changes srcgrad takes back "
+                           f"at the call, or store the attributes here ({name}.W = ...).")
+                guards.append(self.check("refuse_changing_method", A.load(name),
+                                         A.const(func.attr), message=message, at=s))
+            elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
                     and self.method_changes_receiver(func.value.id, func.attr):
                 # (also with the object unread after: w = m.W earlier sees the change)
                 name = func.value.id
@@ -2010,6 +2027,17 @@ class _Desugar:
                         A.located(A.const(None), arg)
         return [s] + stores
 
+    def class_known(self, name: str) -> bool:
+        """Whether every binding of ``name`` calls a class known here (``m = Model()``):
+        method_changes_receiver then answered for it at transform time."""
+        values = [node.value for node in gast.walk(self.tree) if isinstance(node, gast.Assign)
+                  and any(isinstance(t, gast.Name) and t.id == name for t in node.targets)]
+        return bool(values) and name not in self.ctx.params and all(
+            isinstance(v, gast.Call) and isinstance(known_value(v.func, self.ctx), type)
+            for v in values) and len(values) == sum(
+            isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
+            for n in gast.walk(self.tree))
+
     def method_changes_receiver(self, name: str, method: str) -> bool:
         """Whether ``name.method(...)`` may change ``name``'s object in place: a method of
         the class one of ``name``'s bindings calls (``m = Model()``) that stores into
@@ -2019,7 +2047,7 @@ class _Desugar:
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call) \
                     and any(isinstance(t, gast.Name) and t.id == name for t in node.targets):
                 cls = known_value(node.value.func, self.ctx)
-                if isinstance(cls, type) and _changes_self(cls, method, set()):
+                if isinstance(cls, type) and changes_self(cls, method, set()):
                     return True
         return False
 
