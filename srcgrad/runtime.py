@@ -1683,8 +1683,9 @@ def _reach(value, seen: dict, arrays: list) -> None:
             children = value.values()
         elif isinstance(value, types.FunctionType):
             children = function_reads(value)
-        else:
-            children = getattr(value, "__dict__", {}).values()
+        else:  # (a wrapper may answer __dict__ with something else than a dict)
+            attrs = getattr(value, "__dict__", None)
+            children = attrs.values() if isinstance(attrs, dict) else ()
         todo.extend((child, depth + 1) for child in children)
 
 

@@ -445,3 +445,22 @@ _GLOBAL_CELL = _Cell()
 
 def test_methods_that_change_nothing_still_work():
     test_idiom_every_mode(methods_that_change_nothing)
+
+
+# -- the run-time sharing check on what user code reaches --------------------------------
+class _OddDict:
+    """An object answering __dict__ with something else than a dict (llvmlite's library
+    wrappers do, and the check met one through numba's objects)."""
+
+    def __getattribute__(self, name):
+        if name == "__dict__":
+            return object()
+        return object.__getattribute__(self, name)
+
+
+def test_the_sharing_check_passes_an_object_whose_dict_is_not_a_dict():
+    from srcgrad import runtime
+    updated = [X4]  # (a list updated in place: the views are walked for it)
+    runtime.refuse_viewed(updated, [_OddDict(), [_OddDict()]], "shared")
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="shared"):
+        runtime.refuse_viewed(updated, [[_OddDict(), updated]], "shared")
