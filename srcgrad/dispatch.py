@@ -29,6 +29,7 @@ from .errors import MissingRuleError, UnsupportedFeatureError, UnsupportedSyntax
 from .rules import lookup
 from .runtime import ZERO, container_method, add, is_zero, part, receiver_of
 from .transforms.binding import scatter_rule_grads
+from .transforms.desugar import changes_self
 
 __all__ = ["call_fwd", "method_fwd", "call_bwd", "call_jvp", "method_jvp", "call_fwd_jvp",
            "method_fwd_jvp", "call_bwd_jvp"]
@@ -210,7 +211,7 @@ def _method_target(obj, name):
     method = getattr(type(obj), name, None)
     if method is None or not hasattr(method, "__code__"):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
-    if runtime.method_changes_receiver(type(obj), name):
+    if method_changes_receiver(type(obj), name):
         raise UnsupportedSyntaxError.from_message(
             f"'{type(obj).__name__}.{name}(...)' changes its object in place (it stores into "
             f"self, or changes what self holds), called on an object of a class srcgrad "
@@ -335,6 +336,19 @@ def _apply_bwd_bwd(data, g):
 
 def _zero_if_none(g):
     return ZERO if g is None else g
+
+
+_RECEIVER_CHANGES: dict = {}
+
+
+def method_changes_receiver(cls, name: str) -> bool:
+    """Whether the method ``cls.name`` (a Python function) changes its object in place,
+    itself or through other methods of self (desugar.changes_self, the check of a class
+    known at transform time), remembered per class and name."""
+    changes = _RECEIVER_CHANGES.get((cls, name))
+    if changes is None:
+        changes = _RECEIVER_CHANGES[cls, name] = changes_self(cls, name, set())
+    return changes
 
 
 runtime.connect_dispatch(sys.modules[__name__])

@@ -1538,25 +1538,11 @@ def _refuse_class_attribute(obj, name: str, where: str) -> None:
             f"that. Give the object its own copy first (obj.{name} = obj.{name}.copy()).")
 
 
-_RECEIVER_CHANGES: dict = {}
-
-
-def method_changes_receiver(cls, name: str) -> bool:
-    """Whether the method ``cls.name`` (a Python function) changes its object in place,
-    itself or through other methods of self (desugar.changes_self, the check of a class
-    known at transform time), remembered per class and name."""
-    changes = _RECEIVER_CHANGES.get((cls, name))
-    if changes is None:
-        from .transforms.desugar import changes_self
-        changes = _RECEIVER_CHANGES[cls, name] = changes_self(cls, name, set())
-    return changes
-
-
 def refuse_changing_method(obj, name: str, message: str) -> None:
     """Before ``obj.name(...)`` with differentiable values, on an object whose class was not
     known at transform time: raise when that method changes its object in place (run as
     plain Python or differentiated, the change carries no gradient)."""
-    if method_changes_receiver(type(obj), name):
+    if _dispatch.method_changes_receiver(type(obj), name):
         raise UnsupportedSyntaxError.from_message(message)
 
 
@@ -1683,6 +1669,8 @@ def _reach(value, seen: dict, arrays: list) -> None:
             children = value.values()
         elif isinstance(value, types.FunctionType):
             children = function_reads(value)
+        elif kind.__module__.split(".")[0] in _MACHINERY:
+            continue  # (a helper's adjoint, a cache, numba's objects: no data of the user's)
         else:  # (a wrapper may answer __dict__ with something else than a dict)
             attrs = getattr(value, "__dict__", None)
             children = attrs.values() if isinstance(attrs, dict) else ()
@@ -1690,6 +1678,11 @@ def _reach(value, seen: dict, arrays: list) -> None:
 
 
 _LIBRARY_MODULES = {"numpy", "scipy", "srcgrad", "builtins", "math"}
+
+
+# modules whose objects the sharing check does not walk into (srcgrad's own containers of
+# user values, Bound and tapes, are tuples and lists, walked before this is asked)
+_MACHINERY = {"srcgrad", "numba", "llvmlite"}
 
 
 def function_reads(fn) -> list:

@@ -464,3 +464,26 @@ def test_the_sharing_check_passes_an_object_whose_dict_is_not_a_dict():
     runtime.refuse_viewed(updated, [_OddDict(), [_OddDict()]], "shared")
     with pytest.raises(srcgrad.UnsupportedSyntaxError, match="shared"):
         runtime.refuse_viewed(updated, [[_OddDict(), updated]], "shared")
+
+
+def _squares(v):
+    return v * v
+
+
+def calls_a_helper(x):
+    return np.sum(_squares(x))
+
+
+def test_srcgrads_own_objects_are_not_walked_by_the_sharing_check():
+    """The check before an in-place update walks what the other variables reach; srcgrad's
+    generated code reaches its helpers' adjoints, their caches and, once anything compiled,
+    numba's objects, down which the walk went until 'nested more than 32 levels' (a jvp of
+    a pullback refused under the full suite). Those hold no data of the user's."""
+    from srcgrad import runtime
+    from srcgrad.api import get_adjoint
+    adjoint = get_adjoint(calls_a_helper, (0,))
+    updated = [X4]
+    runtime.refuse_viewed(updated, [adjoint.bwd, adjoint, [adjoint] * 40], "shared")
+    seen: dict = {}
+    runtime._reach(adjoint.bwd, seen, [])
+    assert len(seen) <= 3, len(seen)  # (the function, its closure's tuple, no further)

@@ -1509,10 +1509,13 @@ class _Desugar:
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
                     and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
                     and func.value.id in self.ctx.local_names \
+                    and isinstance(s, gast.Expr) and s.value is call \
                     and not self.method_changes_receiver(func.value.id, func.attr) \
                     and not self.class_known(func.value.id):
                 # an object of a class not known here (a parameter, a helper's result): the
-                # same question, asked of its class at run time
+                # same question, asked of its class at run time, for a call whose value is
+                # unread (one whose value is read is dispatched at run time, where
+                # dispatch._method_target asks it; an array's methods never are)
                 name = func.value.id
                 message = (f"{self.ctx.location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
