@@ -219,11 +219,14 @@ def spread_sum(g, iterable):
 
 
 def sum_vjp(g, ans, iterable, start=0):
-    return (spread_sum(g, iterable),)
+    # sum(iterable, start) is start + item + item + ...: start takes the whole cotangent
+    return spread_sum(g, iterable), unbroadcast(g, start)
 
 
-def sum_jvp(d_iterable, ans, iterable, start=0):
-    return (broadcast_like(sum(d_iterable), ans),)
+def sum_jvp(d_iterable, d_start, ans, iterable, start=0):
+    # (a tangent may be the lazy zero when only the other operand varies)
+    by_items = ZERO if is_zero(d_iterable) else sum(d_iterable)
+    return broadcast_like(by_items, ans), broadcast_like(d_start, ans)
 
 
 def quotient_points(rng):
@@ -271,6 +274,8 @@ def _scalar_pairs(rng):
 
 def _sequences(rng):
     return [(([draw(rng, (2, 3)), draw(rng, (2, 3)), draw(rng, (2, 3))],), {}),
+            (([draw(rng, (3,)), draw(rng, None)], draw(rng, (2, 3))), {}),
+            (([draw(rng, None), draw(rng, None)], draw(rng, None)), {}),
             (((draw(rng, (3,)), draw(rng, None), draw(rng, (2, 3))),), {}),
             (([draw(rng, None), draw(rng, None)],), {}),
             ((draw(rng, (4, 3)),), {})]
@@ -284,4 +289,4 @@ defrule(operator.mod, mod_vjp, diff_args=(0, 1), jvp=mod_jvp, domain=quotient_po
 defrule(operator.matmul, matmul_vjp, diff_args=(0, 1), jvp=matmul_jvp, domain=matmul_points)
 defrule(max, max_vjp, diff_args=(0, 1), jvp=max_jvp, domain=_scalar_pairs)
 defrule(min, min_vjp, diff_args=(0, 1), jvp=min_jvp, domain=_scalar_pairs)
-defrule(sum, sum_vjp, jvp=sum_jvp, domain=_sequences, linear=True)
+defrule(sum, sum_vjp, diff_args=(0, 1), jvp=sum_jvp, domain=_sequences, linear=True)
