@@ -816,6 +816,15 @@ def setitem(x, index, value):
     return out
 
 
+def scatter_add(x, index, values):
+    """A copy of the array ``x`` after ``np.add.at(x, index, values)``: repeated indices add
+    every value they index (what ``np.add.at(a, i, v)`` becomes on differentiable values,
+    followed by ``a[...] = ``, so the change in place is kept for whoever holds ``a``)."""
+    out = np.array(x, copy=True)
+    np.add.at(out, index, values)
+    return out
+
+
 def _shallow_copy(xs):
     """A new list or dict holding ``xs``'s items, of ``xs``'s own class: a defaultdict keeps
     its default, an OrderedDict or Counter its kind (stores into it run its own methods)."""
@@ -899,6 +908,10 @@ def setitem_zeroed(g, x, index):
         return ZERO
     if isinstance(g, np.ndarray) or is_foreign_array(g):
         out = g.copy()
+        out[index] = 0
+        return out
+    if isinstance(g, (_generic, float, int, complex)):  # of a 0-d array (a[...] = v)
+        out = np.array(g)
         out[index] = 0
         return out
     if isinstance(g, dict):
@@ -1786,6 +1799,8 @@ def _shares_data(v, array, depth: int) -> bool:
 def last_writes(g, index):
     """``g[index]`` as the adjoint of the values a store ``x[index] = v`` wrote: where a
     fancy index repeats a position, numpy keeps the last write, so only it gets ``g``."""
+    if isinstance(g, (_generic, float, int, complex)) and not is_zero(g):
+        g = np.asarray(g)  # of a 0-d array (a[...] = v, a[()] = v)
     if is_zero(g) or not (isinstance(g, np.ndarray) or _is_recording_array(g)):
         return part(g, index)
     written = g[index]

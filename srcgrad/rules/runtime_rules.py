@@ -36,6 +36,24 @@ def _setitem_domain(rng):
             (({"a": draw(rng, (2,))}, "c", draw(rng, None)), {})]
 
 
+def scatter_add_vjp(g, ans, x, index, values):
+    # every value was added at its own position: its cotangent is read there (repeated
+    # positions read the same entry)
+    return g, rt.unbroadcast(rt.densify(g, ans)[index], values)
+
+
+def scatter_add_jvp(dx, dvalues, ans, x, index, values):
+    return rt.broadcast_like(dx, ans), rt.scatter_add(rt.zeros_like(ans), index, dvalues)
+
+
+def _scatter_add_domain(rng):
+    x = draw(rng, (4, 3))
+    return [((x, ([0, 0, 2],), draw(rng, (3, 3))), {}),
+            ((x, (np.array([1, 3, 1]), slice(None)), draw(rng, (3,))), {}),
+            ((x, (np.array([[0, 0], [3, 0]]), 2), draw(rng, None)), {}),
+            ((draw(rng, (5,)), np.array([4, 4, 4, 0]), draw(rng, (4,))), {})]
+
+
 def list_append_vjp(g, ans, xs, value):
     return rt.list_slice(g, 0, len(xs)), rt.part(g, len(xs))
 
@@ -86,6 +104,8 @@ def _delete_domain(rng):
 
 defrule(rt.setitem, setitem_vjp, diff_args=(0, 2), jvp=setitem_jvp, domain=_setitem_domain,
         linear=True, name="runtime.setitem")
+defrule(rt.scatter_add, scatter_add_vjp, diff_args=(0, 2), jvp=scatter_add_jvp,
+        domain=_scatter_add_domain, linear=True, name="runtime.scatter_add")
 defrule(rt.list_append, list_append_vjp, diff_args=(0, 1), jvp=list_append_jvp,
         domain=_list_domain, linear=True, name="runtime.list_append")
 defrule(rt.list_extend, list_extend_vjp, diff_args=(0, 1), jvp=list_extend_jvp,

@@ -182,6 +182,31 @@ def _set_object(call) -> str | None:
     return None
 
 
+# numpy functions writing into their first argument (``np.copyto(p, v)``), read by name:
+# these analyses run before names are resolved, and counting a same-named function of
+# another module as a change only costs a specialization, never a gradient
+_WRITES_FIRST_ARGUMENT = frozenset({"copyto", "put", "place", "putmask", "put_along_axis",
+                                    "fill_diagonal", "shuffle", "at"})
+
+
+def _changed_by_call(call) -> set:
+    """The variables whose objects ``call`` may change in place: ``p.append(...)``-like
+    methods, ``setattr(p, ...)``, numpy's writing functions (``np.copyto(p, v)``,
+    ``np.add.at(p, i, v)``) and ``out=p``."""
+    func = call.func
+    changed = {_set_object(call)}
+    if isinstance(func, gast.Attribute) and func.attr in _MUTATORS:
+        changed.add(_root_name(func.value))
+    name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+    if name in _WRITES_FIRST_ARGUMENT and call.args:
+        changed.add(_root_name(call.args[0]))
+    for k in call.keywords:
+        if k.arg == "out":
+            outs = k.value.elts if isinstance(k.value, (gast.Tuple, gast.List)) else [k.value]
+            changed.update(_root_name(o) for o in outs)
+    return changed
+
+
 def _root_name(node) -> str | None:
     while isinstance(node, (gast.Subscript, gast.Attribute)):
         node = node.value
@@ -199,11 +224,8 @@ def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
         if isinstance(node, (gast.Name, gast.Subscript, gast.Attribute)) \
                 and isinstance(node.ctx, (gast.Store, gast.Del)):
             changed.add(_root_name(node))
-        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-                and node.func.attr in _MUTATORS:
-            changed.add(_root_name(node.func.value))
         elif isinstance(node, gast.Call):
-            changed.add(_set_object(node))
+            changed |= _changed_by_call(node)
     return frozenset(changed & params)
 
 
@@ -222,9 +244,6 @@ def mutated_parameters(tree: gast.FunctionDef, augmented: bool = True) -> frozen
         elif augmented and isinstance(node, gast.AugAssign) \
                 and isinstance(node.target, gast.Name):
             changed.add(node.target.id)
-        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
-                and node.func.attr in _MUTATORS:
-            changed.add(_root_name(node.func.value))
         elif isinstance(node, gast.Call):
-            changed.add(_set_object(node))
+            changed |= _changed_by_call(node)
     return frozenset(changed & params)

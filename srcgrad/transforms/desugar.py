@@ -1466,7 +1466,8 @@ class _Desugar:
             func = call.func
             if any(k.arg == "out" and not (isinstance(k.value, gast.Constant)
                                            and k.value.value is None) for k in call.keywords) \
-                    and not self.transformed_callee(func):
+                    and not self.transformed_callee(func) \
+                    and not self.is_writing_statement(call, s):
                 self.ctx.problem(s, "a call writing its result into an existing array "
                                     "(out=...) with differentiable values",
                                  "Assign the result instead (y = np.multiply(a, b)).")
@@ -1489,7 +1490,7 @@ class _Desugar:
                 guards.append(self.check("refuse_differentiable_change",
                                          A.load(func.value.id), message=message, at=s))
                 continue
-            if what is not None:
+            if what is not None and not self.is_writing_statement(call, s):
                 self.ctx.problem(s, f"{what}, which changes an array or list in place, with "
                                     f"differentiable values",
                                  "Compute a new value and assign it (v = np.sort(v); "
@@ -2274,7 +2275,7 @@ class _Desugar:
 
     def visit_Expr(self, s):
         call = s.value
-        store = self.attribute_store_of(call, s)
+        store = self.attribute_store_of(call, s) or self.writing_call_store(call, s)
         if store is not None:  # setattr(m, "W", v) is m.W = v
             return self.visit_Assign(store)
         path = self.held_method(s)
@@ -2395,6 +2396,50 @@ class _Desugar:
             return None
         target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)
         return A.assign(target, args[2], at=at)
+
+    def is_writing_statement(self, call, s) -> bool:
+        """``call`` is statement ``s``'s whole value and rewritten as an element assignment
+        (writing_call_store)."""
+        return isinstance(s, gast.Expr) and s.value is call \
+            and self.writing_call_store(call, s) is not None
+
+    def writing_call_store(self, call, at):
+        """The element assignment a numpy call writing into an array is, for such a call as a
+        statement of its own with differentiable values, else None: ``a[...] = v`` for
+        ``np.copyto(a, v)``, ``a[...] = f(x, y)`` for ``f(x, y, out=a)``, ``a[...] =
+        _rt.scatter_add(a, index, values)`` for ``np.add.at(a, index, values)``
+        (``np.subtract.at`` adds ``-values``). Element assignment differentiates the store
+        (and checks for other holders of ``a``) like any other."""
+        if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied
+                and not any(isinstance(a, gast.Starred) for a in call.args)
+                and all(k.arg is not None for k in call.keywords)):
+            return None
+        fn = known_value(call.func, self.ctx)
+        outs = [k for k in call.keywords if k.arg == "out"]
+        if outs and (getattr(fn, "__module__", None) or "").startswith("numpy") \
+                or isinstance(fn, np.ufunc):
+            target = outs[0].value if outs else None
+            if isinstance(target, gast.Tuple) and len(target.elts) == 1:
+                target = target.elts[0]
+            value = gast.Call(func=call.func, args=call.args,
+                              keywords=[k for k in call.keywords if k.arg != "out"])
+        elif fn is np.copyto and len(call.args) == 2 and not call.keywords:
+            target, value = call.args
+        elif isinstance(getattr(fn, "__self__", None), np.ufunc) and call.func.attr == "at" \
+                and fn.__self__ in (np.add, np.subtract) and len(call.args) == 3 \
+                and not call.keywords:
+            target, index, values = call.args
+            if fn.__self__ is np.subtract:
+                values = gast.UnaryOp(op=gast.USub(), operand=values)
+            value = A.call(A.attr(self.ctx.rt, "scatter_add"), _as_load(A.deepcopy(target)),
+                           index, values)
+        else:
+            return None
+        if not isinstance(target, (gast.Name, gast.Attribute, gast.Subscript)):
+            return None
+        store = A.located(gast.Subscript(value=_as_load(A.deepcopy(target)),
+                                         slice=A.const(Ellipsis), ctx=gast.Store()), at)
+        return A.assign(store, A.located(value, at), at=at)
 
     def shared_container_guards(self, name: str, s) -> list:
         """Before ``name.append(v)`` (a list method, ``d.update(...)``), rewritten as a new
