@@ -10,6 +10,8 @@ argument: activity.py's ``_changed_by_call``). Every program is checked against 
 differences in every mode (gradient, jvp, Hessian, grad of grad)."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -178,8 +180,14 @@ def put_in_a_helper(x):
                                      (put_in_a_helper, "np.put(a, [0, 2], x[:2])")],
                          ids=lambda v: getattr(v, "__name__", ""))
 def test_refused_at_the_line(f, line):
+    assert_refused_at(f, X4, __file__, line)
+
+
+def assert_refused_at(f, x, path, text):
+    """``grad(f)(x)`` raises a SrcgradError naming ``path`` and the first line of it that
+    holds ``text``."""
     with pytest.raises(srcgrad.SrcgradError) as info:
-        srcgrad.grad(f)(X4.copy())
-    source = open(__file__).read().splitlines()
-    number = next(i for i, text in enumerate(source, 1) if line in text)
-    assert f"test_writing_calls.py:{number}" in str(info.value)
+        srcgrad.grad(f)(x.copy())
+    source = open(path).read().splitlines()
+    number = next(i for i, line in enumerate(source, 1) if text in line)
+    assert f"{os.path.basename(path)}:{number}:" in str(info.value), str(info.value)

@@ -232,6 +232,14 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         read_elsewhere = {n for n, count in reads.items() if count > inside[n]}
         filled = [(i, a) for i, a in bound or () if (i, a) not in varied
                   and A.names_read(a) & read_elsewhere and not isinstance(a, gast.Constant)]
+        gathered = _gathered_arguments(names, call, mutated)
+        if any(A.names_read(a) & (ctx.varied | read_elsewhere) for a in gathered):
+            through = f"*{names.vararg}" if names.vararg in mutated else \
+                f"**{names.kwarg}" if names.kwarg in mutated else "an unpacking (*, **)"
+            ctx.problem(node, f"{r.name}() changing in place an argument it receives through "
+                              f"{through}, while differentiable values are involved",
+                        f"Name the parameter in {r.name}()'s definition, or return the "
+                        f"changed value and assign it.")
         for i, a in varied + filled:
             if i >= len(names) or names[i] not in mutated or names[i] in handed:
                 continue  # (a new array, or a variable read no more: desugar.hand_over)
@@ -337,9 +345,21 @@ def _insert_before(tree, guards: dict) -> None:
                 setattr(node, field, [g for s in block for g in guards.pop(id(s), []) + [s]])
 
 
+def _gathered_arguments(params, call, changed) -> list:
+    """The arguments of ``call`` that reach a ``*args`` or ``**kwargs`` parameter the callee
+    changes in place (``changed``), or any parameter through an unpacking."""
+    unpacked = any(isinstance(a, gast.Starred) for a in call.args) \
+        or any(k.arg is None for k in call.keywords)
+    out = []
+    if unpacked and changed or params.vararg in changed:
+        out += call.args[0 if unpacked else params.positional:]
+    if unpacked and changed or params.kwarg in changed:
+        out += [k.value for k in call.keywords if k.arg is None or k.arg not in params]
+    return out
+
+
 def _param_names(fn) -> list[str]:
-    code = fn.__code__
-    return list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    return A.parameters_of(fn)
 
 
 def check_no_lost_activity(tree: gast.FunctionDef, ctx: Context) -> None:

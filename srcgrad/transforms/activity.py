@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 import gast
+import numpy as np
 
 from ..rules import lookup
 from .binding import bind_rule_call
@@ -169,16 +170,16 @@ _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "
                        "itemset", "add", "discard", "__setitem__", "__delitem__"})
 
 
-def _set_object(call) -> str | None:
-    """The variable whose object ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
+def _set_object_node(call):
+    """The object (an expression) ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
     ``p.__setattr__(...)`` changes, else None."""
     func = call.func
     if isinstance(func, gast.Name) and func.id == "setattr" and call.args:
-        return _root_name(call.args[0])
+        return call.args[0]
     if isinstance(func, gast.Attribute) and func.attr == "__setattr__":
         if isinstance(func.value, gast.Name) and func.value.id == "object" and call.args:
-            return _root_name(call.args[0])
-        return _root_name(func.value)
+            return call.args[0]
+        return func.value
     return None
 
 
@@ -190,21 +191,31 @@ _WRITES_FIRST_ARGUMENT = frozenset({"copyto", "put", "place", "putmask", "put_al
 
 
 def _changed_by_call(call) -> set:
-    """The variables whose objects ``call`` may change in place: ``p.append(...)``-like
-    methods, ``setattr(p, ...)``, numpy's writing functions (``np.copyto(p, v)``,
-    ``np.add.at(p, i, v)``) and ``out=p``."""
+    """``(name, depth)`` (``_root_and_depth``, the object changed counting as one level) for
+    the objects ``call`` may change in place: ``p.append(...)``-like methods, ``setattr(p,
+    ...)``, numpy's writing functions (``np.copyto(p, v)``, ``np.add.at(p, i, v)``) and
+    ``out=p``."""
     func = call.func
-    changed = {_set_object(call)}
+    changed = set()
+    target = _set_object_node(call)
+    if target is not None:
+        changed.add(_deeper(target))
     if isinstance(func, gast.Attribute) and func.attr in _MUTATORS:
-        changed.add(_root_name(func.value))
+        changed.add(_deeper(func.value))
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
     if name in _WRITES_FIRST_ARGUMENT and call.args:
-        changed.add(_root_name(call.args[0]))
+        changed.add(_deeper(call.args[0]))
     for k in call.keywords:
         if k.arg == "out":
             outs = k.value.elts if isinstance(k.value, (gast.Tuple, gast.List)) else [k.value]
-            changed.update(_root_name(o) for o in outs)
+            changed.update(_deeper(o) for o in outs)
     return changed
+
+
+def _deeper(node) -> tuple[str | None, int]:
+    """The root and depth of a store into the object ``node`` is (one level below it)."""
+    root, depth = _root_and_depth(node)
+    return root, depth + 1
 
 
 def _root_name(node) -> str | None:
@@ -215,35 +226,186 @@ def _root_name(node) -> str | None:
 
 def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
     """Parameters the function rebinds or changes in place (``p = ...``, ``p[i] = ...``,
-    ``p.attr = ...``, ``p.append(...)``): such a parameter can become differentiable inside
-    the function even when its argument is not, so a call site never specializes it away."""
-    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
-              if isinstance(a, gast.Name)}
-    changed = set()
-    for node in gast.walk(tree):
-        if isinstance(node, (gast.Name, gast.Subscript, gast.Attribute)) \
-                and isinstance(node.ctx, (gast.Store, gast.Del)):
-            changed.add(_root_name(node))
-        elif isinstance(node, gast.Call):
-            changed |= _changed_by_call(node)
-    return frozenset(changed & params)
+    ``p.attr = ...``, ``p.append(...)``, also through another name: ``_objects_changed``):
+    such a parameter can become differentiable inside the function even when its argument is
+    not, so a call site never specializes it away."""
+    params = _parameter_names(tree)
+    rebound = {node.id for node in gast.walk(tree)
+               if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del))}
+    return frozenset((rebound & params) | _objects_changed(tree, params, augmented=False))
 
 
 def mutated_parameters(tree: gast.FunctionDef, augmented: bool = True) -> frozenset[str]:
     """Parameters whose object the function changes in place (``p[i] = ...``, ``p.a = ...``,
-    ``p += ...`` on an array, ``p.append(...)``): the caller sees those changes. Without
-    ``augmented``, ``p += ...`` does not count: on a number it rebinds ``p``, and only the
-    argument's value tells."""
-    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
-              if isinstance(a, gast.Name)}
+    ``p += ...`` on an array, ``p.append(...)``, ``np.copyto(p, v)``, also through another
+    name: ``_objects_changed``): the caller sees those changes. Without ``augmented``, ``p +=
+    ...`` does not count: on a number it rebinds ``p``, and only the argument's value tells.
+    ``*args`` and ``**kwargs`` count by their own names."""
+    return frozenset(_objects_changed(tree, _parameter_names(tree), augmented))
+
+
+def _parameter_names(tree) -> set[str]:
+    a = tree.args
+    return {p.id for p in a.args + a.posonlyargs + a.kwonlyargs + [a.vararg, a.kwarg]
+            if isinstance(p, gast.Name)}
+
+
+# Calls whose result is, or holds, an object its argument holds: numpy's views, Python's
+# iteration helpers and new containers of the same items. Read by name, like
+# _WRITES_FIRST_ARGUMENT: a same-named function elsewhere costs a specialization only.
+_SHARING_FUNCTIONS = frozenset({
+    "asarray", "asanyarray", "ascontiguousarray", "asfortranarray", "reshape", "ravel",
+    "transpose", "matrix_transpose", "permute_dims", "squeeze", "expand_dims", "atleast_1d",
+    "atleast_2d", "atleast_3d", "swapaxes", "moveaxis", "broadcast_to", "diagonal", "real",
+    "imag", "flip", "fliplr", "flipud", "rot90", "split", "array_split", "hsplit", "vsplit",
+    "dsplit", "unstack", "enumerate", "zip", "reversed", "iter", "next", "list", "tuple",
+    "sorted", "dict", "vars", "getattr", "copy", "filter", "map", "chain"})
+# Methods whose result holds nothing of the receiver's (numpy's copies and reductions,
+# containers' counts); any other method's result (m.layer(0), p.reshape(...), d.values())
+# may be an object the receiver holds.
+_FRESH_METHODS = frozenset({
+    "copy", "astype", "tolist", "item", "sum", "mean", "prod", "max", "min", "std", "var",
+    "dot", "cumsum", "cumprod", "round", "clip", "conj", "conjugate", "any", "all", "argmax",
+    "argmin", "argsort", "nonzero", "count", "index", "trace", "ptp", "tobytes", "deepcopy"})
+
+
+def _reading_methods() -> frozenset:
+    """Methods that never change their object: every public method of numpy's arrays and of
+    Python's numbers, strings, tuples and containers, less those changing the object."""
+    names = set()
+    for kind in (np.ndarray, np.generic, float, int, complex, str, bytes, tuple, list, dict,
+                 set, frozenset):
+        names |= {n for n in dir(kind) if not n.startswith("_")}
+    return frozenset(names - _MUTATORS - _WRITES_FIRST_ARGUMENT
+                     - {"setflags", "byteswap", "partition", "setfield"})
+
+
+_READING_METHODS = _reading_methods()
+
+
+def _shared_roots(value) -> set[str]:
+    """The names whose objects (or objects they hold) ``value`` may be or hold."""
+    if isinstance(value, gast.Name):
+        return {value.id}
+    if isinstance(value, (gast.Subscript, gast.Attribute, gast.Starred)):
+        return _shared_roots(value.value)
+    if isinstance(value, (gast.Tuple, gast.List, gast.Set)):
+        return set().union(*[_shared_roots(e) for e in value.elts]) if value.elts else set()
+    if isinstance(value, gast.Dict):
+        return set().union(set(), *[_shared_roots(v) for v in value.values])
+    if isinstance(value, gast.IfExp):
+        return _shared_roots(value.body) | _shared_roots(value.orelse)
+    if isinstance(value, gast.BoolOp):
+        return set().union(*[_shared_roots(v) for v in value.values])
+    if isinstance(value, gast.NamedExpr):
+        return _shared_roots(value.value)
+    if isinstance(value, gast.Call):
+        func = value.func
+        if isinstance(func, gast.Attribute) and func.attr not in _FRESH_METHODS:
+            out = _shared_roots(func.value)
+        else:
+            out = set()
+        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+        if name in _SHARING_FUNCTIONS:
+            for a in value.args:
+                out |= _shared_roots(a)
+        return out
+    return set()
+
+
+def _objects_changed(tree, params: set[str], augmented: bool) -> set[str]:
+    """The parameters whose objects, or objects they hold, the function may change in place:
+    through the parameter itself, or through any name bound to one of those objects (``b =
+    p``, a view ``b = p[:2]``, ``b = p.T``, a row ``for row in p``, an item ``w = p["W"]``,
+    ``b = vars(p)``), or to a new container of its items (``q = list(p)``, ``q = p.copy()``:
+    changing ``q[0][1]`` changes an item of ``p``; changing ``q[0]`` does not). An
+    over-approximation: a name counted that is not a view only costs a specialization."""
+    shares = {p: {p} for p in params}  # name -> the parameters whose objects it may be/hold
+    copies: dict[str, set] = {}  # name -> the parameters whose items its new container holds
+    bindings = []
+    for node in gast.walk(tree):
+        if isinstance(node, (gast.Assign, gast.AnnAssign, gast.NamedExpr)) \
+                and node.value is not None:
+            targets = node.targets if isinstance(node, gast.Assign) else [node.target]
+            bindings += [(_bound_names(t), node.value, False) for t in targets]
+        elif isinstance(node, (gast.For, gast.comprehension)):
+            bindings.append((_bound_names(node.target), node.iter, True))
+        elif isinstance(node, gast.withitem) and node.optional_vars is not None:
+            bindings.append((_bound_names(node.optional_vars), node.context_expr, False))
+    grown = True
+    while grown:
+        grown = False
+        for names, value, items in bindings:
+            roots = _shared_roots(value)
+            found = set().union(set(), *[shares.get(r, ()) for r in roots])
+            held = set().union(set(), *[copies.get(r, ()) for r in roots])
+            if items:  # a loop target is an item: of a copy, an item of the original
+                found |= held
+                held = set()
+            elif _new_container_of_items(value):
+                held |= found
+                found = set()
+            for n in names:
+                if not found <= shares.get(n, set()) or not held <= copies.get(n, set()):
+                    shares.setdefault(n, set()).update(found)
+                    copies.setdefault(n, set()).update(held)
+                    grown = True
     changed = set()
     for node in gast.walk(tree):
-        if isinstance(node, (gast.Subscript, gast.Attribute)) \
-                and isinstance(node.ctx, (gast.Store, gast.Del)):
-            changed.add(_root_name(node))
-        elif augmented and isinstance(node, gast.AugAssign) \
-                and isinstance(node.target, gast.Name):
-            changed.add(node.target.id)
-        elif isinstance(node, gast.Call):
-            changed |= _changed_by_call(node)
-    return frozenset(changed & params)
+        for target, depth in _changed_objects(node, augmented):
+            changed |= shares.get(target, set())
+            if depth >= 2:
+                changed |= copies.get(target, set())
+    return changed & params
+
+
+def _bound_names(target) -> set[str]:
+    """The variables a target binds (``a``, ``a, *b``), not those it stores into (``p[0]``,
+    ``p.W``: a change of ``p``, found as one)."""
+    if isinstance(target, gast.Name):
+        return {target.id}
+    if isinstance(target, gast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, (gast.Tuple, gast.List)):
+        return set().union(set(), *[_bound_names(e) for e in target.elts])
+    return set()
+
+
+def _new_container_of_items(value) -> bool:
+    """``list(p)``, ``tuple(p)``, ``sorted(p)``, ``dict(p)``, ``copy.copy(p)``, ``p.copy()``,
+    ``p[:]`` of a list... a new container: changing it does not change ``p``, changing an item
+    of it does."""
+    if isinstance(value, gast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
+        return name in ("list", "tuple", "sorted", "dict", "copy", "set", "frozenset")
+    return isinstance(value, (gast.List, gast.Tuple, gast.Set, gast.Dict))
+
+
+def _changed_objects(node, augmented: bool):
+    """``(name, depth)`` for each object ``node`` changes in place, reached from the variable
+    ``name`` through ``depth`` subscripts or attributes (``b[0][1] = v``: b, 2)."""
+    if isinstance(node, (gast.Subscript, gast.Attribute)) \
+            and isinstance(node.ctx, (gast.Store, gast.Del)):
+        yield _root_and_depth(node)
+    elif augmented and isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name):
+        yield node.target.id, 0
+    elif isinstance(node, gast.Call):
+        for changed in _changed_by_call(node):
+            yield changed
+        func = node.func
+        if isinstance(func, gast.Attribute) and func.attr not in _READING_METHODS:
+            # m.set_w(v): a method of a class not known here may change its object
+            yield _deeper(func.value)
+
+
+def _root_and_depth(node) -> tuple[str | None, int]:
+    depth = 0
+    while True:
+        if isinstance(node, (gast.Subscript, gast.Attribute)):
+            node, depth = node.value, depth + 1
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "vars" and len(node.args) == 1:
+            node = node.args[0]  # vars(m)["W"] = v changes m
+        else:
+            return (node.id if isinstance(node, gast.Name) else None), depth

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import ast
+import inspect
 import copy
 
 import gast
@@ -93,15 +94,36 @@ def _clone(node, mapping):
     return new
 
 
+class Parameters(list):
+    """A function's named parameters (positional ones, then keyword-only ones), knowing how
+    many are positional and the names of its ``*args`` and ``**kwargs`` (or None)."""
+
+    def __init__(self, names, positional: int, vararg: str | None, kwarg: str | None):
+        super().__init__(names)
+        self.positional, self.vararg, self.kwarg = positional, vararg, kwarg
+
+
+def parameters_of(fn) -> Parameters:
+    """``fn``'s ``Parameters``, read from its code object."""
+    code = fn.__code__
+    n = code.co_argcount + code.co_kwonlyargcount
+    vararg = code.co_varnames[n] if code.co_flags & inspect.CO_VARARGS else None
+    kwarg = code.co_varnames[n + (vararg is not None)] \
+        if code.co_flags & inspect.CO_VARKEYWORDS else None
+    return Parameters(code.co_varnames[:n], code.co_argcount, vararg, kwarg)
+
+
 def bind_arguments(params: list[str], offset: int, call: gast.Call) -> list | None:
     """``(parameter index, argument node)`` for each argument of a call of a function with
     parameters ``params`` (``offset`` of them bound already, a method's ``self``), or None
     when a ``*``/``**`` unpacking hides which parameter an argument reaches. The one binder
-    of user calls, for reverse and forward mode."""
+    of user calls, for reverse and forward mode. With ``Parameters``, positional arguments
+    past the positional parameters (those ``*args`` gathers) are bound to none."""
     if any(isinstance(a, gast.Starred) for a in call.args) \
             or any(k.arg is None for k in call.keywords):
         return None
-    out = [(i + offset, a) for i, a in enumerate(call.args)]
+    positional = getattr(params, "positional", len(params))
+    out = [(i + offset, a) for i, a in enumerate(call.args) if i + offset < positional]
     out += [(params.index(k.arg), k.value) for k in call.keywords if k.arg in params]
     return out
 

@@ -128,21 +128,39 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
     except (SrcgradError, OSError, TypeError, SyntaxError):
         return frozenset()
     out = set(find(tree))
-    params = set(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    own = A.parameters_of(fn)
+    params = {*own, own.vararg, own.kwarg} - {None}
     for call in gast.walk(tree) if depth < 8 else ():
         if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
             continue
         callee = fn.__globals__.get(call.func.id)
-        if not isinstance(callee, types.FunctionType) or lookup(callee) is not None \
-                or callee.__code__.co_flags & _STARRED:
+        if not isinstance(callee, types.FunctionType) or lookup(callee) is not None:
             continue
         inner = _mutated_parameters(callee, depth + 1, find, cache)
-        names = list(callee.__code__.co_varnames[:callee.__code__.co_argcount
-                                                  + callee.__code__.co_kwonlyargcount])
+        names = A.parameters_of(callee)
         out |= {arg.id for i, arg in A.bind_arguments(names, 0, call) or []
                 if isinstance(arg, gast.Name) and arg.id in params and names[i] in inner}
+        out |= {n for n in _gathered_names(names, call, inner) if n in params}
     known = cache[code] = frozenset(out)
     return known
+
+
+def _gathered_names(params, call, changed) -> set[str]:
+    """The variables a call passes into ``*args`` or ``**kwargs`` (or through an unpacking,
+    which may reach any parameter) of a function that changes that parameter in place
+    (``changed``: its mutated parameters)."""
+    out = set()
+    unpacked = any(isinstance(a, gast.Starred) for a in call.args) \
+        or any(k.arg is None for k in call.keywords)
+    if unpacked and changed or params.vararg in changed:
+        out |= {a.id for a in call.args[params.positional if not unpacked else 0:]
+                if isinstance(a, gast.Name)}
+        out |= {a.value.id for a in call.args
+                if isinstance(a, gast.Starred) and isinstance(a.value, gast.Name)}
+    if unpacked and changed or params.kwarg in changed:
+        out |= {k.value.id for k in call.keywords
+                if (k.arg is None or k.arg not in params) and isinstance(k.value, gast.Name)}
+    return out
 
 
 _ITEMS_UPDATED: dict = {}
@@ -830,8 +848,7 @@ class _Desugar:
             mutated = _mutated_parameters(fn) if fn is not None else frozenset()
             if not mutated:
                 continue
-            params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
-                                                  + fn.__code__.co_kwonlyargcount])
+            params = A.parameters_of(fn)
             handed = set()
             bound = A.bind_arguments(params, 0, call) or []
             same = _same_objects(fn, params, bound)
@@ -931,8 +948,7 @@ class _Desugar:
         fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
         if fn is None or call.func.id in self.ctx.closure:
             return False
-        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
-                                              + fn.__code__.co_kwonlyargcount])
+        params = A.parameters_of(fn)
         return any(params[i] in _taken_back(fn) and (
             isinstance(arg, gast.Name) or _item_path(arg) is not None)
             for i, arg in A.bind_arguments(params, 0, call) or [])
@@ -1109,8 +1125,7 @@ class _Desugar:
         if fn is None or call.func.id in self.ctx.closure \
                 or not A.names_read(call) & self.ctx.varied:
             return [], []
-        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
-                                              + fn.__code__.co_kwonlyargcount])
+        params = A.parameters_of(fn)
         changes_items = _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
         for i, arg in A.bind_arguments(params, 0, call) or []:
             path = _item_path(arg)
@@ -1153,8 +1168,7 @@ class _Desugar:
         fn = self.static_function(call.func)
         if fn is None or call.func.id in self.ctx.closure:
             return []
-        params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
-                                              + fn.__code__.co_kwonlyargcount])
+        params = A.parameters_of(fn)
         taken = _taken_back(fn)
         changes_items = _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
         bound = A.bind_arguments(params, 0, call) or []
@@ -1201,8 +1215,7 @@ class _Desugar:
                 fn = self.static_function(call.func) if isinstance(call, gast.Call) else None
                 if fn is None:
                     continue
-                params = list(fn.__code__.co_varnames[:fn.__code__.co_argcount
-                                                      + fn.__code__.co_kwonlyargcount])
+                params = A.parameters_of(fn)
                 out += [a.id for i, a in A.bind_arguments(params, 0, call) or []
                         if isinstance(a, gast.Name) and a.id in names
                         and params[i] in _taken_back(fn)]
