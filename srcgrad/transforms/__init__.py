@@ -26,7 +26,7 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unn
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import mark_active, mark_varied, mutated_parameters
+from .activity import mark_active, mark_varied, mutated_parameters, object_changes
 from .anf import to_anf
 from .calls import route_calls
 from .checkpoint import lower_checkpointed
@@ -203,6 +203,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
     reads = Counter(n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                     and isinstance(n.ctx, gast.Load))
     taking_back = []
+    read_here = set(reads)
     for call in gast.walk(tree):  # (calls in 'if' tests and other expressions too)
         if not isinstance(call, gast.Call) or id(call) in differentiated \
                 or adjoint_tape_op(call, ctx):
@@ -232,6 +233,14 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
         read_elsewhere = {n for n, count in reads.items() if count > inside[n]}
         filled = [(i, a) for i, a in bound or () if (i, a) not in varied
                   and A.names_read(a) & read_elsewhere and not isinstance(a, gast.Constant)]
+        outside = [what for name, what in _changed_outside(r.obj) if name in read_here]
+        if outside:
+            ctx.problem(node, f"{r.name}() changing {outside[0]} in place, which "
+                              f"{ctx.fn.__name__}() reads, while it is passed "
+                              f"differentiable values",
+                        f"srcgrad does not follow what a helper changes outside its own "
+                        f"variables and arguments: return the new value from "
+                        f"{r.name}() and assign it.")
         gathered = _gathered_arguments(names, call, mutated)
         if any(A.names_read(a) & (ctx.varied | read_elsewhere) for a in gathered):
             through = f"*{names.vararg}" if names.vararg in mutated else \
@@ -343,6 +352,59 @@ def _insert_before(tree, guards: dict) -> None:
             block = getattr(node, field, None)
             if isinstance(block, list) and any(id(s) in guards for s in block):
                 setattr(node, field, [g for s in block for g in guards.pop(id(s), []) + [s]])
+
+
+_OUTSIDE: dict = {}
+
+
+def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
+    """What ``fn`` (or a helper it calls by a global name) changes in place among the
+    objects it reads from its globals or closure (``G[0] = v``, ``LOG.append(v)``, ``b = G;
+    b[0] = v``) or rebinds as a ``global``: ``[("G", "the global 'G'"), ...]``, once per
+    code object. Modules, functions and classes do not count (``np.random.seed(0)``)."""
+    code = fn.__code__
+    known = _OUTSIDE.get(code)
+    if known is not None:
+        return known
+    _OUTSIDE[code] = []  # (recursion)
+    try:
+        tree = get_source(fn).tree
+    except (SrcgradError, OSError, TypeError, SyntaxError):
+        return []
+    cells = {name: c.cell_contents for name, c in zip(code.co_freevars, fn.__closure__ or ())
+             if _cell_bound(c)}
+    declared = {n for node in gast.walk(tree) if isinstance(node, (gast.Global, gast.Nonlocal))
+                for n in node.names}
+    local = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+             and isinstance(n.ctx, (gast.Store, gast.Del, gast.Param))} - declared
+    free = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)} - local
+    found = []
+    for name in sorted(free):
+        value = cells[name] if name in cells else fn.__globals__.get(name, None)
+        data = not isinstance(value, (types.ModuleType, types.FunctionType, type,
+                                      types.BuiltinFunctionType, numbers.Number, str, bytes))
+        where = "the closure variable" if name in cells else "the global"
+        if name in declared and any(isinstance(n, gast.Name) and n.id == name and isinstance(
+                n.ctx, gast.Store) for n in gast.walk(tree)):
+            found.append((name, f"{where} '{name}' (rebound)"))
+        elif data and value is not None and object_changes(tree, {name}):
+            found.append((name, f"{where} '{name}'"))
+    for call in gast.walk(tree) if depth < 8 and not found else ():
+        callee = fn.__globals__.get(call.func.id) if isinstance(call, gast.Call) \
+            and isinstance(call.func, gast.Name) else None
+        if isinstance(callee, types.FunctionType) and callee is not fn:
+            found += [(name, f"{what} (in {callee.__name__}())")
+                      for name, what in _changed_outside(callee, depth + 1)[:1]]
+    _OUTSIDE[code] = found
+    return found
+
+
+def _cell_bound(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:
+        return False
+    return True
 
 
 def _gathered_arguments(params, call, changed) -> list:

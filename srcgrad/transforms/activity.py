@@ -320,8 +320,28 @@ def _objects_changed(tree, params: set[str], augmented: bool) -> set[str]:
     ``b = vars(p)``), or to a new container of its items (``q = list(p)``, ``q = p.copy()``:
     changing ``q[0][1]`` changes an item of ``p``; changing ``q[0]`` does not). An
     over-approximation: a name counted that is not a view only costs a specialization."""
-    shares = {p: {p} for p in params}  # name -> the parameters whose objects it may be/hold
-    copies: dict[str, set] = {}  # name -> the parameters whose items its new container holds
+    return {root for _, root, _ in object_changes(tree, params, augmented)}
+
+
+def object_changes(tree, roots: set[str], augmented: bool = True) -> list:
+    """``(node, root, name)`` for each ``node`` of ``tree`` that may change in place an
+    object of the variable ``root`` (or one it holds), through the variable ``name`` (root
+    itself, or a name bound to its objects: see ``_objects_changed``)."""
+    shares, copies = _sharing_names(tree, roots)
+    out = []
+    for node in gast.walk(tree):
+        for name, depth in _changed_objects(node, augmented):
+            reached = shares.get(name, set()) | (copies.get(name, set()) if depth >= 2
+                                                  else set())
+            out += [(node, root, name) for root in sorted(reached & roots)]
+    return out
+
+
+def _sharing_names(tree, roots: set[str]) -> tuple[dict, dict]:
+    """``(shares, copies)``: for each name of ``tree``, the ``roots`` whose objects it may be
+    or hold, and those whose items a new container it names holds."""
+    shares = {r: {r} for r in roots}  # name -> the roots whose objects it may be or hold
+    copies: dict[str, set] = {}  # name -> the roots whose items its new container holds
     bindings = []
     for node in gast.walk(tree):
         if isinstance(node, (gast.Assign, gast.AnnAssign, gast.NamedExpr)) \
@@ -336,9 +356,9 @@ def _objects_changed(tree, params: set[str], augmented: bool) -> set[str]:
     while grown:
         grown = False
         for names, value, items in bindings:
-            roots = _shared_roots(value)
-            found = set().union(set(), *[shares.get(r, ()) for r in roots])
-            held = set().union(set(), *[copies.get(r, ()) for r in roots])
+            sources = _shared_roots(value)
+            found = set().union(set(), *[shares.get(r, ()) for r in sources])
+            held = set().union(set(), *[copies.get(r, ()) for r in sources])
             if items:  # a loop target is an item: of a copy, an item of the original
                 found |= held
                 held = set()
@@ -350,13 +370,7 @@ def _objects_changed(tree, params: set[str], augmented: bool) -> set[str]:
                     shares.setdefault(n, set()).update(found)
                     copies.setdefault(n, set()).update(held)
                     grown = True
-    changed = set()
-    for node in gast.walk(tree):
-        for target, depth in _changed_objects(node, augmented):
-            changed |= shares.get(target, set())
-            if depth >= 2:
-                changed |= copies.get(target, set())
-    return changed & params
+    return shares, copies
 
 
 def _bound_names(target) -> set[str]:

@@ -17,7 +17,7 @@ from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
-from .activity import match_bindings, mutated_parameters
+from .activity import match_bindings, mutated_parameters, object_changes
 from .anf import is_static_ref
 from .context import Context
 from .gradient_calls import is_maker
@@ -373,6 +373,39 @@ def _attribute_name(call) -> str | None:
             and name.value.isidentifier():
         return name.value
     return None
+
+
+# methods changing their object, which taken as a value (push = acc.append) change it where
+# srcgrad cannot see
+_CHANGING_VALUES = frozenset({"append", "extend", "insert", "pop", "remove", "clear",
+                              "update", "setdefault", "popitem", "sort", "reverse", "fill",
+                              "put", "itemset", "resize", "__setitem__", "__delitem__",
+                              "__iadd__", "__isub__", "__imul__", "__itruediv__", "add",
+                              "discard", "__setattr__"})
+
+
+# changing methods srcgrad rewrites only as statements of their own (xs.pop() has its own
+# rules: is_list_pop)
+_CHANGING_INSIDE = frozenset({"append", "extend", "insert", "remove", "clear", "update",
+                              "sort", "reverse", "add", "discard", "__setitem__",
+                              "__delitem__", "fill", "put", "itemset", "resize"})
+
+
+def _own_walk(node):
+    """The nodes of ``node``, not entering nested defs (their statements are visited on
+    their own) but entering lambdas."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for child in gast.iter_child_nodes(n):
+            if not isinstance(child, gast.FunctionDef):
+                todo.append(child)
+
+
+def _is_statement_call(fn, call) -> bool:
+    """``call`` is the whole value of an expression statement of ``fn``."""
+    return any(isinstance(n, gast.Expr) and n.value is call for n in gast.walk(fn))
 
 
 def _local_names(fn: gast.FunctionDef) -> set[str]:
@@ -1456,6 +1489,7 @@ class _Desugar:
         pre += self.hand_over(s)
         self.refuse_varied_guarded(s)
         pre += self.refuse_hidden_stores(s)
+        self.refuse_closure_changes(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1463,6 +1497,59 @@ class _Desugar:
             if isinstance(getattr(s, field, None), list):
                 setattr(s, field, self.block(getattr(s, field)))
         return pre + [s]
+
+    def refuse_closure_changes(self, s) -> None:
+        """Refuse what changes a variable of an enclosing function in place where no
+        statement of that function runs, in a way the nested def's run-time checks
+        (enclosing_store: ``acc[i] = v``, ``acc.append(v)`` as statements of their own) do
+        not see: a lambda doing it (``lambda v: acc.append(v)``), a nested def doing it
+        through another name (``b = a; b[0] = v``) or a writing call (``np.copyto(a, v)``),
+        and a changing method taken as a value (``push = acc.append``, ``map(acc.append,
+        xs)``). Python changes the object; srcgrad's rewrite would lose the gradient
+        through it (a silently wrong gradient before, 27 Nov 2026)."""
+        called = {id(c.func) for c in gast.walk(s) if isinstance(c, gast.Call)}
+        scope = self.ctx.local_names | set(self.ctx.params)
+        for node in _own_walk(s):
+            if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Load) \
+                    and id(node) not in called and isinstance(node.value, gast.Name) \
+                    and node.value.id in scope and node.attr in _CHANGING_VALUES:
+                self.ctx.problem(s, f"'{node.value.id}.{node.attr}', a method changing "
+                                    f"'{node.value.id}' in place, taken as a value",
+                                 f"Call it where it is used ({node.value.id}.{node.attr}(v)),"
+                                 f" or build a new list or array (a comprehension).")
+        statements = {id(n.value) for n in gast.walk(s) if isinstance(n, gast.Expr)}
+        for call in _own_walk(s):
+            if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                    and isinstance(call.func.value, gast.Name) \
+                    and call.func.value.id in scope and call.func.attr in _CHANGING_INSIDE \
+                    and id(call) not in statements and A.names_read(call) & self.ctx.varied:
+                text = f"{call.func.value.id}.{call.func.attr}(...)"
+                self.ctx.problem(s, f"'{text}', changing '{call.func.value.id}' in place, "
+                                    f"inside an expression",
+                                 f"Call it as a statement of its own ({text}), or build a "
+                                 f"new list (a comprehension).")
+        fns = [s] if isinstance(s, gast.FunctionDef) else []
+        fns += [n for n in _own_walk(s) if isinstance(n, gast.Lambda)]
+        for fn in fns:
+            own = _local_names(fn) if isinstance(fn, gast.FunctionDef) else {
+                a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
+                if isinstance(a, gast.Name)}
+            outer = (A.names_read(fn) - own) & scope
+            for node, root, name in object_changes(fn, outer):
+                if isinstance(fn, gast.FunctionDef) and name == root and (
+                        isinstance(node, (gast.Subscript, gast.Attribute))
+                        or isinstance(node, gast.Call) and _is_statement_call(fn, node)
+                        and isinstance(node.func, gast.Attribute)
+                        and isinstance(node.func.value, gast.Name)
+                        and node.func.attr in {*_LIST_METHODS, "update"}):
+                    continue  # (enclosing_store's run-time check, in the def's own body)
+                kind = "lambda" if isinstance(fn, gast.Lambda) else f"nested def {fn.name}()"
+                via = "" if name == root else f" through '{name}'"
+                self.ctx.problem(s, f"a {kind} changing '{root}', a variable of the enclosing "
+                                    f"function, in place{via}",
+                                 "Return the new value from the nested function and assign "
+                                 "it in the enclosing one.")
+                break
 
     def refuse_hidden_stores(self, s) -> list:
         """Refuse what stores differentiable values into an object where no variable is
