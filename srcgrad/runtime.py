@@ -830,7 +830,11 @@ def _shallow_copy(xs):
     its default, an OrderedDict or Counter its kind (stores into it run its own methods)."""
     if isinstance(xs, dict):
         return dict(xs) if type(xs) is dict else copy.copy(xs)
-    return copy.copy(xs) if isinstance(xs, list) and type(xs) is not list else list(xs)
+    if not isinstance(xs, list):  # a deque, an array.array...: not a list after the copy
+        raise UnsupportedFeatureError(
+            f"changing a {type(xs).__name__} holding differentiable values (srcgrad follows "
+            f"lists and dicts): build a list instead")
+    return copy.copy(xs) if type(xs) is not list else list(xs)
 
 
 def plain_call(fn, handed: tuple, back: tuple, *args, **kwargs):

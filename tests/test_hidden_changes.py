@@ -8,12 +8,21 @@ wrong gradient before 27 Nov 2026, now refused at the user's line (transforms/de
 - a changing method taken as a value (``push = acc.append``, ``map(acc.append, xs)``,
   ``st = a.__setitem__``), or called inside an expression;
 - a helper run as plain Python changing a global the function reads (``G[0] = v``,
-  ``GL.append(v)``).
+  ``GL.append(v)``);
+- the standard library's functions changing a list in place (``heapq.heappush``,
+  ``bisect.insort``, ``random.shuffle``, a generator's ``shuffle``, ``operator.iadd``), and
+  an element store into a global (an UnboundLocalError before).
 
 What still works: a nested def storing into the enclosing variable as a statement of its own
 (refused at run time for a float only), and a helper logging values into a global the
 function does not read."""
 from __future__ import annotations
+
+import bisect
+import heapq
+import operator
+import random
+from collections import deque
 
 import numpy as np
 import pytest
@@ -101,7 +110,53 @@ def helper_appending_to_a_global(x):
     return GL[0] * x[1]
 
 
+def heappush(x):
+    h = []
+    for v in x:
+        heapq.heappush(h, v * 2)  # line: heappush
+    return h[0] * x[1]
+
+
+def insort(x):
+    xs = [0.0, 10.0]
+    bisect.insort(xs, x[0] * 2)  # line: insort
+    return xs[1] * x[1]
+
+
+def shuffle(x):
+    xs = [x[0], x[1], x[2]]
+    random.Random(0).shuffle(xs)  # line: shuffle
+    return xs[0] + xs[1] * 2 + xs[2] * 3
+
+
+def generator_shuffle(x):
+    a = x * 1.0
+    np.random.default_rng(0).shuffle(a)  # line: generator shuffle
+    return a[0] + a[1] * 2
+
+
+def operator_iadd(x):
+    a = np.zeros(4)
+    operator.iadd(a, x)  # line: iadd
+    return np.sum(a * x)
+
+
+def element_of_a_global(x):
+    G[0] = x[0] * 2  # line: global element
+    return np.sum(G * x)
+
+
+def deque_appendleft(x):
+    d = deque()
+    d.append(x[0])  # line: deque
+    d.appendleft(x[1] * 2)
+    return d[0] * d[1]
+
+
 @pytest.mark.parametrize("f, mark", [
+    (heappush, "heappush"), (insort, "insort"), (shuffle, "shuffle"),
+    (generator_shuffle, "generator shuffle"), (operator_iadd, "iadd"),
+    (element_of_a_global, "global element"), (deque_appendleft, "deque"),
     (lambda_appending, "lambda"), (nested_def_through_an_alias, "alias"),
     (nested_def_copyto, "copyto"), (bound_append, "bound"), (bound_setitem, "setitem"),
     (map_of_append, "map"), (append_inside_an_expression, "inside"),

@@ -186,8 +186,11 @@ def _set_object_node(call):
 # numpy functions writing into their first argument (``np.copyto(p, v)``), read by name:
 # these analyses run before names are resolved, and counting a same-named function of
 # another module as a change only costs a specialization, never a gradient
-_WRITES_FIRST_ARGUMENT = frozenset({"copyto", "put", "place", "putmask", "put_along_axis",
-                                    "fill_diagonal", "shuffle", "at"})
+_WRITES_FIRST_ARGUMENT = frozenset({
+    "copyto", "put", "place", "putmask", "put_along_axis", "fill_diagonal", "shuffle", "at",
+    "heappush", "heappop", "heapify", "heapreplace", "heappushpop", "insort", "insort_left",
+    "insort_right", "setitem", "delitem", "iadd", "isub", "imul", "itruediv", "ifloordiv",
+    "imod", "ipow", "imatmul", "iconcat"})
 
 
 def _changed_by_call(call) -> set:

@@ -4,7 +4,11 @@ functional updates through runtime helpers); loops over varied sequences iterate
 """
 from __future__ import annotations
 
+import bisect
+import heapq
 import inspect
+import operator
+import random
 import types
 
 import gast
@@ -343,7 +347,14 @@ _IN_PLACE_METHODS = {"sort", "fill", "put", "itemset", "resize", "partition", "r
 _LIST_IN_PLACE_METHODS = {"sort", "remove", "clear"}
 # numpy functions writing into their first argument
 _IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
-                       np.put_along_axis)
+                       np.put_along_axis, heapq.heappush, heapq.heappop, heapq.heapify,
+                       heapq.heapreplace, heapq.heappushpop, bisect.insort,
+                       bisect.insort_left, bisect.insort_right, random.shuffle,
+                       operator.delitem, operator.iadd, operator.isub, operator.imul,
+                       operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                       operator.imatmul, operator.iconcat)
+# methods of a random generator shuffling their argument in place (rng.shuffle(xs))
+_SHUFFLING_METHODS = frozenset({"shuffle"})
 
 
 def _header_nodes(s):
@@ -2042,6 +2053,14 @@ class _Desugar:
                                  f"it into a variable first (v = {text}.copy()), change v and "
                                  f"read v afterwards.")
                 return [s]
+            if isinstance(base, gast.Name) and base.id not in self.ctx.params \
+                    and self.is_global(base.id):
+                self.ctx.problem(s, f"assignment into an element of '{base.id}', a global or "
+                                    f"closure variable",
+                                 f"Python changes that object, which outlives the call. "
+                                 f"Copy it into a variable first (v = {base.id}.copy()), "
+                                 f"change v and read v afterwards.")
+                return [s]
             if isinstance(base, gast.Name) and base.id in self.callers \
                     and base.id not in self.aliased | self.views:
                 return self.parameter_guard(base.id, s) + self.functional_setitem(
@@ -2464,6 +2483,9 @@ class _Desugar:
                 and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
                 and func.value.id in self.ctx.local_names:
             return f"'{func.value.id}.{func.attr}(...)'"
+        if isinstance(func, gast.Attribute) and func.attr in _SHUFFLING_METHODS and call.args \
+                and A.names_read(call.args[0]) & self.ctx.varied:
+            return f"'{to_source(func).strip()}(...)'"
         fn = known_value(func, self.ctx)
         if fn is None:
             return None
@@ -2525,6 +2547,12 @@ class _Desugar:
                               keywords=[k for k in call.keywords if k.arg != "out"])
         elif fn is np.copyto and len(call.args) == 2 and not call.keywords:
             target, value = call.args
+        elif fn is operator.setitem and len(call.args) == 3 and not call.keywords:
+            container, index, value = call.args  # operator.setitem(a, i, v) is a[i] = v
+            store = A.located(gast.Subscript(value=_as_load(A.deepcopy(container)),
+                                             slice=index, ctx=gast.Store()), at)
+            return A.assign(store, value, at=at) \
+                if isinstance(container, (gast.Name, gast.Attribute, gast.Subscript)) else None
         elif isinstance(getattr(fn, "__self__", None), np.ufunc) and call.func.attr == "at" \
                 and fn.__self__ in (np.add, np.subtract) and len(call.args) == 3 \
                 and not call.keywords:
