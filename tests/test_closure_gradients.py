@@ -378,3 +378,64 @@ def test_third_order_through_a_bound_gradient_is_refused_at_the_users_line():
         srcgrad.jacfwd(srcgrad.hessian(passed_to_a_helper))(X)
     assert "test_closure_gradients.py" in "\n".join(getattr(e.value, "__notes__", [])) + str(
         e.value)
+
+
+# -- lambdas with defaults reading differentiable values, and keys of max/min ----------------
+def default_reading_a_loop_value(x):
+    fs = []
+    for a in [x, 2.0 * x]:
+        fs.append(lambda y, a=a: np.sum(a * y))  # (the default is read when it is made)
+    return fs[0](x) + fs[1](x) ** 2
+
+
+def default_index_and_value(x):
+    fs = []
+    for i in range(3):
+        fs.append(lambda y, i=i, w=x[i] ** 2, k=2.0: y[i] * w * k)
+    return sum(f(np.sin(x)) for f in fs)
+
+
+def keyword_only_default(x):
+    c = np.cos(x)
+    fs = {"a": lambda y, *, s=c: np.sum(s * y ** 2)}
+    return fs["a"](x) + fs["a"](x, s=x)
+
+
+def max_by_key(x):
+    xs = [x[0], x[1], x[2]]
+    return max(xs, key=lambda t: abs(t)) * x[0]
+
+
+def min_by_a_key_reading_x(x):
+    rows = [x * 1.0, x ** 2, np.sin(x)]
+    return np.sum(min(rows, key=lambda r: float(np.sum((r - x[0]) ** 2) - r[1])) * x)
+
+
+def max_of_three_by_key(x):
+    return max(x[0] * 2.0, x[1], x[2] ** 2, key=lambda t: -abs(t - 0.5)) ** 2
+
+
+DEFAULTS_AND_KEYS = [default_reading_a_loop_value, default_index_and_value,
+                     keyword_only_default, max_by_key, min_by_a_key_reading_x,
+                     max_of_three_by_key]
+
+
+@pytest.mark.parametrize("f", DEFAULTS_AND_KEYS, ids=lambda f: f.__name__)
+def test_defaults_and_keys_every_mode(f):
+    """A default reading a differentiable value was a constant of the lambda: a gradient
+    missing its part, without an error, at first order (refused at second). ``key=`` of
+    max/min was refused, and crashed in forward mode."""
+    check_orders(f, X, direction=V, hessian=True)
+    hv = srcgrad.hvp(f, (X,), (V,))
+    assert np.allclose(hv, srcgrad.hessian(f)(X) @ V, rtol=1e-10, atol=1e-12)
+
+
+def test_a_moved_default_passed_by_position_raises():
+    """Such a parameter becomes keyword-only: passed by position it raises, as no other
+    parameter may silently take the value."""
+    def f(x):
+        g = [lambda y, a=x: np.sum(a * y)][0]
+        return g(x, x)
+    assert f(X) == pytest.approx(np.sum(X * X))
+    with pytest.raises(TypeError):
+        srcgrad.grad(f)(X)

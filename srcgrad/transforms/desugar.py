@@ -528,7 +528,7 @@ class _FunctionValues(gast.NodeTransformer):
             n, gast.Call) and isinstance(n.func, gast.Call) and n.func.args
             and is_maker(n.func.func, ctx)}
 
-    def bind(self, fn, captured: list, at):
+    def bind(self, fn, captured: list, at, defaults=None):
         for v in captured:
             if self.stores.get(v, 0) > 1 and id(fn) not in self.called_now:
                 self.ctx.problem(at, f"a function value reading the differentiable variable "
@@ -537,8 +537,9 @@ class _FunctionValues(gast.NodeTransformer):
                                      f"when the function is called)",
                                  f"Pass {v} to the function as an argument, or copy it to a "
                                  f"name assigned once.")
-        kwargs = gast.Dict(keys=[A.const(v) for v in captured],
-                           values=[A.load(v) for v in captured])
+        defaults = defaults or {}
+        kwargs = gast.Dict(keys=[A.const(v) for v in captured] + [A.const(k) for k in defaults],
+                           values=[A.load(v) for v in captured] + list(defaults.values()))
         return A.located(A.call(A.attr(self.ctx.rt, "bind"), fn,
                                 gast.Tuple(elts=[], ctx=gast.Load()), kwargs), at)
 
@@ -565,16 +566,46 @@ class _FunctionValues(gast.NodeTransformer):
         if id(node) in self.inlined:
             node.body = self.visit(node.body)
             return node
+        defaults = self.varied_defaults(node)
         own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         captured = sorted((A.names_read(node.body) - own) & self.ctx.varied
                           & self.ctx.local_names)
-        if not captured:
+        if not captured and not defaults:
             return node
         for v in captured:
             node.args.kwonlyargs.append(gast.Name(id=v, ctx=gast.Param(), annotation=None,
                                                   type_comment=None))
             node.args.kw_defaults.append(None)
-        return self.bind(node, captured, node)
+        return self.bind(node, captured, node, defaults)
+
+    def varied_defaults(self, node: gast.Lambda) -> dict:
+        """``lambda y, a=a: ...`` with a default reading a differentiable variable: that
+        parameter and those after it become keyword-only without defaults, and the lambda's
+        value binds the defaults' values, read where the lambda is made as Python reads them
+        (they were constants of the lambda before: their gradient was lost without an error).
+        Passing one of them by position then raises TypeError instead of binding another."""
+        a = node.args
+        first = len(a.args) - len(a.defaults)
+        moved = next((i for i, d in enumerate(a.defaults) if A.names_read(d) & self.ctx.varied
+                      & self.ctx.local_names), None)
+        kw = [i for i, d in enumerate(a.kw_defaults) if d is not None
+              and A.names_read(d) & self.ctx.varied & self.ctx.local_names]
+        bound = {}
+        for i in kw:
+            bound[a.kwonlyargs[i].id], a.kw_defaults[i] = a.kw_defaults[i], None
+        if moved is None:
+            return bound
+        params, values = a.args[first + moved:], a.defaults[moved:]
+        a.args, a.defaults = a.args[:first + moved], a.defaults[:moved]
+        for p, d in zip(params, values):
+            if A.names_read(d) & self.ctx.varied & self.ctx.local_names:
+                a.kwonlyargs.append(p)
+                a.kw_defaults.append(None)
+                bound[p.id] = d
+            else:
+                a.kwonlyargs.append(p)
+                a.kw_defaults.append(d)
+        return bound
 
 
 class _Desugar:
