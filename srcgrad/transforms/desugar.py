@@ -4,6 +4,8 @@ functional updates through runtime helpers); loops over varied sequences iterate
 """
 from __future__ import annotations
 
+import copy
+import dataclasses
 import inspect
 import types
 
@@ -3103,9 +3105,16 @@ def _new_object(value, ctx: Context) -> bool:
     if not isinstance(value, gast.Call):
         return False
     cls = known_value(value.func, ctx)
+    if cls in _COPIERS and value.args:
+        return True
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
+
+
+# calls that always return a new object (a shallow copy's attributes may be held elsewhere
+# too: a store through one is checked at run time, refuse_shared_path, as for any object)
+_COPIERS = (copy.copy, copy.deepcopy, dataclasses.replace, object.__new__)
 
 
 def _new_container(value, ctx: Context) -> bool:
