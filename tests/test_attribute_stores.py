@@ -677,3 +677,89 @@ def test_a_shallow_copy_sharing_what_python_changes_is_refused(f, line, match):
     """A shallow copy's attributes are the original's: a change in place of one is seen
     through the original, which the rewrite would leave unchanged."""
     _refused_at(f, line, match=match, error=srcgrad.SrcgradError)
+
+
+# -- objects a helper of the user's returns: new objects unless something else holds them -----
+_SHARED = NS(W=np.ones(3))
+_REGISTRY = []
+
+
+def _fresh_model():
+    return NS(W=np.ones(3), hs=[])
+
+
+def _the_shared_model():
+    return _SHARED
+
+
+def _cached_model(c=NS(W=np.ones(3))):
+    return c
+
+
+def _registered_model():
+    m = NS(W=np.ones(3))
+    _REGISTRY.append(m)
+    return m
+
+
+def _same(o):
+    return o
+
+
+def stores_into_a_helpers_new_object(x):
+    m = _fresh_model()
+    m.W = m.W * x
+    m.W[0] = x[1] ** 2
+    m.hs.append(x * 2.0)
+    return np.sum(m.W ** 2) + np.sum(m.hs[0] * x)
+
+
+def test_stores_into_a_helpers_new_object_every_mode():
+    """Refused at transform time before: the object might be held elsewhere, which the run-time
+    checks now look for (the variables, the globals, what the user's functions read)."""
+    check_every_mode(stores_into_a_helpers_new_object, X3.copy())
+
+
+def a_helpers_global_object(x):
+    m = _the_shared_model()
+    m.W = m.W * x
+    return np.sum(m.W) + np.sum(_the_shared_model().W * x)
+
+
+def a_helpers_default_object(x):
+    m = _cached_model()
+    m.W = m.W * x
+    return np.sum(m.W) + np.sum(_cached_model().W * x)
+
+
+def a_helpers_registered_object(x):
+    m = _registered_model()
+    m.W = x * 2.0
+    return np.sum(m.W) + np.sum(_REGISTRY[-1].W * x)
+
+
+def a_helper_returning_its_argument(x):
+    base = NS(W=np.ones(3))
+    m = _same(base)
+    m.W = x * 2.0
+    return np.sum(base.W * x)
+
+
+def an_element_of_a_helpers_global_object(x):
+    m = _the_shared_model()
+    m.W[0] = x[1] ** 2
+    return np.sum(m.W * x)
+
+
+@pytest.mark.parametrize("f, line, match", [
+    (a_helpers_global_object, "m.W = m.W", "changes an object that something else"),
+    (a_helpers_default_object, "m.W = m.W", "changes an object that something else"),
+    (a_helpers_registered_object, "m.W = x", "changes an object that something else"),
+    (a_helper_returning_its_argument, "m.W = x", "changes an object that something else"),
+    (an_element_of_a_helpers_global_object, "m.W[0] = ", "changes in place an object"),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_a_helpers_object_held_elsewhere_is_refused(f, line, match):
+    """Python changes the object the global, the default, the registry or the caller's
+    variable holds; the rewrite would not."""
+    _refused_at(f, line, match=match, error=srcgrad.SrcgradError)
+    _SHARED.W = np.ones(3)

@@ -3105,7 +3105,10 @@ def _new_object(value, ctx: Context) -> bool:
     if not isinstance(value, gast.Call):
         return False
     cls = known_value(value.func, ctx)
-    if cls in _COPIERS and value.args:
+    if cls in _COPIERS and value.args or _users_function(cls):
+        # (a helper's result may be an object something else holds, as a copy's attributes
+        # may: the run-time checks look for it from the variables, the globals and what the
+        # user's functions read, runtime.function_reads)
         return True
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
@@ -3115,6 +3118,12 @@ def _new_object(value, ctx: Context) -> bool:
 # calls that always return a new object (a shallow copy's attributes may be held elsewhere
 # too: a store through one is checked at run time, refuse_shared_path, as for any object)
 _COPIERS = (copy.copy, copy.deepcopy, dataclasses.replace, object.__new__)
+
+
+def _users_function(fn) -> bool:
+    """Whether ``fn`` is a plain function of the user's (not a library's)."""
+    return isinstance(fn, types.FunctionType) and (
+        getattr(fn, "__module__", None) or "").split(".")[0] not in _LIBRARIES
 
 
 def _new_container(value, ctx: Context) -> bool:
