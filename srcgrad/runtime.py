@@ -1192,6 +1192,17 @@ def seq_min(items):
     return min(items)
 
 
+def seq_max_by(items, key):
+    """Builtin ``max(xs, key=key)``: the item itself, chosen by ``key`` (which only chooses:
+    the gradient reaches the chosen item, none reaches what ``key`` reads)."""
+    return max(items, key=key)
+
+
+def seq_min_by(items, key):
+    """Builtin ``min(xs, key=key)``."""
+    return min(items, key=key)
+
+
 def seq_pick(g, items, chosen):
     """Adjoint of picking ``chosen`` out of ``items``: ``g`` at its first occurrence."""
     k = seq_index(items, chosen)

@@ -7,6 +7,8 @@ place: each program either gets every order checked against central differences,
 refused at the user's line when another name, object, global or view sees the change."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import inspect
 from types import SimpleNamespace as NS
 
@@ -581,3 +583,182 @@ def method_reading_its_object(x):
 
 def test_a_method_reading_its_object_every_mode():
     check_every_mode(method_reading_its_object, X3.copy())
+
+
+# -- objects made by copying (copy.copy, copy.deepcopy, dataclasses.replace, object.__new__) --
+
+
+@dataclasses.dataclass
+class _Fields:
+    W: object
+    b: float = 0.0
+
+
+class _Bare:
+    pass
+
+
+def store_into_a_shallow_copy(x):
+    base = NS(W=np.ones(3))
+    m = copy.copy(base)
+    m.W = m.W * x  # (a new array: base.W keeps its value, in Python too)
+    m.W = m.W + base.W * x ** 2
+    return np.sum(m.W ** 2) + np.sum(base.W)
+
+
+def stores_into_a_deep_copy(x):
+    base = NS(W=np.ones(3), hs=[np.zeros(3)])
+    m = copy.deepcopy(base)
+    m.W[0] = x[0] ** 2
+    m.hs.append(x)
+    return np.sum(base.W * x) + np.sum(m.W * x) + np.sum(m.hs[1] ** 2)
+
+
+def store_into_a_replaced_dataclass(x):
+    m0 = _Fields(np.ones(3))
+    m = dataclasses.replace(m0, b=1.0)
+    m.W = m.W * x
+    return np.sum(m.W ** 2) + m.b + np.sum(m0.W * x)
+
+
+def store_into_object_new(x):
+    m = object.__new__(_Bare)
+    m.W = x * 3.0
+    m.W = np.sin(m.W)
+    return np.sum(m.W * x)
+
+
+COPIED = [store_into_a_shallow_copy, stores_into_a_deep_copy, store_into_a_replaced_dataclass,
+          store_into_object_new]
+
+
+@pytest.mark.parametrize("f", COPIED, ids=lambda f: f.__name__)
+def test_stores_into_copied_objects_every_mode(f):
+    """Refused before ("unless the object is a variable of the function made there by
+    calling its class"): these calls always make a new object."""
+    check_every_mode(f, X3.copy())
+
+
+def element_of_a_shallow_copys_array(x):
+    base = NS(W=np.ones(3))
+    m = copy.copy(base)
+    m.W[0] = x[0] ** 2  # (base.W is the same array: Python changes it too)
+    return np.sum(base.W * x) + np.sum(m.W * x)
+
+
+def append_to_a_shallow_copys_list(x):
+    base = NS(hs=[x])
+    m = copy.copy(base)
+    m.hs.append(x * 2.0)
+    return np.sum(sum(base.hs) * x)
+
+
+def element_of_a_replaced_dataclasss_array(x):
+    m0 = _Fields(np.ones(3))
+    m = dataclasses.replace(m0, b=1.0)
+    m.W[2] = x[0] * x[1]
+    return np.sum(m0.W * x) + np.sum(m.W)
+
+
+def in_place_on_a_shallow_copys_array(x):
+    base = NS(W=np.ones(3))
+    m = copy.copy(base)
+    m.W *= x
+    return np.sum(base.W * x) + np.sum(m.W)
+
+
+
+
+# -- objects a helper of the user's returns: new objects unless something else holds them -----
+_SHARED = NS(W=np.ones(3))
+_REGISTRY = []
+
+
+def _fresh_model():
+    return NS(W=np.ones(3), hs=[])
+
+
+def _the_shared_model():
+    return _SHARED
+
+
+def _cached_model(c=NS(W=np.ones(3))):
+    return c
+
+
+def _registered_model():
+    m = NS(W=np.ones(3))
+    _REGISTRY.append(m)
+    return m
+
+
+def _same(o):
+    return o
+
+
+def stores_into_a_helpers_new_object(x):
+    m = _fresh_model()
+    m.W = m.W * x
+    m.W[0] = x[1] ** 2
+    m.hs.append(x * 2.0)
+    return np.sum(m.W ** 2) + np.sum(m.hs[0] * x)
+
+
+def test_stores_into_a_helpers_new_object_every_mode():
+    """Refused at transform time before: the object might be held elsewhere, which the run-time
+    checks now look for (the variables, the globals, what the user's functions read)."""
+    check_every_mode(stores_into_a_helpers_new_object, X3.copy())
+
+
+def a_helpers_global_object(x):
+    m = _the_shared_model()
+    m.W = m.W * x
+    return np.sum(m.W) + np.sum(_the_shared_model().W * x)
+
+
+def a_helpers_default_object(x):
+    m = _cached_model()
+    m.W = m.W * x
+    return np.sum(m.W) + np.sum(_cached_model().W * x)
+
+
+def a_helpers_registered_object(x):
+    m = _registered_model()
+    m.W = x * 2.0
+    return np.sum(m.W) + np.sum(_REGISTRY[-1].W * x)
+
+
+def a_helper_returning_its_argument(x):
+    base = NS(W=np.ones(3))
+    m = _same(base)
+    m.W = x * 2.0
+    return np.sum(base.W * x)
+
+
+def an_element_of_a_helpers_global_object(x):
+    m = _the_shared_model()
+    m.W[0] = x[1] ** 2
+    return np.sum(m.W * x)
+
+
+_HELD = "changes an object that something else"
+_IN_PLACE = "changes in place an object"
+
+
+@pytest.mark.parametrize("f, line, match", [
+    (element_of_a_shallow_copys_array, "m.W[0] = ", _IN_PLACE),
+    (append_to_a_shallow_copys_list, "m.hs.append", _IN_PLACE),
+    (element_of_a_replaced_dataclasss_array, "m.W[2] = ", _IN_PLACE),
+    (in_place_on_a_shallow_copys_array, "m.W *= x", _HELD),
+    (a_helpers_global_object, "m.W = m.W", _HELD),
+    (a_helpers_default_object, "m.W = m.W", _HELD),
+    (a_helpers_registered_object, "m.W = x", _HELD),
+    (a_helper_returning_its_argument, "m.W = x", _HELD),
+    (an_element_of_a_helpers_global_object, "m.W[0] = ", _IN_PLACE),
+], ids=lambda v: getattr(v, "__name__", None) if callable(v) else None)
+def test_a_copied_or_helpers_object_held_elsewhere_is_refused(f, line, match):
+    """A shallow copy's attributes are the original's; a helper may return an object a
+    global, a default, a registry or the caller's variable holds: Python changes what they
+    hold, the rewrite would not."""
+    _refused_at(f, line, match=match, error=srcgrad.SrcgradError)
+    _SHARED.W = np.ones(3)

@@ -378,3 +378,152 @@ def test_third_order_through_a_bound_gradient_is_refused_at_the_users_line():
         srcgrad.jacfwd(srcgrad.hessian(passed_to_a_helper))(X)
     assert "test_closure_gradients.py" in "\n".join(getattr(e.value, "__notes__", [])) + str(
         e.value)
+
+
+# -- lambdas with defaults reading differentiable values, and keys of max/min ----------------
+def default_reading_a_loop_value(x):
+    fs = []
+    for a in [x, 2.0 * x]:
+        fs.append(lambda y, a=a: np.sum(a * y))  # (the default is read when it is made)
+    return fs[0](x) + fs[1](x) ** 2
+
+
+def default_index_and_value(x):
+    fs = []
+    for i in range(3):
+        fs.append(lambda y, i=i, w=x[i] ** 2, k=2.0: y[i] * w * k)
+    return sum(f(np.sin(x)) for f in fs)
+
+
+def keyword_only_default(x):
+    c = np.cos(x)
+    fs = {"a": lambda y, *, s=c: np.sum(s * y ** 2)}
+    return fs["a"](x) + fs["a"](x, s=x)
+
+
+def max_by_key(x):
+    xs = [x[0], x[1], x[2]]
+    return max(xs, key=lambda t: abs(t)) * x[0]
+
+
+def min_by_a_key_reading_x(x):
+    rows = [x * 1.0, x ** 2, np.sin(x)]
+    return np.sum(min(rows, key=lambda r: float(np.sum((r - x[0]) ** 2) - r[1])) * x)
+
+
+def max_of_three_by_key(x):
+    return max(x[0] * 2.0, x[1], x[2] ** 2, key=lambda t: -abs(t - 0.5)) ** 2
+
+
+DEFAULTS_AND_KEYS = [default_reading_a_loop_value, default_index_and_value,
+                     keyword_only_default, max_by_key, min_by_a_key_reading_x,
+                     max_of_three_by_key]
+
+
+@pytest.mark.parametrize("f", DEFAULTS_AND_KEYS, ids=lambda f: f.__name__)
+def test_defaults_and_keys_every_mode(f):
+    """A default reading a differentiable value was a constant of the lambda: a gradient
+    missing its part, without an error, at first order (refused at second). ``key=`` of
+    max/min was refused, and crashed in forward mode."""
+    check_orders(f, X, direction=V, hessian=True)
+    hv = srcgrad.hvp(f, (X,), (V,))
+    assert np.allclose(hv, srcgrad.hessian(f)(X) @ V, rtol=1e-10, atol=1e-12)
+
+
+def test_a_moved_default_passed_by_position_raises():
+    """Such a parameter becomes keyword-only: passed by position it raises, as no other
+    parameter may silently take the value."""
+    def f(x):
+        g = [lambda y, a=x: np.sum(a * y)][0]
+        return g(x, x)
+    assert f(X) == pytest.approx(np.sum(X * X))
+    with pytest.raises(TypeError):
+        srcgrad.grad(f)(X)
+
+
+# -- third order through lambdas and defs reading other locals of the caller -----------------
+def lambda_reading_another_local(x):  # the issue's example
+    c = x * 2
+    g = lambda y: c * y ** 2  # noqa: E731
+    return srcgrad.grad(g)(x)
+
+
+def lambda_perturbation(x):  # README's example, refused at third order before
+    c = 1.5
+    return x * srcgrad.grad(lambda y: x * y)(c)
+
+
+def def_reading_a_constant_local(x):
+    k = 3.0
+    def inner(y):
+        return k * x * y ** 2
+    return srcgrad.grad(inner)(x) * x
+
+
+def local_given_another_value_before_the_call(x):
+    k = 1.0
+    g = lambda y: k * np.sin(x * y)  # noqa: E731
+    k = 2.0  # (read when the gradient is called, as Python does)
+    return srcgrad.grad(g)(x)
+
+
+def lambda_made_in_a_loop(x):
+    acc = 0.0
+    for i in range(3):
+        acc = acc + srcgrad.grad(lambda y: i * x * y ** 3)(x)
+    return acc
+
+
+def two_lambdas_on_one_line(x):
+    return srcgrad.grad(lambda y: x * y ** 2)(x) + srcgrad.grad(lambda y: np.cos(x * y))(x)
+
+
+def lambda_of_two_arguments(x):
+    c = 3.0
+    return srcgrad.grad(lambda a, b: c * a * b ** 2 * x, 1)(x, 2.0 * x)
+
+
+def value_and_grad_of_a_lambda(x):
+    c = x ** 2
+    v, g = srcgrad.value_and_grad(lambda y: c * np.sin(y))(x)
+    return v * g
+
+
+THIRD_ORDER_SCALAR = [lambda_reading_another_local, lambda_perturbation,
+                      def_reading_a_constant_local, local_given_another_value_before_the_call,
+                      lambda_made_in_a_loop, two_lambdas_on_one_line, lambda_of_two_arguments,
+                      value_and_grad_of_a_lambda]
+
+
+@pytest.mark.parametrize("f", THIRD_ORDER_SCALAR, ids=lambda f: f.__name__)
+def test_third_order_through_lambdas_and_other_locals(f):
+    """Refused at third order before (a lambda, or a def reading a local other than the
+    caller's differentiable variables, was a call known only at run time): now the gradient
+    of its module-level twin, the other locals passed at the call."""
+    g1 = srcgrad.grad(f)
+    g2 = srcgrad.grad(g1)
+    g3 = srcgrad.grad(g2)
+    for x in (0.7, -1.3):
+        assert g1(x) == pytest.approx((f(x + 1e-5) - f(x - 1e-5)) / 2e-5, rel=1e-6, abs=1e-8)
+        assert g2(x) == pytest.approx((g1(x + 1e-5) - g1(x - 1e-5)) / 2e-5, rel=1e-6, abs=1e-8)
+        assert g3(x) == pytest.approx((g2(x + 1e-5) - g2(x - 1e-5)) / 2e-5, rel=1e-6, abs=1e-8)
+        _, t = srcgrad.jvp(g2, (x,), (1.0,))
+        assert t == pytest.approx(g3(x), rel=1e-10, abs=1e-12)
+
+
+def hvp_of_a_function_calling_a_lambdas_gradient(x):
+    c = x * 2.0
+    inner = lambda y: np.sum(c * np.sin(y))  # noqa: E731
+    return np.sum(srcgrad.grad(inner)(x) ** 2)
+
+
+def test_third_order_of_an_array_function_through_a_lambda():
+    f = hvp_of_a_function_calling_a_lambdas_gradient
+    check_orders(f, X, direction=V, hessian=True)
+    third = srcgrad.jacfwd(srcgrad.hessian(f))(X)
+    hess = srcgrad.hessian(f)
+    numeric = np.stack([(hess(X + 1e-5 * e) - hess(X - 1e-5 * e)) / 2e-5 for e in np.eye(3)],
+                       axis=-1)
+    assert np.allclose(third, numeric, rtol=1e-5, atol=1e-6)
+    hvp = srcgrad.hvp(f, (X,), (V,))
+    assert np.allclose(hvp, hess(X) @ V, rtol=1e-10, atol=1e-12)

@@ -345,16 +345,29 @@ def outer_closure_reads_a_constant_too(x):
     return x * srcgrad.grad(inner)(1.5)
 
 
+def outer_closure_reads_a_function(x):
+    def square(t):
+        return t * t
+    def inner(y):
+        return square(x) * y
+    return x * srcgrad.grad(inner)(1.5)
+
+
 def test_a_closure_gradient_at_third_order():
     """``inner`` reading nothing of ``outer_closure_reads`` but ``x`` is compiled once at
     module level taking ``x`` as a keyword (gradient_calls._call_closed_twin): a known
-    callee, at any order (x * x: 2, then 0). One reading another local (``s``) is called at
-    run time, and refused at third order at the user's line."""
+    callee, at any order (x * x: 2, then 0). One reading another local (``s``) too, passed
+    at the call as a keyword (was refused at third order: 2 s x^2, 4 s, 0). One calling
+    another nested function is called at run time, and refused at third order at the
+    user's line."""
     assert srcgrad.grad(srcgrad.grad(outer_closure_reads))(0.5) == pytest.approx(2.0)
     assert srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads)))(0.5) == 0.0
+    f = outer_closure_reads_a_constant_too
+    assert srcgrad.grad(srcgrad.grad(f))(0.5) == pytest.approx(4.0, rel=1e-12)
+    assert srcgrad.grad(srcgrad.grad(srcgrad.grad(f)))(0.5) == 0.0
     with pytest.raises(srcgrad.SrcgradError, match=r"third derivative through a gradient of "
                        r"inner\(\).*srcgrad.grad\(f\)\(\.\.\.\) of a module-level f") as e:
-        srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads_a_constant_too)))(0.5)
+        srcgrad.grad(srcgrad.grad(srcgrad.grad(outer_closure_reads_a_function)))(0.5)
     assert "test_nested_inline.py" in "\n".join(getattr(e.value, "__notes__", [])) + str(e.value)
 
 

@@ -515,6 +515,26 @@ defrule(rt.seq_min, seq_max_vjp, jvp=seq_max_jvp, domain=_seq_extremum_domain,
         name="runtime.seq_min")
 
 
+# ``max(xs, key=k)``: a pick like ``max(xs)``; the key only chooses which item (piecewise
+# constant), so what it reads gets no gradient.
+def seq_max_by_vjp(g, ans, items, key):
+    return (rt.seq_pick(g, items, ans),)
+
+
+def seq_max_by_jvp(ditems, ans, items, key):
+    return (rt.part(rt.densify(ditems, items), rt.seq_index(items, ans)),)
+
+
+def _seq_by_key_domain(rng):
+    return [(([0.3, 1.7, -2.4],), {"key": abs}), (((2.5, -1.0),), {"key": abs})]
+
+
+defrule(rt.seq_max_by, seq_max_by_vjp, diff_args=(0,), jvp=seq_max_by_jvp,
+        domain=_seq_by_key_domain, name="runtime.seq_max_by")
+defrule(rt.seq_min_by, seq_max_by_vjp, diff_args=(0,), jvp=seq_max_by_jvp,
+        domain=_seq_by_key_domain, name="runtime.seq_min_by")
+
+
 def dict_get_vjp(g, ans, d, key, default=None):
     present = key in d
     return (rt.dict_with(d, key, g) if present else rt.ZERO,

@@ -108,10 +108,14 @@ class _ANF:
         if isinstance(e, gast.Dict) and None in e.keys:
             return self.op(self.merged_dict(e), pre, at)
         if isinstance(e, gast.Call) and self.builtin_extremum(e):
-            # max(xs) / max(a, b, c): the runtime's sequence form, which has a rule
+            # max(xs) / max(a, b, c) / max(xs, key=k): the runtime's sequence form, which
+            # has a rule
             items = e.args[0] if len(e.args) == 1 else gast.Tuple(elts=e.args, ctx=gast.Load())
             name = "seq_max" if e.func.id == "max" else "seq_min"
-            return self.op(A.located(A.call(A.attr(self.ctx.rt, name), items), e), pre, at)
+            keys = [k.value for k in e.keywords]
+            name += "_by" if keys else ""
+            return self.op(A.located(A.call(A.attr(self.ctx.rt, name), items, *keys), e),
+                           pre, at)
         if isinstance(e, gast.Call):
             func = e.func
             if isinstance(func, gast.Attribute) and not is_static_ref(func, self.ctx):
@@ -206,8 +210,9 @@ class _ANF:
         return any(value is getattr(builtins, name) for name in names)
 
     def builtin_extremum(self, e) -> bool:
+        keyed = [k.arg for k in e.keywords] == ["key"]
         if not (isinstance(e.func, gast.Name) and e.func.id in ("max", "min")
-                and not e.keywords and (len(e.args) == 1 or len(e.args) > 2)
+                and (not e.keywords or keyed) and (len(e.args) == 1 or len(e.args) > 2 or keyed)
                 and not any(isinstance(a, gast.Starred) for a in e.args)):
             return False
         try:

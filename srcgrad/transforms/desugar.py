@@ -5,6 +5,8 @@ functional updates through runtime helpers); loops over varied sequences iterate
 from __future__ import annotations
 
 import bisect
+import copy
+import dataclasses
 import heapq
 import inspect
 import operator
@@ -590,7 +592,7 @@ class _FunctionValues(gast.NodeTransformer):
             n, gast.Call) and isinstance(n.func, gast.Call) and n.func.args
             and is_maker(n.func.func, ctx)}
 
-    def bind(self, fn, captured: list, at):
+    def bind(self, fn, captured: list, at, defaults=None):
         for v in captured:
             if self.stores.get(v, 0) > 1 and id(fn) not in self.called_now:
                 self.ctx.problem(at, f"a function value reading the differentiable variable "
@@ -599,8 +601,9 @@ class _FunctionValues(gast.NodeTransformer):
                                      f"when the function is called)",
                                  f"Pass {v} to the function as an argument, or copy it to a "
                                  f"name assigned once.")
-        kwargs = gast.Dict(keys=[A.const(v) for v in captured],
-                           values=[A.load(v) for v in captured])
+        defaults = defaults or {}
+        kwargs = gast.Dict(keys=[A.const(v) for v in captured] + [A.const(k) for k in defaults],
+                           values=[A.load(v) for v in captured] + list(defaults.values()))
         return A.located(A.call(A.attr(self.ctx.rt, "bind"), fn,
                                 gast.Tuple(elts=[], ctx=gast.Load()), kwargs), at)
 
@@ -627,16 +630,46 @@ class _FunctionValues(gast.NodeTransformer):
         if id(node) in self.inlined:
             node.body = self.visit(node.body)
             return node
+        defaults = self.varied_defaults(node)
         own = {a.id for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs}
         captured = sorted((A.names_read(node.body) - own) & self.ctx.varied
                           & self.ctx.local_names)
-        if not captured:
+        if not captured and not defaults:
             return node
         for v in captured:
             node.args.kwonlyargs.append(gast.Name(id=v, ctx=gast.Param(), annotation=None,
                                                   type_comment=None))
             node.args.kw_defaults.append(None)
-        return self.bind(node, captured, node)
+        return self.bind(node, captured, node, defaults)
+
+    def varied_defaults(self, node: gast.Lambda) -> dict:
+        """``lambda y, a=a: ...`` with a default reading a differentiable variable: that
+        parameter and those after it become keyword-only without defaults, and the lambda's
+        value binds the defaults' values, read where the lambda is made as Python reads them
+        (they were constants of the lambda before: their gradient was lost without an error).
+        Passing one of them by position then raises TypeError instead of binding another."""
+        a = node.args
+        first = len(a.args) - len(a.defaults)
+        moved = next((i for i, d in enumerate(a.defaults) if A.names_read(d) & self.ctx.varied
+                      & self.ctx.local_names), None)
+        kw = [i for i, d in enumerate(a.kw_defaults) if d is not None
+              and A.names_read(d) & self.ctx.varied & self.ctx.local_names]
+        bound = {}
+        for i in kw:
+            bound[a.kwonlyargs[i].id], a.kw_defaults[i] = a.kw_defaults[i], None
+        if moved is None:
+            return bound
+        params, values = a.args[first + moved:], a.defaults[moved:]
+        a.args, a.defaults = a.args[:first + moved], a.defaults[:moved]
+        for p, d in zip(params, values):
+            if A.names_read(d) & self.ctx.varied & self.ctx.local_names:
+                a.kwonlyargs.append(p)
+                a.kw_defaults.append(None)
+                bound[p.id] = d
+            else:
+                a.kwonlyargs.append(p)
+                a.kw_defaults.append(d)
+        return bound
 
 
 class _Desugar:
@@ -3245,9 +3278,25 @@ def _new_object(value, ctx: Context) -> bool:
     if not isinstance(value, gast.Call):
         return False
     cls = known_value(value.func, ctx)
+    if cls in _COPIERS and value.args or _users_function(cls):
+        # (a helper's result may be an object something else holds, as a copy's attributes
+        # may: the run-time checks look for it from the variables, the globals and what the
+        # user's functions read, runtime.function_reads)
+        return True
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
+
+
+# calls that always return a new object (a shallow copy's attributes may be held elsewhere
+# too: a store through one is checked at run time, refuse_shared_path, as for any object)
+_COPIERS = (copy.copy, copy.deepcopy, dataclasses.replace, object.__new__)
+
+
+def _users_function(fn) -> bool:
+    """Whether ``fn`` is a plain function of the user's (not a library's)."""
+    return isinstance(fn, types.FunctionType) and (
+        getattr(fn, "__module__", None) or "").split(".")[0] not in _LIBRARIES
 
 
 def _new_container(value, ctx: Context) -> bool:

@@ -20,8 +20,9 @@ positional arguments the user's call differentiates, and ``x`` is an argument of
 the gradient, which differentiating the code around it differentiates like any other
 (dispatched at run time, ``runtime.call_fwd``, twice at most). ``inner`` itself then carries no
 gradient: all it reads of the caller's differentiable values are those keywords. When ``inner``
-is a ``def`` reading nothing else of its caller, the call is of the gradient of its module-level
-twin instead (``_call_closed_twin``): a known callee, differentiated at any order.
+is a ``def`` or a lambda (at the call, or assigned once) reading no other function of its
+caller, the call is of the gradient of its module-level twin instead (``_call_closed_twin``),
+the other locals it reads passed as keywords too: a known callee, differentiated at any order.
 
 A gradient made and not called at once (``g = grad(inner)`` passed, stored or returned;
 transforms/gradient_values.py has already made the ones only called at their calls) becomes a
@@ -153,10 +154,16 @@ def _call_closed_twin(apply: gast.Call, tree: gast.FunctionDef, ctx: Context) ->
             or any(isinstance(a, gast.Starred) for a in args.elts):
         return
     fn = made.args[0].args[0]
-    if not isinstance(fn, gast.Name) or fn.id in A.names_written(tree):
+    src = get_source(ctx.fn)
+    node = _definition(fn, tree, src)
+    if node is None:
         return
-    twin = _closed_twin(fn.id, [k.value for k in kwargs.keys], ctx)
-    if twin is None:
+    found = _closed_twin(node, [k.value for k in kwargs.keys], ctx, src)
+    if found is None:
+        return
+    twin, others = found
+    values = _names_at_call(others, node, tree)
+    if values is None:
         return
     try:
         maker = static_value(made.func, ctx)
@@ -166,23 +173,70 @@ def _call_closed_twin(apply: gast.Call, tree: gast.FunctionDef, ctx: Context) ->
         return
     if getattr(gradient, "__srcgrad_grad__", None) is None:
         return
-    apply.func = A.located(A.load(ctx.helper(gradient, f"{fn.id}_{maker.__name__}")), apply)
+    apply.func = A.located(A.load(ctx.helper(gradient, f"{node.name}_{maker.__name__}")),
+                           apply)
     apply.args = list(args.elts)
+    # the other locals it reads, passed as Python's closure would read them: at this call
     apply.keywords = [gast.keyword(arg=k.value, value=v)
-                      for k, v in zip(kwargs.keys, kwargs.values)]
+                      for k, v in zip(kwargs.keys, kwargs.values)] + [
+        gast.keyword(arg=k, value=A.located(A.load(v), apply)) for k, v in zip(others, values)]
 
 
-def _closed_twin(name: str, keywords: list, ctx: Context):
-    """The nested ``def name`` of ``ctx.fn``, as the user wrote it plus keyword-only
-    parameters ``keywords`` (the captured variables desugar lifted, and the call's other
-    keywords), compiled at module level; None when it reads anything else of the enclosing
-    function (a variable, itself), or is not plainly one definition."""
-    src = get_source(ctx.fn)
-    defs = [c for n in A.own_nodes(src.tree) for c in gast.iter_child_nodes(n)
-            if isinstance(c, gast.FunctionDef) and c.name == name]
-    if len(defs) != 1:
+def _names_at_call(others: list, node: gast.FunctionDef, tree: gast.FunctionDef):
+    """The names ``others`` (as the user's source spells them) have in ``tree`` now, found
+    by the positions of their reads in ``node`` (a lowered comprehension renamed its
+    variable: ``i`` is ``_i``); None when one is not found there, or read under two names."""
+    now = {(n.lineno, n.col_offset): n.id for n in gast.walk(tree)
+           if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+           and getattr(n, "lineno", None) is not None}
+    values = []
+    for k in others:
+        names = {now.get((n.lineno, n.col_offset)) for n in gast.walk(node)
+                 if isinstance(n, gast.Name) and n.id == k and isinstance(n.ctx, gast.Load)}
+        if len(names) != 1 or None in names:
+            return None
+        values.append(names.pop())
+    return values
+
+
+def _definition(fn, tree: gast.FunctionDef, src: FunctionSource):
+    """The definition ``fn`` (a name, or a lambda written at the call) stands for in the
+    user's source, as a ``def``: a nested ``def`` not assigned otherwise, a lambda assigned
+    to a name once (``g = lambda y: ...``), or the lambda itself; None otherwise."""
+    if isinstance(fn, gast.Lambda):
+        lams = [n for n in gast.walk(src.tree) if isinstance(n, gast.Lambda)
+                and (n.lineno, n.col_offset) == (getattr(fn, "lineno", None),
+                                                 getattr(fn, "col_offset", None))]
+        return _lambda_as_def(lams[0], "lambda") if len(lams) == 1 else None
+    if not isinstance(fn, gast.Name):
         return None
-    node = defs[0]
+    stores = [n for n in gast.walk(src.tree) if isinstance(n, gast.Name)
+              and isinstance(n.ctx, gast.Store) and n.id == fn.id]
+    defs = [c for n in A.own_nodes(src.tree) for c in gast.iter_child_nodes(n)
+            if isinstance(c, gast.FunctionDef) and c.name == fn.id]
+    if not stores and len(defs) == 1 and fn.id not in A.names_written(tree):
+        return defs[0]
+    lams = [n.value for n in A.own_nodes(src.tree) if isinstance(n, gast.Assign)
+            and isinstance(n.value, gast.Lambda) and len(n.targets) == 1
+            and isinstance(n.targets[0], gast.Name) and n.targets[0].id == fn.id]
+    if len(stores) == 1 and not defs and len(lams) == 1:
+        return _lambda_as_def(lams[0], fn.id)
+    return None
+
+
+def _lambda_as_def(lam: gast.Lambda, name: str) -> gast.FunctionDef:
+    ret = A.located(gast.Return(value=lam.body), lam.body)
+    return A.located(A.function_def(name, lam.args, [ret]), lam)
+
+
+def _closed_twin(node: gast.FunctionDef, keywords: list, ctx: Context, src: FunctionSource):
+    """``(twin, others)``: the nested definition ``node`` of ``ctx.fn``, as the user wrote it
+    plus keyword-only parameters ``keywords`` (the captured variables desugar lifted, and the
+    call's other keywords) and ``others`` (the other locals of the enclosing function it
+    reads, passed at the call), compiled at module level; None when it reads anything else
+    of the enclosing function (a function, itself, a closure's cell), or is not plainly one
+    definition."""
+    name = node.name
     a = node.args
     if node.decorator_list or a.defaults or a.kw_defaults or a.vararg or a.kwarg or any(
             isinstance(n, (gast.Global, gast.Nonlocal)) for n in gast.walk(node)):
@@ -191,12 +245,19 @@ def _closed_twin(name: str, keywords: list, ctx: Context):
     lifted = [k for k in keywords if k not in own]
     if not set(lifted) <= ctx.local_names:
         return None  # (a keyword inner does not take: the call raises, as written)
+    bound_inside = own | {n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                          and isinstance(n.ctx, (gast.Store, gast.Param))}
+    others = sorted({n.id for n in gast.walk(node) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, gast.Load)} - bound_inside - set(lifted)
+                    & ctx.local_names)
     functions = {n.name for n in gast.walk(src.tree) if isinstance(n, gast.FunctionDef)} | {
         t.id for n in gast.walk(src.tree) if isinstance(n, gast.Assign)
         and isinstance(n.value, gast.Lambda) for t in n.targets if isinstance(t, gast.Name)}
-    if set(lifted) & functions:
+    if (set(lifted) | set(others)) & (functions | {name}):
         return None  # (a function desugar lifted too: called in the twin without its keywords)
-    for k in lifted:
+    node = A.deepcopy(node)
+    a = node.args
+    for k in lifted + others:
         a.kwonlyargs.append(gast.Name(id=k, ctx=gast.Param(), annotation=None,
                                       type_comment=None))
         a.kw_defaults.append(None)
@@ -208,7 +269,7 @@ def _closed_twin(name: str, keywords: list, ctx: Context):
     twin.__qualname__ = f"{ctx.fn.__qualname__}.<locals>.{name}"
     twin.__module__ = getattr(ctx.fn, "__module__", None)
     register_source(code, FunctionSource(node, src.filename, src.first_line, src.lines))
-    return twin
+    return twin, others
 
 
 def _global_names(code: types.CodeType) -> set[str]:
