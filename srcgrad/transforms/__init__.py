@@ -252,7 +252,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
                 a = dict(A.bind_arguments(names, 0, call))[i]
             guards.setdefault(id(node), []).append(A.expr_stmt(A.call(
                 A.attr(ctx.rt, "refuse_mutable"), A.load(a.id),
-                A.const(f"{ctx.location(node)}: {what} is not supported. {hint}")), at=node))
+                A.const(f"{ctx.user_location(node)}: {what} is not supported. {hint}")), at=node))
     if guards:
         _insert_before(tree, guards)
     for call in taking_back:
@@ -487,9 +487,9 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             try:
                 user_calls[id(call)] = get_adjoint(r.obj, call)
             except SourceUnavailableError:
-                raise MissingRuleError(r.name, ctx.location(stmt)) from None
+                raise MissingRuleError(r.name, ctx.user_location(stmt)) from None
             except SrcgradError as e:  # refused inside the callee: say how it was reached
-                e.reached_from(ctx.location(stmt), not _library_file(ctx.src.filename))
+                e.reached_from(ctx.user_location(stmt), not _library_file(ctx.src.filename))
                 raise
             continue
         if r.kind == "dynamic" or (r.kind in ("unknown", "attribute") and _local_callee(
@@ -501,6 +501,6 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",
                         "Build a tuple, list or dict instead, or register a rule.")
             continue
-        raise MissingRuleError(r.name, ctx.location(stmt))
+        raise MissingRuleError(r.name, ctx.user_location(stmt))
     ctx.raise_problems()
     return user_calls

@@ -759,7 +759,7 @@ class _Desugar:
             if not others:
                 continue
             which = others[0] if len(others) == 1 else f"one of {', '.join(others)}"
-            message = (f"{self.ctx.location(tree)}: {self.ctx.fn.__name__}() updates its "
+            message = (f"{self.ctx.user_location(tree)}: {self.ctx.fn.__name__}() updates its "
                        f"argument '{p}' in place, and '{p}' shares its data with {which} "
                        f"(another argument, or an array the function reads), which numpy "
                        f"would change too; srcgrad does not support that. Pass a copy "
@@ -805,7 +805,7 @@ class _Desugar:
         if not sources:
             return []
         which = sources[0] if len(sources) == 1 else f"one of {', '.join(sources)}"
-        message = (f"{self.ctx.location(s)}: an in-place update of '{name}', which shares its "
+        message = (f"{self.ctx.user_location(s)}: an in-place update of '{name}', which shares its "
                    f"data with {which} (a view of it), is not supported (in "
                    f"{self.ctx.fn.__name__}()): numpy would change both. Copy it first "
                    f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
@@ -1046,7 +1046,7 @@ class _Desugar:
         keys = [A.load(index) for _, _, index in reversed(chain)]
         targets = gast.Tuple(elts=[A.load(t) for t, _, _ in reversed(chain)], ctx=gast.Load())
         path = root + "[...]" * len(chain)
-        replaced = (f"{self.ctx.location(s)}: {fn.__name__}() changes in place the object "
+        replaced = (f"{self.ctx.user_location(s)}: {fn.__name__}() changes in place the object "
                     f"the loop bound to {name}, and the loop has replaced that item of "
                     f"{path}: Python would change the old object, which the list no longer "
                     f"holds; srcgrad does not support that (in {self.ctx.fn.__name__}()). "
@@ -1067,8 +1067,8 @@ class _Desugar:
         global, or held in a tuple."""
         outside = [A.load(n) for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = [A.const(n) for n in sorted(self.scope_names - mine)]
-        message = (f"{self.ctx.location(s)}: {callee}() changes in place {what}, and something "
-                   f"else also holds it (another item, another variable, a global) or it is "
+        message = (f"{self.ctx.user_location(s)}: {callee}() changes in place {what}, and "
+                   f"something else also holds it (another item, another variable, a global) or it is "
                    f"held in a tuple, which Python would change too; srcgrad does not support "
                    f"that (in {self.ctx.fn.__name__}()). Pass a copy, or hold the object in "
                    f"one list or dict only.")
@@ -1327,7 +1327,7 @@ class _Desugar:
     def handed_over_guard(self, name: str, fn, param: str, s) -> gast.stmt:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = sorted(self.scope_names - {name})
-        message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
+        message = (f"{self.ctx.user_location(s)}: {fn.__name__}() updates its argument '{param}' "
                    f"in place, and the array (or list, dict or object) passed as {name} shares "
                    f"its data with another variable of {self.ctx.fn.__name__}() or a global it "
                    f"reads, which Python would change too; srcgrad does not support that. "
@@ -1377,7 +1377,7 @@ class _Desugar:
         an array, a list or a dict, the caller's, which Python would change too and the
         functional rewrite would not. (A dict used to pass: `state["h"] = 2 * x` in a helper
         left the caller's dict unchanged, a silent wrong value and gradient.)"""
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: assignment into an element of the parameter '{name}', the "
                    f"caller's array, list or dict (Python would change the caller's too), is "
                    f"not supported (in {self.ctx.fn.__name__}()). Copy it first ({name} = "
@@ -1392,7 +1392,7 @@ class _Desugar:
                                        - self.ctx.transient), s)
         if not views:
             return []
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: an in-place update of '{name}' while {', '.join(views)} may be a "
                    f"view of it (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy the view ({views[0]} = "
@@ -1416,7 +1416,7 @@ class _Desugar:
         are not analysed here): a float is refused there, an integer (a cursor) passes."""
         if not self.nested or name in self.nested[-1]:
             return None
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: a nested function storing a float into '{name}', a variable of "
                    f"the enclosing function, is not supported: srcgrad cannot follow a "
                    f"gradient through it. Return the value from the nested function instead.")
@@ -1482,7 +1482,7 @@ class _Desugar:
             what = self.writes_in_place(call)
             if what is not None and isinstance(func, gast.Attribute) \
                     and func.attr in _LIST_IN_PLACE_METHODS:
-                message = (f"{self.ctx.location(s)}: {what} changes in place a list or array "
+                message = (f"{self.ctx.user_location(s)}: {what} changes in place a list or array "
                            f"holding differentiable values, which srcgrad does not follow (in "
                            f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
                            f"sorted(v), v = np.sort(v), v = v[::-1]).")
@@ -1517,7 +1517,7 @@ class _Desugar:
                 # unread (one whose value is read is dispatched at run time, where
                 # dispatch._method_target asks it; an array's methods never are)
                 name = func.value.id
-                message = (f"{self.ctx.location(s)}: '{name}.{func.attr}(...)', a method "
+                message = (f"{self.ctx.user_location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
                            f"values, is not supported (in {self.ctx.fn.__name__}()). srcgrad "
                            f"does not follow a method's changes of self (the gradient through "
@@ -1586,7 +1586,7 @@ class _Desugar:
                              "Bind the managed value to a plain name.")
             return [s]
         manager = self.ctx.namer.fresh("_cm")
-        where = A.const(str(self.ctx.location(s)))
+        where = A.const(str(self.ctx.user_location(s)))
         enter = A.call(A.attr(self.ctx.rt, "enter_context"), A.load(manager), where)
         out = self.visit_Assign(A.assign(manager, item.context_expr, at=s))
         out += self.visit_Assign(A.assign(target, enter, at=s)) if target is not None \
@@ -1803,7 +1803,7 @@ class _Desugar:
         if not local and not outside:
             return []
         which = ", ".join(local + outside)
-        message = (f"{self.ctx.location(s)}: an in-place update of '{name}' while {which} may "
+        message = (f"{self.ctx.user_location(s)}: an in-place update of '{name}' while {which} may "
                    f"share its data (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
                    f"write {name} = ... to make a new array.")
@@ -1834,7 +1834,7 @@ class _Desugar:
                 and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
             # On an array, '+=' updates in place what another name may also see; on a number
             # it rebinds. Which one only the run time knows: it refuses the array case.
-            loc = self.ctx.location(s)
+            loc = self.ctx.user_location(s)
             message = (f"{loc}: an in-place update of '{target.id}', which may share its data "
                        f"with another array (an alias, a slice, a row, a reshape), is not "
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
@@ -1863,7 +1863,7 @@ class _Desugar:
         elif isinstance(target, gast.Attribute):
             inplace = True  # (visit_Assign's object_guard: the array or list m.W holds)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
-            loc = self.ctx.location(s)
+            loc = self.ctx.user_location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
                        f"('{_root(target)}[...] {_op_text(s.op)}= ...') is not supported (in "
                        f"{self.ctx.fn.__name__}()): numpy would change the array itself, which "
@@ -1952,7 +1952,7 @@ class _Desugar:
                         f"data with another array (an alias, a slice, a row, a reshape)")
                 hint = (f"Copy it first ({base.id} = {base.id}.copy()), so the update "
                         f"cannot silently apply to one name only.")
-                message = (f"{self.ctx.location(s)}: {what} is not supported (in "
+                message = (f"{self.ctx.user_location(s)}: {what} is not supported (in "
                            f"{self.ctx.fn.__name__}()). {hint}")
                 aliases = self.alias_guard(base.id, sources, message, s)
                 if aliases is not None and (base.id in self.aliased or not sources):
@@ -1976,7 +1976,7 @@ class _Desugar:
                 guard.append(self.item_guard(target, s, inplace))
             elif isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
                 inner = target.value
-                message = (f"{self.ctx.location(s)}: assignment into an element of an array "
+                message = (f"{self.ctx.user_location(s)}: assignment into an element of an array "
                            f"held in a container ('{_root(target)}[...][...] = ...') is not "
                            f"supported (in {self.ctx.fn.__name__}()): numpy would change the "
                            f"array itself, which other names may hold. Copy the item first.")
@@ -2122,7 +2122,7 @@ class _Desugar:
         message)`` before held_store's rewrite."""
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
-        message = (f"{self.ctx.location(s)}: '{text}' changes in place an object, list, dict "
+        message = (f"{self.ctx.user_location(s)}: '{text}' changes in place an object, list, dict "
                    f"or array that something else also holds (another variable, an item or "
                    f"attribute of one, a global, a view), which Python would change too; "
                    f"srcgrad does not support that (in {self.ctx.fn.__name__}()). Copy what it "
@@ -2157,7 +2157,7 @@ class _Desugar:
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         text = f"{root}.{target.attr} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
-        message = (f"{self.ctx.location(s)}: '{text} ...' changes an object that something "
+        message = (f"{self.ctx.user_location(s)}: '{text} ...' changes an object that something "
                    f"else also holds (another variable, a container, a global)"
                    + (", or an array or list that something else holds" if inplace else "")
                    + f", which Python would change too; srcgrad does not support that (in "
@@ -2229,7 +2229,7 @@ class _Desugar:
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         text = f"{root}{'[...]' * len(keys)} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
-        message = (f"{self.ctx.location(s)}: '{text} ...' changes in place a list, dict or "
+        message = (f"{self.ctx.user_location(s)}: '{text} ...' changes in place a list, dict or "
                    f"array that something else also holds (another item, another variable, "
                    f"a global, a view), which Python would change too; srcgrad does not "
                    f"support that (in {self.ctx.fn.__name__}()). Copy what it changes first "
@@ -2942,7 +2942,7 @@ class _CompHoister(gast.NodeTransformer):
         if varied and getattr(node.args[0], "srcgrad_inlined", False):
             # its captured variables were not bound, counting on this lowering
             raise InternalError("desugar", "a map(lambda ...) marked for inlining was not "
-                                "lowered", self.owner.ctx.location(node))
+                                "lowered", self.owner.ctx.user_location(node))
         self.generic_visit(node)
         return node
 
