@@ -10,6 +10,7 @@ import pytest
 
 import srcgrad
 from test_everyday_idioms import X4, _make_cell
+from test_everyday_idioms import test_idiom_every_mode as check_every_mode
 
 
 # -- run-time refusals inside a nested def --------------------------------------------------
@@ -48,3 +49,35 @@ def test_a_run_time_refusal_inside_a_nested_def_names_the_users_line(f):
                        match=r"^[^<]*test_idioms_more\.py:\d+: .* \(in inner\(\)\)"):
         srcgrad.grad(f)(X4.copy())
 
+
+# -- np.cumprod, np.cumsum through the transformer ------------------------------------------
+def cumprod_weighted(x):
+    return np.sum(np.cumprod(x) * np.arange(1.0, 5.0))
+
+
+def cumprod_through_a_zero(x):
+    return np.sum(np.cumprod(x * np.array([1.0, 0.0, 1.0, 1.0])) * np.arange(1.0, 5.0))
+
+
+def cumprod_of_rows_and_method(x):
+    m = x.reshape(2, 2)
+    return np.sum(np.cumprod(m, axis=1) ** 2) + np.sum(m.cumprod(axis=0) * m) \
+        + np.sum(np.cumprod(m))
+
+
+def cumsum_flattened_and_along_axes(x):
+    m = x.reshape(2, 2)
+    return np.sum(np.cumsum(m) ** 2) + np.sum(np.cumsum(m, axis=1) ** 3) \
+        + np.sum(np.sin(np.cumsum(m, axis=0)))
+
+
+@pytest.mark.parametrize("f", [cumprod_weighted, cumprod_through_a_zero,
+                               cumprod_of_rows_and_method], ids=lambda f: f.__name__)
+def test_running_products_every_mode(f):
+    """np.cumprod had no rule (MissingRuleError)."""
+    check_every_mode(f)
+
+
+def test_running_sums_flattened_and_along_axes_every_mode():
+    """(Already right before np.cumprod's rule: a guard, checked here next to it.)"""
+    check_every_mode(cumsum_flattened_and_along_axes)
