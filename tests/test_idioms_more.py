@@ -5,6 +5,9 @@ refusals inside a nested def located at the user's line. Each is checked against
 differences in every mode: gradient, jvp, Hessian, grad of grad."""
 from __future__ import annotations
 
+import itertools
+import operator
+
 import numpy as np
 import pytest
 
@@ -81,3 +84,60 @@ def test_running_products_every_mode(f):
 def test_running_sums_flattened_and_along_axes_every_mode():
     """(Already right before np.cumprod's rule: a guard, checked here next to it.)"""
     check_every_mode(cumsum_flattened_and_along_axes)
+
+
+# -- itertools over differentiable lists ----------------------------------------------------
+def accumulate_running_sums(x):
+    return sum(v * (i + 1) for i, v in enumerate(itertools.accumulate(x)))
+
+
+def accumulate_with_a_function(x):
+    return sum(itertools.accumulate(list(x), operator.mul)) \
+        + np.sum(np.array(list(itertools.accumulate(x, max))))
+
+
+def accumulate_with_initial_and_lambda(x):
+    total = sum(v ** 2 for v in itertools.accumulate(list(x), initial=1.0))
+    return total + sum(itertools.accumulate((v * 2.0 for v in x),
+                                            lambda a, b: a * b + 1.0, initial=x[3]))
+
+
+def chain_of_lists_and_arrays(x):
+    total = sum(v ** 2 for v in itertools.chain([x[0], x[1]], [x[2] * x[3]]))
+    total = total + sum(itertools.chain(x[:2], np.cos(x[2:])))
+    return total + sum(itertools.chain.from_iterable([[x[0], x[1]], [x[2] ** 2]]))
+
+
+def product_of_lists(x):
+    total = sum(a * b for a, b in itertools.product([x[0], x[1]], [x[2], x[3]]))
+    for a, b in itertools.product([x[0], x[1] ** 2], repeat=2):
+        total = total + a * np.sin(b)
+    return total
+
+
+def islice_of_lists_and_generators(x):
+    return sum(v ** 3 for v in itertools.islice(list(x), 1, 3)) \
+        + sum(itertools.islice((np.sin(v) for v in x), 1, None, 2)) \
+        + sum(itertools.islice(x, 2))
+
+
+@pytest.mark.parametrize("f", [accumulate_running_sums, accumulate_with_a_function,
+                               accumulate_with_initial_and_lambda, chain_of_lists_and_arrays,
+                               product_of_lists, islice_of_lists_and_generators],
+                         ids=lambda f: f.__name__)
+def test_itertools_every_mode(f):
+    """Each was refused ("constructing 'accumulate' from differentiable values")."""
+    check_every_mode(f)
+
+
+def test_an_itertools_iterator_kept_in_a_variable_is_refused_at_its_line():
+    """Read twice, the iterator is empty the second time (a list would not be): refused,
+    with the hint to consume it where it is made."""
+    def f(x):
+        c = itertools.chain([x[0]], [x[1]])
+        return sum(c) + sum(c)
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_more\.py:\d+: an itertools\.chain iterator over "
+                             r"differentiable values that is not consumed at once .*"
+                             r"list\(itertools\.chain\(\.\.\.\)\)"):
+        srcgrad.grad(f)(X4.copy())

@@ -497,6 +497,12 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             user_calls[id(call)] = DynamicCall(
                 "method" if isinstance(call.func, gast.Attribute) else "call")
             continue
+        if r.kind == "class" and getattr(r.obj, "__module__", None) == "itertools":
+            ctx.problem(stmt, f"an itertools.{r.name} iterator over differentiable values "
+                              f"that is not consumed at once",
+                        f"Pass it straight to sum/list/tuple/... or a for loop, or make a "
+                        f"list of it where it is made: list(itertools.{r.name}(...)).")
+            continue
         if r.kind == "class":
             ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",
                         "Build a tuple, list or dict instead, or register a rule.")

@@ -22,6 +22,8 @@ from .anf import is_static_ref
 from .context import Context
 from .gradient_calls import is_maker
 from .gradient_values import call_gradients_where_called
+from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
+                              iterator_kind, keyword, product_comprehension)
 from .resolve import known_value, static_value
 from .validate import is_no_grad_block
 from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
@@ -2798,7 +2800,7 @@ class _CompHoister(gast.NodeTransformer):
             n = todo.pop()
             if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)) \
                     or isinstance(n, gast.Call) and (self.is_reduce(n) or _is_map_call(
-                        n, self.owner.ctx)):
+                        n, self.owner.ctx) or iterator_kind(n, self.owner.ctx)):
                 return True
             if not isinstance(n, gast.Lambda):
                 todo.extend(gast.iter_child_nodes(n))
@@ -2812,6 +2814,8 @@ class _CompHoister(gast.NodeTransformer):
         elif _builtin_call(node, self.owner.ctx) in ("zip", "enumerate"):
             for a in node.args:
                 self.consume(a)
+        elif iterator_kind(node, self.owner.ctx) is not None:
+            self.consumed.add(id(node))
 
     def visit_Lambda(self, node):
         return node  # its body runs later, in its own scope
@@ -2842,7 +2846,49 @@ class _CompHoister(gast.NodeTransformer):
             return self.visit_DictComp(A.located(pairs, node))
         if self.is_reduce(node):
             return self.reduce_loop(node)
+        kind = iterator_kind(node, self.owner.ctx)
+        if kind is not None and id(node) in self.consumed \
+                and A.names_read(node) & self.owner.ctx.varied:
+            return self.iterator_items(node, kind)
         return self.visit_map(node)
+
+    def iterator_items(self, node, kind: str):
+        """An ``itertools`` call consumed at once, as its items (iterator_idioms)."""
+        ctx = self.owner.ctx
+        sequences = node.args[:1] if kind in ("islice", "accumulate") else node.args
+        for a in sequences:
+            self.consume(a)
+        sequences = [self.visit(a) for a in sequences]
+        if kind == "chain":
+            parts = A.located(gast.Tuple(elts=sequences, ctx=gast.Load()), node)
+            return self.visit_ListComp(flattened(parts, ctx.namer, node))
+        if kind == "from_iterable":
+            return self.visit_ListComp(flattened(sequences[0], ctx.namer, node))
+        if kind == "islice":
+            node.args[1:] = [self.visit(a) for a in node.args[1:]]
+            return islice_subscript(node, sequences[0])
+        if kind == "product":
+            return self.visit_ListComp(product_comprehension(
+                node, [self.held(seq) for seq in sequences], ctx.namer))
+        func = node.args[1] if len(node.args) == 2 else keyword(node, "func")
+        initial = keyword(node, "initial")
+        func = None if func is None or is_none(func) else self.visit(func)
+        if func is not None and not (isinstance(func, (gast.Name, gast.Attribute))
+                                     and A.names_read(func).isdisjoint(ctx.local_names)):
+            func = A.load(self.held(func))  # (a lambda or other value: evaluated once, first)
+        initial = None if initial is None or is_none(initial) else self.visit(initial)
+        statements, out = accumulate_statements(node, sequences[0], func, initial, ctx)
+        self.pre.extend(self.owner.block(statements))
+        return A.load(out)
+
+    def held(self, value) -> str:
+        """A fresh name bound to ``value`` before the statement (evaluated once, here)."""
+        ctx = self.owner.ctx
+        name = ctx.namer.fresh("_s")
+        if A.names_read(value) & ctx.varied:
+            ctx.varied.add(name)
+        self.pre.extend(self.owner.block([A.assign(name, value, at=self.at)]))
+        return name
 
     def is_reduce(self, node) -> bool:
         """``functools.reduce(f, xs[, start])`` of differentiable values, arguments as
