@@ -141,3 +141,49 @@ def test_an_itertools_iterator_kept_in_a_variable_is_refused_at_its_line():
                              r"differentiable values that is not consumed at once .*"
                              r"list\(itertools\.chain\(\.\.\.\)\)"):
         srcgrad.grad(f)(X4.copy())
+
+
+# -- dict.setdefault --------------------------------------------------------------------------
+def setdefault_groups_into_lists(x):
+    groups = {}
+    for i, v in enumerate(x):
+        groups.setdefault(i % 2, []).append(v ** 2)
+    return sum(groups[0]) * sum(groups[1]) + len(groups)
+
+
+def setdefault_read_as_a_value(x):
+    d = {"a": x[0]}
+    a = d.setdefault("a", 0.0)
+    b = d.setdefault("b", x[1] * 2.0)
+    c = d.setdefault("c", 0.0)
+    return a * b + c + d["b"] * x[2]
+
+
+def setdefault_inside_expressions(x):
+    d = {"a": x[0]}
+    total = d.setdefault("a", 3.0) * x[1] + d.setdefault("b", x[2]) ** 2 + len(d)
+    none = d.setdefault("z")
+    total = total + (x[3] if none is None else 0.0)
+    return total + (d.setdefault("e", x[1]) if x[0] > 0.5 else d.setdefault("f", x[2]))
+
+
+@pytest.mark.parametrize("f", [setdefault_groups_into_lists, setdefault_read_as_a_value,
+                               setdefault_inside_expressions], ids=lambda f: f.__name__)
+def test_setdefault_every_mode(f):
+    """Each was refused: the list changed in place through setdefault's value, or no rule
+    for dict.setdefault."""
+    check_every_mode(f)
+
+
+def test_a_list_setdefault_returned_and_changed_through_a_name_is_refused():
+    """Python changes the dict's list through the name too: refused where it changes, at the
+    user's line (d.setdefault(k, []).append(v) changes it through the dict). (Refused before
+    setdefault was rewritten too: a guard that the rewrite, ``items = d[k]``, keeps it so.)"""
+    def f(x):
+        d = {}
+        items = d.setdefault("k", [])
+        items.append(x[0])
+        return sum(d["k"]) * x[1]
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_more\.py:\d+: an in-place update of 'items'"):
+        srcgrad.grad(f)(X4.copy())

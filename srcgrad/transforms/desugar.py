@@ -2800,7 +2800,8 @@ class _CompHoister(gast.NodeTransformer):
             n = todo.pop()
             if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)) \
                     or isinstance(n, gast.Call) and (self.is_reduce(n) or _is_map_call(
-                        n, self.owner.ctx) or iterator_kind(n, self.owner.ctx)):
+                        n, self.owner.ctx) or iterator_kind(n, self.owner.ctx)
+                        or self.is_setdefault(n)):
                 return True
             if not isinstance(n, gast.Lambda):
                 todo.extend(gast.iter_child_nodes(n))
@@ -2846,11 +2847,47 @@ class _CompHoister(gast.NodeTransformer):
             return self.visit_DictComp(A.located(pairs, node))
         if self.is_reduce(node):
             return self.reduce_loop(node)
+        if self.is_setdefault(node):
+            return self.setdefault_item(node)
         kind = iterator_kind(node, self.owner.ctx)
         if kind is not None and id(node) in self.consumed \
                 and A.names_read(node) & self.owner.ctx.varied:
             return self.iterator_items(node, kind)
         return self.visit_map(node)
+
+    def is_setdefault(self, node) -> bool:
+        """``d.setdefault(k[, default])`` on a dict this function made, in a statement that
+        reads differentiable values."""
+        func, ctx = node.func, self.owner.ctx
+        return (isinstance(func, gast.Attribute) and func.attr == "setdefault"
+                and isinstance(func.value, gast.Name) and func.value.id in self.owner.built
+                and 1 <= len(node.args) <= 2 and not node.keywords
+                and not any(isinstance(a, gast.Starred) for a in node.args)
+                and bool(A.names_read(self.at) & ctx.varied))
+
+    def setdefault_item(self, node):
+        """``d.setdefault(k, v)`` as ``if k not in d: d[k] = v`` before the statement and
+        ``d[k]`` in its place: the item, which ``d.setdefault(k, []).append(x)`` then
+        changes as ``d[k].append(x)`` does. (``v`` is evaluated always, as Python does,
+        unless it is a constant or a display of constants.)"""
+        ctx, at = self.owner.ctx, self.at
+        name = node.func.value.id
+        key, default = [self.visit(a) for a in node.args] + [A.const(None)] * (
+            2 - len(node.args))
+        if not isinstance(key, (gast.Name, gast.Constant)):
+            key = A.load(self.held(key))
+        if not _constant_display(default):
+            default = A.load(self.held(default))
+        if A.names_read(default) & ctx.varied:
+            ctx.varied.add(name)
+        missing = gast.Compare(left=A.deepcopy(key), ops=[gast.NotIn()],
+                               comparators=[A.load(name)])
+        store = A.assign(gast.Subscript(value=A.load(name), slice=A.deepcopy(key),
+                                        ctx=gast.Store()), default, at=at)
+        self.pre.extend(self.owner.block([A.located(gast.If(
+            test=A.located(missing, at), body=[store], orelse=[]), at)]))
+        return A.located(gast.Subscript(value=A.load(name), slice=A.deepcopy(key),
+                                        ctx=gast.Load()), node)
 
     def iterator_items(self, node, kind: str):
         """An ``itertools`` call consumed at once, as its items (iterator_idioms)."""
@@ -3121,6 +3158,18 @@ def _new_object(value, ctx: Context) -> bool:
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
+
+
+def _constant_display(node) -> bool:
+    """A constant, or a list/tuple/dict display of constants: evaluating it has no effect
+    but making the value."""
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, (gast.List, gast.Tuple)):
+        return all(_constant_display(e) for e in node.elts)
+    return isinstance(node, gast.Dict) and all(
+        k is not None and _constant_display(k) for k in node.keys) and all(
+        _constant_display(v) for v in node.values)
 
 
 def _new_container(value, ctx: Context) -> bool:
