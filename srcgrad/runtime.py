@@ -1483,7 +1483,8 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
     ``root``, never from another variable of ``names`` bound in ``frame``, a global of
     ``outside``), and an array indexed further or changed in place (nothing else shares its
     data). A class running code on the store, or a tuple on the path, is refused too, and
-    so is a ``receiver`` ("list", "dict": what a method's rewrite makes) of another type."""
+    so is a ``receiver`` ("list", "dict", "list|dict": what a method's rewrite makes) of
+    another type."""
     where = message.split(": '", 1)[0]  # (desugar: "<file:line>: '<target> ...")
     changed, obj = [], root
     array = None
@@ -1511,11 +1512,12 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
             obj = None  # (a new attribute or key: the store adds it)
             break
     else:
-        if receiver and type(obj).__name__ != receiver:
+        if receiver and type(obj).__name__ not in receiver.split("|"):
+            kinds = receiver.replace("|", " or a ")
             raise UnsupportedSyntaxError.from_message(
                 f"{where}: the method changes a {type(obj).__name__} in place, which srcgrad "
-                f"cannot rewrite as a new value (it does for a {receiver}). Keep the values in "
-                f"a {receiver}.")
+                f"cannot rewrite as a new value (it does for a {kinds}). Keep the values in "
+                f"a {kinds}.")
         if inplace and isinstance(obj, np.ndarray):
             array = obj
         elif inplace and obj is not None and type(obj) not in _ATOMS:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import operator
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -187,3 +188,81 @@ def test_a_list_setdefault_returned_and_changed_through_a_name_is_refused():
     with pytest.raises(srcgrad.UnsupportedSyntaxError,
                        match=r"test_idioms_more\.py:\d+: an in-place update of 'items'"):
         srcgrad.grad(f)(X4.copy())
+
+
+# -- pop from an attribute's or an item's list ------------------------------------------------
+class _Holder:
+    pass
+
+
+def pop_of_an_attribute_as_statements(x):
+    s = _Holder()
+    s.hs = [x[0], x[1] ** 2, x[2]]
+    s.hs.pop()
+    s.hs.pop(0)
+    return sum(s.hs) * x[3]
+
+
+def pop_of_an_attribute_as_values(x):
+    s = SimpleNamespace(hs=[x[0], x[1] ** 2, np.sin(x[2])])
+    last = s.hs.pop()
+    first = s.hs.pop(0)
+    return last * first * sum(s.hs) + x[3]
+
+
+def pop_of_items(x):
+    d = {"hs": [x[0], x[1] * 3.0], "w": {"a": x[2], "b": x[3]}}
+    v = d["hs"].pop()
+    w = d["w"].pop("a")
+    u = d["w"].pop("c", x[0] ** 2)
+    return v * w * u + sum(d["hs"]) * d["w"]["b"]
+
+
+def pop_of_an_attribute_returned(x):
+    s = _Holder()
+    s.hs = [x[0], x[1] ** 2]
+    s.hs[0] = s.hs[0] * x[2]
+    return s.hs.pop()
+
+
+def pop_of_an_attribute_in_a_loop(x):
+    s = _Holder()
+    s.hs = [v ** 2 for v in x]
+    total = 0.0
+    while len(s.hs) > 1:
+        v = s.hs.pop()
+        total = total + v * (len(s.hs) + 1.0) * s.hs[0]
+    return total
+
+
+@pytest.mark.parametrize("f", [pop_of_an_attribute_as_statements, pop_of_an_attribute_as_values,
+                               pop_of_items, pop_of_an_attribute_returned,
+                               pop_of_an_attribute_in_a_loop], ids=lambda f: f.__name__)
+def test_pop_of_an_attribute_or_item_every_mode(f):
+    """Each was refused ("changing the object s.hs in place ... not supported")."""
+    check_every_mode(f)
+
+
+def test_pop_of_an_attribute_inside_an_expression_is_refused_at_its_line():
+    def f(x):
+        s = _Holder()
+        s.hs = [x[0], x[1]]
+        return s.hs.pop() * x[2]
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_more\.py:\d+: 's\.hs\.pop\(\.\.\.\)' of "
+                             r"differentiable values inside an expression .*\(v = s\.hs\.pop"):
+        srcgrad.grad(f)(X4.copy())
+
+
+def test_pop_of_an_attribute_list_another_variable_holds_is_refused_at_its_line():
+    def f(x):
+        s = _Holder()
+        hs = [x[0], x[1]]
+        s.hs = hs
+        s.hs.pop()
+        return sum(hs) * x[2]
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_more\.py:\d+: 's\.hs\.pop\(\.\.\.\)' changes in "
+                             r"place .* something else also holds"):
+        srcgrad.grad(f)(X4.copy())
+

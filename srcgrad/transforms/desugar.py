@@ -1543,9 +1543,17 @@ class _Desugar:
             elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
-                    and not (isinstance(s, gast.Expr) and s.value is call
-                             and self.held_method(s) is not None):
+                    and not (isinstance(s, (gast.Expr, gast.Assign, gast.Return))
+                             and s.value is call and self.held_method(s) is not None
+                             and (not isinstance(s, gast.Assign)
+                                  or isinstance(s.targets[0], gast.Name))):
                 text = to_source(func.value).strip()
+                if func.attr == "pop" and self.held_path(func.value, 1) is not None:
+                    self.ctx.problem(s, f"'{text}.pop(...)' of differentiable values inside "
+                                        f"an expression",
+                                     f"Pop in a statement of its own first (v = "
+                                     f"{text}.pop()), then use v.")
+                    continue
                 self.ctx.problem(s, f"'{text}.{func.attr}(...)' changing the object "
                                     f"{text} in place with differentiable values",
                                  f"srcgrad follows in-place changes of variables only. Build "
@@ -1881,7 +1889,7 @@ class _Desugar:
     def visit_Return(self, s):
         """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
         call = s.value
-        if self.is_list_pop(call):
+        if self.is_list_pop(call) or self.held_method(s) is not None:
             tmp = self.ctx.namer.fresh()
             s.value = A.load(tmp)
             return self.visit_Assign(A.assign(tmp, call, at=s)) + [s]
@@ -1916,6 +1924,9 @@ class _Desugar:
         call = s.value
         if self.is_list_pop(call):
             return self.list_pop(target, call, s)
+        path = self.held_method(s) if isinstance(target, gast.Name) else None
+        if path is not None:  # v = s.hs.pop()
+            return self.held_pop(target, call, path, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
         target = s.targets[0] = _attribute_form(target, self.ctx)
@@ -2083,13 +2094,43 @@ class _Desugar:
         """(root, steps) when ``s`` is ``s.hs.append(v)``, ``d["k"].append(v)``,
         ``s.d.update(e)`` (a list method or ``update`` on an attribute or an item of a
         variable held_path accepts) with differentiable values, else None."""
-        call = s.value if isinstance(s, gast.Expr) else None
+        call = s.value if isinstance(s, (gast.Expr, gast.Assign, gast.Return)) else None
+        if isinstance(s, (gast.Assign, gast.Return)) and not self.is_held_pop(call):
+            return None  # (only a pop has a value to assign)
         if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and call.func.attr in {*_LIST_METHODS, "update"} and not call.keywords
+                and call.func.attr in {*_LIST_METHODS, "update", "pop"} and not call.keywords
                 and not any(isinstance(a, gast.Starred) for a in call.args)
+                and (call.func.attr != "pop" or len(call.args) <= 2)
                 and self.held_varied(call.func.value, call)):
             return None
         return self.held_path(call.func.value, 1)
+
+    @staticmethod
+    def is_held_pop(call) -> bool:
+        """``s.hs.pop(...)``, ``d["k"].pop(...)``: a pop from an attribute's or an item's
+        list or dict (held_method says whether held_store can rewrite it)."""
+        return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "pop" and not isinstance(call.func.value, gast.Name))
+
+    def held_pop(self, target, call, path, s) -> list:
+        """``v = s.hs.pop(i)`` as ``v = s.hs[i]`` (``d.pop(k, default)``: dict_get), then
+        ``s = with_attr(s, "hs", list_delete(s.hs, i))`` (held_store); as a statement of its
+        own, only the second."""
+        holder = _as_load(A.deepcopy(call.func.value))
+        index = call.args[0] if call.args else A.const(-1)
+        out = []
+        if target is not None:
+            if len(call.args) == 2:
+                item = A.call(A.attr(self.ctx.rt, "dict_get"), A.deepcopy(holder),
+                              A.deepcopy(index), call.args[1])
+            else:
+                item = gast.Subscript(value=A.deepcopy(holder), slice=A.deepcopy(index),
+                                      ctx=gast.Load())
+            out += self.visit_Assign(A.assign(target, A.located(item, s), at=s))
+        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), holder, A.deepcopy(index),
+                                *[A.const(True)] * (len(call.args) == 2)), s)
+        text = f"{to_source(call.func.value).strip()}.pop(...)"
+        return out + self.held_store(path, rest, s, True, text, "list|dict")
 
     def held_store(self, path, value, s, inplace: bool, text: str,
                    receiver: str = "") -> list:
@@ -2280,6 +2321,8 @@ class _Desugar:
         if store is not None:  # setattr(m, "W", v) is m.W = v
             return self.visit_Assign(store)
         path = self.held_method(s)
+        if path is not None and call.func.attr == "pop":
+            return self.held_pop(None, call, path, s)
         if path is not None:  # s.hs.append(v): s = with_attr(s, "hs", list_append(s.hs, v))
             method = call.func.attr
             helper = _LIST_METHODS.get(method, "dict_update")
