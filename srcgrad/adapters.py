@@ -19,7 +19,7 @@ them unchanged. Each is built once per call shape.
 """
 from __future__ import annotations
 
-__all__ = ["route", "twin_of", "instance_call", "receiver_method"]
+__all__ = ["route", "twin_of", "instance_call", "receiver_method", "record_adapter"]
 
 import ast
 import copy
@@ -41,6 +41,7 @@ _STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _APPLY: dict = {}  # call shape -> adapter
 _DIRECT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # func -> {shape: adapter}
 _TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # func -> twin
+_RECORDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # namedtuple -> adapter
 
 
 def route(fn, args, kwargs):
@@ -48,6 +49,8 @@ def route(fn, args, kwargs):
     unless it is ``runtime.apply`` or has starred parameters)."""
     if fn is runtime.apply:
         return _apply_adapter(args[0], len(args[1]), tuple(args[2]))
+    if runtime.is_record_class(fn):
+        return record_adapter(fn)
     for_call = getattr(fn, "__srcgrad_starred__", None)
     if for_call is not None:  # grad of a function with *args: its form for these arguments
         return for_call(args, kwargs)
@@ -211,6 +214,22 @@ def _build_direct(func, n: int, keys: tuple):
     source = f"def adapter({signature}):\n    return twin({call})\n"
     name = f"{func.__name__} adapter".replace("<lambda>", "lambda")
     return _compiled(source, name, "adapter", {"twin": twin_of(func)})
+
+
+def record_adapter(cls):
+    """``def record(a, b=...): return _rt.make_record(cls, (a, b))`` for a namedtuple class:
+    its call with differentiable values, as a function srcgrad differentiates."""
+    adapter = _RECORDS.get(cls)
+    if adapter is None:
+        defaults = cls._field_defaults
+        params = ", ".join(f"{f}=_defaults[{f!r}]" if f in defaults else f
+                           for f in cls._fields)
+        items = "".join(f"{f}, " for f in cls._fields)
+        source = f"def record({params}):\n    return _rt.make_record(_cls, ({items}))\n"
+        adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} record adapter",
+                                            "record", {"_rt": runtime, "_cls": cls,
+                                                       "_defaults": defaults})
+    return adapter
 
 
 def _compiled(source: str, title: str, name: str, namespace: dict):

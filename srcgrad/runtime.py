@@ -1088,6 +1088,11 @@ def tangent_attr(d, name: str, obj=None):
         return d
     if isinstance(d, dict):
         return d.get(name, ZERO)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields") and isinstance(d, (tuple, list)) \
+            and not hasattr(d, name):
+        # a namedtuple's tangent held as a plain tuple (add_attr's adjoint of a namedtuple
+        # is one, by position): its field by position, not a lazy zero
+        return d[obj._fields.index(name)]
     return getattr(d, name, ZERO)
 
 
@@ -1336,6 +1341,43 @@ def as_list(xs):
 def as_tuple(xs):
     """``tuple(xs)``."""
     return tuple(xs)
+
+
+def is_record_class(cls) -> bool:
+    """``cls`` is a namedtuple class (``collections.namedtuple``, ``typing.NamedTuple``)."""
+    return isinstance(cls, type) and issubclass(cls, tuple) \
+        and isinstance(getattr(cls, "_fields", None), tuple) and hasattr(cls, "_make")
+
+
+def make_record(cls, items):
+    """``cls(*items)`` of a namedtuple class: what calling it with differentiable values
+    becomes (adapters.record_adapter). A lazy zero (a tangent or cotangent) stays one."""
+    if is_zero(items):
+        return ZERO
+    return cls._make(items)
+
+
+def record_items(record, cls):
+    """The items of a namedtuple of ``cls`` as a tuple, also of its cotangent (a tuple, a
+    dict of the fields read, or a lazy zero)."""
+    if is_zero(record):
+        return ZERO
+    if isinstance(record, dict):
+        return tuple(record.get(f, ZERO) for f in cls._fields)
+    return tuple(record)
+
+
+def items_as(items, like, cls):
+    """``items`` (a tuple of ``cls``'s fields, or a lazy zero) in the form of ``like``: a dict
+    of the fields ``like`` has, a plain tuple, or a namedtuple of ``cls`` (record_items's
+    transpose, whose cotangent must take the form of its argument)."""
+    if is_zero(items):
+        return ZERO
+    if isinstance(like, dict):
+        return {f: v for f, v in zip(cls._fields, items) if f in like}
+    if type(like) is tuple:
+        return tuple(items)
+    return cls._make(items)
 
 
 def dict_copy(d):

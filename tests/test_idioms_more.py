@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import itertools
 import operator
+from collections import namedtuple
 from types import SimpleNamespace
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -266,3 +268,65 @@ def test_pop_of_an_attribute_list_another_variable_holds_is_refused_at_its_line(
                              r"place .* something else also holds"):
         srcgrad.grad(f)(X4.copy())
 
+
+
+# -- namedtuples made from differentiable values -------------------------------------------------
+_Pair = namedtuple("_Pair", ["a", "b"])
+
+
+class _Point(NamedTuple):
+    x: float
+    y: float = 2.0
+
+
+def module_namedtuple_read_by_attribute(x):
+    p = _Pair(x[0], x[1] * 2.0)
+    return p.a * p.b + x[2]
+
+
+def typed_namedtuple_with_a_default(x):
+    p = _Point(np.sin(x[0]))
+    q = _Point(y=x[1], x=x[2] ** 2)
+    return p.x * p.y + q.x * q.y + q[0] * x[3]
+
+
+def namedtuple_defined_inside(x):
+    Pt = namedtuple("Pt", ["a", "b"])
+    p = Pt(x[0], x[1] * 2.0)
+    return p.a * p.b + x[2]
+
+
+def namedtuple_defined_inside_unpacked(x):
+    Pt = namedtuple("Pt", "a b")
+    p = Pt(b=x[0], a=x[1] * 2.0)
+    a, b = p
+    return a * b + p[0] * x[2] + sum(p) * x[3]
+
+
+def _norm_of(p):
+    return p.a ** 2 + p.b ** 2
+
+
+def namedtuple_passed_to_a_helper(x):
+    return _norm_of(_Pair(x[0], x[1] * x[2])) * x[3]
+
+
+@pytest.mark.parametrize("f", [module_namedtuple_read_by_attribute,
+                               typed_namedtuple_with_a_default, namedtuple_defined_inside,
+                               namedtuple_defined_inside_unpacked, namedtuple_passed_to_a_helper],
+                         ids=lambda f: f.__name__)
+def test_namedtuple_made_from_differentiable_values_every_mode(f):
+    """Refused ("constructing '_Pair' from differentiable values"), or, defined inside the
+    function, a MissingRuleError for 'Pt' that named no line."""
+    check_every_mode(f)
+
+
+def test_a_namedtuples_field_from_a_tuple_tangent_is_not_zero():
+    """The adjoint of reading a namedtuple's field (add_attr) keeps it by position, in a plain
+    tuple; differentiating that adjoint read the field of the tuple by name, found none and
+    took a lazy zero: grad of grad of p.a * p.b was 0 where the Hessian was not."""
+    from srcgrad import runtime
+    p = _Pair(1.0, 2.0)
+    assert runtime.tangent_attr((3.0, 4.0), "b", p) == 4.0
+    assert runtime.tangent_attr(_Pair(3.0, 4.0), "b", p) == 4.0
+    assert runtime.tangent_attr({"a": 3.0}, "b", p) is runtime.ZERO
