@@ -1093,6 +1093,11 @@ def tangent_attr(d, name: str, obj=None):
         # a namedtuple's tangent held as a plain tuple (add_attr's adjoint of a namedtuple
         # is one, by position): its field by position, not a lazy zero
         return d[obj._fields.index(name)]
+    own = getattr(d, "__dict__", None)
+    if isinstance(own, dict) and name not in own and not isinstance(d, type):
+        # a class attribute read through the tangent object (class P: unit = 1.0): the
+        # class's constant, not a tangent (getattr found the class's value: a jvp off by it)
+        return ZERO
     return getattr(d, name, ZERO)
 
 
@@ -1347,6 +1352,26 @@ def is_record_class(cls) -> bool:
     """``cls`` is a namedtuple class (``collections.namedtuple``, ``typing.NamedTuple``)."""
     return isinstance(cls, type) and issubclass(cls, tuple) \
         and isinstance(getattr(cls, "_fields", None), tuple) and hasattr(cls, "_make")
+
+
+def constructed_class(cls) -> bool:
+    """``cls`` is a user's class whose call srcgrad differentiates as ``self = new_instance(
+    cls); cls.__init__(self, ...)``: object's ``__new__``, an ``__init__`` written in Python
+    without ``*args``/``**kwargs``, a ``__dict__`` (no ``__slots__``), not an exception or an
+    array (adapters.constructor_adapter)."""
+    if not isinstance(cls, type) or cls.__new__ is not object.__new__ \
+            or issubclass(cls, (BaseException, np.ndarray, tuple, dict, list)) \
+            or "__slots__" in vars(cls) or type(cls) is not type or cls in REGISTERED:
+        return False  # (a registered vector space's objects are made by its rules)
+    init = cls.__init__
+    code = getattr(init, "__code__", None)
+    return type(init).__name__ == "function" and code is not None \
+        and not code.co_flags & 0x0C  # (CO_VARARGS | CO_VARKEYWORDS)
+
+
+def new_instance(cls):
+    """``cls.__new__(cls)``: an object of ``cls`` not initialized yet."""
+    return cls.__new__(cls)
 
 
 def make_record(cls, items):

@@ -330,3 +330,112 @@ def test_a_namedtuples_field_from_a_tuple_tangent_is_not_zero():
     assert runtime.tangent_attr((3.0, 4.0), "b", p) == 4.0
     assert runtime.tangent_attr(_Pair(3.0, 4.0), "b", p) == 4.0
     assert runtime.tangent_attr({"a": 3.0}, "b", p) is runtime.ZERO
+
+
+# -- classes with an __init__ of their own, also defined inside the function ----------------------
+class _Layer:
+    def __init__(self, v, scale=2.0):
+        self.hs = [v[0], v[1] ** 2, v[2]]
+        self.w = v * scale
+
+    def f(self):
+        return sum(self.hs) * np.sum(self.w)
+
+
+def class_with_an_init(x):
+    return _Layer(x).f() * x[3]
+
+
+def class_with_an_init_and_keywords(x):
+    s = _Layer(x, scale=x[0])
+    return sum(s.hs) * np.sum(s.w)
+
+
+def class_defined_inside(x):
+    class P:
+        def __init__(self, v):
+            self.v = v
+
+        def f(self):
+            return np.sum(self.v ** 2)
+    return P(x).f()
+
+
+def class_defined_inside_with_more(x):
+    class Acc:
+        unit = 1.0
+
+        def __init__(self, v):
+            self.hs = []
+            self.v = v
+
+        def push(self, w):
+            return np.sum(self.v * w) + self.unit
+
+        @staticmethod
+        def sq(w):
+            return w * w
+    a = Acc(x)
+    total = a.push(x[::-1]) + Acc.sq(x[1])
+    return total * Acc(np.sin(x)).push(x)
+
+
+@pytest.mark.parametrize("f", [class_with_an_init, class_with_an_init_and_keywords,
+                               class_defined_inside, class_defined_inside_with_more],
+                         ids=lambda f: f.__name__)
+def test_classes_with_an_init_every_mode(f):
+    """Refused: "constructing '_Layer' from differentiable values", "a class definition
+    inside the function is not supported"."""
+    check_every_mode(f)
+
+
+def class_inside_reading_a_variable_in_a_method(x):
+    scale = x[0] * 2.0
+
+    class P:
+        def g(self, v):
+            return v * scale
+    return P().g(x[1])
+
+
+def class_inside_reading_a_variable_in_its_body(x):
+    s = x[0] * 2.0
+
+    class P:
+        k = s
+    return P.k * x[1]
+
+
+@pytest.mark.parametrize("f", [class_inside_reading_a_variable_in_a_method,
+                               class_inside_reading_a_variable_in_its_body],
+                         ids=lambda f: f.__name__)
+def test_a_class_inside_reading_the_functions_variables_is_refused_at_its_line(f):
+    """Run as plain Python, the class would hold the value without its gradient (a wrong
+    gradient, or a crash of the method's closure) once local classes were accepted."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_more\.py:\d+: the class P defined inside the "
+                             r"function reading its variable '(scale|s)'"):
+        srcgrad.grad(f)(X4.copy())
+
+
+class _WithConstant:
+    k = 3.0
+
+    def __init__(self, w):
+        self.w = w
+
+
+def _scaled_sum(m):
+    return np.sum(m.w * m.k)
+
+
+def test_a_class_attribute_read_through_a_tangent_object_is_no_tangent():
+    """jvp with respect to an object, its tangent an object of the same class: reading the
+    class's constant m.k through the tangent found the class's value (3.0), taken as the
+    tangent of m.k: 15.0 instead of 6.0, without an error."""
+    import copy
+    m = _WithConstant(np.array([1.0, 2.0]))
+    dm = copy.copy(m)
+    dm.w = np.ones(2)
+    value, tangent = srcgrad.jvp(_scaled_sum, (m,), (dm,))
+    assert value == 9.0 and tangent == 6.0

@@ -628,6 +628,8 @@ defrule(rt.record_items, record_items_vjp, diff_args=(0,), jvp=record_items_jvp,
         domain=_record_items_domain, linear=True, second_order=False,
         name="runtime.record_items")
 nondifferentiable(rt.is_record_class)
+nondifferentiable(rt.constructed_class)
+nondifferentiable(rt.new_instance)
 defrule(rt.items_as, items_as_vjp, diff_args=(0,), jvp=items_as_jvp,
         domain=_items_as_domain, linear=True, second_order=False, name="runtime.items_as")
 nondifferentiable(rt.refuse_shared_array)

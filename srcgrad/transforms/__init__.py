@@ -79,7 +79,7 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
     local_names = set(params) | {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                                  and isinstance(n.ctx, (gast.Store, gast.Del))}
     local_names |= {n.name for n in gast.walk(tree)
-                    if isinstance(n, gast.FunctionDef) and n is not tree}
+                    if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not tree}
     ctx = Context(fn=fn, src=src, wrt=tuple(wrt), namer=namer, params=params,
                   globals=getattr(fn, "__globals__", {}), closure=closure,
                   local_names=local_names, debug=debug)

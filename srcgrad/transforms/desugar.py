@@ -13,6 +13,7 @@ import numpy as np
 from . import astutil as A
 from ..codegen import to_source
 from ..errors import InternalError, SrcgradError
+from .. import runtime
 from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
@@ -3198,6 +3199,8 @@ def _new_object(value, ctx: Context) -> bool:
     if not isinstance(value, gast.Call):
         return False
     cls = known_value(value.func, ctx)
+    if cls is runtime.new_instance:  # (adapters.constructor_adapter)
+        return True
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
