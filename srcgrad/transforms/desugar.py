@@ -2117,21 +2117,27 @@ class _Desugar:
         """``v = s.hs.pop(i)`` as ``v = s.hs[i]`` (``d.pop(k, default)``: dict_get), then
         ``s = with_attr(s, "hs", list_delete(s.hs, i))`` (held_store); as a statement of its
         own, only the second."""
-        holder = _as_load(A.deepcopy(call.func.value))
+        out, rest = self.popped(_as_load(A.deepcopy(call.func.value)), target, call, s)
+        text = f"{to_source(call.func.value).strip()}.pop(...)"
+        return out + self.held_store(path, rest, s, True, text, "list|dict")
+
+    def popped(self, holder, target, call, at) -> tuple[list, gast.expr]:
+        """For ``target = holder.pop(i)``: the assignment of the item to ``target`` (none
+        without a target; ``d.pop(k, default)``: dict_get), and the container left without it
+        (list_delete)."""
         index = call.args[0] if call.args else A.const(-1)
         out = []
         if target is not None:
-            if len(call.args) == 2:
+            if len(call.args) == 2:  # d.pop(k, default): a dict's
                 item = A.call(A.attr(self.ctx.rt, "dict_get"), A.deepcopy(holder),
                               A.deepcopy(index), call.args[1])
             else:
                 item = gast.Subscript(value=A.deepcopy(holder), slice=A.deepcopy(index),
                                       ctx=gast.Load())
-            out += self.visit_Assign(A.assign(target, A.located(item, s), at=s))
-        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), holder, A.deepcopy(index),
-                                *[A.const(True)] * (len(call.args) == 2)), s)
-        text = f"{to_source(call.func.value).strip()}.pop(...)"
-        return out + self.held_store(path, rest, s, True, text, "list|dict")
+            out += self.visit_Assign(A.assign(target, A.located(item, at), at=at))
+        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), holder, index,
+                                *[A.const(True)] * (len(call.args) == 2)), at)
+        return out, rest
 
     def held_store(self, path, value, s, inplace: bool, text: str,
                    receiver: str = "") -> list:
@@ -2464,18 +2470,7 @@ class _Desugar:
                                  f"list (Python would change the caller's too)",
                              f"Copy it first ({name} = list({name})).")
             return [at]
-        index = call.args[0] if call.args else A.const(-1)
-        out = []
-        if target is not None:
-            if len(call.args) == 2:  # d.pop(k, default): a dict's
-                item = A.call(A.attr(self.ctx.rt, "dict_get"), A.load(name),
-                              A.deepcopy(index), call.args[1])
-            else:
-                item = gast.Subscript(value=A.load(name), slice=A.deepcopy(index),
-                                      ctx=gast.Load())
-            out += self.visit_Assign(A.assign(target, A.located(item, at), at=at))
-        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), A.load(name), index,
-                                *[A.const(True)] * (len(call.args) == 2)), at)
+        out, rest = self.popped(A.load(name), target, call, at)
         return out + [A.assign(name, rest, at=at)]
 
     # -- loops -----------------------------------------------------------------------------
