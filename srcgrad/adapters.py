@@ -19,7 +19,8 @@ them unchanged. Each is built once per call shape.
 """
 from __future__ import annotations
 
-__all__ = ["route", "twin_of", "instance_call", "receiver_method"]
+__all__ = ["route", "twin_of", "instance_call", "receiver_method", "record_adapter",
+           "constructor_adapter"]
 
 import ast
 import copy
@@ -41,6 +42,7 @@ _STARRED = inspect.CO_VARARGS | inspect.CO_VARKEYWORDS
 _APPLY: dict = {}  # call shape -> adapter
 _DIRECT: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # func -> {shape: adapter}
 _TWINS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # func -> twin
+_RECORDS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # namedtuple -> adapter
 
 
 def route(fn, args, kwargs):
@@ -48,6 +50,10 @@ def route(fn, args, kwargs):
     unless it is ``runtime.apply`` or has starred parameters)."""
     if fn is runtime.apply:
         return _apply_adapter(args[0], len(args[1]), tuple(args[2]))
+    if runtime.is_record_class(fn):
+        return record_adapter(fn)
+    if runtime.constructed_class(fn):
+        return constructor_adapter(fn)
     for_call = getattr(fn, "__srcgrad_starred__", None)
     if for_call is not None:  # grad of a function with *args: its form for these arguments
         return for_call(args, kwargs)
@@ -211,6 +217,60 @@ def _build_direct(func, n: int, keys: tuple):
     source = f"def adapter({signature}):\n    return twin({call})\n"
     name = f"{func.__name__} adapter".replace("<lambda>", "lambda")
     return _compiled(source, name, "adapter", {"twin": twin_of(func)})
+
+
+def record_adapter(cls):
+    """``def record(a, b=...): return _rt.make_record(cls, (a, b))`` for a namedtuple class:
+    its call with differentiable values, as a function srcgrad differentiates."""
+    adapter = _RECORDS.get(cls)
+    if adapter is None:
+        defaults = cls._field_defaults
+        params = ", ".join(f"{f}=_defaults[{f!r}]" if f in defaults else f
+                           for f in cls._fields)
+        items = "".join(f"{f}, " for f in cls._fields)
+        source = f"def record({params}):\n    return _rt.make_record(_cls, ({items}))\n"
+        adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} record adapter",
+                                            "record", {"_rt": runtime, "_cls": cls,
+                                                       "_defaults": defaults})
+    return adapter
+
+
+def constructor_adapter(cls):
+    """``def construct(a, b=...): self = _rt.new_instance(cls); init(self, a, b); return
+    self`` for a class runtime.constructed_class accepts: its ``__init__`` is a helper storing
+    into its parameter's attributes, which srcgrad takes back at the call."""
+    adapter = _RECORDS.get(cls)
+    if adapter is None:
+        signature = inspect.signature(cls.__init__)
+        params = list(signature.parameters.values())[1:]  # (without self)
+        defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        text, star = [], False
+        for p in params:
+            if p.kind is p.KEYWORD_ONLY and not star:
+                text.append("*")
+                star = True
+            text.append(f"{p.name}=_defaults[{p.name!r}]" if p.name in defaults else p.name)
+        names = [p.name for p in params]
+        if {"_rt", "_init", "_cls", "_defaults", "made"} & set(names):
+            raise UnsupportedFeatureError(f"{cls.__name__}.__init__'s parameter names clash "
+                                          f"with srcgrad's adapter (_rt, _cls, _init, "
+                                          f"made)")
+        call = ", ".join(["self"] + [f"{n}={n}" for n in names])
+        self_name = "self" if "self" not in names else "_self"
+        call = call.replace("self", self_name, 1)
+        # (the object returned under another name: returned as it is, its cotangent, the
+        # sweep's parameter, was rebound to __init__'s and deleted, which the sweep's own
+        # transformation, for grad of grad, read after the deletion)
+        source = (f"def construct({', '.join(text)}):\n"
+                  f"    {self_name} = _rt.new_instance(_cls)\n"
+                  f"    _init({call})\n"
+                  f"    made = {self_name}\n"
+                  f"    return made\n")
+        adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} constructor adapter",
+                                            "construct", {"_rt": runtime, "_cls": cls,
+                                                          "_init": cls.__init__,
+                                                          "_defaults": defaults})
+    return adapter
 
 
 def _compiled(source: str, title: str, name: str, namespace: dict):

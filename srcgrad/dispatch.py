@@ -95,8 +95,7 @@ def method_fwd(obj, name, *args, **kwargs):
     special = container_method(obj, name)
     if special is not None:
         return dynamic_forward(special, (obj,) + args, kwargs)
-    raw = inspect.getattr_static(type(obj), name, None)
-    if isinstance(raw, (staticmethod, classmethod)):
+    if _receiverless(obj, name):
         # no instance argument: the receiver gets no gradient
         value, record = dynamic_forward(getattr(obj, name), args, kwargs)
         return value, ReceiverlessCall(record)
@@ -190,7 +189,11 @@ def _redispatch_fwd(helper, args, kwargs):
 
 
 def _receiverless(obj, name) -> bool:
-    """Whether method_fwd calls ``obj.name`` without ``obj``: a static or class method."""
+    """Whether method_fwd calls ``obj.name`` without ``obj``: a static or class method, or
+    any function read from a class (``Cls.method(a, ...)`` of a class known only at run time,
+    a class defined in the function: its arguments are the whole call)."""
+    if isinstance(obj, type):
+        return True
     return container_method(obj, name) is None and isinstance(
         inspect.getattr_static(type(obj), name, None), (staticmethod, classmethod))
 

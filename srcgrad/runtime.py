@@ -1105,6 +1105,16 @@ def tangent_attr(d, name: str, obj=None):
         return d
     if isinstance(d, dict):
         return d.get(name, ZERO)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields") and isinstance(d, (tuple, list)) \
+            and not hasattr(d, name):
+        # a namedtuple's tangent held as a plain tuple (add_attr's adjoint of a namedtuple
+        # is one, by position): its field by position, not a lazy zero
+        return d[obj._fields.index(name)]
+    own = getattr(d, "__dict__", None)
+    if isinstance(own, dict) and name not in own and not isinstance(d, type):
+        # a class attribute read through the tangent object (class P: unit = 1.0): the
+        # class's constant, not a tangent (getattr found the class's value: a jvp off by it)
+        return ZERO
     return getattr(d, name, ZERO)
 
 
@@ -1366,6 +1376,63 @@ def as_tuple(xs):
     return tuple(xs)
 
 
+def is_record_class(cls) -> bool:
+    """``cls`` is a namedtuple class (``collections.namedtuple``, ``typing.NamedTuple``)."""
+    return isinstance(cls, type) and issubclass(cls, tuple) \
+        and isinstance(getattr(cls, "_fields", None), tuple) and hasattr(cls, "_make")
+
+
+def constructed_class(cls) -> bool:
+    """``cls`` is a user's class whose call srcgrad differentiates as ``self = new_instance(
+    cls); cls.__init__(self, ...)``: object's ``__new__``, an ``__init__`` written in Python
+    without ``*args``/``**kwargs``, a ``__dict__`` (no ``__slots__``), not an exception or an
+    array (adapters.constructor_adapter)."""
+    if not isinstance(cls, type) or cls.__new__ is not object.__new__ \
+            or issubclass(cls, (BaseException, np.ndarray, tuple, dict, list)) \
+            or "__slots__" in vars(cls) or type(cls) is not type or cls in REGISTERED:
+        return False  # (a registered vector space's objects are made by its rules)
+    init = cls.__init__
+    code = getattr(init, "__code__", None)
+    return type(init).__name__ == "function" and code is not None \
+        and not code.co_flags & 0x0C  # (CO_VARARGS | CO_VARKEYWORDS)
+
+
+def new_instance(cls):
+    """``cls.__new__(cls)``: an object of ``cls`` not initialized yet."""
+    return cls.__new__(cls)
+
+
+def make_record(cls, items):
+    """``cls(*items)`` of a namedtuple class: what calling it with differentiable values
+    becomes (adapters.record_adapter). A lazy zero (a tangent or cotangent) stays one."""
+    if is_zero(items):
+        return ZERO
+    return cls._make(items)
+
+
+def record_items(record, cls):
+    """The items of a namedtuple of ``cls`` as a tuple, also of its cotangent (a tuple, a
+    dict of the fields read, or a lazy zero)."""
+    if is_zero(record):
+        return ZERO
+    if isinstance(record, dict):
+        return tuple(record.get(f, ZERO) for f in cls._fields)
+    return tuple(record)
+
+
+def items_as(items, like, cls):
+    """``items`` (a tuple of ``cls``'s fields, or a lazy zero) in the form of ``like``: a dict
+    of the fields ``like`` has, a plain tuple, or a namedtuple of ``cls`` (record_items's
+    transpose, whose cotangent must take the form of its argument)."""
+    if is_zero(items):
+        return ZERO
+    if isinstance(like, dict):
+        return {f: v for f, v in zip(cls._fields, items) if f in like}
+    if type(like) is tuple:
+        return tuple(items)
+    return cls._make(items)
+
+
 def dict_copy(d):
     """``dict(d)`` of a dict, or of a list or tuple of ``(key, value)`` pairs, holding
     differentiable values (its rule passes each value's adjoint through; a pair's key gets
@@ -1511,7 +1578,8 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
     ``root``, never from another variable of ``names`` bound in ``frame``, a global of
     ``outside``), and an array indexed further or changed in place (nothing else shares its
     data). A class running code on the store, or a tuple on the path, is refused too, and
-    so is a ``receiver`` ("list", "dict": what a method's rewrite makes) of another type."""
+    so is a ``receiver`` ("list", "dict", "list|dict": what a method's rewrite makes) of
+    another type."""
     where = message.split(": '", 1)[0]  # (desugar: "<file:line>: '<target> ...")
     changed, obj = [], root
     array = None
@@ -1539,11 +1607,12 @@ def refuse_shared_path(root, kinds: str, keys: tuple, inplace: bool, frame: dict
             obj = None  # (a new attribute or key: the store adds it)
             break
     else:
-        if receiver and type(obj).__name__ != receiver:
+        if receiver and type(obj).__name__ not in receiver.split("|"):
+            kinds = receiver.replace("|", " or a ")
             raise UnsupportedSyntaxError.from_message(
                 f"{where}: the method changes a {type(obj).__name__} in place, which srcgrad "
-                f"cannot rewrite as a new value (it does for a {receiver}). Keep the values in "
-                f"a {receiver}.")
+                f"cannot rewrite as a new value (it does for a {kinds}). Keep the values in "
+                f"a {kinds}.")
         if inplace and isinstance(obj, np.ndarray):
             array = obj
         elif inplace and obj is not None and type(obj) not in _ATOMS:

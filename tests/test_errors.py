@@ -103,8 +103,12 @@ def uses_set_comprehension(x):
 
 
 def uses_class_def(x):
+    # (a class defined inside is run as plain Python since s31: refused when it reads the
+    # function's variables, whose gradient it would not carry)
+    s = x * 2.0
+
     class Local:
-        scale = 2.0
+        scale = s
     return x * Local.scale
 
 
@@ -208,7 +212,7 @@ def many_problems(x):
     del xs[0]
 
     class Local:
-        scale = 2.0
+        scale = total
     return xs[0] * Local.scale * len(labels)
 
 

@@ -198,6 +198,28 @@ def test_prod_is_exact_with_zeros(a):
         assert abs(numeric - np.sum(ga * v)) <= 1e-8 * (1 + abs(numeric))
 
 
+@pytest.mark.parametrize("a", [np.array([2.0, 0.0, 3.0, -1.5]), np.array([0.0, 2.0, 0.0, 1.5]),
+                               np.array([0.0, 0.0, 2.0]), np.array([1.5, -2.0, 3.0, 0.0]),
+                               np.array([[1.0, 0.0, 2.0], [2.0, 3.0, 0.0]])],
+                         ids=["one", "two", "leading", "last", "2d"])
+def test_cumprod_is_exact_with_zeros(a):
+    """Its vjp and jvp where the input has zeros (the product of prefixes with one element
+    left out), against central differences: cumprod is a polynomial, so these are exact."""
+    rng = rng_for("cumprod zeros")
+    rule = lookup(np.cumprod)
+    for axis in (None, 0, -1):
+        v = rng.standard_normal(a.shape)
+        ans = np.cumprod(a, axis=axis)
+        u = rng.standard_normal(np.shape(ans))
+        (ga,) = rule.vjp(u, ans, a, axis)
+        (dy,) = rule.jvp(v, ans, a, axis)
+        eps = 1e-6
+        numeric = (np.cumprod(a + eps * v, axis=axis) - np.cumprod(a - eps * v, axis=axis)) \
+            / (2 * eps)
+        assert np.allclose(dy, numeric, rtol=1e-8, atol=1e-8), (axis, dy, numeric)
+        assert abs(np.sum(u * numeric) - np.sum(ga * v)) <= 1e-8 * (1 + abs(np.sum(u * numeric)))
+
+
 @pytest.mark.parametrize("fn,args", [(np.max, (np.float32([1.0, 3.0]),)),
                                      (np.maximum, (np.float32([1.0, 3.0]), np.float32(2.0))),
                                      (np.sin, (np.float32([1.0, 3.0]),)),

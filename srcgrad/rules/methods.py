@@ -26,6 +26,7 @@ ARRAY_METHODS: dict[str, Callable] = {
     "std": np.std,
     "var": np.var,
     "cumsum": np.cumsum,
+    "cumprod": np.cumprod,
     "dot": np.dot,
     "clip": np.clip,
     "ravel": np.ravel,

@@ -1,11 +1,12 @@
-"""Rules of numpy's reductions: sum, mean, prod, max/min, var/std, norm, cumsum, average.
+"""Rules of numpy's reductions: sum, mean, prod, max/min, var/std, norm, cumsum, cumprod,
+average.
 
 All take ``axis`` (None, int, negative, tuple) and ``keepdims``. Unsupported keywords
 (``where=``, ``initial=``, ``mean=``, ``correction=``) raise a TypeError from the rule.
 
 * max/min: tied extrema share the gradient evenly.
-* prod: exact first derivatives with zeros in the input; second derivatives are exact only
-  away from zeros.
+* prod, cumprod: exact first derivatives with zeros in the input; second derivatives are
+  exact only away from zeros.
 * norm: vector norms of any order ``p != 0`` and ``inf``/``-inf``; matrix norms ``None``,
   ``'fro'``, ``1``, ``-1``, ``inf``, ``-inf``, and through the SVD ``2``, ``-2``, ``'nuc'``
   (not differentiable where the largest, or smallest, singular value is repeated, nor
@@ -167,6 +168,50 @@ def cumsum_jvp(da, ans, a, axis=None, dtype=None, out=None):
     return (np.cumsum(da, axis=axis),)
 
 
+def reverse_cumsum(v, axis):
+    """``out[i] = sum(v[i:])`` along ``axis``."""
+    return np.flip(np.cumsum(np.flip(v, axis), axis), axis)
+
+
+def cumprod_lanes(a, axis=None):
+    """``(a, axis)`` with ``axis=None`` read as numpy does: over ``a`` flattened."""
+    if axis is None:
+        return np.ravel(a), 0
+    return a, axis
+
+
+def cumprod_zeros(a, axis):
+    """Where each lane's first zero is, where the elements before it are, and the running
+    product with that zero read as one: ``d cumprod(a)[k] / d a[z]`` for the first zero z."""
+    zero = a == 0
+    seen = np.cumsum(zero, axis)
+    first = zero & (seen == 1)
+    before = seen == 0
+    return first, before, np.cumprod(np.where(first, 1.0, a), axis)
+
+
+def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
+    # d y[k] / d a[i] = prod(a[j] for j <= k, j != i): before a lane's first zero that is
+    # y[k] / a[i]; at the first zero, the product with that zero read as one; after it, 0.
+    lanes, ax = cumprod_lanes(a, axis)
+    first, before, skipped = cumprod_zeros(lanes, ax)
+    g = np.reshape(g, np.shape(lanes))
+    divided = reverse_cumsum(g * np.reshape(ans, np.shape(lanes)), ax) \
+        / np.where(before, lanes, 1.0)
+    ga = np.where(before, divided, np.where(first, reverse_cumsum(g * skipped, ax), 0.0))
+    return (np.reshape(ga, np.shape(a)),)
+
+
+def cumprod_jvp(da, ans, a, axis=None, dtype=None, out=None):
+    lanes, ax = cumprod_lanes(a, axis)
+    first, before, skipped = cumprod_zeros(lanes, ax)
+    da = np.reshape(da, np.shape(lanes))
+    ratio = np.cumsum(np.where(before, da / np.where(before, lanes, 1.0), 0.0), ax)
+    at_zero = np.cumsum(np.where(first, da, 0.0), ax) * skipped
+    y = np.reshape(ans, np.shape(lanes))
+    return (np.reshape(np.where(before, y * ratio, at_zero), np.shape(ans)),)
+
+
 def average_weights(a, axis=None, weights=None):
     """Weights ``w`` broadcasting against ``a`` with ``average(a) == sum(a * w, axis)``."""
     if weights is None:
@@ -244,6 +289,16 @@ def _cumsum_points(rng):
             ((draw(rng, (3, 4)),), {"axis": -1}), ((draw(rng, None),), {})]
 
 
+def _cumprod_points(rng):
+    # Magnitudes away from zero, both signs; zeros are checked separately (first order is
+    # exact there).
+    def v(shape):
+        return draw(rng, shape, 0.5, 1.5) * np.where(rng.uniform(size=shape) < 0.5, -1.0, 1.0)
+    return [((v((5,)),), {}), ((v((3, 4)),), {}), ((v((3, 4)), 0), {}),
+            ((v((2, 3, 4)),), {"axis": -1}), ((v((2, 3, 4)), 1), {}),
+            ((draw(rng, None, 0.5, 1.5),), {})]
+
+
 def _flip_points(rng):
     return [((draw(rng, (5,)),), {}), ((draw(rng, (3, 4)),), {}), ((draw(rng, (3, 4)), 0), {}),
             ((draw(rng, (2, 3, 4)),), {"axis": (0, 2)})]
@@ -271,4 +326,5 @@ defrule(np.std, std_vjp, jvp=std_jvp, domain=reductions(extra=({}, {"ddof": 1}))
 defrule(np.linalg.norm, norm_vjp, jvp=norm_jvp, domain=_norm_points, name="numpy.linalg.norm")
 defrule(np.flip, flip_vjp, jvp=flip_jvp, domain=_flip_points, linear=True)
 defrule(np.cumsum, cumsum_vjp, jvp=cumsum_jvp, domain=_cumsum_points, linear=True)
+defrule(np.cumprod, cumprod_vjp, jvp=cumprod_jvp, domain=_cumprod_points)
 defrule(np.average, average_vjp, jvp=average_jvp, domain=_average_points, linear=True)

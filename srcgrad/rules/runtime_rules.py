@@ -6,6 +6,8 @@ The second half covers the helpers that generated adjoints call (``unbroadcast``
 higher derivatives. All rules here are linear in their differentiable arguments; a lazy
 zero (``0.0``) is never active, so its cotangent is unused.
 """
+from collections import namedtuple
+
 import numpy as np
 
 from .. import runtime as rt
@@ -617,6 +619,59 @@ defrule(rt.as_list, as_list_vjp, jvp=as_list_jvp, domain=_sequence_domain, linea
         second_order=False, name="runtime.as_list")
 defrule(rt.as_tuple, as_list_vjp, jvp=as_tuple_jvp, domain=_sequence_domain, linear=True,
         second_order=False, name="runtime.as_tuple")
+# -- namedtuples made from differentiable values: make_record and record_items, each
+# the other's transpose
+def make_record_vjp(g, ans, cls, items):
+    return (rt.record_items(g, cls),)
+
+
+def make_record_jvp(ditems, ans, cls, items):
+    return (rt.make_record(cls, ditems),)
+
+
+def record_items_vjp(g, ans, record, cls):
+    return (rt.items_as(g, record, cls),)
+
+
+def record_items_jvp(drecord, ans, record, cls):
+    return (rt.record_items(drecord, cls),)
+
+
+def items_as_vjp(g, ans, items, like, cls):
+    return (rt.record_items(g, cls),)
+
+
+def items_as_jvp(ditems, ans, items, like, cls):
+    return (rt.items_as(ditems, like, cls),)
+
+
+_Pair = namedtuple("_Pair", "a b")
+
+
+def _items_as_domain(rng):
+    return [(((draw(rng, (2,)), draw(rng, None)), _Pair(0.0, 0.0), _Pair), {}),
+            (((draw(rng, (2,)), draw(rng, None)), {"a": 0.0, "b": 0.0}, _Pair), {})]
+
+
+def _make_record_domain(rng):
+    return [((_Pair, (draw(rng, (3,)), draw(rng, None))), {})]
+
+
+def _record_items_domain(rng):
+    return [((_Pair(draw(rng, (2,)), draw(rng, None)), _Pair), {})]
+
+
+defrule(rt.make_record, make_record_vjp, diff_args=(1,), jvp=make_record_jvp,
+        domain=_make_record_domain, linear=True, second_order=False,
+        name="runtime.make_record")
+defrule(rt.record_items, record_items_vjp, diff_args=(0,), jvp=record_items_jvp,
+        domain=_record_items_domain, linear=True, second_order=False,
+        name="runtime.record_items")
+nondifferentiable(rt.is_record_class)
+nondifferentiable(rt.constructed_class)
+nondifferentiable(rt.new_instance)
+defrule(rt.items_as, items_as_vjp, diff_args=(0,), jvp=items_as_jvp,
+        domain=_items_as_domain, linear=True, second_order=False, name="runtime.items_as")
 nondifferentiable(rt.refuse_shared_array)
 nondifferentiable(rt.refuse_viewed)
 nondifferentiable(rt.refuse_shared_locals)

@@ -79,7 +79,7 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
     local_names = set(params) | {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
                                  and isinstance(n.ctx, (gast.Store, gast.Del))}
     local_names |= {n.name for n in gast.walk(tree)
-                    if isinstance(n, gast.FunctionDef) and n is not tree}
+                    if isinstance(n, (gast.FunctionDef, gast.ClassDef)) and n is not tree}
     ctx = Context(fn=fn, src=src, wrt=tuple(wrt), namer=namer, params=params,
                   globals=getattr(fn, "__globals__", {}), closure=closure,
                   local_names=local_names, debug=debug)
@@ -269,7 +269,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
                 a = dict(A.bind_arguments(names, 0, call))[i]
             guards.setdefault(id(node), []).append(A.expr_stmt(A.call(
                 A.attr(ctx.rt, "refuse_mutable"), A.load(a.id),
-                A.const(f"{ctx.location(node)}: {what} is not supported. {hint}")), at=node))
+                A.const(f"{ctx.user_location(node)}: {what} is not supported. {hint}")), at=node))
     if guards:
         _insert_before(tree, guards)
     for call in taking_back:
@@ -569,9 +569,9 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             try:
                 user_calls[id(call)] = get_adjoint(r.obj, call)
             except SourceUnavailableError:
-                raise MissingRuleError(r.name, ctx.location(stmt)) from None
+                raise MissingRuleError(r.name, ctx.user_location(stmt)) from None
             except SrcgradError as e:  # refused inside the callee: say how it was reached
-                e.reached_from(ctx.location(stmt), not _library_file(ctx.src.filename))
+                e.reached_from(ctx.user_location(stmt), not _library_file(ctx.src.filename))
                 raise
             continue
         if r.kind == "dynamic" or (r.kind in ("unknown", "attribute") and _local_callee(
@@ -579,10 +579,16 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             user_calls[id(call)] = DynamicCall(
                 "method" if isinstance(call.func, gast.Attribute) else "call")
             continue
+        if r.kind == "class" and getattr(r.obj, "__module__", None) == "itertools":
+            ctx.problem(stmt, f"an itertools.{r.name} iterator over differentiable values "
+                              f"that is not consumed at once",
+                        f"Pass it straight to sum/list/tuple/... or a for loop, or make a "
+                        f"list of it where it is made: list(itertools.{r.name}(...)).")
+            continue
         if r.kind == "class":
             ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",
                         "Build a tuple, list or dict instead, or register a rule.")
             continue
-        raise MissingRuleError(r.name, ctx.location(stmt))
+        raise MissingRuleError(r.name, ctx.user_location(stmt))
     ctx.raise_problems()
     return user_calls

@@ -110,7 +110,7 @@ def nondiff_guard(ctx, rule, what: str, operand, at):
     operand the rule does not differentiate but which depends on the differentiated input.
     Whether it carries a gradient is known only at run time: an integer (``axis=axis`` in a
     helper differentiated with respect to all its parameters) carries none."""
-    message = (f"{ctx.location(at)}: argument {what} of '{rule.name}' is not differentiable, "
+    message = (f"{ctx.user_location(at)}: argument {what} of '{rule.name}' is not differentiable, "
                f"but it depends on the differentiated input.")
     call = A.call(A.attr(ctx.rt, "refuse_float_operand"), A.deepcopy(operand),
                   A.const(message))

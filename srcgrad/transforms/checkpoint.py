@@ -121,7 +121,7 @@ class _Lowering:
                              + [A.located(gast.Return(value=results), loop)], loop)
         stmts = [body_def]
         spec = checkpoint.LoopSpec(kind="for" if is_for else "while",
-                                   location=ctx.location(loop), state=flow.state,
+                                   location=ctx.user_location(loop), state=flow.state,
                                    outputs=flow.outputs, inputs=flow.inputs)
         spec.body_source = self.source_of(body_def)
         spec_name = ctx.helper(spec, "_checkpointed")

@@ -19,6 +19,7 @@ import numpy as np
 from . import astutil as A
 from ..codegen import to_source
 from ..errors import InternalError, SrcgradError
+from .. import runtime
 from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
@@ -28,6 +29,8 @@ from .anf import is_static_ref
 from .context import Context
 from .gradient_calls import is_maker
 from .gradient_values import call_gradients_where_called
+from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
+                              iterator_kind, keyword, product_comprehension)
 from .resolve import known_value, static_value
 from .validate import is_no_grad_block
 from .writeback import (augmented_only, kept_parameters, merged_parameters, same_object_mark, surely_mutated,
@@ -854,7 +857,7 @@ class _Desugar:
             if not others:
                 continue
             which = others[0] if len(others) == 1 else f"one of {', '.join(others)}"
-            message = (f"{self.ctx.location(tree)}: {self.ctx.fn.__name__}() updates its "
+            message = (f"{self.ctx.user_location(tree)}: {self.ctx.fn.__name__}() updates its "
                        f"argument '{p}' in place, and '{p}' shares its data with {which} "
                        f"(another argument, or an array the function reads), which numpy "
                        f"would change too; srcgrad does not support that. Pass a copy "
@@ -900,7 +903,7 @@ class _Desugar:
         if not sources:
             return []
         which = sources[0] if len(sources) == 1 else f"one of {', '.join(sources)}"
-        message = (f"{self.ctx.location(s)}: an in-place update of '{name}', which shares its "
+        message = (f"{self.ctx.user_location(s)}: an in-place update of '{name}', which shares its "
                    f"data with {which} (a view of it), is not supported (in "
                    f"{self.ctx.fn.__name__}()): numpy would change both. Copy it first "
                    f"({name} = {name}.copy()) or write {name} = ... to make a new array.")
@@ -1139,7 +1142,7 @@ class _Desugar:
         keys = [A.load(index) for _, _, index in reversed(chain)]
         targets = gast.Tuple(elts=[A.load(t) for t, _, _ in reversed(chain)], ctx=gast.Load())
         path = root + "[...]" * len(chain)
-        replaced = (f"{self.ctx.location(s)}: {fn.__name__}() changes in place the object "
+        replaced = (f"{self.ctx.user_location(s)}: {fn.__name__}() changes in place the object "
                     f"the loop bound to {name}, and the loop has replaced that item of "
                     f"{path}: Python would change the old object, which the list no longer "
                     f"holds; srcgrad does not support that (in {self.ctx.fn.__name__}()). "
@@ -1160,8 +1163,8 @@ class _Desugar:
         global, or held in a tuple."""
         outside = [A.load(n) for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = [A.const(n) for n in sorted(self.scope_names - mine)]
-        message = (f"{self.ctx.location(s)}: {callee}() changes in place {what}, and something "
-                   f"else also holds it (another item, another variable, a global) or it is "
+        message = (f"{self.ctx.user_location(s)}: {callee}() changes in place {what}, and "
+                   f"something else also holds it (another item, another variable, a global) or it is "
                    f"held in a tuple, which Python would change too; srcgrad does not support "
                    f"that (in {self.ctx.fn.__name__}()). Pass a copy, or hold the object in "
                    f"one list or dict only.")
@@ -1417,7 +1420,7 @@ class _Desugar:
     def handed_over_guard(self, name: str, fn, param: str, s) -> gast.stmt:
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         others = sorted(self.scope_names - {name})
-        message = (f"{self.ctx.location(s)}: {fn.__name__}() updates its argument '{param}' "
+        message = (f"{self.ctx.user_location(s)}: {fn.__name__}() updates its argument '{param}' "
                    f"in place, and the array (or list, dict or object) passed as {name} shares "
                    f"its data with another variable of {self.ctx.fn.__name__}() or a global it "
                    f"reads, which Python would change too; srcgrad does not support that. "
@@ -1467,7 +1470,7 @@ class _Desugar:
         an array, a list or a dict, the caller's, which Python would change too and the
         functional rewrite would not. (A dict used to pass: `state["h"] = 2 * x` in a helper
         left the caller's dict unchanged, a silent wrong value and gradient.)"""
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: assignment into an element of the parameter '{name}', the "
                    f"caller's array, list or dict (Python would change the caller's too), is "
                    f"not supported (in {self.ctx.fn.__name__}()). Copy it first ({name} = "
@@ -1482,7 +1485,7 @@ class _Desugar:
                                        - self.ctx.transient), s)
         if not views:
             return []
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: an in-place update of '{name}' while {', '.join(views)} may be a "
                    f"view of it (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy the view ({views[0]} = "
@@ -1506,7 +1509,7 @@ class _Desugar:
         are not analysed here): a float is refused there, an integer (a cursor) passes."""
         if not self.nested or name in self.nested[-1]:
             return None
-        loc = self.ctx.location(s)
+        loc = self.ctx.user_location(s)
         message = (f"{loc}: a nested function storing a float into '{name}', a variable of "
                    f"the enclosing function, is not supported: srcgrad cannot follow a "
                    f"gradient through it. Return the value from the nested function instead.")
@@ -1627,7 +1630,7 @@ class _Desugar:
             what = self.writes_in_place(call)
             if what is not None and isinstance(func, gast.Attribute) \
                     and func.attr in _LIST_IN_PLACE_METHODS:
-                message = (f"{self.ctx.location(s)}: {what} changes in place a list or array "
+                message = (f"{self.ctx.user_location(s)}: {what} changes in place a list or array "
                            f"holding differentiable values, which srcgrad does not follow (in "
                            f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
                            f"sorted(v), v = np.sort(v), v = v[::-1]).")
@@ -1662,7 +1665,7 @@ class _Desugar:
                 # unread (one whose value is read is dispatched at run time, where
                 # dispatch._method_target asks it; an array's methods never are)
                 name = func.value.id
-                message = (f"{self.ctx.location(s)}: '{name}.{func.attr}(...)', a method "
+                message = (f"{self.ctx.user_location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
                            f"values, is not supported (in {self.ctx.fn.__name__}()). srcgrad "
                            f"does not follow a method's changes of self (the gradient through "
@@ -1686,9 +1689,17 @@ class _Desugar:
             elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
-                    and not (isinstance(s, gast.Expr) and s.value is call
-                             and self.held_method(s) is not None):
+                    and not (isinstance(s, (gast.Expr, gast.Assign, gast.Return))
+                             and s.value is call and self.held_method(s) is not None
+                             and (not isinstance(s, gast.Assign)
+                                  or isinstance(s.targets[0], gast.Name))):
                 text = to_source(func.value).strip()
+                if func.attr == "pop" and self.held_path(func.value, 1) is not None:
+                    self.ctx.problem(s, f"'{text}.pop(...)' of differentiable values inside "
+                                        f"an expression",
+                                     f"Pop in a statement of its own first (v = "
+                                     f"{text}.pop()), then use v.")
+                    continue
                 self.ctx.problem(s, f"'{text}.{func.attr}(...)' changing the object "
                                     f"{text} in place with differentiable values",
                                  f"srcgrad follows in-place changes of variables only. Build "
@@ -1731,7 +1742,7 @@ class _Desugar:
                              "Bind the managed value to a plain name.")
             return [s]
         manager = self.ctx.namer.fresh("_cm")
-        where = A.const(str(self.ctx.location(s)))
+        where = A.const(str(self.ctx.user_location(s)))
         enter = A.call(A.attr(self.ctx.rt, "enter_context"), A.load(manager), where)
         out = self.visit_Assign(A.assign(manager, item.context_expr, at=s))
         out += self.visit_Assign(A.assign(target, enter, at=s)) if target is not None \
@@ -1948,7 +1959,7 @@ class _Desugar:
         if not local and not outside:
             return []
         which = ", ".join(local + outside)
-        message = (f"{self.ctx.location(s)}: an in-place update of '{name}' while {which} may "
+        message = (f"{self.ctx.user_location(s)}: an in-place update of '{name}' while {which} may "
                    f"share its data (numpy would change both) is not supported (in "
                    f"{self.ctx.fn.__name__}()). Copy it first ({name} = {name}.copy()) or "
                    f"write {name} = ... to make a new array.")
@@ -1979,7 +1990,7 @@ class _Desugar:
                 and (A.names_read(s.value) | {target.id}) & self.ctx.varied:
             # On an array, '+=' updates in place what another name may also see; on a number
             # it rebinds. Which one only the run time knows: it refuses the array case.
-            loc = self.ctx.location(s)
+            loc = self.ctx.user_location(s)
             message = (f"{loc}: an in-place update of '{target.id}', which may share its data "
                        f"with another array (an alias, a slice, a row, a reshape), is not "
                        f"supported (in {self.ctx.fn.__name__}()). Write {target.id} = "
@@ -2008,7 +2019,7 @@ class _Desugar:
         elif isinstance(target, gast.Attribute):
             inplace = True  # (visit_Assign's object_guard: the array or list m.W holds)
         elif isinstance(target, gast.Subscript) and (A.names_read(s) & self.ctx.varied):
-            loc = self.ctx.location(s)
+            loc = self.ctx.user_location(s)
             message = (f"{loc}: an in-place update of an array held in a container "
                        f"('{_root(target)}[...] {_op_text(s.op)}= ...') is not supported (in "
                        f"{self.ctx.fn.__name__}()): numpy would change the array itself, which "
@@ -2024,7 +2035,7 @@ class _Desugar:
     def visit_Return(self, s):
         """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
         call = s.value
-        if self.is_list_pop(call):
+        if self.is_list_pop(call) or self.held_method(s) is not None:
             tmp = self.ctx.namer.fresh()
             s.value = A.load(tmp)
             return self.visit_Assign(A.assign(tmp, call, at=s)) + [s]
@@ -2059,6 +2070,9 @@ class _Desugar:
         call = s.value
         if self.is_list_pop(call):
             return self.list_pop(target, call, s)
+        path = self.held_method(s) if isinstance(target, gast.Name) else None
+        if path is not None:  # v = s.hs.pop()
+            return self.held_pop(target, call, path, s)
         if isinstance(target, (gast.Tuple, gast.List)):
             return self.unpack(target, s.value, s)
         target = s.targets[0] = _attribute_form(target, self.ctx)
@@ -2105,7 +2119,7 @@ class _Desugar:
                         f"data with another array (an alias, a slice, a row, a reshape)")
                 hint = (f"Copy it first ({base.id} = {base.id}.copy()), so the update "
                         f"cannot silently apply to one name only.")
-                message = (f"{self.ctx.location(s)}: {what} is not supported (in "
+                message = (f"{self.ctx.user_location(s)}: {what} is not supported (in "
                            f"{self.ctx.fn.__name__}()). {hint}")
                 aliases = self.alias_guard(base.id, sources, message, s)
                 if aliases is not None and (base.id in self.aliased or not sources):
@@ -2129,7 +2143,7 @@ class _Desugar:
                 guard.append(self.item_guard(target, s, inplace))
             elif isinstance(target.value, gast.Subscript):  # items[0][1] = e: into an item
                 inner = target.value
-                message = (f"{self.ctx.location(s)}: assignment into an element of an array "
+                message = (f"{self.ctx.user_location(s)}: assignment into an element of an array "
                            f"held in a container ('{_root(target)}[...][...] = ...') is not "
                            f"supported (in {self.ctx.fn.__name__}()): numpy would change the "
                            f"array itself, which other names may hold. Copy the item first.")
@@ -2234,13 +2248,49 @@ class _Desugar:
         """(root, steps) when ``s`` is ``s.hs.append(v)``, ``d["k"].append(v)``,
         ``s.d.update(e)`` (a list method or ``update`` on an attribute or an item of a
         variable held_path accepts) with differentiable values, else None."""
-        call = s.value if isinstance(s, gast.Expr) else None
+        call = s.value if isinstance(s, (gast.Expr, gast.Assign, gast.Return)) else None
+        if isinstance(s, (gast.Assign, gast.Return)) and not self.is_held_pop(call):
+            return None  # (only a pop has a value to assign)
         if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and call.func.attr in {*_LIST_METHODS, "update"} and not call.keywords
+                and call.func.attr in {*_LIST_METHODS, "update", "pop"} and not call.keywords
                 and not any(isinstance(a, gast.Starred) for a in call.args)
+                and (call.func.attr != "pop" or len(call.args) <= 2)
                 and self.held_varied(call.func.value, call)):
             return None
         return self.held_path(call.func.value, 1)
+
+    @staticmethod
+    def is_held_pop(call) -> bool:
+        """``s.hs.pop(...)``, ``d["k"].pop(...)``: a pop from an attribute's or an item's
+        list or dict (held_method says whether held_store can rewrite it)."""
+        return (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+                and call.func.attr == "pop" and not isinstance(call.func.value, gast.Name))
+
+    def held_pop(self, target, call, path, s) -> list:
+        """``v = s.hs.pop(i)`` as ``v = s.hs[i]`` (``d.pop(k, default)``: dict_get), then
+        ``s = with_attr(s, "hs", list_delete(s.hs, i))`` (held_store); as a statement of its
+        own, only the second."""
+        out, rest = self.popped(_as_load(A.deepcopy(call.func.value)), target, call, s)
+        text = f"{to_source(call.func.value).strip()}.pop(...)"
+        return out + self.held_store(path, rest, s, True, text, "list|dict")
+
+    def popped(self, holder, target, call, at) -> tuple[list, gast.expr]:
+        """For ``target = holder.pop(i)``: the assignment of the item to ``target`` (none
+        without a target; ``d.pop(k, default)``: dict_get), and the container left without it
+        (list_delete)."""
+        index = call.args[0] if call.args else A.const(-1)
+        out = []
+        if target is not None:
+            if len(call.args) == 2:  # d.pop(k, default): a dict's
+                item = A.call(A.attr(self.ctx.rt, "dict_get"), A.deepcopy(holder),
+                              A.deepcopy(index), call.args[1])
+            else:
+                item = gast.Subscript(value=A.deepcopy(holder), slice=A.deepcopy(index),
+                                      ctx=gast.Load())
+            out += self.visit_Assign(A.assign(target, A.located(item, at), at=at))
+        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), holder, index,
+                                *[A.const(True)] * (len(call.args) == 2)), at)
+        return out, rest
 
     def held_store(self, path, value, s, inplace: bool, text: str,
                    receiver: str = "") -> list:
@@ -2275,7 +2325,7 @@ class _Desugar:
         message)`` before held_store's rewrite."""
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
-        message = (f"{self.ctx.location(s)}: '{text}' changes in place an object, list, dict "
+        message = (f"{self.ctx.user_location(s)}: '{text}' changes in place an object, list, dict "
                    f"or array that something else also holds (another variable, an item or "
                    f"attribute of one, a global, a view), which Python would change too; "
                    f"srcgrad does not support that (in {self.ctx.fn.__name__}()). Copy what it "
@@ -2310,7 +2360,7 @@ class _Desugar:
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         text = f"{root}.{target.attr} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
-        message = (f"{self.ctx.location(s)}: '{text} ...' changes an object that something "
+        message = (f"{self.ctx.user_location(s)}: '{text} ...' changes an object that something "
                    f"else also holds (another variable, a container, a global)"
                    + (", or an array or list that something else holds" if inplace else "")
                    + f", which Python would change too; srcgrad does not support that (in "
@@ -2382,7 +2432,7 @@ class _Desugar:
         names = sorted(self.scope_names - {root} - self.ctx.transient)
         outside = [n for n in sorted(A.names_read(self.tree)) if self.is_global(n)]
         text = f"{root}{'[...]' * len(keys)} {_op_text(self.op_of(s)) + '=' if inplace else '='}"
-        message = (f"{self.ctx.location(s)}: '{text} ...' changes in place a list, dict or "
+        message = (f"{self.ctx.user_location(s)}: '{text} ...' changes in place a list, dict or "
                    f"array that something else also holds (another item, another variable, "
                    f"a global, a view), which Python would change too; srcgrad does not "
                    f"support that (in {self.ctx.fn.__name__}()). Copy what it changes first "
@@ -2431,6 +2481,8 @@ class _Desugar:
         if store is not None:  # setattr(m, "W", v) is m.W = v
             return self.visit_Assign(store)
         path = self.held_method(s)
+        if path is not None and call.func.attr == "pop":
+            return self.held_pop(None, call, path, s)
         if path is not None:  # s.hs.append(v): s = with_attr(s, "hs", list_append(s.hs, v))
             method = call.func.attr
             helper = _LIST_METHODS.get(method, "dict_update")
@@ -2624,18 +2676,7 @@ class _Desugar:
                                  f"list (Python would change the caller's too)",
                              f"Copy it first ({name} = list({name})).")
             return [at]
-        index = call.args[0] if call.args else A.const(-1)
-        out = []
-        if target is not None:
-            if len(call.args) == 2:  # d.pop(k, default): a dict's
-                item = A.call(A.attr(self.ctx.rt, "dict_get"), A.load(name),
-                              A.deepcopy(index), call.args[1])
-            else:
-                item = gast.Subscript(value=A.load(name), slice=A.deepcopy(index),
-                                      ctx=gast.Load())
-            out += self.visit_Assign(A.assign(target, A.located(item, at), at=at))
-        rest = A.located(A.call(A.attr(self.ctx.rt, "list_delete"), A.load(name), index,
-                                *[A.const(True)] * (len(call.args) == 2)), at)
+        out, rest = self.popped(A.load(name), target, call, at)
         return out + [A.assign(name, rest, at=at)]
 
     # -- loops -----------------------------------------------------------------------------
@@ -3004,7 +3045,8 @@ class _CompHoister(gast.NodeTransformer):
             n = todo.pop()
             if isinstance(n, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)) \
                     or isinstance(n, gast.Call) and (self.is_reduce(n) or _is_map_call(
-                        n, self.owner.ctx)):
+                        n, self.owner.ctx) or iterator_kind(n, self.owner.ctx)
+                        or self.is_setdefault(n)):
                 return True
             if not isinstance(n, gast.Lambda):
                 todo.extend(gast.iter_child_nodes(n))
@@ -3018,6 +3060,8 @@ class _CompHoister(gast.NodeTransformer):
         elif _builtin_call(node, self.owner.ctx) in ("zip", "enumerate"):
             for a in node.args:
                 self.consume(a)
+        elif iterator_kind(node, self.owner.ctx) is not None:
+            self.consumed.add(id(node))
 
     def visit_Lambda(self, node):
         return node  # its body runs later, in its own scope
@@ -3048,7 +3092,85 @@ class _CompHoister(gast.NodeTransformer):
             return self.visit_DictComp(A.located(pairs, node))
         if self.is_reduce(node):
             return self.reduce_loop(node)
+        if self.is_setdefault(node):
+            return self.setdefault_item(node)
+        kind = iterator_kind(node, self.owner.ctx)
+        if kind is not None and id(node) in self.consumed \
+                and A.names_read(node) & self.owner.ctx.varied:
+            return self.iterator_items(node, kind)
         return self.visit_map(node)
+
+    def is_setdefault(self, node) -> bool:
+        """``d.setdefault(k[, default])`` on a dict this function made, in a statement that
+        reads differentiable values."""
+        func, ctx = node.func, self.owner.ctx
+        return (isinstance(func, gast.Attribute) and func.attr == "setdefault"
+                and isinstance(func.value, gast.Name) and func.value.id in self.owner.built
+                and 1 <= len(node.args) <= 2 and not node.keywords
+                and not any(isinstance(a, gast.Starred) for a in node.args)
+                and bool(A.names_read(self.at) & ctx.varied))
+
+    def setdefault_item(self, node):
+        """``d.setdefault(k, v)`` as ``if k not in d: d[k] = v`` before the statement and
+        ``d[k]`` in its place: the item, which ``d.setdefault(k, []).append(x)`` then
+        changes as ``d[k].append(x)`` does. (``v`` is evaluated always, as Python does,
+        unless it is a constant or a display of constants.)"""
+        ctx, at = self.owner.ctx, self.at
+        name = node.func.value.id
+        key, default = [self.visit(a) for a in node.args] + [A.const(None)] * (
+            2 - len(node.args))
+        if not isinstance(key, (gast.Name, gast.Constant)):
+            key = A.load(self.held(key))
+        if not _constant_display(default):
+            default = A.load(self.held(default))
+        if A.names_read(default) & ctx.varied:
+            ctx.varied.add(name)
+        missing = gast.Compare(left=A.deepcopy(key), ops=[gast.NotIn()],
+                               comparators=[A.load(name)])
+        store = A.assign(gast.Subscript(value=A.load(name), slice=A.deepcopy(key),
+                                        ctx=gast.Store()), default, at=at)
+        self.pre.extend(self.owner.block([A.located(gast.If(
+            test=A.located(missing, at), body=[store], orelse=[]), at)]))
+        return A.located(gast.Subscript(value=A.load(name), slice=A.deepcopy(key),
+                                        ctx=gast.Load()), node)
+
+    def iterator_items(self, node, kind: str):
+        """An ``itertools`` call consumed at once, as its items (iterator_idioms)."""
+        ctx = self.owner.ctx
+        sequences = node.args[:1] if kind in ("islice", "accumulate") else node.args
+        for a in sequences:
+            self.consume(a)
+        sequences = [self.visit(a) for a in sequences]
+        if kind == "chain":
+            parts = A.located(gast.Tuple(elts=sequences, ctx=gast.Load()), node)
+            return self.visit_ListComp(flattened(parts, ctx.namer, node))
+        if kind == "from_iterable":
+            return self.visit_ListComp(flattened(sequences[0], ctx.namer, node))
+        if kind == "islice":
+            node.args[1:] = [self.visit(a) for a in node.args[1:]]
+            return islice_subscript(node, sequences[0])
+        if kind == "product":
+            return self.visit_ListComp(product_comprehension(
+                node, [self.held(seq) for seq in sequences], ctx.namer))
+        func = node.args[1] if len(node.args) == 2 else keyword(node, "func")
+        initial = keyword(node, "initial")
+        func = None if func is None or is_none(func) else self.visit(func)
+        if func is not None and not (isinstance(func, (gast.Name, gast.Attribute))
+                                     and A.names_read(func).isdisjoint(ctx.local_names)):
+            func = A.load(self.held(func))  # (a lambda or other value: evaluated once, first)
+        initial = None if initial is None or is_none(initial) else self.visit(initial)
+        statements, out = accumulate_statements(node, sequences[0], func, initial, ctx)
+        self.pre.extend(self.owner.block(statements))
+        return A.load(out)
+
+    def held(self, value) -> str:
+        """A fresh name bound to ``value`` before the statement (evaluated once, here)."""
+        ctx = self.owner.ctx
+        name = ctx.namer.fresh("_s")
+        if A.names_read(value) & ctx.varied:
+            ctx.varied.add(name)
+        self.pre.extend(self.owner.block([A.assign(name, value, at=self.at)]))
+        return name
 
     def is_reduce(self, node) -> bool:
         """``functools.reduce(f, xs[, start])`` of differentiable values, arguments as
@@ -3148,7 +3270,7 @@ class _CompHoister(gast.NodeTransformer):
         if varied and getattr(node.args[0], "srcgrad_inlined", False):
             # its captured variables were not bound, counting on this lowering
             raise InternalError("desugar", "a map(lambda ...) marked for inlining was not "
-                                "lowered", self.owner.ctx.location(node))
+                                "lowered", self.owner.ctx.user_location(node))
         self.generic_visit(node)
         return node
 
@@ -3283,6 +3405,8 @@ def _new_object(value, ctx: Context) -> bool:
         # may: the run-time checks look for it from the variables, the globals and what the
         # user's functions read, runtime.function_reads)
         return True
+    if cls is runtime.new_instance:  # (adapters.constructor_adapter)
+        return True
     return isinstance(cls, type) and cls.__new__ is object.__new__ \
         and not issubclass(cls, (np.ndarray, BaseException)) \
         or cls is types.SimpleNamespace
@@ -3297,6 +3421,18 @@ def _users_function(fn) -> bool:
     """Whether ``fn`` is a plain function of the user's (not a library's)."""
     return isinstance(fn, types.FunctionType) and (
         getattr(fn, "__module__", None) or "").split(".")[0] not in _LIBRARIES
+
+
+def _constant_display(node) -> bool:
+    """A constant, or a list/tuple/dict display of constants: evaluating it has no effect
+    but making the value."""
+    if isinstance(node, gast.Constant):
+        return True
+    if isinstance(node, (gast.List, gast.Tuple)):
+        return all(_constant_display(e) for e in node.elts)
+    return isinstance(node, gast.Dict) and all(
+        k is not None and _constant_display(k) for k in node.keys) and all(
+        _constant_display(v) for v in node.values)
 
 
 def _new_container(value, ctx: Context) -> bool:

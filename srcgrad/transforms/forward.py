@@ -425,7 +425,7 @@ class ForwardGenerator:
                 return None
             spread = split
         if r is None:
-            raise InternalError("forward", "a call was not resolved", self.ctx.location(s))
+            raise InternalError("forward", "a call was not resolved", self.ctx.user_location(s))
         if r.kind == "method":
             return self.rule_tangent(r.obj, [call.func.value] + args, keywords, v, st, s, out,
                                      spread)
@@ -446,7 +446,7 @@ class ForwardGenerator:
             if isinstance(callee, DynamicCall):
                 return self.dynamic_call(call, callee, v, st, s, out)
             return self.user_call(call, callee, v, st, s, out)
-        raise MissingRuleError(r.name, self.ctx.location(s))
+        raise MissingRuleError(r.name, self.ctx.user_location(s))
 
     def rule_tangent(self, fn, args, keywords, v, st, s, out, spread=None) -> str | None:
         """The tangent of ``v = fn(*args, **keywords)``; ``spread`` (a ``SpreadCall``) holds
@@ -454,9 +454,9 @@ class ForwardGenerator:
         rule = lookup(fn)
         ctx = self.ctx
         if rule is None:
-            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
+            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.user_location(s))
         if rule.jvp is None:
-            raise SrcgradError(f"{ctx.location(s)}: the rule of '{rule.name}' has no "
+            raise SrcgradError(f"{ctx.user_location(s)}: the rule of '{rule.name}' has no "
                                f"forward-mode (jvp) part. Attach one with "
                                f"srcgrad.rules.defjvp({rule.name}, jvp).")
         args, keywords = list(args), dict(keywords)

@@ -53,6 +53,10 @@ def classify(obj) -> Resolved:
         return Resolved("rule", obj, rule_name(obj))
     if is_nondifferentiable(obj):
         return Resolved("nondiff", obj, rule_name(obj))
+    if runtime.is_record_class(obj) or runtime.constructed_class(obj):
+        # a namedtuple class, a class with an __init__ of its own: made at run time
+        # (adapters.record_adapter, constructor_adapter)
+        return Resolved("dynamic", obj, obj.__name__)
     if isinstance(obj, type):
         return Resolved("class", obj, obj.__name__)
     func = getattr(obj, "__func__", obj)

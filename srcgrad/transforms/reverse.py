@@ -370,7 +370,7 @@ class ReverseGenerator:
         an internal error, never a silently missing contribution."""
         if isinstance(node, A.SPLIT_BY_ANF) and A.names_read(node) & self.ctx.active:
             raise InternalError("reverse", f"the active operand of {type(node).__name__} is "
-                                f"not a name after normalization", self.ctx.location(s))
+                                f"not a name after normalization", self.ctx.user_location(s))
 
     def subscript_contributions(self, value, v, state, s) -> list:
         base = value.value
@@ -447,7 +447,7 @@ class ReverseGenerator:
         if r.kind == "nondiff":
             return []
         raise InternalError("reverse", f"unresolved call {r.name} with active arguments",
-                            self.ctx.location(s))
+                            self.ctx.user_location(s))
 
     def rule_contributions(self, fn, args, keywords, v, state, s, spread=None) -> list:
         """The contributions of ``v = fn(*args, **keywords)`` to its operands' adjoints;
@@ -456,7 +456,7 @@ class ReverseGenerator:
         rule = lookup(fn)
         ctx = self.ctx
         if rule is None:
-            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.location(s))
+            raise MissingRuleError(getattr(fn, "__name__", repr(fn)), ctx.user_location(s))
         for a in list(args) + list(keywords.values()):
             self.unnormalized(a, s)
         bound = bind_rule_call(rule, args, keywords)
@@ -473,7 +473,7 @@ class ReverseGenerator:
         unknown = [k for k in keywords if k not in tmpl.params] if tmpl.kwarg is None else []
         if unknown and tmpl.readable:
             raise UnsupportedFeatureError(
-                f"{ctx.location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
+                f"{ctx.user_location(s)}: the argument '{unknown[0]}' of '{rule.name}' is not "
                 f"supported in differentiated code (its derivative rule does not take it).")
         mapping = inline.bind(tmpl, [bv, ans], args, keywords) if spread is None else None
         if tmpl.elements is not None and mapping is not None:
@@ -599,7 +599,7 @@ class ReverseGenerator:
         if join(entry, body_state) != (entry.zero, entry.maybe) or not (
                 entry.zero <= state.zero and state.maybe <= entry.maybe):
             raise InternalError("reverse", "the zero adjoints found at the top of a loop do "
-                                "not hold for the code generated", self.ctx.location(s))
+                                "not hold for the code generated", self.ctx.user_location(s))
         resets = _reset(body_state.zero - entry.zero, s)
         materialize = _reset(state.zero - entry.zero, s)
         state.zero, state.maybe = set(entry.zero), set(entry.maybe)
@@ -966,4 +966,4 @@ def _check_normalized(s, v: str, ctx: Context) -> None:
             problem = "an operand is not a name or a constant"
     if problem:
         raise InternalError("reverse", f"{problem} in the active assignment to '{v}' at "
-                                       f"{ctx.location(s)}")
+                                       f"{ctx.user_location(s)}")

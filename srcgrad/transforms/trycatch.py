@@ -322,7 +322,7 @@ class _Protector:
         """``s`` run inside the catcher, only while nothing was raised; an assignment to a
         name goes through a temporary committed only when its value did not raise."""
         ctx, rt = self.ctx, self.ctx.rt
-        where = A.const(str(ctx.location(s)))
+        where = A.const(str(ctx.user_location(s)))
         commit = []
         if isinstance(s, gast.Assign) and len(s.targets) == 1 \
                 and isinstance(s.targets[0], gast.Name):

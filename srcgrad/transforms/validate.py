@@ -17,23 +17,26 @@ _UNSUPPORTED = {
     gast.AsyncFor: ("'async for'", "Use a plain for loop."),
     gast.AsyncWith: ("'async with'", "Use a plain with block, outside the function."),
     gast.Global: ("'global'", "Pass the value in as an argument and return it instead."),
-    gast.ClassDef: ("a class definition inside the function",
-                    "Define the class at module level."),
     gast.SetComp: ("a set comprehension", "Use a list comprehension."),
 }
 
 
 def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     """Collect every unsupported construct of ``tree`` and raise them together."""
+    methods = {id(m) for c in gast.walk(tree) if isinstance(c, gast.ClassDef)
+               for m in c.body if isinstance(m, gast.FunctionDef)}
     for node in gast.walk(tree):
         entry = _UNSUPPORTED.get(type(node))
         if entry is not None:
             ctx.problem(node, *entry)
+        elif isinstance(node, gast.ClassDef):
+            _check_local_class(node, ctx)
         elif isinstance(node, gast.Delete) and not all(
                 isinstance(t, gast.Name) for t in node.targets):
             ctx.problem(node, "'del' of an element or attribute",
                         "Build a new array or container instead of deleting from one.")
-        elif isinstance(node, gast.FunctionDef) and node is not tree and node.decorator_list:
+        elif isinstance(node, gast.FunctionDef) and node is not tree and node.decorator_list \
+                and id(node) not in methods:  # (a local class's methods run as Python)
             ctx.problem(node, "a decorated nested function",
                         "Define the decorated function outside.")
     _check_generator(tree, ctx)
@@ -43,6 +46,33 @@ def validate(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
                     "Name each parameter.")
     ctx.raise_problems()
     return tree
+
+
+def _check_local_class(cls: gast.ClassDef, ctx: Context) -> None:
+    """A class defined inside the function runs as plain Python (its construction and method
+    calls are dispatched at run time, adapters.constructor_adapter): refused when its body
+    or a method reads a variable of the function, whose gradient would not flow through the
+    class (a class attribute holding it, a method's closure)."""
+    outer = ctx.local_names - {cls.name}
+    read = set()
+    for s in cls.body:
+        if isinstance(s, gast.FunctionDef):
+            bound = {a.id for a in gast.walk(s.args) if isinstance(a, gast.Name)} | {
+                n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                and isinstance(n.ctx, (gast.Store, gast.Del))}
+            read |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, gast.Load)} - bound
+        else:
+            read |= {n.id for n in gast.walk(s) if isinstance(n, gast.Name)
+                     and isinstance(n.ctx, gast.Load)}
+    read |= {n.id for e in cls.bases + cls.keywords + cls.decorator_list
+             for n in gast.walk(e) if isinstance(n, gast.Name)}
+    names = sorted(read & outer)
+    if names:
+        ctx.problem(cls, f"the class {cls.name} defined inside the function reading its "
+                         f"variable '{names[0]}'",
+                    f"Pass the value in instead ({cls.name}({names[0]}), a method's "
+                    f"argument), or define the class at module level.")
 
 
 def is_no_grad_block(node, ctx: Context) -> bool:
