@@ -153,6 +153,11 @@ def _specialised(cls: type, facts: tuple) -> type:
 
 
 _ndarray = np.ndarray
+# arguments of which grad runs a gradient's flattened wrapper (api_forward._flat_wrapper: the
+# sweeps inlined into one function, values read only for shapes not computed): numbers, whose
+# adjoints are numbers, so the lean sweeps' in-place accumulation and rank facts gain nothing
+_FLAT_TYPES = frozenset({float, np.float64})
+_NOT_RUN = object()
 _float64 = np.dtype(np.float64)
 
 
@@ -604,11 +609,61 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
 
     quick = lean and not verbose  # (adjoint(True), without its call: ~0.2 us of ~6)
     specialising = quick  # (builds for the arguments' ranks: specialised)
+    # a gradient (no value) of float64 numbers: the flattened wrapper made for them
+    # (flat_gradient), while it holds inlined sweeps and the function keeps its code and
+    # defaults; each argument passed (a default's value may be anything)
+    flattening = quick and not mode.value_first and not bound \
+        and getattr(func, "__kwdefaults__", None) is None and hasattr(func, "__globals__")
+    # (wrapper, the function's code and defaults, the builds it holds, the globals it assumed
+    # float64 ndarrays)
+    flat_held = None
+
+    def flat_gradient():
+        """The flattened wrapper of this gradient for float64 numbers
+        (api_forward.source_function, made again when the sweeps it holds went stale), or
+        None (from then on) when it inlined nothing, the function's code or defaults were
+        replaced since, or its lean sweeps have a scalar form (``scalar_variant``)."""
+        nonlocal flattening, flat_held
+        from .api_forward import source_function
+        try:
+            made = source_function(gradient, flat=True, numbers=True)
+        except SrcgradError:  # (what the lean sweeps refuse, they refuse with their message)
+            flattening, flat_held = False, None
+            return None
+        code, defaults = state.setdefault("flat_made_for", (func.__code__, func.__defaults__))
+        if code is not func.__code__ or defaults is not func.__defaults__ \
+                or not getattr(made, "__srcgrad_inlined__", ()) \
+                or last_lean.get(func, lean_lookup).scalar_closed:
+            flattening, flat_held = False, None
+            return None
+        flat_held = (made, code, defaults, made.__srcgrad_depends__, made.__srcgrad_guards__)
+        return made
+
+    def run_flat(args):
+        """The gradient at float64 numbers ``args``, by the flattened wrapper; _NOT_RUN when
+        it does not serve."""
+        held = flat_held  # (checked here: source_function's checks cost ~2 us a call)
+        if held is None or held[1] is not func.__code__ or held[2] is not func.__defaults__ \
+                or held[3].stale():
+            if flat_gradient() is None:
+                return _NOT_RUN
+            held = flat_held
+        scope = func.__globals__
+        for name in held[4]:  # (transforms/number_shapes.py assumed these float64 arrays)
+            value = scope.get(name)
+            if type(value) is not _ndarray or value.dtype is not _float64:
+                return _NOT_RUN  # (the lean sweeps, which assume nothing of it)
+        return held[0](*args)
 
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
+        if flattening and not kwargs and len(args) == func.__code__.co_argcount \
+                and all(type(a) in _FLAT_TYPES for a in args):
+            g = run_flat(args)
+            if g is not _NOT_RUN:
+                return g
         adj = None
         if specialising and not kwargs:  # (the build for these arguments: checked as last_lean)
             facts = argument_facts(bound + args)
