@@ -28,8 +28,7 @@ from .boundary import (argument_label, as_function, callee_function, unbind, che
                        check_shaped_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import _seed as api_seed
-from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint,
+from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint, grad_seed_of,
                   get_entry_adjoint, grad, nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, RuleCall, UserCall, record_derivative)
@@ -447,7 +446,7 @@ def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False, numbers=Fa
     seed = f"_ones_like({out})" if mode.elementwise else f"_rt.grad_seed({out})"
     if numbers:  # (run by grad itself: its own seed, which refuses what grad refuses)
         seed = f"_seed_of({out})"
-        namespace["_seed_of"] = functools.partial(api_seed, f)
+        namespace["_seed_of"] = functools.partial(grad_seed_of, f)
         namespace["_seed_of"].__srcgrad_seed__ = True  # (runtime.makes_seed)
     if mode.has_aux:
         seed = f"({seed}, 0.0)"  # the lazy zero cotangent of aux: its adjoint code is skipped
@@ -492,6 +491,8 @@ def _flat_wrapper(source: str, namespace: dict, adj, func, numbers: bool = False
     what the derivative written out does only when its transformation sees through them),
     compiled as a factory's function reading ``func``'s globals; None when the sweeps cannot
     be inlined (their functions are then called, as the plain wrapper does)."""
+    if numbers and hasattr(func, "__srcgrad_grad__"):
+        func = adj.fn  # (a gradient's: its flattened wrapper, whose sweeps adj are)
     scope = getattr(func, "__globals__", None)
     if scope is None or adj.fn is not func:
         return None

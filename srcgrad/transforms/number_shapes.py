@@ -8,23 +8,29 @@ Python floats or numpy float64 scalars (``numbers=True``). Its parameters then h
 ``()`` and dtype float64, and so do its number constants; a global read that was a float64
 ndarray when the wrapper was made has shape ``S`` (a symbol: the value is not known, only
 that one global read stands for one shape) and dtype float64 (``guards``: the caller checks
-both on every call and runs the general wrapper otherwise). From those, for statements
-assigned once at the top level of a straight-line body (an assignment or a return each),
-the shapes that numpy's broadcasting makes without possibly raising: ``bc(S, ()) = S``,
-``bc(S, S) = S``; of an arithmetic operator, an elementwise ufunc with a float64 loop, a
+both on every call and runs the lean sweeps otherwise; only reads no call of an unknown
+function precedes, which might rebind it, and each read its own symbol). From those, for the
+names assigned once, by a top-level assignment (the branches of the ``is_zero`` guards left
+unknown), the shapes that numpy's broadcasting makes without possibly raising: ``bc(S, ()) =
+S``, ``bc(S, S) = S``; of an arithmetic operator, an elementwise ufunc with a float64 loop, a
 ``stand_in_of`` of either, ``np.sum``/``np.mean`` or ``stand_in_of`` of them without an axis
-(``()``), ``unbroadcast(g, x)`` and ``expand_to(g, x)`` (the shape of ``x``). Then:
+(``()``), ``unbroadcast(g, x)``, ``broadcast_like(g, x)`` and ``expand_to(g, x)`` (the shape
+of ``x``), ``densify(g, x)`` of equal shapes, ``shape_like(x)``, a seed. Then:
 
-- ``_rt.unbroadcast(g, x)`` with ``g`` and ``x`` of the same known shape is ``g`` (what it
-  returns for ndarrays and numbers of equal shapes: only those occur under the facts);
-- the shape argument of ``unbroadcast``/``expand_to`` of known shape ``S`` or ``()`` reads the
-  global standing for ``S`` or the first parameter instead (either has that shape);
-- ``_rt.grad_seed(v)`` of a float64 value of shape ``()`` is ``1.0`` (what it returns);
-- an assignment nobody reads of a copy, a number, or a ``stand_in_of`` whose broadcast is
-  known (so cannot raise) is dropped; one of numbers only is kept for ``/`` and ``**``
-  (Python's division by zero and overflow raise).
+- ``_rt.unbroadcast(g, x)`` or ``broadcast_like(g, x)`` with ``g`` and ``x`` of the same
+  known shape is ``g`` (what they return for ndarrays and numbers of equal shapes: only those
+  occur under the facts);
+- the shape argument of those and of ``expand_to``, of known shape ``S`` or ``()``, reads the
+  local copy of the global read standing for ``S`` or the first parameter instead (either has
+  that shape), so the stand-in it was is read no more;
+- a seed (``runtime.makes_seed``) of a float64 value of shape ``()`` is ``1.0``;
+- a top-level assignment nobody reads of a value whose computation has no other effect (its
+  shape known, so no broadcast raises; no ``/`` or ``**`` of numbers only, where Python raises
+  on division by zero and overflow) is dropped: the stand-ins, and the value the gradient
+  does not return (its floating-point warnings are not raised).
 
-A body with anything else is left as it is; what is not known is not rewritten.
+A function with a nested scope, ``global`` or ``nonlocal`` is left as it is; what is not
+known is not rewritten.
 """
 from __future__ import annotations
 
@@ -123,13 +129,13 @@ class _Facts:
         if (fn is np.sum or fn is np.mean) and len(args) == 1:
             fact = self.of(args[0])
             return (_SCALAR, fact[1]) if fact is not None and fact[1] is True else None
-        if _hashable(fn) and fn in _ELEMENTWISE or _float64_loop(fn):
+        if any(fn is op for op in _ELEMENTWISE) or _float64_loop(fn):
             return self._combine(args)
         if fn is runtime.shape_like and len(args) == 1:
             return self.of(args[0])  # (a stand-in of the shape and dtype, or the number)
         if runtime.makes_seed(fn) and len(args) == 1:
             return (_SCALAR, True) if self.of(args[0]) == (_SCALAR, True) else None
-        if fn in _TO_SHAPE_OF and len(args) == 2:
+        if any(fn is f for f in _TO_SHAPE_OF) and len(args) == 2:
             g, x = self.of(args[0]), self.of(args[1])
             return (x[0], g[1]) if g is not None and x is not None else None
         if fn is runtime.densify and len(args) == 2:
@@ -139,14 +145,6 @@ class _Facts:
             return x if g is not None and x is not None and g[0] == x[0] and g[1] is True \
                 and x[1] is True else None
         return None
-
-
-def _hashable(obj) -> bool:
-    try:
-        hash(obj)
-    except TypeError:
-        return False
-    return True
 
 
 def _assigned_once(fdef: ast.FunctionDef):
@@ -241,7 +239,7 @@ class _Rewrite(ast.NodeTransformer):
                 and facts.of(node.args[0]) == (_SCALAR, True):
             self.changed = True
             return ast.copy_location(ast.Constant(value=1.0), node)
-        if fn in _TO_SHAPE_OF and len(node.args) == 2:
+        if any(fn is f for f in _TO_SHAPE_OF) and len(node.args) == 2:
             g, x = facts.of(node.args[0]), facts.of(node.args[1])
             if x is None:
                 return node
@@ -276,9 +274,10 @@ def _droppable(value, facts: _Facts) -> bool:
     fn, args = facts.resolve(value.func), value.args
     if fn is runtime.stand_in_of:
         fn, args = facts.resolve(args[0]), args[1:]
-        if fn in _RAISING_ON_NUMBERS and not fact[0]:
+        if any(fn is f for f in _RAISING_ON_NUMBERS) and not fact[0]:
             return False
-    elif fn in _RAISING_ON_NUMBERS or fn in _TO_SHAPE_OF and not _spreads(args, facts, fn):
+    elif any(fn is f for f in _RAISING_ON_NUMBERS) \
+            or any(fn is f for f in _TO_SHAPE_OF) and not _spreads(args, facts, fn):
         return False
     return all(_droppable(a, facts) for a in args)
 
