@@ -153,6 +153,11 @@ def _specialised(cls: type, facts: tuple) -> type:
 
 
 _ndarray = np.ndarray
+# arguments of which grad runs a gradient's flattened wrapper (api_forward._flat_wrapper: the
+# sweeps inlined into one function, values read only for shapes not computed): numbers, whose
+# adjoints are numbers, so the lean sweeps' in-place accumulation and rank facts gain nothing
+_FLAT_TYPES = frozenset({float, np.float64})
+_NOT_RUN = object()
 _float64 = np.dtype(np.float64)
 
 
@@ -302,7 +307,10 @@ def _check_differentiable(fn, wrt, args) -> None:
             check_argument(args[i], fn, i)
 
 
-def _seed(fn, value, holomorphic=False):
+def grad_seed_of(fn, value, holomorphic=False):
+    """The seed ``grad`` gives ``fn``'s result ``value``: a one of its type and dtype; a
+    located error for what grad refuses (a complex result unless ``holomorphic``, an array of
+    more than one element, a container)."""
     kind = type(value)
     if kind is float:  # the common cases first: a few microseconds of checks per gradient
         return 1.0
@@ -527,11 +535,11 @@ def _run_grad(f, mode: GradMode, fwd, bwd, args, kwargs):
     value, saved = fwd(*args, **kwargs)
     out, aux = split_aux(f, value) if mode.has_aux else (value, None)
     if mode.has_aux:
-        return value, bwd(saved, (_seed(f, out, mode.holomorphic), runtime.ZERO)), aux
+        return value, bwd(saved, (grad_seed_of(f, out, mode.holomorphic), runtime.ZERO)), aux
     # (the seed made in the call's arguments: only the backward sweep holds it, which lets
     # it go after its last use)
     return value, bwd(saved, _elementwise_seed(out) if mode.elementwise
-                      else _seed(f, out, mode.holomorphic)), aux
+                      else grad_seed_of(f, out, mode.holomorphic)), aux
 
 
 def _new_grad(f, wrt, mode: GradMode, verbose: bool):
@@ -546,8 +554,8 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
 
     # the last build each kind of call got, handed out again while it holds (LastBuild; of a
     # gradient differentiated again, built from the generated function standing for it)
+    from .api_forward import flat_source_current
     if hasattr(func, "__srcgrad_grad__"):
-        from .api_forward import flat_source_current
         last = LastMadeBuild(_CACHE, flat_source_current)
         last_lean = LastMadeBuild(_CACHE, flat_source_current)
     else:
@@ -604,11 +612,65 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
 
     quick = lean and not verbose  # (adjoint(True), without its call: ~0.2 us of ~6)
     specialising = quick  # (builds for the arguments' ranks: specialised)
+    # a gradient (no value) of float64 numbers: the flattened wrapper made for them
+    # (flat_gradient), while it holds inlined sweeps and the function keeps its code and
+    # defaults; each argument passed (a default's value may be anything)
+    flattening = quick and not mode.value_first and not bound \
+        and getattr(func, "__kwdefaults__", None) is None and hasattr(func, "__globals__")
+    made_gradient = hasattr(func, "__srcgrad_grad__")  # (of a gradient: made from its
+    # flattened wrapper, which must still stand for it)
+    # (wrapper, the function's code and defaults, the builds it holds, the globals it assumed
+    # float64 ndarrays, its parameter count, the function its sweeps are of)
+    flat_held = None
+
+    def flat_gradient():
+        """The flattened wrapper of this gradient for float64 numbers
+        (api_forward.source_function, made again when the sweeps it holds went stale), or
+        None (from then on) when it inlined nothing, the function's code or defaults were
+        replaced since, or its lean sweeps have a scalar form (``scalar_variant``)."""
+        nonlocal flattening, flat_held
+        from .api_forward import source_function
+        try:
+            made = source_function(gradient, flat=True, numbers=True)
+        except SrcgradError:  # (what the lean sweeps refuse, they refuse with their message)
+            flattening, flat_held = False, None
+            return None
+        code, defaults = state.setdefault("flat_made_for", (func.__code__, func.__defaults__))
+        if code is not func.__code__ or defaults is not func.__defaults__ \
+                or not getattr(made, "__srcgrad_inlined__", ()) \
+                or last_lean.get(func, lean_lookup).scalar_closed:
+            flattening, flat_held = False, None
+            return None
+        flat_held = (made, code, defaults, made.__srcgrad_depends__, made.__srcgrad_guards__,
+                     made.__code__.co_argcount, made.__srcgrad_depends__[0][0].fn)
+        return made
+
+    def run_flat(args):
+        """The gradient at float64 numbers ``args``, by the flattened wrapper; _NOT_RUN when
+        it does not serve."""
+        held = flat_held  # (checked here: source_function's checks cost ~2 us a call)
+        if held is None or held[1] is not func.__code__ or held[2] is not func.__defaults__ \
+                or held[3].stale() or made_gradient and not flat_source_current(func, held[6]):
+            if flat_gradient() is None:
+                return _NOT_RUN
+            held = flat_held
+        if len(args) != held[5]:  # (a default's value may be anything)
+            return _NOT_RUN
+        scope = held[0].__globals__
+        for name in held[4]:  # (transforms/number_shapes.py assumed these float64 arrays)
+            value = scope.get(name)
+            if type(value) is not _ndarray or value.dtype is not _float64:
+                return _NOT_RUN  # (the lean sweeps, which assume nothing of it)
+        return held[0](*args)
 
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
+        if flattening and not kwargs and all(type(a) in _FLAT_TYPES for a in args):
+            g = run_flat(args)
+            if g is not _NOT_RUN:
+                return g
         adj = None
         if specialising and not kwargs:  # (the build for these arguments: checked as last_lean)
             facts = argument_facts(bound + args)

@@ -28,7 +28,7 @@ from .boundary import (argument_label, as_function, callee_function, unbind, che
                        check_shaped_argument,
                        check_sequence, signature_text as _signature, structure_shape)
 from .tracebacks import user_tracebacks
-from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint,
+from .api import (FIRST, Adjoint, BoundAdjoint, GradSpec, dynamic_wrt, get_adjoint, grad_seed_of,
                   get_entry_adjoint, grad, nondifferentiable_rule, pick_wrt, split_aux)
 from .call_records import (APPLY_RECORD, RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
                            ReceiverlessCall, RuleCall, UserCall, record_derivative)
@@ -45,6 +45,7 @@ from .transforms import check_calls
 from .transforms.binding import bind_rule_call, scatter_rule_grads
 from .transforms.forward import forward
 from .transforms.flat_shapes import stand_in_shapes
+from .transforms.number_shapes import number_shapes
 from .transforms.nonzero_guards import drop_nonzero_guards
 from .transforms.inline_sweeps import Sweep, flatten_wrapper, origin_lines
 
@@ -321,12 +322,14 @@ def _rule_call_backward_jvp(record, g, d_record, d_g):
 
 
 # -- functions made by srcgrad, as generated source ------------------------------------------
-def source_function(fn, scalar: bool = False, flat: bool = False):
+def source_function(fn, scalar: bool = False, flat: bool = False, numbers: bool = False):
     """``fn`` itself, or for a function made by srcgrad (``grad(f)``, a pullback) an
     equivalent generated Python function calling its sweeps, which can be transformed.
     ``scalar``: the caller passes only scalars, so scalar-specialized sweeps may serve.
     ``flat``: for reverse mode, a gradient's wrapper with its sweeps inlined when they can
-    be (``transforms/inline_sweeps.py``)."""
+    be (``transforms/inline_sweeps.py``); with ``numbers``, for a caller passing float64
+    numbers only (transforms/number_shapes.py: ``__srcgrad_guards__`` names the globals it
+    must check are float64 ndarrays first), never differentiated."""
     owner = getattr(fn, "__self__", None)
     if isinstance(owner, BoundAdjoint):
         return _bound_sweep(owner, fn.__name__)
@@ -337,7 +340,8 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
         return _jacobian_wrapper(*spec)
     attribute = "__srcgrad_scalar_source_fn__" if scalar else "__srcgrad_source_fn__"
     if flat:
-        attribute = attribute.replace("source", "flat_source")
+        attribute = attribute.replace("source", "flat_numbers_source" if numbers
+                                      else "flat_source")
     defaults = _defaults_of(spec.f)
     made = getattr(fn, attribute, None)
     # the wrapper copies the function's defaults when it is made: made again after
@@ -349,8 +353,9 @@ def source_function(fn, scalar: bool = False, flat: bool = False):
     # was then one order short)
     if made is None or made[2] is not fn or not _same_defaults(made[1], defaults) \
             or made[0].__srcgrad_depends__.stale():
-        wrapper = _grad_wrapper(*spec, scalar=scalar, flat=flat)
-        wrapper.__srcgrad_remake__ = functools.partial(source_function, fn, scalar, flat)
+        wrapper = _grad_wrapper(*spec, scalar=scalar, flat=flat, numbers=numbers)
+        wrapper.__srcgrad_remake__ = functools.partial(source_function, fn, scalar, flat,
+                                                       numbers)
         made = (wrapper, defaults, fn)
         try:
             setattr(fn, attribute, made)
@@ -420,7 +425,7 @@ def _bound_sweep(owner, which: str):
     return cache[which]
 
 
-def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False):
+def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False, numbers=False):
     """Generate ``def f_grad(x, ...): value, saved = f_fwd(...); grads = f_bwd(...)``;
     with ``scalar``, around the sweeps specialized to scalar arguments. ``mode`` is the
     gradient's api.GradMode (what it returns besides the gradient, how it is seeded).
@@ -439,6 +444,10 @@ def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False):
     result = "_grads[0]" if single else f"({grads},)"
     out = "_value[0]" if mode.has_aux else "_value"
     seed = f"_ones_like({out})" if mode.elementwise else f"_rt.grad_seed({out})"
+    if numbers:  # (run by grad itself: its own seed, which refuses what grad refuses)
+        seed = f"_seed_of({out})"
+        namespace["_seed_of"] = functools.partial(grad_seed_of, f)
+        namespace["_seed_of"].__srcgrad_seed__ = True  # (runtime.makes_seed)
     if mode.has_aux:
         seed = f"({seed}, 0.0)"  # the lazy zero cotangent of aux: its adjoint code is skipped
     if mode.value_first:
@@ -453,7 +462,8 @@ def _grad_wrapper(f, indices, single, mode, scalar=False, flat=False):
               f"    return {result}\n")
     namespace.update({fwd_name: fwd, bwd_name: bwd, "_rt": runtime,
                       "_ones_like": np.ones_like})
-    made = _flat_wrapper(source, namespace, adj, func) if flat and not lead else None
+    made = _flat_wrapper(source, namespace, adj, func, numbers) if flat and not lead \
+        else None
     if made is None:
         made = codegen.compile_source(source, f"{name} gradient", namespace)[f"{name}_grad"]
     # the builds whose sweeps the wrapper calls or holds inlined (GeneratedCode.stale)
@@ -475,12 +485,14 @@ class Depends(tuple):
         return False
 
 
-def _flat_wrapper(source: str, namespace: dict, adj, func):
+def _flat_wrapper(source: str, namespace: dict, adj, func, numbers: bool = False):
     """The wrapper ``source`` (its free names bound in ``namespace``) with the sweeps it calls
     inlined, and the sweeps those call (issue 9: ``grad`` inside differentiated code costs
     what the derivative written out does only when its transformation sees through them),
     compiled as a factory's function reading ``func``'s globals; None when the sweeps cannot
     be inlined (their functions are then called, as the plain wrapper does)."""
+    if numbers and hasattr(func, "__srcgrad_grad__"):
+        func = adj.fn  # (a gradient's: its flattened wrapper, whose sweeps adj are)
     scope = getattr(func, "__globals__", None)
     if scope is None or adj.fn is not func:
         return None
@@ -509,6 +521,9 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     names = _flat_names(definition, helpers, scope)
     definition = stand_in_shapes(definition, *names)
     definition = drop_nonzero_guards(definition, names[0])
+    guards = ()
+    if numbers:
+        definition, guards = number_shapes(definition, names[0])
     text = ast.unparse(definition) + "\n"
     lines = codegen.UserLines(adj.filename, definition.name,
                               origin_lines(definition, text, origins))
@@ -517,6 +532,7 @@ def _flat_wrapper(source: str, namespace: dict, adj, func):
     make = types.FunctionType(make.__code__, scope, "_make")
     made = make(*helpers.values())[0]
     made.__srcgrad_inlined__ = tuple({id(b): b for b in inlined}.values())
+    made.__srcgrad_guards__ = guards
     return made
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "adjoint_push",
     "adjoint_pop",
     "grad_seed",
+    "makes_seed",
     "copy_saved",
     "index_concat",
     "refuse_foreign_array",
@@ -1176,6 +1177,13 @@ def grad_seed(value):
     if isinstance(value, np.floating) and type(value) is not _float64:
         return np.array(1.0, value.dtype)
     return 1.0
+
+
+def makes_seed(fn) -> bool:
+    """Whether ``fn`` makes the seed of a gradient's scalar result (a one, never the lazy
+    zero): ``grad_seed``, or grad's own seed for a function (marked ``__srcgrad_seed__``,
+    which also refuses what grad refuses)."""
+    return fn is grad_seed or getattr(fn, "__srcgrad_seed__", False) is True
 
 
 def copy_saved(saved):

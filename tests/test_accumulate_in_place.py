@@ -41,7 +41,7 @@ def _backward(fn, wrt, args) -> str:
 def _unspecialised(fn, wrt, args):
     fwd, bwd = get_lean_adjoint(fn, wrt, False).functions_for(fn)
     value, saved = fwd(*args)
-    return bwd(saved, api._seed(fn, value))
+    return bwd(saved, api.grad_seed_of(fn, value))
 
 
 def _same_bits(got, want):
@@ -232,7 +232,7 @@ def test_the_seed_is_the_values_dtype():
     assert R.seed_of(None) == R.TOP
     for v, want in [(0.5, 1.0), (np.float32(0.5), np.array(1.0, F4)),
                     (np.float64(0.5), np.array(1.0, F8))]:
-        seed = api._seed(rnn, v)
+        seed = api.grad_seed_of(rnn, v)
         assert type(seed) is type(want) and np.asarray(seed).dtype == np.asarray(want).dtype
 
 

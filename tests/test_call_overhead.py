@@ -86,13 +86,13 @@ def test_other_cotangents_keep_the_general_path():
                                           (np.array(2.0, np.float32), np.float32),
                                           (np.array([2.0], np.float32), np.float32)])
 def test_seed_is_a_fresh_one_of_the_value_dtype(value, dtype):
-    seeds = [api._seed(test_seed_is_a_fresh_one_of_the_value_dtype, value) for _ in range(2)]
+    seeds = [api.grad_seed_of(test_seed_is_a_fresh_one_of_the_value_dtype, value) for _ in range(2)]
     for seed in seeds:
         assert type(seed) is np.ndarray and seed.dtype == dtype
         assert np.array_equal(seed, np.ones_like(value)) and seed.shape == np.shape(value)
         assert seed.flags.writeable and seed.flags.owndata
     assert seeds[0] is not seeds[1]  # generated code may own (update) its cotangents
-    assert api._seed(test_seed_is_a_fresh_one_of_the_value_dtype, 2.0) == 1.0
+    assert api.grad_seed_of(test_seed_is_a_fresh_one_of_the_value_dtype, 2.0) == 1.0
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

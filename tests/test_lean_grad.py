@@ -12,7 +12,7 @@ from fdcheck import check_grad
 
 import srcgrad
 from srcgrad import runtime
-from srcgrad.api import _seed, get_entry_adjoint, get_lean_adjoint
+from srcgrad.api import grad_seed_of, get_entry_adjoint, get_lean_adjoint
 from srcgrad.codegen import to_source
 from srcgrad.rules._helpers import expand_to
 from srcgrad.transforms.inplace import accumulate_in_place
@@ -260,7 +260,7 @@ def _ordinary(f, wrt, *args):
     """The gradient by the sweeps that are differentiated again (no lean pass)."""
     adj = get_entry_adjoint(f, wrt)
     value, saved = adj.fwd(*args)
-    grads = adj.bwd(saved, _seed(f, value))
+    grads = adj.bwd(saved, grad_seed_of(f, value))
     return grads
 
 

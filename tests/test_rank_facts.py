@@ -35,14 +35,14 @@ def _ordinary(fn, wrt, args):
     """The gradients of the sweeps a gradient differentiated again runs (no lean pass)."""
     adj = get_entry_adjoint(fn, wrt)
     value, saved = adj.fwd(*args)
-    return adj.bwd(saved, api._seed(fn, value))
+    return adj.bwd(saved, api.grad_seed_of(fn, value))
 
 
 def _unspecialised(fn, wrt, args):
     """The gradients of grad's lean sweeps as built for every kind of argument."""
     fwd, bwd = get_lean_adjoint(fn, wrt, False).functions_for(fn)
     value, saved = fwd(*args)
-    return bwd(saved, api._seed(fn, value))
+    return bwd(saved, api.grad_seed_of(fn, value))
 
 
 def _same_bits(got, *wants):

@@ -128,7 +128,7 @@ def _plain(fn, wrt, args):
     """The ordinary sweeps' gradients (EntryAdjoint: no lean pass at all)."""
     fwd, bwd = api.get_entry_adjoint(fn, wrt).functions_for(fn)
     value, saved = fwd(*args)
-    return bwd(saved, api._seed(fn, value))
+    return bwd(saved, api.grad_seed_of(fn, value))
 
 
 def _same_bits(got, want):

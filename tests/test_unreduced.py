@@ -12,7 +12,7 @@ from fdcheck import check_grad
 
 import srcgrad
 from srcgrad import runtime
-from srcgrad.api import _seed, get_entry_adjoint, get_lean_adjoint
+from srcgrad.api import grad_seed_of, get_entry_adjoint, get_lean_adjoint
 from srcgrad.codegen import to_source
 from srcgrad.rules.operators import matmul_left, matmul_right
 from srcgrad.transforms.unreduced import fold_reductions
@@ -163,7 +163,7 @@ def test_matmul_rules_keep_float32():
 def _ordinary(f, wrt, *args):
     adj = get_entry_adjoint(f, wrt)
     value, saved = adj.fwd(*args)
-    return adj.bwd(saved, _seed(f, value))
+    return adj.bwd(saved, grad_seed_of(f, value))
 
 
 def _close_to_ordinary(f, args, wrt, exact=False):

@@ -160,7 +160,7 @@ def _shape_reads(body, calls, resolve, once, loads):
         at = _SHAPE_READS.get(fn) if _hashable(fn) else None
         if at is not None and len(call.args) > at and isinstance(call.args[at], ast.Name):
             positions.add(id(call.args[at]))
-        elif fn is runtime.grad_seed and len(call.args) == 1 and not call.keywords \
+        elif runtime.makes_seed(fn) and len(call.args) == 1 and not call.keywords \
                 and isinstance(call.args[0], ast.Name):
             seeds.add(id(call.args[0]))
     reads = {}

@@ -79,7 +79,7 @@ def _nonzero(value, known: set, resolve) -> bool:
         return _nonzero(value.body, known, resolve) and _nonzero(value.orelse, known, resolve)
     if isinstance(value, ast.Call) and not value.keywords:
         fn = resolve(value.func)
-        if fn is runtime.grad_seed:
+        if runtime.makes_seed(fn):
             return True
         if any(fn is k for k in _KEEPS_NONZERO) and value.args:
             return _nonzero(value.args[0], known, resolve)

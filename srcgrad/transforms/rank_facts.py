@@ -15,7 +15,7 @@ resolution (``ufunc.resolve_dtypes``: a Python number is weak, a 0-d array is no
 backward sweep reads the forward one's values through the saved list, and through the
 tape: a pop into a name gives a value the forward sweep pushed of that name, when every push
 and pop is of a name (what reverse mode restores), else any value pushed; a tape read in any
-other way gives unknown. Its seed is what ``api._seed`` makes of the forward sweep's value
+other way gives unknown. Its seed is what ``api.grad_seed_of`` makes of the forward sweep's value
 (a 0-d array of a numpy float32 or float64 value's dtype, 1.0 for a Python float). Broadcasting two dimensions known not to be 1 succeeded, so they are equal (the
 result keeps the symbol); a dimension of unknown size against one not 1 gives that one.
 
@@ -631,7 +631,7 @@ def _float_total(v: Val) -> Val:
 
 
 def seed_of(result: Val | None) -> Val:
-    """What ``api._seed`` makes of a value of ``result``: 1.0 for a Python float, a 0-d
+    """What ``api.grad_seed_of`` makes of a value of ``result``: 1.0 for a Python float, a 0-d
     array of one of its dtype for a numpy float32 or float64 number."""
     if result is not None and not result.none:
         if result == FLOAT:
