@@ -158,6 +158,14 @@ _ndarray = np.ndarray
 # adjoints are numbers, so the lean sweeps' in-place accumulation and rank facts gain nothing
 _FLAT_TYPES = frozenset({float, np.float64})
 _NOT_RUN = object()
+
+
+def _all_numbers(args) -> bool:
+    """Every argument a float64 number (_FLAT_TYPES)."""
+    for a in args:
+        if type(a) not in _FLAT_TYPES:
+            return False
+    return True
 _float64 = np.dtype(np.float64)
 
 
@@ -667,8 +675,10 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     @user_tracebacks
     def gradient(*args, **kwargs):
         _check_differentiable(f, indices, args)
-        if flattening and not kwargs and all(type(a) in _FLAT_TYPES for a in args):
-            g = run_flat(args)
+        if flattening and not kwargs and type(args[0] if args else None) in _FLAT_TYPES:
+            # (the first argument alone first: a generator over all of them allocated ~300
+            # bytes on every array gradient, tests/test_scaling_loops.py measures the peak)
+            g = run_flat(args) if _all_numbers(args) else _NOT_RUN
             if g is not _NOT_RUN:
                 return g
         adj = None

@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 
 import gast
-import numpy as np
 
 from ..rules import lookup
 from .binding import bind_rule_call
@@ -272,20 +271,6 @@ _FRESH_METHODS = frozenset({
     "argmin", "argsort", "nonzero", "count", "index", "trace", "ptp", "tobytes", "deepcopy"})
 
 
-def _reading_methods() -> frozenset:
-    """Methods that never change their object: every public method of numpy's arrays and of
-    Python's numbers, strings, tuples and containers, less those changing the object."""
-    names = set()
-    for kind in (np.ndarray, np.generic, float, int, complex, str, bytes, tuple, list, dict,
-                 set, frozenset):
-        names |= {n for n in dir(kind) if not n.startswith("_")}
-    return frozenset(names - _MUTATORS - _WRITES_FIRST_ARGUMENT
-                     - {"setflags", "byteswap", "partition", "setfield"})
-
-
-_READING_METHODS = _reading_methods()
-
-
 def _shared_roots(value) -> set[str]:
     """The names whose objects (or objects they hold) ``value`` may be or hold."""
     if isinstance(value, gast.Name):
@@ -410,10 +395,7 @@ def _changed_objects(node, augmented: bool):
     elif isinstance(node, gast.Call):
         for changed in _changed_by_call(node):
             yield changed
-        func = node.func
-        if isinstance(func, gast.Attribute) and func.attr not in _READING_METHODS:
-            # m.set_w(v): a method of a class not known here may change its object
-            yield _deeper(func.value)
+
 
 
 def _root_and_depth(node) -> tuple[str | None, int]:

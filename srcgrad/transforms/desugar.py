@@ -139,6 +139,8 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
     out = set(find(tree))
     own = A.parameters_of(fn)
     params = {*own, own.vararg, own.kwarg} - {None}
+    if find is mutated_parameters or find is surely_mutated:
+        out |= _changed_by_methods(fn, tree, params)
     for call in gast.walk(tree) if depth < 8 else ():
         if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
             continue
@@ -152,6 +154,24 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
         out |= {n for n in _gathered_names(names, call, inner) if n in params}
     known = cache[code] = frozenset(out)
     return known
+
+
+def _changed_by_methods(fn, tree, params: set[str]) -> set[str]:
+    """The parameters ``p`` of ``fn`` on which it calls ``p.method(...)`` where a class of the
+    user's that ``fn`` can name has a method of that name changing its object
+    (``changes_self``): the parameter's class is not known here, so any such class counts
+    (``m.set_w(v)`` inside a helper, its value unread by the caller, ran as plain Python and
+    lost the change's gradient). Library classes' methods do not count (``rs.randn(3)``)."""
+    calls = [(call.func.value.id, call.func.attr) for call in gast.walk(tree)
+             if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
+             and isinstance(call.func.value, gast.Name) and call.func.value.id in params]
+    if not calls:
+        return set()
+    classes = [v for v in fn.__globals__.values() if isinstance(v, type)
+               and (getattr(v, "__module__", None) or "").split(".")[0] not in _LIBRARIES
+               and v.__module__ != "builtins"]
+    return {name for name, method in calls
+            if any(changes_self(cls, method, set()) for cls in classes)}
 
 
 def _gathered_names(params, call, changed) -> set[str]:
