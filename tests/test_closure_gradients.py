@@ -6,6 +6,7 @@ passed to a helper, kept in a list, returned; the same for ``value_and_grad``,
 at first and second order and in forward mode, and against autograd running the same source.
 """
 import inspect
+import sys
 import textwrap
 from functools import partial
 
@@ -500,6 +501,13 @@ def test_third_order_through_lambdas_and_other_locals(f):
     """Refused at third order before (a lambda, or a def reading a local other than the
     caller's differentiable variables, was a call known only at run time): now the gradient
     of its module-level twin, the other locals passed at the call."""
+    if f is two_lambdas_on_one_line and sys.version_info < (3, 11):
+        # Python 3.10's code objects carry no columns, so which lambda of the line a plain
+        # call's grad(lambda ...) reads is unknown: refused (README, Supported versions); the
+        # differences this test takes of f need that plain call
+        with pytest.raises(srcgrad.SrcgradError, match="cannot tell which lambda"):
+            f(0.7)
+        return
     g1 = srcgrad.grad(f)
     g2 = srcgrad.grad(g1)
     g3 = srcgrad.grad(g2)
