@@ -674,13 +674,14 @@ def _new_grad(f, wrt, mode: GradMode, verbose: bool):
     @functools.wraps(f)
     @user_tracebacks
     def gradient(*args, **kwargs):
-        _check_differentiable(f, indices, args)
         if flattening and not kwargs and type(args[0] if args else None) in _FLAT_TYPES:
             # (the first argument alone first: a generator over all of them allocated ~300
-            # bytes on every array gradient, tests/test_scaling_loops.py measures the peak)
+            # bytes on every array gradient, tests/test_scaling_loops.py measures the peak;
+            # float64 numbers pass _check_differentiable: not called for them)
             g = run_flat(args) if _all_numbers(args) else _NOT_RUN
             if g is not _NOT_RUN:
                 return g
+        _check_differentiable(f, indices, args)
         adj = None
         if specialising and not kwargs:  # (the build for these arguments: checked as last_lean)
             facts = argument_facts(bound + args)

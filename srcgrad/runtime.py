@@ -221,6 +221,14 @@ def spread_number(d, shape):
 _SPREAD_FILLED = 16  # elements: smaller spreads are new arrays, filled with g
 
 
+def unit_total(x, sign: float):
+    """The sum of ``sign`` (1.0 or -1.0) spread over every element of the float64 array
+    ``x``: ``sign`` times its element count, the float64 number numpy's sum of ones gives
+    (exact below 2**53 elements). transforms/number_shapes.py writes it for the sum of a
+    seed spread over the data."""
+    return _float64(sign * x.size + 0.0)  # (+ 0.0: an empty array's sum is 0.0, not -0.0)
+
+
 def is_spread_scalar(g) -> bool:
     """A number or a 0-d array (of no object dtype): what ``spread_scalar`` spreads (a 0-d
     array too: grad seeds a numpy scalar result with one)."""

@@ -448,11 +448,16 @@ def test_grad_of_numbers_runs_code_without_the_value_or_the_identity_sums():
     # before (the lean sweeps): the callee's forward sweep (three gammaln of the data, the
     # products, the sum) and eight unbroadcast calls, five of them returning their operand
     assert "gammaln" not in text and "stand_in_of" not in text and "np.sum" not in text
-    assert text.count("unbroadcast(") == 3  # (the three sums onto r)
-    assert "= 1.0\n" in text and "grad_seed" not in text and "_seed_of" not in text
+    # the seed spread over the data is neither multiplied nor summed back (s32: 3 sums onto r
+    # -> 1, the one of digamma's values; two are the element count, of sign + and -)
+    assert text.count("unbroadcast(") == 1
+    assert text.count("_rt.unit_total(x_i1, 1.0)") == 1
+    assert text.count("_rt.unit_total(x_i1, -1.0)") == 1
+    assert "expand_to" not in text and "grad_seed" not in text and "_seed_of" not in text
     assert source_function(first, flat=True, numbers=True).__srcgrad_guards__ == ("DATA",)
-    # s31-cost: 44 -> 22 Python calls a call
-    assert python_calls(first, 2.0, 0.3) <= 22
+    # s31-cost: 44 -> 22 Python calls a call; s32: -> 14 (no expand_to, one staleness check
+    # for all the builds, no argument check of float64 numbers)
+    assert python_calls(first, 2.0, 0.3) <= 14
 
 
 def rprime_written_inner(r, p):
@@ -545,6 +550,61 @@ def test_the_number_shapes_pass_leaves_what_it_cannot_prove():
     assert "d = _rt.unbroadcast(c, a)" in text and guards == ()
 
 
+# the seed spread over a global's elements ("units", s32): multiplied by nothing, summed to
+# its count; the gradient's bits are those of the lean sweeps, whatever the data holds
+U_DATA = np.array([0.5, -0.0, 3.0, np.inf, -2.5, np.nan, 1e300, 7.0, -1e-300, 2.0] * 3)
+U_DATA2 = U_DATA.reshape(5, 6)
+U_SMALL = np.array([1.5, -2.0])
+U_EMPTY = np.zeros((0, 3))
+
+
+def units_sum_of_product(r):
+    return np.sum(r * U_DATA)
+
+
+def units_sum_of_difference(r):
+    return np.sum(U_DATA - r) + np.sum(r + U_DATA2)
+
+
+def units_of_nothing(r):
+    return np.sum(U_EMPTY - r)  # (0.0, not -0.0)
+
+
+def units_mean(r):
+    return np.mean(r * U_DATA)  # (the seed over the count: no unit)
+
+
+def units_scaled(r):
+    return 2.0 * np.sum(np.sin(r * U_DATA))
+
+
+def units_broadcast(r):
+    return np.sum(r * U_DATA2 * U_SMALL[:1])
+
+
+def units_of_a_square(r):
+    return np.sum((r - U_DATA) ** 2) + np.sum(np.exp(-r * U_DATA2))
+
+
+@pytest.mark.parametrize("fn", [units_sum_of_product, units_sum_of_difference, units_mean,
+                                units_of_nothing,
+                                units_scaled, units_broadcast, units_of_a_square])
+def test_the_seed_spread_over_data_gives_the_lean_sweeps_bits(fn):
+    first = srcgrad.grad(fn)
+    with np.errstate(all="ignore"):
+        for r in (2.0, -0.5, 0.0):
+            flat = first(r)  # (a float: the flattened wrapper for numbers)
+            lean = first(np.array(r))  # (a 0-d array: the lean sweeps)
+            assert np.asarray(flat).tobytes() == np.asarray(lean).tobytes(), (fn, r, flat, lean)
+    text = numbers_text(first)
+    if fn is units_sum_of_product:
+        assert "expand_to" not in text and "unbroadcast(" in text  # (the sum of the data)
+    if fn is units_sum_of_difference:
+        assert "unbroadcast(" not in text and text.count("unit_total(") == 2
+    if fn is units_mean:
+        assert "unit_total" not in text
+
+
 def test_grad_of_a_gradient_of_numbers_runs_one_flattened_function():
     second = srcgrad.grad(srcgrad.grad(rprime))
     flat = source_function(second, flat=True, numbers=True)
@@ -557,3 +617,23 @@ def test_grad_of_a_gradient_of_numbers_runs_one_flattened_function():
         assert second(r) == pytest.approx(written(r), rel=1e-13)
         assert third(r) == pytest.approx(written_third(r), rel=1e-12)
         assert second(r) == pytest.approx(central(srcgrad.grad(rprime), r), rel=1e-6)
+
+
+def test_grad_of_numbers_sees_a_global_rebound_two_callees_down(tmp_path):
+    # (one check gathered for all the builds the flattened wrapper inlines, s32)
+    import importlib.util
+    path = tmp_path / "numbers_rebound.py"
+    path.write_text("import numpy as np\nDATA = np.arange(3.0)\n\n"
+                    "def inner(v):\n    return v * 2.0\n\n"
+                    "def mid(v):\n    return inner(v) * v\n\n"
+                    "def f(x):\n    return mid(x) + np.sum(x * DATA)\n")
+    spec = importlib.util.spec_from_file_location("numbers_rebound", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    g = srcgrad.grad(mod.f)
+    assert g(3.0) == 4 * 3.0 + 3.0  # (DATA sums to 3)
+    assert source_function(g, flat=True, numbers=True).__srcgrad_inlined__
+    mod.inner = np.negative
+    assert g(3.0) == -2 * 3.0 + 3.0
+    mod.DATA = np.arange(4.0)
+    assert g(3.0) == -2 * 3.0 + 6.0

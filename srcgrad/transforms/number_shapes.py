@@ -7,9 +7,9 @@ flattened wrapper of the gradient (api_forward.source_function) built for argume
 Python floats or numpy float64 scalars (``numbers=True``). Its parameters then have shape
 ``()`` and dtype float64, and so do its number constants; a global read that was a float64
 ndarray when the wrapper was made has shape ``S`` (a symbol: the value is not known, only
-that one global read stands for one shape) and dtype float64 (``guards``: the caller checks
-both on every call and runs the lean sweeps otherwise; only reads no call of an unknown
-function precedes, which might rebind it, and each read its own symbol). From those, for the
+that the global stands for one shape) and dtype float64 (``guards``: the caller checks both
+on every call and runs the lean sweeps otherwise; only reads no call of an unknown function
+precedes, which might rebind it: all of them read the object checked). From those, for the
 names assigned once, by a top-level assignment (the branches of the ``is_zero`` guards left
 unknown), the shapes that numpy's broadcasting makes without possibly raising: ``bc(S, ()) =
 S``, ``bc(S, S) = S``; of an arithmetic operator, an elementwise ufunc with a float64 loop, a
@@ -24,6 +24,12 @@ of ``x``), ``densify(g, x)`` of equal shapes, ``shape_like(x)``, a seed. Then:
   local copy of the global read standing for ``S`` or the first parameter instead (either has
   that shape), so the stand-in it was is read no more;
 - a seed (``runtime.makes_seed``) of a float64 value of shape ``()`` is ``1.0``;
+- a *unit*, a value every element of which is exactly ``1.0`` or ``-1.0`` (the seed, its
+  ``expand_to``/``broadcast_like`` over a float64 array, an alias or negation of one), is
+  not multiplied by nor summed: ``u * v`` (or ``v * u``) with ``v`` float64 of the product's
+  shape is ``v`` (``-v``), and ``unbroadcast(u, x)`` onto a number ``x`` is
+  ``runtime.unit_total(holder, sign)``, the element count: what numpy's sum of ones gives
+  exactly (counts below 2**53), without spreading the seed over the data and summing it back;
 - a top-level assignment nobody reads of a value whose computation has no other effect (its
   shape known, so no broadcast raises; no ``/`` or ``**`` of numbers only, where Python raises
   on division by zero and overflow) is dropped: the stand-ins, and the value the gradient
@@ -79,6 +85,9 @@ class _Facts:
         self.globals_used: set = set()  # the globals read as float64 arrays
         self.trusted: set = set()  # ids of the global reads no unknown call precedes
         self.holders: dict = {}  # shape symbol -> the local name holding that global's read
+        self.copies: dict = {}  # shape symbol -> a local name to bind to the global on entry
+        self.taken: set = set()  # the names fdef binds or reads
+        self.units: dict = {}  # local name -> 1.0 or -1.0, every element of its value
 
     def resolve(self, node):
         if isinstance(node, ast.Name) and node.id in self.aliases:
@@ -94,7 +103,9 @@ class _Facts:
             value = self.resolve(node) if id(node) in self.trusted else None
             if type(value) is np.ndarray and value.dtype == np.float64:
                 self.globals_used.add(node.id)
-                return frozenset({(node.id, id(node))}), True  # (a shape per read)
+                # (a shape per global: every trusted read of it is the object the caller
+                # checked, as no call that might rebind it precedes any of them)
+                return frozenset({(node.id,)}), True
             return None
         if isinstance(node, ast.Constant):
             return (_SCALAR, "weak") if type(node.value) in (int, float) else None
@@ -108,6 +119,46 @@ class _Facts:
         if isinstance(node, ast.Call) and not node.keywords \
                 and not any(isinstance(a, ast.Starred) for a in node.args):
             return self._call(node)
+        return None
+
+    def holder(self, symbol):
+        """A local name holding the global read ``symbol`` stands for: one the function binds
+        to it (``x = DATA``), or a copy bound on entry (the read is trusted: no call that
+        might rebind it precedes it, and the caller checks it then)."""
+        name = self.holders.get(symbol)
+        if name is None:
+            base = f"_held_{symbol[0]}"
+            name, k = base, 1
+            while name in self.taken:
+                name, k = f"{base}_{k}", k + 1
+            self.taken.add(name)
+            self.holders[symbol] = self.copies[symbol] = name
+            self.names[name] = frozenset({symbol}), True
+        return name
+
+    def unit(self, node):
+        """1.0 or -1.0 when every element of ``node``'s value (of known shape, float64) is
+        exactly that number, else None."""
+        if isinstance(node, ast.Name):
+            return self.units.get(node.id)
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            sign = self.unit(node.operand)
+            return -sign if sign is not None else None
+        if not isinstance(node, ast.Call) or node.keywords or self.of(node) is None \
+                or self.of(node)[1] is not True:
+            return None
+        fn, args = self.resolve(node.func), node.args
+        if runtime.makes_seed(fn) and len(args) == 1:
+            return 1.0  # (of a float64 number: the facts say so)
+        if any(fn is f for f in _TO_SHAPE_OF) and len(args) == 2:
+            # (a number spread over x's shape, or g of x's shape: each element is g's)
+            g, x = args[0], self.of(args[1])
+            if isinstance(g, ast.Constant) and type(g.value) is float and g.value in (1.0, -1.0):
+                return g.value
+            fact = self.of(g)
+            if fact is not None and fact[1] is True and x is not None \
+                    and (fact[0] == x[0] or not fact[0]):
+                return self.unit(g)
         return None
 
     def _combine(self, operands):
@@ -135,6 +186,8 @@ class _Facts:
             return self.of(args[0])  # (a stand-in of the shape and dtype, or the number)
         if runtime.makes_seed(fn) and len(args) == 1:
             return (_SCALAR, True) if self.of(args[0]) == (_SCALAR, True) else None
+        if fn is runtime.unit_total:
+            return _SCALAR, True
         if any(fn is f for f in _TO_SHAPE_OF) and len(args) == 2:
             g, x = self.of(args[0]), self.of(args[1])
             return (x[0], g[1]) if g is not None and x is not None else None
@@ -195,17 +248,26 @@ def number_shapes(fdef: ast.FunctionDef, resolve: Callable[[ast.expr], object]):
             fact = facts.of(stmt.value)
             if fact is not None:
                 facts.names[name] = fact
+                sign = facts.unit(stmt.value)
+                if sign is not None:
+                    facts.units[name] = sign
                 if isinstance(stmt.value, ast.Name) and fact[0] and stmt.value.id not in once:
                     facts.holders.setdefault(next(iter(fact[0])), name)  # (``x = DATA``)
             elif isinstance(stmt.value, (ast.Name, ast.Attribute)) \
                     and callable(facts.resolve(stmt.value)):
                 facts.aliases[name] = facts.resolve(stmt.value)  # (``_t1 = np.log``)
+    facts.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | params
     first = args.args[0].arg
     changed = _Rewrite(facts, first).visit_body(fdef.body)
     changed |= _drop_unread(fdef, facts, once)
     if not changed:
         return fdef, ()
     used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)}
+    at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) \
+        and isinstance(fdef.body[0].value, ast.Constant) else 0  # (after the docstring)
+    fdef.body[at:at] = [ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())],
+                                   value=ast.Name(id=symbol[0], ctx=ast.Load()))
+                        for symbol, name in sorted(facts.copies.items()) if name in used]
     return ast.fix_missing_locations(fdef), tuple(sorted(facts.globals_used & used))
 
 
@@ -229,12 +291,37 @@ class _Rewrite(ast.NodeTransformer):
             self.visit(stmt)
         return self.changed
 
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.Mult):
+            return node
+        facts = self.facts
+        for unit, other in ((node.left, node.right), (node.right, node.left)):
+            sign, fact, whole = facts.unit(unit), facts.of(other), facts.of(node)
+            if sign is not None and fact is not None and fact[1] is True \
+                    and whole is not None and whole[0] == fact[0]:
+                self.changed = True  # (1.0 * v is v, -1.0 * v is -v, bit for bit)
+                return other if sign == 1.0 else ast.copy_location(
+                    ast.UnaryOp(op=ast.USub(), operand=other), node)
+        return node
+
     def visit_Call(self, node):
         self.generic_visit(node)
         facts = self.facts
         fn = facts.resolve(node.func)
         if node.keywords or len(node.args) not in (1, 2):
             return node
+        if fn is runtime.unbroadcast and len(node.args) == 2 \
+                and facts.of(node.args[1]) == (_SCALAR, True):
+            sign, g = facts.unit(node.args[0]), facts.of(node.args[0])
+            holder = facts.holder(next(iter(g[0]))) if g is not None and g[0] else None
+            if sign is not None and holder is not None:
+                self.changed = True
+                return ast.copy_location(ast.Call(
+                    func=ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()),
+                                       attr="unit_total", ctx=ast.Load()),
+                    args=[ast.Name(id=holder, ctx=ast.Load()), ast.Constant(value=sign)],
+                    keywords=[]), node)
         if runtime.makes_seed(fn) and len(node.args) == 1 \
                 and facts.of(node.args[0]) == (_SCALAR, True):
             self.changed = True
@@ -246,7 +333,7 @@ class _Rewrite(ast.NodeTransformer):
             if fn is not rule_helpers.expand_to and g is not None and g[0] == x[0]:
                 self.changed = True
                 return node.args[0]
-            stand_for = self.first if not x[0] else facts.holders.get(next(iter(x[0])))
+            stand_for = self.first if not x[0] else facts.holder(next(iter(x[0])))
             if stand_for is not None and not (isinstance(node.args[1], ast.Name)
                                               and node.args[1].id == stand_for):
                 self.changed = True
