@@ -528,7 +528,9 @@ def test_grad_of_numbers_raises_what_grad_raised():
 def test_the_number_shapes_pass_leaves_what_it_cannot_prove():
     from srcgrad.transforms.number_shapes import number_shapes
     A, B = np.ones(3), np.ones(4)
-    resolve = scope_resolver({"np": np, "_rt": runtime, "A": A, "B": B, "opaque": len})
+    import builtins
+    resolve = scope_resolver({**vars(builtins), "np": np, "_rt": runtime, "A": A, "B": B,
+                              "opaque": len})
 
     def run(source):
         fdef, guards = number_shapes(ast.parse(source).body[0], resolve)
@@ -548,6 +550,18 @@ def test_the_number_shapes_pass_leaves_what_it_cannot_prove():
     text, guards = run("def f(x):\n n = opaque(x)\n a = A\n c = a * x\n"
                        " d = _rt.unbroadcast(c, a)\n return d\n")
     assert "d = _rt.unbroadcast(c, a)" in text and guards == ()
+    # isinstance of a parameter (a Python float or a numpy float64): known only when both
+    # answer alike; the branch that runs is kept, a unit is never the lazy zero
+    text, guards = run(
+        "def f(x):\n a = A\n if isinstance(x, (list, tuple, dict)):\n  b = 1.0\n else:\n"
+        "  b = 2.0\n c = x if isinstance(x, float) else -x\n"
+        " d = -x if isinstance(x, np.float64) else x\n"
+        " u = _rt.broadcast_like(1.0, a)\n z = not _rt.is_zero(u)\n if z:\n  w = u * a\n"
+        " else:\n  w = a\n return b + c + d + w\n")
+    assert "isinstance(x, (list" not in text and "b = 2.0" in text and "b = 1.0" not in text
+    assert "c = x\n" in text  # (a numpy float64 is a float too)
+    assert "d = -x if isinstance(x, np.float64) else x" in text  # (a float is not)
+    assert "is_zero" not in text and "w = a\n" in text and "u * a" not in text
 
 
 # the seed spread over a global's elements ("units", s32): multiplied by nothing, summed to

@@ -144,8 +144,11 @@ class _Facts:
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             sign = self.unit(node.operand)
             return -sign if sign is not None else None
-        if not isinstance(node, ast.Call) or node.keywords or self.of(node) is None \
-                or self.of(node)[1] is not True:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) \
+                and self.of(node) is not None:
+            left, right = self.unit(node.left), self.unit(node.right)
+            return left * right if left is not None and right is not None else None
+        if not isinstance(node, ast.Call) or node.keywords or self.of(node) is None:
             return None
         fn, args = self.resolve(node.func), node.args
         if runtime.makes_seed(fn) and len(args) == 1:
@@ -231,11 +234,13 @@ def number_shapes(fdef: ast.FunctionDef, resolve: Callable[[ast.expr], object]):
     if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs or not args.args:
         return fdef, ()
     params = {a.arg for a in args.args}
-    once = _assigned_once(fdef)
     stored = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)
               and not isinstance(n.ctx, ast.Load)}
-    if once is None or stored & params:
+    if stored & params or _assigned_once(fdef) is None:
         return fdef, ()
+    folded = _FoldTypeTests(params, resolve)
+    fdef.body = folded.visit_body(fdef.body)
+    once = _assigned_once(fdef)
     facts = _Facts(params, resolve)
     for stmt in fdef.body:  # (a global's type is checked at the call: no call rebinds it)
         if any(isinstance(n, ast.Call) and not _known_call(n, facts) for n in ast.walk(stmt)):
@@ -259,8 +264,13 @@ def number_shapes(fdef: ast.FunctionDef, resolve: Callable[[ast.expr], object]):
     facts.taken = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)} | params
     first = args.args[0].arg
     changed = _Rewrite(facts, first).visit_body(fdef.body)
+    folded.constants = {s.targets[0].id: s.value.value for s in fdef.body
+                        if isinstance(s, ast.Assign) and len(s.targets) == 1
+                        and isinstance(s.targets[0], ast.Name) and s.targets[0].id in once
+                        and isinstance(s.value, ast.Constant) and type(s.value.value) is bool}
+    fdef.body = folded.visit_body(fdef.body)  # (``if c:`` of ``c = not is_zero(unit)``)
     changed |= _drop_unread(fdef, facts, once)
-    if not changed:
+    if not changed and not folded.changed:
         return fdef, ()
     used = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name)}
     at = 1 if fdef.body and isinstance(fdef.body[0], ast.Expr) \
@@ -269,6 +279,69 @@ def number_shapes(fdef: ast.FunctionDef, resolve: Callable[[ast.expr], object]):
                                    value=ast.Name(id=symbol[0], ctx=ast.Load()))
                         for symbol, name in sorted(facts.copies.items()) if name in used]
     return ast.fix_missing_locations(fdef), tuple(sorted(facts.globals_used & used))
+
+
+class _FoldTypeTests(ast.NodeTransformer):
+    """``isinstance(p, T)`` of a parameter ``p`` (a Python float or a numpy float64, never
+    rebound) is known when both types answer alike (``(list, tuple, dict)``: False); an
+    ``if`` or ``if``-expression testing it is the branch that runs (the sweeps of generated
+    code differentiated again test whether a cotangent is a container's)."""
+
+    def __init__(self, params: set, resolve: Callable):
+        self.params = params
+        self.resolve = resolve
+        self.changed = False
+        self.constants: dict = {}  # a name assigned once -> the bool constant it holds
+
+    def known(self, test):
+        if isinstance(test, ast.Name) and test.id in self.constants:
+            return self.constants[test.id]
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            value = self.known(test.operand)
+            return None if value is None else not value
+        if not (isinstance(test, ast.Call) and len(test.args) == 2 and not test.keywords
+                and self.resolve(test.func) is isinstance
+                and isinstance(test.args[0], ast.Name) and test.args[0].id in self.params):
+            return None
+        kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        kinds = [self.resolve(k) for k in kinds]
+        if not all(isinstance(k, type) for k in kinds):
+            return None
+        as_float = any(issubclass(float, k) for k in kinds)
+        return as_float if as_float == any(issubclass(np.float64, k) for k in kinds) else None
+
+    def visit_body(self, body: list) -> list:
+        out = []
+        for stmt in body:
+            if isinstance(stmt, ast.If) and self.known(stmt.test) is not None:
+                self.changed = True
+                out.extend(self.visit_body(stmt.body if self.known(stmt.test) else stmt.orelse))
+                continue
+            if not isinstance(stmt, _COMPOUND):
+                out.append(self.visit(stmt))
+                continue
+            for field in ("test", "iter"):  # (the expressions a compound statement holds)
+                if getattr(stmt, field, None) is not None:
+                    setattr(stmt, field, self.visit(getattr(stmt, field)))
+            for field in ("body", "orelse", "finalbody"):  # (a body is never left empty)
+                if getattr(stmt, field, None):
+                    setattr(stmt, field, self.visit_body(getattr(stmt, field))
+                            or ([ast.Pass()] if field == "body" else []))
+            for handler in getattr(stmt, "handlers", ()):
+                handler.body = self.visit_body(handler.body) or [ast.Pass()]
+            out.append(stmt)
+        return out
+
+    def visit_IfExp(self, node):
+        self.generic_visit(node)
+        value = self.known(node.test)
+        if value is None:
+            return node
+        self.changed = True
+        return node.body if value else node.orelse
+
+
+_COMPOUND = (ast.If, ast.For, ast.While, ast.Try, ast.With)
 
 
 def _known_call(call: ast.Call, facts: _Facts) -> bool:
@@ -291,6 +364,12 @@ class _Rewrite(ast.NodeTransformer):
             self.visit(stmt)
         return self.changed
 
+    def visit_UnaryOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not) and isinstance(node.operand, ast.Constant):
+            return ast.copy_location(ast.Constant(value=not node.operand.value), node)
+        return node
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if not isinstance(node.op, ast.Mult):
@@ -311,6 +390,9 @@ class _Rewrite(ast.NodeTransformer):
         fn = facts.resolve(node.func)
         if node.keywords or len(node.args) not in (1, 2):
             return node
+        if fn is runtime.is_zero and len(node.args) == 1 and facts.unit(node.args[0]):
+            self.changed = True  # (a unit is never the lazy zero)
+            return ast.copy_location(ast.Constant(value=False), node)
         if fn is runtime.unbroadcast and len(node.args) == 2 \
                 and facts.of(node.args[1]) == (_SCALAR, True):
             sign, g = facts.unit(node.args[0]), facts.of(node.args[0])
