@@ -9,6 +9,13 @@
 - ``np.fill_diagonal(a, v)`` was run as a plain call, unseen: the overwritten diagonal kept
   its adjoint and ``v`` got none. It is now the element store ``a[_rt.diagonal_index(a)] =
   v`` (``wrap=True`` is refused at the line).
+- A numpy call computing in an integer dtype (``np.sum(x, dtype=int)``, ``np.cumsum``,
+  ``np.mean``, ``np.prod``, ``np.cumprod``, ``np.trace``, ``np.full(n, v, dtype=int)``,
+  ``np.full_like`` of an integer array, ``np.linspace(..., dtype=int)``, ``np.stack``/
+  ``np.concatenate(..., dtype=int)``) kept the derivative of the untruncated value: the rules
+  now pass it through ``cast_to(g, dtype)`` (which the inliner drops when no dtype is given).
+- The value of a conditional expression (``a if c else b`` lowered to an ``if``) carried no
+  tangent through a generated sweep, so second derivatives (``hvp``, ``hessian``) were 0.
 - ``a.__setitem__(i, v)`` was run unseen as well (now ``a[i] = v``, as ``operator.setitem``);
   ``a.__iadd__(v)`` and the other in-place operator methods called by name are refused at
   the line.
@@ -105,7 +112,39 @@ def setitem_method(x):
     return np.sum(a * x)
 
 
+def sums_in_an_integer_dtype(x):
+    return np.sum(x * 5, dtype=int) * x[1] + np.cumsum(x * 5, dtype=int)[2] \
+        + np.mean(x * 7, dtype=int) * x[0]
+
+
+def products_and_traces_in_an_integer_dtype(x):
+    return np.trace(np.outer(x, x) * 10, dtype=int) * x[0] + np.prod(x * 3, dtype=int) \
+        + np.cumprod(x * 3, dtype=int)[1] * x[2]
+
+
+def integer_arrays_filled_with_a_value(x):
+    a = np.full(3, x[0] * 5, dtype=int)
+    b = np.full_like(np.zeros(3, dtype=int), x[1] * 5)
+    c = np.full_like(x, x[2] * 7, dtype=np.int32)
+    return np.sum(a * x[:3]) + np.sum(b) * x[3] + np.sum(c * x) + np.sum(np.full_like(x, x[3]))
+
+
+def integer_linspace(x):
+    return np.sum(np.linspace(0.0, x[0] * 10, 4, dtype=int) * x) \
+        + np.sum(np.logspace(0.0, x[1] * 2, 3, dtype=int)) * x[2] \
+        + np.sum(np.linspace(x[1], 3.0, 3) * x[:3])
+
+
+def integer_stacks(x):
+    s = np.stack([x * 3, x * 5], dtype=int, casting="unsafe")
+    c = np.concatenate([x * 3, x], dtype=int, casting="unsafe")
+    return np.sum(s * x) + np.sum(c[:4] * x) + np.sum(np.hstack([x * 3], dtype=int,
+                                                                   casting="unsafe") * x)
+
+
 @pytest.mark.parametrize("f", [
+    sums_in_an_integer_dtype, products_and_traces_in_an_integer_dtype,
+    integer_arrays_filled_with_a_value, integer_linspace, integer_stacks,
     store_into_int_array, store_slice_into_int64_array, store_into_arange,
     augmented_store_into_int_array, store_into_full_of_ints, store_into_bool_array,
     store_into_uint8_array, fill_diagonal_with_a_value, fill_diagonal_with_a_constant,
@@ -129,6 +168,19 @@ def test_truncated_store_has_no_derivative():
                           [stored, 2 * X4[1], 0.0, 0.0])
     _, tangent = srcgrad.jvp(store_into_int_array, (X4.copy(),), (np.array([1., 0, 0, 0]),))
     assert tangent == stored
+
+
+def conditional_expression_with_a_generator(x):
+    # found by the fuzzer (seed 165, program 19): desugar named the value of a conditional
+    # expression _c<N>, which a generated sweep's second derivative takes for a saved branch
+    # decision (a boolean): the Hessian-vector product was silently zero
+    v = sum(x for _ in (1, 2)) if x[1] > 0.81 else np.sin(x)
+    return np.sum(v ** 2)
+
+
+@pytest.mark.parametrize("x", [np.array([0.3, 0.9]), np.array([0.3, 0.5])])
+def test_second_derivative_through_a_conditional_expression(x):
+    check_all_orders(conditional_expression_with_a_generator, x)
 
 
 def _fill_diagonal_wrapping(x):

@@ -3050,15 +3050,17 @@ class _CompHoister(gast.NodeTransformer):
         into its own branch of an ``if`` before the statement. (``test`` is read twice when
         it is also a branch, as and/or do: a value, evaluated once.)"""
         ctx = self.owner.ctx
+        # (not "_c": a generated sweep's _c<N> are its branch decisions, which the activity
+        # analysis of a second derivative takes for booleans: these values may be active)
         if not isinstance(test, gast.Name):
-            held = ctx.namer.fresh("_c")
+            held = ctx.namer.fresh("_if")
             self.pre.append(A.assign(held, test, at=self.at))
             if A.names_read(test) & ctx.varied:
                 ctx.varied.add(held)
             body = A.load(held) if body is test else body
             orelse = A.load(held) if orelse is test else orelse
             test = A.load(held)
-        out = ctx.namer.fresh("_c")
+        out = ctx.namer.fresh("_if")
         blocks = []
         for part in (body, orelse):
             pre = []
