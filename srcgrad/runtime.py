@@ -814,9 +814,9 @@ def setitem(x, index, value):
     if is_foreign_array(x):
         out = x.copy()  # (dask: a lazy copy, written lazily below)
     elif isinstance(x, np.ndarray):
-        dtype = np.result_type(x.dtype, np.asarray(value).dtype) \
-            if x.dtype.kind in "biu" and np.asarray(value).dtype.kind == "f" else x.dtype
-        out = np.array(x, dtype=dtype, copy=True)
+        # numpy's store casts the value to x's dtype (an integer array truncates a float):
+        # the copy keeps x's dtype, and the rule gives such a value no derivative
+        out = np.array(x, copy=True)
     elif isinstance(x, (dict, list)):
         out = _shallow_copy(x)
     else:
@@ -1894,6 +1894,27 @@ def _shares_data(v, array, depth: int) -> bool:
     if depth and isinstance(v, types.FunctionType):  # (the globals it reads: a helper's G)
         return any(_shares_data(item, array, depth - 1) for item in function_reads(v))
     return False
+
+
+def diagonal_index(a):
+    """The index of the elements ``np.fill_diagonal(a, v)`` writes (without ``wrap``), so
+    that the call becomes the element store ``a[diagonal_index(a)] = v``."""
+    shape = np.shape(a)
+    if len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    k = np.arange(min(shape))
+    return (k,) * len(shape)
+
+
+def written_adjoint(g, ans):
+    """``g``, the adjoint of the values a store wrote into ``ans``, or zero when ``ans`` is an
+    integer or boolean array: numpy cast the values to its dtype (``a[0] = 2.7`` stores 2),
+    which is locally constant."""
+    if isinstance(ans, np.ndarray) and ans.dtype.kind in "biu":
+        return ZERO
+    return g
 
 
 def last_writes(g, index):

@@ -20,6 +20,7 @@ from .runtime import (SharedDataError, is_built_list, float_dtype, index_kind, i
                       list_item_kind, may_share, make_stub, unwrap_type, densify, refuse_viewed)
 
 last_writes = make_stub("last_writes")
+written_adjoint = make_stub("written_adjoint")
 list_shared_item = make_stub("list_shared_item")
 list_setitem_zeroed = make_stub("list_setitem_zeroed")
 list_last_writes = make_stub("list_last_writes")
@@ -29,7 +30,7 @@ reshape_c = make_stub("reshape_c")
 as_list = make_stub("as_list")
 items_adjoint = make_stub("items_adjoint")
 
-SUPPORTED = frozenset({"last_writes", "list_shared_item", "list_setitem_zeroed",
+SUPPORTED = frozenset({"last_writes", "written_adjoint", "list_shared_item", "list_setitem_zeroed",
                        "list_last_writes", "display_element", "reshape_c", "as_list"})
 
 
@@ -72,6 +73,16 @@ def _last_writes(g, index):
     dtype = float_dtype(g_t)
 
     return lambda g, index: _keep_last(g, index, dtype)
+
+
+@overload(written_adjoint)
+def _written_adjoint(g, ans):
+    """``g``, or the lazy zero when ``ans`` is an integer or boolean array (as
+    ``srcgrad.runtime.written_adjoint``: numpy cast the stored values to its dtype)."""
+    ans_t = unwrap_type(ans)
+    if isinstance(ans_t, types.Array) and isinstance(ans_t.dtype, (types.Integer, types.Boolean)):
+        return lambda g, ans: 0.0
+    return lambda g, ans: g
 
 
 # -- item stores into a built list (``xs[i] = v``, ``xs[i] *= v``, ``xs[i][j] = v``) ------

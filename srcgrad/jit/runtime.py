@@ -591,9 +591,9 @@ def _setitem(x, index, value):
     value_kind = value.dtype if isinstance(value, types.Array) else value
     if isinstance(x.dtype, types.Integer) and isinstance(value_kind, (types.Float,
                                                                        types.Complex)):
-        raise TypingError("srcgrad: storing a float into an integer array (Python would make "
-                          "it a float array; numba would truncate) is not supported: create "
-                          "the array with a float dtype")
+        raise TypingError("srcgrad: compiled stores of a float into an integer array (numpy "
+                          "truncates it) are not supported: create the array with a float "
+                          "dtype, or store int(v)")
 
     def store(x, index, value):
         out = x.copy()
@@ -1495,7 +1495,8 @@ def _add_item(out, index, g):
 # (more helpers, in their own module: the adjoint of an element store's value, ...)
 from . import containers as _containers  # noqa: E402
 from .containers import (display_element, last_writes, list_last_writes,  # noqa: E402,F401
-                         list_setitem_zeroed, list_shared_item, reshape_c, as_list)
+                         list_setitem_zeroed, list_shared_item, reshape_c, as_list,
+                         written_adjoint)
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED
 RULE_HELPERS["items_adjoint"] = _containers.items_adjoint

@@ -28,6 +28,7 @@ __all__ = [
     "greater_weight",
     "extremum_weights",
     "float_dtype_weight",
+    "cast_to",
     "like_sequence",
     "items_adjoint",
     "first_operand",
@@ -211,6 +212,21 @@ def conj_sign(x):
 
 
 @nondifferentiable
+def cast_to(g, dtype=None):
+    """The derivative ``g`` of a value a numpy call computed in ``dtype`` (``np.sum(x,
+    dtype=int)``, ``np.full(3, v, dtype=int)``): zero when that dtype is an integer or
+    boolean one (the value was truncated, which is locally constant), else ``g``. Called
+    without ``dtype``, the inliner writes ``g`` alone (``identity_when_defaulted``)."""
+    if dtype is None or np.dtype(dtype).kind in "fc":
+        return g
+    return g * 0.0
+
+
+# the inliner drops a call of this helper that passes only its first argument (the rest at
+# their defaults): generated code for the common np.sum(x) stays np.sum's
+cast_to.identity_when_defaulted = True
+
+
 def float_dtype_weight(dtype) -> float:
     """1.0 when casting to ``dtype`` keeps a gradient (float/complex or unchanged), else 0.0."""
     if dtype is None:

@@ -3,25 +3,28 @@
 import numpy as np
 
 from ..errors import UnsupportedFeatureError
-from ..runtime import broadcast_like, unbroadcast
+from ..runtime import broadcast_like, unbroadcast, written_adjoint
+from ._helpers import cast_to
 from .domains import draw
 from .registry import defrule
 
 
+# an integer or boolean array filled with a float truncates it: no derivative (full: its
+# dtype=; full_like: also a's dtype, read from ans, saved as a stand-in)
 def full_vjp(g, ans, shape, fill_value, dtype=None, order="C"):
-    return (unbroadcast(g, fill_value),)
+    return (unbroadcast(cast_to(g, dtype), fill_value),)
 
 
 def full_jvp(dfill, ans, shape, fill_value, dtype=None, order="C"):
-    return (broadcast_like(dfill, ans),)
+    return (cast_to(broadcast_like(dfill, ans), dtype),)
 
 
 def full_like_vjp(g, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None):
-    return (unbroadcast(g, fill_value),)
+    return (unbroadcast(written_adjoint(g, ans), fill_value),)
 
 
 def full_like_jvp(dfill, ans, a, fill_value, dtype=None, order="K", subok=True, shape=None):
-    return (broadcast_like(dfill, ans),)
+    return (written_adjoint(broadcast_like(dfill, ans), ans),)
 
 
 def linspace_weights(g, num, endpoint, retstep, axis):
@@ -36,6 +39,7 @@ def linspace_weights(g, num, endpoint, retstep, axis):
 
 def linspace_vjp(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0):
     t = linspace_weights(g, num, endpoint, retstep, axis)
+    g = cast_to(g, dtype)
     return (unbroadcast(np.sum(g * (1.0 - t), axis=0), start),
             unbroadcast(np.sum(g * t, axis=0), stop))
 
@@ -43,13 +47,14 @@ def linspace_vjp(g, ans, start, stop, num=50, endpoint=True, retstep=False, dtyp
 def linspace_jvp(dstart, dstop, ans, start, stop, num=50, endpoint=True, retstep=False,
                  dtype=None, axis=0):
     t = linspace_weights(ans, num, endpoint, retstep, axis)
-    return (broadcast_like(dstart * (1.0 - t), ans), broadcast_like(dstop * t, ans))
+    return (cast_to(broadcast_like(dstart * (1.0 - t), ans), dtype),
+            cast_to(broadcast_like(dstop * t, ans), dtype))
 
 
 def logspace_vjp(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=None, axis=0):
     # ans = base ** linspace(start, stop): d ans = ans * ln(base) * d linspace
     t = linspace_weights(g, num, endpoint, False, axis)
-    h = g * ans * np.log(base)
+    h = cast_to(g, dtype) * ans * np.log(base)
     return (unbroadcast(np.sum(h * (1.0 - t), axis=0), start),
             unbroadcast(np.sum(h * t, axis=0), stop))
 
@@ -57,7 +62,7 @@ def logspace_vjp(g, ans, start, stop, num=50, endpoint=True, base=10.0, dtype=No
 def logspace_jvp(dstart, dstop, ans, start, stop, num=50, endpoint=True, base=10.0,
                  dtype=None, axis=0):
     t = linspace_weights(ans, num, endpoint, False, axis)
-    scale = ans * np.log(base)
+    scale = cast_to(ans * np.log(base), dtype)
     return (broadcast_like(dstart * (1.0 - t) * scale, ans),
             broadcast_like(dstop * t * scale, ans))
 

@@ -15,7 +15,7 @@ All take ``axis`` (None, int, negative, tuple) and ``keepdims``. Unsupported key
 """
 import numpy as np
 
-from ._helpers import (expand_reduced, expand_to, extremum_weights, normalize_axes,
+from ._helpers import (cast_to, expand_reduced, expand_to, extremum_weights, normalize_axes,
                        reduced_count)
 from .domains import draw
 from .numpy_linalg import spectral_norm_partials
@@ -25,20 +25,21 @@ from ..errors import UnsupportedFeatureError
 # --------------------------------------------------------------------------- sum, mean
 
 
+# (cast_to: a sum computed in an integer dtype, np.sum(x, dtype=int), has no derivative)
 def sum_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (expand_to(g, a, axis, keepdims),)
+    return (expand_to(cast_to(g, dtype), a, axis, keepdims),)
 
 
 def sum_jvp(da, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (np.sum(da, axis=axis, keepdims=keepdims),)
+    return (cast_to(np.sum(da, axis=axis, keepdims=keepdims), dtype),)
 
 
 def mean_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (expand_to(g, a, axis, keepdims) / reduced_count(a, ans),)
+    return (expand_to(cast_to(g, dtype), a, axis, keepdims) / reduced_count(a, ans),)
 
 
 def mean_jvp(da, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (np.mean(da, axis=axis, keepdims=keepdims),)
+    return (cast_to(np.mean(da, axis=axis, keepdims=keepdims), dtype),)
 
 
 # --------------------------------------------------------------------------- prod
@@ -55,11 +56,11 @@ def prod_partials(a, axis=None):
 
 
 def prod_vjp(g, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (expand_reduced(g, a, axis, keepdims) * prod_partials(a, axis),)
+    return (expand_reduced(cast_to(g, dtype), a, axis, keepdims) * prod_partials(a, axis),)
 
 
 def prod_jvp(da, ans, a, axis=None, dtype=None, out=None, keepdims=False):
-    return (np.sum(da * prod_partials(a, axis), axis=axis, keepdims=keepdims),)
+    return (cast_to(np.sum(da * prod_partials(a, axis), axis=axis, keepdims=keepdims), dtype),)
 
 
 # --------------------------------------------------------------------------- max, min
@@ -161,11 +162,12 @@ def flip_jvp(dm, ans, m, axis=None):
 
 def cumsum_vjp(g, ans, a, axis=None, dtype=None, out=None):
     # The adjoint of a running sum is the running sum from the end; axis=None flattens.
-    return (np.reshape(np.flip(np.cumsum(np.flip(g, axis), axis), axis), np.shape(a)),)
+    return (np.reshape(np.flip(np.cumsum(np.flip(cast_to(g, dtype), axis), axis), axis),
+                       np.shape(a)),)
 
 
 def cumsum_jvp(da, ans, a, axis=None, dtype=None, out=None):
-    return (np.cumsum(da, axis=axis),)
+    return (cast_to(np.cumsum(da, axis=axis), dtype),)
 
 
 def reverse_cumsum(v, axis):
@@ -195,7 +197,7 @@ def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
     # y[k] / a[i]; at the first zero, the product with that zero read as one; after it, 0.
     lanes, ax = cumprod_lanes(a, axis)
     first, before, skipped = cumprod_zeros(lanes, ax)
-    g = np.reshape(g, np.shape(lanes))
+    g = np.reshape(cast_to(g, dtype), np.shape(lanes))
     divided = reverse_cumsum(g * np.reshape(ans, np.shape(lanes)), ax) \
         / np.where(before, lanes, 1.0)
     ga = np.where(before, divided, np.where(first, reverse_cumsum(g * skipped, ax), 0.0))
@@ -205,7 +207,7 @@ def cumprod_vjp(g, ans, a, axis=None, dtype=None, out=None):
 def cumprod_jvp(da, ans, a, axis=None, dtype=None, out=None):
     lanes, ax = cumprod_lanes(a, axis)
     first, before, skipped = cumprod_zeros(lanes, ax)
-    da = np.reshape(da, np.shape(lanes))
+    da = np.reshape(cast_to(da, dtype), np.shape(lanes))
     ratio = np.cumsum(np.where(before, da / np.where(before, lanes, 1.0), 0.0), ax)
     at_zero = np.cumsum(np.where(first, da, 0.0), ax) * skipped
     y = np.reshape(ans, np.shape(lanes))

@@ -15,7 +15,8 @@ import numpy as np
 
 from .. import runtime
 from ..runtime import densify, unbroadcast
-from ._helpers import (first_operand, dispatches, expand_reduced, expand_to, float_dtype_weight,
+from ._helpers import (cast_to, first_operand, dispatches, expand_reduced, expand_to,
+                       float_dtype_weight,
                        like_sequence, unindex)
 from .domains import draw
 from .registry import defrule, nondifferentiable
@@ -138,12 +139,12 @@ def piece_indices(shapes, axis):
 
 
 def concatenate_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    return (split_like(g, arrays, axis),)
+    return (split_like(cast_to(g, dtype), arrays, axis),)
 
 
 def concatenate_jvp(d_arrays, ans, arrays, axis=0, out=None, dtype=None,
                     casting="same_kind"):
-    return (np.concatenate(densify(d_arrays, arrays), axis=axis),)
+    return (cast_to(np.concatenate(densify(d_arrays, arrays), axis=axis), dtype),)
 
 
 def unstack(g, arrays, axis=0):
@@ -155,11 +156,11 @@ def unstack(g, arrays, axis=0):
 
 
 def stack_vjp(g, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    return (unstack(g, arrays, axis),)
+    return (unstack(cast_to(g, dtype), arrays, axis),)
 
 
 def stack_jvp(d_arrays, ans, arrays, axis=0, out=None, dtype=None, casting="same_kind"):
-    return (np.stack(densify(d_arrays, arrays), axis=axis),)
+    return (cast_to(np.stack(densify(d_arrays, arrays), axis=axis), dtype),)
 
 
 def _at_least(shape, n):
@@ -173,19 +174,19 @@ def _at_least(shape, n):
 
 def hstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     shapes = [_at_least(np.shape(x), 1) for x in tup]
-    return (split_like(g, tup, 0 if np.ndim(ans) == 1 else 1, shapes),)
+    return (split_like(cast_to(g, dtype), tup, 0 if np.ndim(ans) == 1 else 1, shapes),)
 
 
 def hstack_jvp(dtup, ans, tup, dtype=None, casting="same_kind"):
-    return (np.hstack(densify(dtup, tup)),)
+    return (cast_to(np.hstack(densify(dtup, tup)), dtype),)
 
 
 def vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
-    return (split_like(g, tup, 0, [_at_least(np.shape(x), 2) for x in tup]),)
+    return (split_like(cast_to(g, dtype), tup, 0, [_at_least(np.shape(x), 2) for x in tup]),)
 
 
 def vstack_jvp(dtup, ans, tup, dtype=None, casting="same_kind"):
-    return (np.vstack(densify(dtup, tup)),)
+    return (cast_to(np.vstack(densify(dtup, tup)), dtype),)
 
 
 def like_sequence_vjp(g, ans, seq, items):
@@ -274,12 +275,12 @@ def diag_jvp(dv, ans, v, k=0):
 def trace_vjp(g, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
     ndim = np.ndim(a)
     mask = np.eye(np.shape(a)[axis1], np.shape(a)[axis2], k=offset)
-    full = np.expand_dims(g, (-2, -1)) * mask
+    full = np.expand_dims(cast_to(g, dtype), (-2, -1)) * mask
     return (np.moveaxis(full, (-2, -1), (axis1 % ndim, axis2 % ndim)),)
 
 
 def trace_jvp(da, ans, a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    return (np.trace(da, offset, axis1, axis2),)
+    return (cast_to(np.trace(da, offset, axis1, axis2), dtype),)
 
 
 def tril_vjp(g, ans, m, k=0):
@@ -700,6 +701,19 @@ def _tolist_points(rng):
     return [((draw(rng, (2, 3)),), {}), ((draw(rng, (3,)),), {}), ((draw(rng, ()),), {})]
 
 
+def cast_to_vjp(c, ans, g, dtype=None):
+    return (cast_to(c, dtype),)
+
+
+def cast_to_jvp(dg, ans, g, dtype=None):
+    return (cast_to(dg, dtype),)
+
+
+def _cast_to_points(rng):
+    return [((draw(rng, (2, 3)),), {}), ((draw(rng, (3,)), np.float32), {}),
+            ((draw(rng, (3,)), int), {}), ((draw(rng, None), np.bool_), {})]
+
+
 # --------------------------------------------------------------------------- registration
 
 _LINEAR = [
@@ -739,6 +753,7 @@ _LINEAR = [
     (transpose_method, transpose_method_vjp, transpose_method_jvp, _transpose_method_points,
      (0,)),
     (astype_method, astype_method_vjp, astype_method_jvp, _astype_points, (0,)),
+    (cast_to, cast_to_vjp, cast_to_jvp, _cast_to_points, (0,)),
     (item_method, item_method_vjp, item_method_jvp, _item_points, (0,)),
     (tolist_method, tolist_method_vjp, tolist_method_jvp, _tolist_points, (0,)),
 ]

@@ -20,11 +20,15 @@ from .registry import defrule, nondifferentiable
 def setitem_vjp(g, ans, x, index, value):
     # x's values are not needed (only g's structure is), so it is not passed: a loop filling
     # an array element by element then keeps no copy of the array per iteration on the tape
-    return rt.setitem_zeroed(g, None, index), rt.unbroadcast(rt.last_writes(g, index), value)
+    # (ans is read for its dtype only: an integer array's store has no derivative)
+    return rt.setitem_zeroed(g, None, index), \
+        rt.unbroadcast(rt.written_adjoint(rt.last_writes(g, index), ans), value)
 
 
 def setitem_jvp(dx, dvalue, ans, x, index, value):
     # rt.zeros_like, not np.zeros_like: x may be a list or dict
+    if isinstance(x, np.ndarray) and x.dtype.kind in "biu":
+        return rt.setitem_zeroed(dx, x, index), rt.ZERO  # (numpy cast the value: see vjp)
     return rt.setitem_zeroed(dx, x, index), rt.setitem(rt.zeros_like(x), index, dvalue)
 
 
@@ -577,6 +581,7 @@ defrule(rt.copy_value, copy_value_vjp, jvp=copy_value_jvp, linear=True,
         domain=lambda rng: [((draw(rng, (3,)),), {}), (([draw(rng, None)],), {})],
         name="runtime.copy_value")
 nondifferentiable(rt.dict_keys)
+nondifferentiable(rt.diagonal_index)
 
 
 def element_vjp(g, ans, xs, i):

@@ -166,7 +166,9 @@ def mark_active(tree, ctx: Context, results: set[str]):
 # methods that change their receiver in place (lists, dicts, sets, arrays)
 _MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
                        "setdefault", "popitem", "sort", "reverse", "fill", "put", "resize",
-                       "itemset", "add", "discard", "__setitem__", "__delitem__"})
+                       "itemset", "add", "discard", "__setitem__", "__delitem__",
+                       "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
+                       "__imod__", "__ipow__", "__imatmul__"})
 
 
 def _set_object_node(call):

@@ -367,11 +367,13 @@ def _attribute_form(target, ctx: Context):
 # array and list methods changing their receiver in place that no rewrite follows
 # (not reverse, which arrays lack: a list's is rewritten as list_reverse, see _LIST_METHODS)
 _IN_PLACE_METHODS = {"sort", "fill", "put", "itemset", "resize", "partition", "remove",
-                     "clear"}
+                     "clear", "__iadd__", "__isub__", "__imul__", "__itruediv__",
+                     "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__"}
 # those of them lists have too (keys.sort() is fine: decided on the values)
 _LIST_IN_PLACE_METHODS = {"sort", "remove", "clear"}
 # numpy functions writing into their first argument
-_IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
+_IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                       np.random.shuffle,
                        np.put_along_axis, heapq.heappush, heapq.heappop, heapq.heapify,
                        heapq.heapreplace, heapq.heappushpop, bisect.insort,
                        bisect.insort_left, bisect.insort_right, random.shuffle,
@@ -2652,8 +2654,20 @@ class _Desugar:
                               keywords=[k for k in call.keywords if k.arg != "out"])
         elif fn is np.copyto and len(call.args) == 2 and not call.keywords:
             target, value = call.args
-        elif fn is operator.setitem and len(call.args) == 3 and not call.keywords:
-            container, index, value = call.args  # operator.setitem(a, i, v) is a[i] = v
+        elif fn is np.fill_diagonal and len(call.args) == 2 and not call.keywords:
+            target, value = call.args  # a[_rt.diagonal_index(a)] = v (wrap=: refused)
+            index = A.call(A.attr(self.ctx.rt, "diagonal_index"), _as_load(A.deepcopy(target)))
+            if not isinstance(target, (gast.Name, gast.Attribute, gast.Subscript)):
+                return None
+            store = A.located(gast.Subscript(value=_as_load(A.deepcopy(target)),
+                                             slice=index, ctx=gast.Store()), at)
+            return A.assign(store, A.located(value, at), at=at)
+        elif (fn is operator.setitem and len(call.args) == 3 or isinstance(
+                call.func, gast.Attribute) and call.func.attr == "__setitem__"
+                and len(call.args) == 2) and not call.keywords:
+            # operator.setitem(a, i, v) and a.__setitem__(i, v) are a[i] = v
+            container, index, value = call.args if fn is operator.setitem \
+                else [call.func.value] + call.args
             store = A.located(gast.Subscript(value=_as_load(A.deepcopy(container)),
                                              slice=index, ctx=gast.Store()), at)
             return A.assign(store, value, at=at) \
@@ -3036,15 +3050,17 @@ class _CompHoister(gast.NodeTransformer):
         into its own branch of an ``if`` before the statement. (``test`` is read twice when
         it is also a branch, as and/or do: a value, evaluated once.)"""
         ctx = self.owner.ctx
+        # (not "_c": a generated sweep's _c<N> are its branch decisions, which the activity
+        # analysis of a second derivative takes for booleans: these values may be active)
         if not isinstance(test, gast.Name):
-            held = ctx.namer.fresh("_c")
+            held = ctx.namer.fresh("_if")
             self.pre.append(A.assign(held, test, at=self.at))
             if A.names_read(test) & ctx.varied:
                 ctx.varied.add(held)
             body = A.load(held) if body is test else body
             orelse = A.load(held) if orelse is test else orelse
             test = A.load(held)
-        out = ctx.namer.fresh("_c")
+        out = ctx.namer.fresh("_if")
         blocks = []
         for part in (body, orelse):
             pre = []

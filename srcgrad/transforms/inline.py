@@ -107,6 +107,7 @@ def instantiate(fn, element, mapping: dict, ctx: Context):
         scope = getattr(fn, "__globals__", {})
         for call in [n for n in gast.walk(element) if isinstance(n, gast.Call)]:
             _leave_out_defaults(call, scope, mapping)
+        element = _IdentityCalls(scope).visit(element)
     # one simultaneous substitution: the user's operands are never renamed themselves
     return A.substitute(element, {**mapping, **renames})
 
@@ -164,6 +165,22 @@ def _leave_out_defaults(call: gast.Call, scope: dict, mapping: dict) -> None:
     keywords += [k for k in call.keywords if k.arg is None
                  or not is_default(k.value, by_name.get(k.arg))]
     call.args, call.keywords = positional, keywords
+
+
+class _IdentityCalls(gast.NodeTransformer):
+    """``f(e)`` -> ``e`` for a helper ``f`` marked ``identity_when_defaulted`` whose other
+    arguments were all left out as defaults (``cast_to(g)``: no cast)."""
+
+    def __init__(self, scope: dict):
+        self.scope = scope
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if len(node.args) == 1 and not node.keywords \
+                and not isinstance(node.args[0], gast.Starred) \
+                and getattr(_resolve(node.func, self.scope), "identity_when_defaulted", False):
+            return node.args[0]
+        return node
 
 
 def _resolve(func, scope: dict):

@@ -41,6 +41,7 @@ _SHAPE_ARGS = {
     runtime.unbroadcast: (1,),
     runtime.seed_scalar: (1,),
     runtime.shaped_like: (1,),
+    runtime.written_adjoint: (1,),
     rule_helpers.expand_to: (1,),
     rule_helpers.expand_reduced: (1,),
     rule_helpers.reduced_count: (0, 1),
