@@ -26,7 +26,8 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unn
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import mark_active, mark_varied, mutated_parameters, object_changes
+from .activity import (mark_active, mark_varied, mutated_parameters, object_changes,
+                       rename_decision_like)
 from .anf import to_anf
 from .calls import route_calls
 from .checkpoint import lower_checkpointed
@@ -66,6 +67,7 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
     """Read ``fn``'s source and make the context the passes share."""
     src = get_source(fn)
     tree = src.tree
+    kept = [] if src.filename.startswith("<srcgrad") else rename_decision_like(tree)
     namer = Namer.for_tree(tree)
     args = tree.args
     params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
@@ -84,6 +86,13 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
                   globals=getattr(fn, "__globals__", {}), closure=closure,
                   local_names=local_names, debug=debug)
     ctx.rt = namer.unique("_rt")
+    for node in kept[:1]:
+        ctx.problem(node, f"a variable named {node.id}, like the branch decisions and trip "
+                          f"counts of srcgrad's generated code, which its higher derivatives "
+                          f"take it for, here a parameter, a global or nonlocal variable, or "
+                          f"a keyword argument's name",
+                    "Rename it (e.g. without the leading underscore).")
+    ctx.raise_problems()
     return ctx
 
 

@@ -21,6 +21,40 @@ _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
 _DISCRETE = re.compile(r"_[cn]\d+(_\d+)*")
 
 
+def rename_decision_like(tree: gast.FunctionDef) -> list:
+    """Rename the user's variables named like a generated sweep's decisions or trip counts
+    (``_c1``, ``_n2``: _DISCRETE) to ``_c1v``...: a second derivative differentiates the
+    generated sweep, whose variables they become, and would take them for booleans and
+    integers (no derivative: silently wrong). Every ``Name`` of the id is renamed, nested
+    scopes alike. Returns the nodes that cannot be renamed (a parameter of the function, a
+    name declared global or nonlocal, one passed as a keyword argument) for a refusal."""
+    stored = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+              and not isinstance(n.ctx, gast.Load) and _DISCRETE.fullmatch(n.id)}
+    if not stored:
+        return []
+    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
+    for a in (tree.args.vararg, tree.args.kwarg):
+        if a is not None:
+            params.add(a.id)
+    fixed = {n for node in gast.walk(tree) if isinstance(node, (gast.Global, gast.Nonlocal))
+             for n in node.names} | {k.arg for node in gast.walk(tree)
+                                     if isinstance(node, gast.Call) for k in node.keywords}
+    taken = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)}
+    kept = [n for n in gast.walk(tree) if isinstance(n, gast.Name) and n.id in stored
+            and (n.id in params or n.id in fixed)]
+    new = {}
+    for name in sorted(stored - params - fixed):
+        renamed = name + "v"
+        while renamed in taken:
+            renamed += "v"
+        taken.add(renamed)
+        new[name] = renamed
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Name) and node.id in new:
+            node.id = new[node.id]
+    return kept
+
+
 def _discrete_names(defs, ctx: Context) -> set[str]:
     if not ctx.src.filename.startswith("<srcgrad"):
         return set()
