@@ -164,7 +164,7 @@ def mark_active(tree, ctx: Context, results: set[str]):
 
 
 # methods that change their receiver in place (lists, dicts, sets, arrays)
-_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
                        "setdefault", "popitem", "sort", "reverse", "fill", "put", "resize",
                        "itemset", "add", "discard", "__setitem__", "__delitem__"})
 
@@ -202,7 +202,7 @@ def _changed_by_call(call) -> set:
     target = _set_object_node(call)
     if target is not None:
         changed.add(_deeper(target))
-    if isinstance(func, gast.Attribute) and func.attr in _MUTATORS:
+    if isinstance(func, gast.Attribute) and func.attr in MUTATORS:
         changed.add(_deeper(func.value))
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
     if name in _WRITES_FIRST_ARGUMENT and call.args:
@@ -322,6 +322,18 @@ def object_changes(tree, roots: set[str], augmented: bool = True) -> list:
             reached = shares.get(name, set()) | (copies.get(name, set()) if depth >= 2
                                                   else set())
             out += [(node, root, name) for root in sorted(reached & roots)]
+    return out
+
+
+def methods_called(tree, roots: set[str]) -> dict[str, set[str]]:
+    """For each of ``roots``, the names of the methods ``tree`` calls on its object
+    (``m.set_w(v)``): whether one changes that object depends on its class, which only the
+    caller or the run time may know (runtime.refuse_changing_method)."""
+    out: dict[str, set[str]] = {}
+    for call in gast.walk(tree):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and isinstance(call.func.value, gast.Name) and call.func.value.id in roots:
+            out.setdefault(call.func.value.id, set()).add(call.func.attr)
     return out
 
 

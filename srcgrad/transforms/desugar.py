@@ -24,7 +24,8 @@ from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
-from .activity import match_bindings, mutated_parameters, object_changes
+from .activity import (MUTATORS, match_bindings, methods_called, mutated_parameters,
+                       object_changes)
 from .anf import is_static_ref
 from .context import Context
 from .gradient_calls import is_maker
@@ -705,6 +706,8 @@ class _Desugar:
         # made each name share its object with (v = y: v and y; alias_guard)
         self.sites: dict[str, list] = {}
         self.partners: dict[str, set[str]] = {}
+        # nested defs calling methods on this function's variables: closure_method_guards
+        self.closure_methods: dict[str, list] = {}
         for node in gast.walk(tree) if tree is not None else ():
             names = set()
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Name):
@@ -1557,6 +1560,7 @@ class _Desugar:
         self.refuse_varied_guarded(s)
         pre += self.refuse_hidden_stores(s)
         self.refuse_closure_changes(s)
+        pre += self.closure_method_guards(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1618,6 +1622,57 @@ class _Desugar:
                                  "it in the enclosing one.")
                 break
 
+    def closure_method_guards(self, s) -> list:
+        """A nested def or lambda calling a method on a variable of the enclosing function
+        (``def inner(v): m.set_w(v)``): the method may change that object in place, where no
+        statement of this function does (run as plain Python, the gradient through it was
+        lost). Refused here when the variable's class is known (``m = Model()``); else
+        checked from the object's type at run time, before each statement with
+        differentiable values that names the def (calls it, passes it on) or holds the
+        lambda."""
+        scope = self.ctx.local_names | set(self.ctx.params)
+        named = {id(n.value): n.targets[0].id for n in _own_walk(s) if isinstance(n, gast.Assign)
+                 and isinstance(n.value, gast.Lambda) and isinstance(n.targets[0], gast.Name)}
+        fns = [(s, s.name)] if isinstance(s, gast.FunctionDef) else []
+        fns += [(n, named.get(id(n))) for n in _own_walk(s) if isinstance(n, gast.Lambda)]
+        varied = bool(A.names_read(s) & self.ctx.varied)
+        guards = []
+        for fn, name in fns:
+            own = _local_names(fn) if isinstance(fn, gast.FunctionDef) else {
+                a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
+                if isinstance(a, gast.Name)}
+            outer = (A.names_read(fn) - own) & scope
+            for var, methods in sorted(methods_called(fn, outer).items()):
+                for method in sorted(methods - MUTATORS):  # (those: refuse_closure_changes)
+                    kind = f"nested def {name}()" if isinstance(fn, gast.FunctionDef) \
+                        else "lambda"
+                    what = (f"a {kind} calling '{var}.{method}(...)', a method changing "
+                            f"'{var}', a variable of the enclosing function, in place")
+                    hint = ("srcgrad does not follow a method's changes of self (the gradient "
+                            "through them would be lost): return the new value from the "
+                            "nested function and assign it in the enclosing one.")
+                    if self.method_changes_receiver(var, method):
+                        self.ctx.problem(fn, what, hint)
+                    elif self.class_known(var):
+                        continue
+                    elif name is None and varied and not isinstance(s, gast.FunctionDef):
+                        guards.append(self.closure_method_check(var, method, what, hint, s))
+                    elif name is not None:
+                        self.closure_methods.setdefault(name, []).append(
+                            (var, method, what, hint))
+        if varied and not isinstance(s, gast.FunctionDef):
+            for name in sorted({n.id for n in _header_nodes(s) if isinstance(n, gast.Name)}
+                               & self.closure_methods.keys()):
+                guards += [self.closure_method_check(*entry, s)
+                           for entry in self.closure_methods[name]]
+        return guards
+
+    def closure_method_check(self, var: str, method: str, what: str, hint: str, s):
+        message = (f"{self.ctx.user_location(s)}: {what}, with differentiable values, is not "
+                   f"supported (in {self.ctx.fn.__name__}()). {hint}")
+        return self.check("refuse_changing_method", A.load(var), A.const(method),
+                          message=message, at=s)
+
     def refuse_hidden_stores(self, s) -> list:
         """Refuse what stores differentiable values into an object where no variable is
         rebound: a method changing an attribute's or an item's object in place
@@ -1677,13 +1732,13 @@ class _Desugar:
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
                     and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
                     and func.value.id in self.ctx.local_names \
-                    and isinstance(s, gast.Expr) and s.value is call \
                     and not self.method_changes_receiver(func.value.id, func.attr) \
                     and not self.class_known(func.value.id):
                 # an object of a class not known here (a parameter, a helper's result): the
-                # same question, asked of its class at run time, for a call whose value is
-                # unread (one whose value is read is dispatched at run time, where
-                # dispatch._method_target asks it; an array's methods never are)
+                # same question, asked of its class at run time (a call whose value is read
+                # where nothing differentiates it, y = m.set_w(v) with y unused, ran as
+                # plain Python and lost the change; one differentiated is dispatched at run
+                # time, where dispatch._method_target asks it again)
                 name = func.value.id
                 message = (f"{self.ctx.user_location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
