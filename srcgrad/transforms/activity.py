@@ -220,12 +220,6 @@ def _deeper(node) -> tuple[str | None, int]:
     return root, depth + 1
 
 
-def _root_name(node) -> str | None:
-    while isinstance(node, (gast.Subscript, gast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else None
-
-
 def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
     """Parameters the function rebinds or changes in place (``p = ...``, ``p[i] = ...``,
     ``p.attr = ...``, ``p.append(...)``, also through another name: ``_objects_changed``):
