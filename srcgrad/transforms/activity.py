@@ -13,6 +13,7 @@ import gast
 from ..rules import lookup
 from .binding import bind_rule_call
 from .context import Context
+from .method_effects import CHANGING
 
 _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
 
@@ -163,12 +164,6 @@ def mark_active(tree, ctx: Context, results: set[str]):
     return tree
 
 
-# methods that change their receiver in place (lists, dicts, sets, arrays)
-MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
-                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "resize",
-                       "itemset", "add", "discard", "__setitem__", "__delitem__"})
-
-
 def _set_object_node(call):
     """The object (an expression) ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
     ``p.__setattr__(...)`` changes, else None."""
@@ -202,7 +197,7 @@ def _changed_by_call(call) -> set:
     target = _set_object_node(call)
     if target is not None:
         changed.add(_deeper(target))
-    if isinstance(func, gast.Attribute) and func.attr in MUTATORS:
+    if isinstance(func, gast.Attribute) and func.attr in CHANGING:
         changed.add(_deeper(func.value))
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
     if name in _WRITES_FIRST_ARGUMENT and call.args:

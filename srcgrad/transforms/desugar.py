@@ -24,10 +24,11 @@ from ..runtime import function_reads
 from ..rules import lookup
 from ..source import get_source
 from .astutil import own_nodes
-from .activity import (MUTATORS, match_bindings, methods_called, mutated_parameters,
-                       object_changes)
+from .activity import match_bindings, methods_called, mutated_parameters, object_changes
 from .anf import is_static_ref
 from .context import Context
+from .method_effects import (CHANGING, CHANGING_INSIDE, HANDLED, IN_PLACE_OPERATORS,
+                             LENGTH_CHANGING, LIST_UNFOLLOWED, UNFOLLOWED)
 from .gradient_calls import is_maker
 from .gradient_values import call_gradients_where_called
 from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
@@ -68,9 +69,6 @@ def _rebound_names(stmts) -> set[str]:
 
 
 _ITERATOR_BUILTINS = {"zip", "enumerate", "reversed"}  # (those _builtin_call knows)
-_LENGTH_CHANGING = {"append", "extend", "insert", "pop", "remove", "clear"}
-_CHANGING_METHODS = _LENGTH_CHANGING | {"sort", "reverse", "update", "setdefault", "add",
-                                        "discard", "popitem", "__setitem__", "fill", "resize"}
 
 
 def _changed_in_place(fn, name: str):
@@ -79,7 +77,7 @@ def _changed_in_place(fn, name: str):
     for node in gast.walk(fn):
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, gast.Name) and node.func.value.id == name \
-                and node.func.attr in _CHANGING_METHODS:
+                and node.func.attr in HANDLED:
             return node
         targets = node.targets if isinstance(node, gast.Assign) else \
             [node.target] if isinstance(node, gast.AugAssign) else []
@@ -98,7 +96,7 @@ def _length_changed(stmts, names) -> list[str]:
         for node in gast.walk(stmt):
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                     and isinstance(node.func.value, gast.Name) \
-                    and node.func.attr in _LENGTH_CHANGING:
+                    and node.func.attr in LENGTH_CHANGING:
                 out.append(node.func.value.id)
             elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) \
                     and isinstance(node.value, (gast.List, gast.ListComp, gast.Tuple)):
@@ -365,12 +363,6 @@ def _attribute_form(target, ctx: Context):
                      target)
 
 
-# array and list methods changing their receiver in place that no rewrite follows
-# (not reverse, which arrays lack: a list's is rewritten as list_reverse, see _LIST_METHODS)
-_IN_PLACE_METHODS = {"sort", "fill", "put", "itemset", "resize", "partition", "remove",
-                     "clear"}
-# those of them lists have too (keys.sort() is fine: decided on the values)
-_LIST_IN_PLACE_METHODS = {"sort", "remove", "clear"}
 # numpy functions writing into their first argument
 _IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.random.shuffle,
                        np.put_along_axis, heapq.heappush, heapq.heappop, heapq.heapify,
@@ -410,22 +402,6 @@ def _attribute_name(call) -> str | None:
             and name.value.isidentifier():
         return name.value
     return None
-
-
-# methods changing their object, which taken as a value (push = acc.append) change it where
-# srcgrad cannot see
-_CHANGING_VALUES = frozenset({"append", "extend", "insert", "pop", "remove", "clear",
-                              "update", "setdefault", "popitem", "sort", "reverse", "fill",
-                              "put", "itemset", "resize", "__setitem__", "__delitem__",
-                              "__iadd__", "__isub__", "__imul__", "__itruediv__", "add",
-                              "discard", "__setattr__"})
-
-
-# changing methods srcgrad rewrites only as statements of their own (xs.pop() has its own
-# rules: is_list_pop)
-_CHANGING_INSIDE = frozenset({"append", "extend", "insert", "remove", "clear", "update",
-                              "sort", "reverse", "add", "discard", "__setitem__",
-                              "__delitem__", "fill", "put", "itemset", "resize"})
 
 
 def _own_walk(node):
@@ -1583,7 +1559,7 @@ class _Desugar:
         for node in _own_walk(s):
             if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Load) \
                     and id(node) not in called and isinstance(node.value, gast.Name) \
-                    and node.value.id in scope and node.attr in _CHANGING_VALUES:
+                    and node.value.id in scope and node.attr in CHANGING:
                 self.ctx.problem(s, f"'{node.value.id}.{node.attr}', a method changing "
                                     f"'{node.value.id}' in place, taken as a value",
                                  f"Call it where it is used ({node.value.id}.{node.attr}(v)),"
@@ -1592,7 +1568,7 @@ class _Desugar:
         for call in _own_walk(s):
             if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                     and isinstance(call.func.value, gast.Name) \
-                    and call.func.value.id in scope and call.func.attr in _CHANGING_INSIDE \
+                    and call.func.value.id in scope and call.func.attr in CHANGING_INSIDE \
                     and id(call) not in statements and A.names_read(call) & self.ctx.varied:
                 text = f"{call.func.value.id}.{call.func.attr}(...)"
                 self.ctx.problem(s, f"'{text}', changing '{call.func.value.id}' in place, "
@@ -1643,7 +1619,7 @@ class _Desugar:
                 if isinstance(a, gast.Name)}
             outer = (A.names_read(fn) - own) & scope
             for var, methods in sorted(methods_called(fn, outer).items()):
-                for method in sorted(methods - MUTATORS):  # (those: refuse_closure_changes)
+                for method in sorted(methods - CHANGING):  # (those: refuse_closure_changes)
                     kind = f"nested def {name}()" if isinstance(fn, gast.FunctionDef) \
                         else "lambda"
                     what = (f"a {kind} calling '{var}.{method}(...)', a method changing "
@@ -1702,9 +1678,16 @@ class _Desugar:
                                  f"Pop in a statement of its own first (v = "
                                  f"{func.value.id}.pop()), then use v.")
                 continue
+            if isinstance(func, gast.Attribute) and func.attr in IN_PLACE_OPERATORS:
+                # (counted as a change by activity, so a helper doing it is differentiated,
+                # where the change carried no gradient: a silently wrong gradient before)
+                self.ctx.problem(s, f"'{to_source(func).strip()}(...)', an in-place operator "
+                                    f"called as a method, with differentiable values",
+                                 "Write the operator (a += v), which srcgrad follows.")
+                continue
             what = self.writes_in_place(call)
             if what is not None and isinstance(func, gast.Attribute) \
-                    and func.attr in _LIST_IN_PLACE_METHODS:
+                    and func.attr in LIST_UNFOLLOWED:
                 message = (f"{self.ctx.user_location(s)}: {what} changes in place a list or array "
                            f"holding differentiable values, which srcgrad does not follow (in "
                            f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
@@ -1730,7 +1713,7 @@ class _Desugar:
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and func.attr not in HANDLED \
                     and func.value.id in self.ctx.local_names \
                     and not self.method_changes_receiver(func.value.id, func.attr) \
                     and not self.class_known(func.value.id):
@@ -1750,7 +1733,7 @@ class _Desugar:
                 guards.append(self.check("refuse_changing_method", A.load(name),
                                          A.const(func.attr), message=message, at=s))
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and func.attr not in HANDLED \
                     and self.method_changes_receiver(func.value.id, func.attr):
                 # (also with the object unread after: w = m.W earlier sees the change)
                 name = func.value.id
@@ -1761,7 +1744,7 @@ class _Desugar:
                                  f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
                                  f"changes srcgrad takes back at the call, or store the "
                                  f"attributes here ({name}.W = ...).")
-            elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
+            elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
                     and not (isinstance(s, (gast.Expr, gast.Assign, gast.Return))
@@ -2640,7 +2623,7 @@ class _Desugar:
         differentiable ``v``), else None."""
         func = call.func
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
+                and func.attr in UNFOLLOWED and func.value.id in self.ctx.varied \
                 and func.value.id in self.ctx.local_names:
             return f"'{func.value.id}.{func.attr}(...)'"
         if isinstance(func, gast.Attribute) and func.attr in _SHUFFLING_METHODS and call.args \
