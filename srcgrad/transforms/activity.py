@@ -11,6 +11,7 @@ import re
 import gast
 
 from ..rules import lookup
+from .astutil import setattr_arguments
 from .binding import bind_rule_call
 from .context import Context
 from .method_effects import CHANGING
@@ -164,19 +165,6 @@ def mark_active(tree, ctx: Context, results: set[str]):
     return tree
 
 
-def _set_object_node(call):
-    """The object (an expression) ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
-    ``p.__setattr__(...)`` changes, else None."""
-    func = call.func
-    if isinstance(func, gast.Name) and func.id == "setattr" and call.args:
-        return call.args[0]
-    if isinstance(func, gast.Attribute) and func.attr == "__setattr__":
-        if isinstance(func.value, gast.Name) and func.value.id == "object" and call.args:
-            return call.args[0]
-        return func.value
-    return None
-
-
 # numpy functions writing into their first argument (``np.copyto(p, v)``), read by name:
 # these analyses run before names are resolved, and counting a same-named function of
 # another module as a change only costs a specialization, never a gradient
@@ -194,9 +182,9 @@ def _changed_by_call(call) -> set:
     ``out=p``."""
     func = call.func
     changed = set()
-    target = _set_object_node(call)
-    if target is not None:
-        changed.add(_deeper(target))
+    stored = setattr_arguments(call)
+    if stored:
+        changed.add(_deeper(stored[0]))
     if isinstance(func, gast.Attribute) and func.attr in CHANGING:
         changed.add(_deeper(func.value))
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)

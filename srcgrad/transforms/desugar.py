@@ -274,10 +274,9 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, (gast.Subscript, gast.Attribute)):
             out.add(_root(node.func.value))
-        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
-                and node.func.id == "setattr" and node.args \
-                and isinstance(node.args[0], (gast.Subscript, gast.Attribute)):
-            out.add(_root(node.args[0]))  # setattr(p.b, "W", v)
+        elif isinstance(node, gast.Call) and (stored := A.setattr_arguments(node)) \
+                and isinstance(stored[0], (gast.Subscript, gast.Attribute)):
+            out.add(_root(stored[0]))  # setattr(p.b, "W", v)
     return frozenset(out & params)
 
 
@@ -391,10 +390,9 @@ def _header_nodes(s):
         yield from gast.walk(root)
 
 
-def _attribute_name(call) -> str | None:
-    """The attribute ``setattr(obj, "name", v)`` (or ``obj.__setattr__("name", v)``) sets,
-    when written as an identifier string in the call; else None."""
-    args = call.args if isinstance(call.func, gast.Name) else [None] + call.args
+def _attribute_name(call, args: list) -> str | None:
+    """The attribute a ``setattr``-like ``call`` with arguments ``args``
+    (astutil.setattr_arguments) sets, when written as an identifier string; else None."""
     if len(args) != 3 or call.keywords or any(isinstance(a, gast.Starred) for a in args[1:]):
         return None
     name = args[1]
@@ -1702,9 +1700,7 @@ class _Desugar:
                                  "v = np.where(mask, new, v); v = v.copy() first and "
                                  "x[i] = ... for an element).")
                 continue
-            if (isinstance(func, gast.Name) and func.id == "setattr"
-                    and _builtin("setattr", self.ctx)
-                    or isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
+            if A.setattr_arguments(call, self.builtin) is not None:
                 if not (isinstance(s, gast.Expr) and s.value is call
                         and self.attribute_store_of(call, s) is not None):
                     self.ctx.problem(s, "setting an attribute to a differentiable value "
@@ -2638,25 +2634,16 @@ class _Desugar:
             return f"'{to_source(func).strip()}(...)'"
         return None
 
+    def builtin(self, name: str) -> bool:
+        return _builtin(name, self.ctx)
+
     def attribute_store_of(self, call, at):
         """``obj.name = v`` for ``setattr(obj, "name", v)``, ``obj.__setattr__("name", v)``
         or ``object.__setattr__(obj, "name", v)`` storing a differentiable value, else None."""
         if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
             return None
-        func = call.func
-        if isinstance(func, gast.Name) and func.id == "setattr" and _builtin("setattr", self.ctx):
-            args = call.args
-        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__" \
-                and isinstance(func.value, gast.Name) and func.value.id == "object" \
-                and _builtin("object", self.ctx):
-            args = call.args
-        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__":
-            args = [func.value] + call.args
-        else:
-            return None
-        name = _attribute_name(gast.Call(func=gast.Name(id="setattr", ctx=gast.Load(),
-                                                        annotation=None, type_comment=None),
-                                         args=args, keywords=call.keywords))
+        args = A.setattr_arguments(call, self.builtin)
+        name = None if args is None else _attribute_name(call, args)
         if name is None:
             return None
         target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)
