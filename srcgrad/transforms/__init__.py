@@ -25,7 +25,6 @@ from ..adapters import has_starred_parameters
 from ..codegen import to_source
 from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unnested_api
 from ..naming import Namer
-from ..rules import lookup
 from ..source import get_source
 from . import astutil as A
 from .activity import (mark_active, mark_varied, methods_called, mutated_parameters,
@@ -36,6 +35,7 @@ from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
+from .helper_calls import source_tree, user_calls
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .nonlocals import lower_nonlocal
@@ -331,13 +331,12 @@ def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[str]]:
     if known is not None:
         return known
     _METHODS[code] = {}  # (recursion)
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return {}
     params = set(_param_names(fn))
     found = methods_called(tree, params)
-    for call, callee in _user_calls(fn, tree) if depth < 8 else ():
+    for call, callee in user_calls(fn, tree) if depth < 8 else ():
         inner = _methods_on_parameters(callee, depth + 1)
         names = _param_names(callee)
         for i, arg in A.bind_arguments(names, 0, call) or ():
@@ -345,24 +344,6 @@ def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[str]]:
                 found.setdefault(arg.id, set()).update(inner[names[i]])
     _METHODS[code] = found
     return found
-
-
-def _user_calls(fn, tree):
-    """``(call, callee)`` for the calls in ``tree`` (``fn``'s) of a function of the user's
-    that ``fn`` names as a global (``step(a)``) or an attribute of a module it imports
-    (``helpers.step(a)``); not rules' functions."""
-    for call in gast.walk(tree):
-        if not isinstance(call, gast.Call):
-            continue
-        func, callee = call.func, None
-        if isinstance(func, gast.Name):
-            callee = fn.__globals__.get(func.id)
-        elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and isinstance(fn.__globals__.get(func.value.id), types.ModuleType):
-            callee = getattr(fn.__globals__[func.value.id], func.attr, None)
-        if isinstance(callee, types.FunctionType) and callee is not fn \
-                and lookup(callee) is None:
-            yield call, callee
 
 
 def _aliasing_hint(arg, bound, names: list[str], callee: str) -> str | None:
@@ -456,9 +437,8 @@ def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
     if known is not None:
         return known
     _OUTSIDE[code] = []  # (recursion)
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return []
     cells = {name: c.cell_contents for name, c in zip(code.co_freevars, fn.__closure__ or ())
              if _cell_bound(c)}
@@ -478,12 +458,9 @@ def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
             found.append((name, f"{where} '{name}' (rebound)"))
         elif data and value is not None and object_changes(tree, {name}):
             found.append((name, f"{where} '{name}'"))
-    for call in gast.walk(tree) if depth < 8 and not found else ():
-        callee = fn.__globals__.get(call.func.id) if isinstance(call, gast.Call) \
-            and isinstance(call.func, gast.Name) else None
-        if isinstance(callee, types.FunctionType) and callee is not fn:
-            found += [(name, f"{what} (in {callee.__name__}())")
-                      for name, what in _changed_outside(callee, depth + 1)[:1]]
+    for _, callee in user_calls(fn, tree) if depth < 8 and not found else ():
+        found += [(name, f"{what} (in {callee.__name__}())")
+                  for name, what in _changed_outside(callee, depth + 1)[:1]]
     _OUTSIDE[code] = found
     return found
 

@@ -18,11 +18,10 @@ import numpy as np
 
 from . import astutil as A
 from ..codegen import to_source
-from ..errors import InternalError, SrcgradError
+from ..errors import InternalError
 from .. import runtime
 from ..runtime import function_reads
 from ..rules import lookup
-from ..source import get_source
 from .astutil import own_nodes
 from .activity import match_bindings, methods_called, mutated_parameters, object_changes
 from .anf import is_static_ref
@@ -30,6 +29,7 @@ from .context import Context
 from .method_effects import (CHANGING, CHANGING_INSIDE, HANDLED, IN_PLACE_OPERATORS,
                              LENGTH_CHANGING, LIST_UNFOLLOWED, UNFOLLOWED)
 from .gradient_calls import is_maker
+from .helper_calls import source_tree, user_calls
 from .gradient_values import call_gradients_where_called
 from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
                               iterator_kind, keyword, product_comprehension)
@@ -131,21 +131,15 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
     if known is not None:
         return known
     cache[code] = frozenset()  # (recursion)
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return frozenset()
     out = set(find(tree))
     own = A.parameters_of(fn)
     params = {*own, own.vararg, own.kwarg} - {None}
     if find is mutated_parameters or find is surely_mutated:
         out |= _changed_by_methods(fn, tree, params)
-    for call in gast.walk(tree) if depth < 8 else ():
-        if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
-            continue
-        callee = fn.__globals__.get(call.func.id)
-        if not isinstance(callee, types.FunctionType) or lookup(callee) is not None:
-            continue
+    for call, callee in user_calls(fn, tree) if depth < 8 else ():
         inner = _mutated_parameters(callee, depth + 1, find, cache)
         names = A.parameters_of(callee)
         out |= {arg.id for i, arg in A.bind_arguments(names, 0, call) or []
@@ -202,10 +196,7 @@ def _taken_back(fn) -> frozenset:
     object."""
     known = _TAKEN_BACK.get(fn.__code__)
     if known is None:
-        try:
-            tree = get_source(fn).tree
-        except (SrcgradError, OSError, TypeError, SyntaxError):
-            tree = None
+        tree = source_tree(fn)
         known = frozenset() if tree is None else writeback_parameters(
             tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)) \
             | augmented_only(tree)
@@ -217,9 +208,8 @@ def _rebinds_numbers(fn) -> frozenset:
     """The parameters of ``fn`` a call site takes back (``_taken_back``) that it changes by
     augmented assignment alone: Python changes the caller's object only when it has an
     in-place operator."""
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return frozenset()
     return augmented_only(tree) - _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)
 
@@ -232,10 +222,8 @@ def _kept(fn) -> frozenset:
     """writeback.kept_parameters of ``fn``, once per code object (none without source)."""
     known = _KEPT.get(fn.__code__)
     if known is None:
-        try:
-            known = kept_parameters(get_source(fn).tree)
-        except (SrcgradError, OSError, TypeError, SyntaxError):
-            known = frozenset()
+        tree = source_tree(fn)
+        known = frozenset() if tree is None else kept_parameters(tree)
         _KEPT[fn.__code__] = known
     return known
 
@@ -298,11 +286,8 @@ def changes_self(cls, method: str, seen: set) -> bool:
     me = fn.__code__.co_varnames[0]
     if me in _mutated_parameters(fn):
         return True
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
-        return False
-    return any(changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
+    tree = source_tree(fn)
+    return tree is not None and any(changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
                if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                and isinstance(call.func.value, gast.Name) and call.func.value.id == me)
 
