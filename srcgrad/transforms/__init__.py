@@ -8,6 +8,7 @@ from __future__ import annotations
 __all__ = ["PIPELINE", "prepare", "normalize"]
 
 from collections import Counter
+import copy
 import inspect
 import numbers
 import os
@@ -26,14 +27,15 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unn
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import (mark_active, mark_varied, mutated_parameters, object_changes,
-                       rename_decision_like)
+from .activity import (mark_active, mark_varied, methods_called, mutated_parameters,
+                       object_changes, rename_decision_like)
 from .anf import to_anf
 from .calls import route_calls
 from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
+from .helper_calls import source_tree, user_calls
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .nonlocals import lower_nonlocal
@@ -279,10 +281,77 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
             guards.setdefault(id(node), []).append(A.expr_stmt(A.call(
                 A.attr(ctx.rt, "refuse_mutable"), A.load(a.id),
                 A.const(f"{ctx.user_location(node)}: {what} is not supported. {hint}")), at=node))
+        guards.setdefault(id(node), []).extend(
+            _method_guards(r, names, [(i, a) for i, a in varied + filled
+                                      if i < len(names) and names[i] not in mutated], node, ctx))
     if guards:
         _insert_before(tree, guards)
     for call in taking_back:
         _run_as_python(call, ctx)
+
+
+def _method_guards(r: Resolved, names, bound, at, ctx: Context) -> list:
+    """``_rt.refuse_changing_method(arg, "set_w", ...)`` before a plain-run call of the
+    helper ``r``, for each method it (or a helper it calls) calls on the parameter an
+    argument of ``bound`` reaches: whether that method changes its object (a change Python
+    makes and the tape never sees) depends on the argument's class, which the helper's
+    module may not name (a class of another module, or one passed in), so the object's own
+    type answers it at run time."""
+    methods = _methods_on_parameters(r.obj)
+    out = []
+    for i, arg in bound:
+        if not _pure_reference(arg):
+            continue  # (a new object, Store(): nothing else holds what the method changes)
+        for method in sorted(methods.get(names[i], ())):
+            message = (f"{ctx.user_location(at)}: {r.name}() calling '{names[i]}.{method}"
+                       f"(...)' on '{to_source(arg).strip()}', a method changing its object "
+                       f"in place, with differentiable values, is not supported (in "
+                       f"{ctx.fn.__name__}()): srcgrad does not follow a method's changes of "
+                       f"self (the gradient through them would be lost). Write it as a "
+                       f"function of the object (def {method}(m, ...): m.W = ...), whose "
+                       f"changes srcgrad takes back at the call, or return the new value "
+                       f"from {r.name}() and assign it.")
+            out.append(A.expr_stmt(A.call(A.attr(ctx.rt, "refuse_changing_method"),
+                                          copy.deepcopy(arg), A.const(method),
+                                          A.const(message)), at=at))
+    return out
+
+
+def _pure_reference(node) -> bool:
+    """A variable, or attributes and items of one by constants or variables (``m``,
+    ``ms[0].layer``): evaluating it again reads the same object and runs nothing else."""
+    while isinstance(node, (gast.Attribute, gast.Subscript)):
+        if isinstance(node, gast.Subscript) and not isinstance(node.slice,
+                                                               (gast.Constant, gast.Name)):
+            return False
+        node = node.value
+    return isinstance(node, gast.Name)
+
+
+_METHODS: dict = {}
+
+
+def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[str]]:
+    """For each parameter of ``fn``, the methods ``fn``, or a helper of the user's it hands
+    the parameter to, calls on its object (activity.methods_called), once per code object."""
+    code = fn.__code__
+    known = _METHODS.get(code)
+    if known is not None:
+        return known
+    _METHODS[code] = {}  # (recursion)
+    tree = source_tree(fn)
+    if tree is None:
+        return {}
+    params = set(_param_names(fn))
+    found = methods_called(tree, params)
+    for call, callee in user_calls(fn, tree) if depth < 8 else ():
+        inner = _methods_on_parameters(callee, depth + 1)
+        names = _param_names(callee)
+        for i, arg in A.bind_arguments(names, 0, call) or ():
+            if isinstance(arg, gast.Name) and arg.id in params and names[i] in inner:
+                found.setdefault(arg.id, set()).update(inner[names[i]])
+    _METHODS[code] = found
+    return found
 
 
 def _aliasing_hint(arg, bound, names: list[str], callee: str) -> str | None:
@@ -376,9 +445,8 @@ def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
     if known is not None:
         return known
     _OUTSIDE[code] = []  # (recursion)
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return []
     cells = {name: c.cell_contents for name, c in zip(code.co_freevars, fn.__closure__ or ())
              if _cell_bound(c)}
@@ -398,12 +466,9 @@ def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
             found.append((name, f"{where} '{name}' (rebound)"))
         elif data and value is not None and object_changes(tree, {name}):
             found.append((name, f"{where} '{name}'"))
-    for call in gast.walk(tree) if depth < 8 and not found else ():
-        callee = fn.__globals__.get(call.func.id) if isinstance(call, gast.Call) \
-            and isinstance(call.func, gast.Name) else None
-        if isinstance(callee, types.FunctionType) and callee is not fn:
-            found += [(name, f"{what} (in {callee.__name__}())")
-                      for name, what in _changed_outside(callee, depth + 1)[:1]]
+    for _, callee in user_calls(fn, tree) if depth < 8 and not found else ():
+        found += [(name, f"{what} (in {callee.__name__}())")
+                  for name, what in _changed_outside(callee, depth + 1)[:1]]
     _OUTSIDE[code] = found
     return found
 

@@ -11,8 +11,10 @@ import re
 import gast
 
 from ..rules import lookup
+from .astutil import setattr_arguments
 from .binding import bind_rule_call
 from .context import Context
+from .method_effects import CHANGING
 
 _NONDIFF_EXPR = (gast.Compare, gast.BoolOp)
 
@@ -197,27 +199,6 @@ def mark_active(tree, ctx: Context, results: set[str]):
     return tree
 
 
-# methods that change their receiver in place (lists, dicts, sets, arrays)
-_MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update",
-                       "setdefault", "popitem", "sort", "reverse", "fill", "put", "resize",
-                       "itemset", "add", "discard", "__setitem__", "__delitem__",
-                       "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
-                       "__imod__", "__ipow__", "__imatmul__"})
-
-
-def _set_object_node(call):
-    """The object (an expression) ``setattr(p, ...)``, ``object.__setattr__(p, ...)`` or
-    ``p.__setattr__(...)`` changes, else None."""
-    func = call.func
-    if isinstance(func, gast.Name) and func.id == "setattr" and call.args:
-        return call.args[0]
-    if isinstance(func, gast.Attribute) and func.attr == "__setattr__":
-        if isinstance(func.value, gast.Name) and func.value.id == "object" and call.args:
-            return call.args[0]
-        return func.value
-    return None
-
-
 # numpy functions writing into their first argument (``np.copyto(p, v)``), read by name:
 # these analyses run before names are resolved, and counting a same-named function of
 # another module as a change only costs a specialization, never a gradient
@@ -235,10 +216,10 @@ def _changed_by_call(call) -> set:
     ``out=p``."""
     func = call.func
     changed = set()
-    target = _set_object_node(call)
-    if target is not None:
-        changed.add(_deeper(target))
-    if isinstance(func, gast.Attribute) and func.attr in _MUTATORS:
+    stored = setattr_arguments(call)
+    if stored:
+        changed.add(_deeper(stored[0]))
+    if isinstance(func, gast.Attribute) and func.attr in CHANGING:
         changed.add(_deeper(func.value))
     name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
     if name in _WRITES_FIRST_ARGUMENT and call.args:
@@ -254,12 +235,6 @@ def _deeper(node) -> tuple[str | None, int]:
     """The root and depth of a store into the object ``node`` is (one level below it)."""
     root, depth = _root_and_depth(node)
     return root, depth + 1
-
-
-def _root_name(node) -> str | None:
-    while isinstance(node, (gast.Subscript, gast.Attribute)):
-        node = node.value
-    return node.id if isinstance(node, gast.Name) else None
 
 
 def changed_parameters(tree: gast.FunctionDef) -> frozenset[str]:
@@ -358,6 +333,18 @@ def object_changes(tree, roots: set[str], augmented: bool = True) -> list:
             reached = shares.get(name, set()) | (copies.get(name, set()) if depth >= 2
                                                   else set())
             out += [(node, root, name) for root in sorted(reached & roots)]
+    return out
+
+
+def methods_called(tree, roots: set[str]) -> dict[str, set[str]]:
+    """For each of ``roots``, the names of the methods ``tree`` calls on its object
+    (``m.set_w(v)``): whether one changes that object depends on its class, which only the
+    caller or the run time may know (runtime.refuse_changing_method)."""
+    out: dict[str, set[str]] = {}
+    for call in gast.walk(tree):
+        if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
+                and isinstance(call.func.value, gast.Name) and call.func.value.id in roots:
+            out.setdefault(call.func.value.id, set()).add(call.func.attr)
     return out
 
 

@@ -128,6 +128,21 @@ def bind_arguments(params: list[str], offset: int, call: gast.Call) -> list | No
     return out
 
 
+def setattr_arguments(call, builtin=lambda name: True) -> list | None:
+    """``[obj, name, value]`` (as written, any number) of a call storing an attribute:
+    ``setattr(obj, "W", v)``, ``object.__setattr__(obj, "W", v)`` or ``obj.__setattr__("W",
+    v)``; else None. ``builtin(name)`` tells whether ``setattr`` or ``object`` is Python's
+    there (analyses run before names are resolved read them by name)."""
+    func = call.func
+    if isinstance(func, gast.Name) and func.id == "setattr" and builtin("setattr"):
+        return list(call.args)
+    if not (isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
+        return None
+    if isinstance(func.value, gast.Name) and func.value.id == "object" and builtin("object"):
+        return list(call.args)
+    return [func.value] + list(call.args)
+
+
 def called_attr(node, owner: str) -> str | None:
     """``f`` when ``node`` is a call ``owner.f(...)`` with ``owner`` a plain name (the runtime
     alias ``ctx.rt``, a tape), else None. Reads gast and ast trees (the jit rewrites ast)."""

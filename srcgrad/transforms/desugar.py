@@ -18,16 +18,18 @@ import numpy as np
 
 from . import astutil as A
 from ..codegen import to_source
-from ..errors import InternalError, SrcgradError
+from ..errors import InternalError
 from .. import runtime
 from ..runtime import function_reads
 from ..rules import lookup
-from ..source import get_source
 from .astutil import own_nodes
-from .activity import match_bindings, mutated_parameters, object_changes
+from .activity import match_bindings, methods_called, mutated_parameters, object_changes
 from .anf import is_static_ref
 from .context import Context
+from .method_effects import (CHANGING, CHANGING_INSIDE, HANDLED, IN_PLACE_OPERATORS,
+                             LENGTH_CHANGING, LIST_UNFOLLOWED, UNFOLLOWED)
 from .gradient_calls import is_maker
+from .helper_calls import source_tree, user_calls
 from .gradient_values import call_gradients_where_called
 from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
                               iterator_kind, keyword, product_comprehension)
@@ -67,9 +69,6 @@ def _rebound_names(stmts) -> set[str]:
 
 
 _ITERATOR_BUILTINS = {"zip", "enumerate", "reversed"}  # (those _builtin_call knows)
-_LENGTH_CHANGING = {"append", "extend", "insert", "pop", "remove", "clear"}
-_CHANGING_METHODS = _LENGTH_CHANGING | {"sort", "reverse", "update", "setdefault", "add",
-                                        "discard", "popitem", "__setitem__", "fill", "resize"}
 
 
 def _changed_in_place(fn, name: str):
@@ -78,7 +77,7 @@ def _changed_in_place(fn, name: str):
     for node in gast.walk(fn):
         if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, gast.Name) and node.func.value.id == name \
-                and node.func.attr in _CHANGING_METHODS:
+                and node.func.attr in HANDLED:
             return node
         targets = node.targets if isinstance(node, gast.Assign) else \
             [node.target] if isinstance(node, gast.AugAssign) else []
@@ -97,7 +96,7 @@ def _length_changed(stmts, names) -> list[str]:
         for node in gast.walk(stmt):
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                     and isinstance(node.func.value, gast.Name) \
-                    and node.func.attr in _LENGTH_CHANGING:
+                    and node.func.attr in LENGTH_CHANGING:
                 out.append(node.func.value.id)
             elif isinstance(node, gast.AugAssign) and isinstance(node.target, gast.Name) \
                     and isinstance(node.value, (gast.List, gast.ListComp, gast.Tuple)):
@@ -132,21 +131,15 @@ def _mutated_parameters(fn, depth: int = 0, find=mutated_parameters, cache=_MUTA
     if known is not None:
         return known
     cache[code] = frozenset()  # (recursion)
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return frozenset()
     out = set(find(tree))
     own = A.parameters_of(fn)
     params = {*own, own.vararg, own.kwarg} - {None}
     if find is mutated_parameters or find is surely_mutated:
         out |= _changed_by_methods(fn, tree, params)
-    for call in gast.walk(tree) if depth < 8 else ():
-        if not isinstance(call, gast.Call) or not isinstance(call.func, gast.Name):
-            continue
-        callee = fn.__globals__.get(call.func.id)
-        if not isinstance(callee, types.FunctionType) or lookup(callee) is not None:
-            continue
+    for call, callee in user_calls(fn, tree) if depth < 8 else ():
         inner = _mutated_parameters(callee, depth + 1, find, cache)
         names = A.parameters_of(callee)
         out |= {arg.id for i, arg in A.bind_arguments(names, 0, call) or []
@@ -203,10 +196,7 @@ def _taken_back(fn) -> frozenset:
     object."""
     known = _TAKEN_BACK.get(fn.__code__)
     if known is None:
-        try:
-            tree = get_source(fn).tree
-        except (SrcgradError, OSError, TypeError, SyntaxError):
-            tree = None
+        tree = source_tree(fn)
         known = frozenset() if tree is None else writeback_parameters(
             tree, _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)) \
             | augmented_only(tree)
@@ -218,9 +208,8 @@ def _rebinds_numbers(fn) -> frozenset:
     """The parameters of ``fn`` a call site takes back (``_taken_back``) that it changes by
     augmented assignment alone: Python changes the caller's object only when it has an
     in-place operator."""
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
+    tree = source_tree(fn)
+    if tree is None:
         return frozenset()
     return augmented_only(tree) - _mutated_parameters(fn, 0, surely_mutated, _SURELY_MUTATED)
 
@@ -233,10 +222,8 @@ def _kept(fn) -> frozenset:
     """writeback.kept_parameters of ``fn``, once per code object (none without source)."""
     known = _KEPT.get(fn.__code__)
     if known is None:
-        try:
-            known = kept_parameters(get_source(fn).tree)
-        except (SrcgradError, OSError, TypeError, SyntaxError):
-            known = frozenset()
+        tree = source_tree(fn)
+        known = frozenset() if tree is None else kept_parameters(tree)
         _KEPT[fn.__code__] = known
     return known
 
@@ -275,10 +262,9 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
         elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
                 and isinstance(node.func.value, (gast.Subscript, gast.Attribute)):
             out.add(_root(node.func.value))
-        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
-                and node.func.id == "setattr" and node.args \
-                and isinstance(node.args[0], (gast.Subscript, gast.Attribute)):
-            out.add(_root(node.args[0]))  # setattr(p.b, "W", v)
+        elif isinstance(node, gast.Call) and (stored := A.setattr_arguments(node)) \
+                and isinstance(stored[0], (gast.Subscript, gast.Attribute)):
+            out.add(_root(stored[0]))  # setattr(p.b, "W", v)
     return frozenset(out & params)
 
 
@@ -300,11 +286,8 @@ def changes_self(cls, method: str, seen: set) -> bool:
     me = fn.__code__.co_varnames[0]
     if me in _mutated_parameters(fn):
         return True
-    try:
-        tree = get_source(fn).tree
-    except (SrcgradError, OSError, TypeError, SyntaxError):
-        return False
-    return any(changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
+    tree = source_tree(fn)
+    return tree is not None and any(changes_self(cls, call.func.attr, seen) for call in gast.walk(tree)
                if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
                and isinstance(call.func.value, gast.Name) and call.func.value.id == me)
 
@@ -364,13 +347,6 @@ def _attribute_form(target, ctx: Context):
                      target)
 
 
-# array and list methods changing their receiver in place that no rewrite follows
-# (not reverse, which arrays lack: a list's is rewritten as list_reverse, see _LIST_METHODS)
-_IN_PLACE_METHODS = {"sort", "fill", "put", "itemset", "resize", "partition", "remove",
-                     "clear", "__iadd__", "__isub__", "__imul__", "__itruediv__",
-                     "__ifloordiv__", "__imod__", "__ipow__", "__imatmul__"}
-# those of them lists have too (keys.sort() is fine: decided on the values)
-_LIST_IN_PLACE_METHODS = {"sort", "remove", "clear"}
 # numpy functions writing into their first argument
 _IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
                        np.random.shuffle,
@@ -400,10 +376,9 @@ def _header_nodes(s):
         yield from gast.walk(root)
 
 
-def _attribute_name(call) -> str | None:
-    """The attribute ``setattr(obj, "name", v)`` (or ``obj.__setattr__("name", v)``) sets,
-    when written as an identifier string in the call; else None."""
-    args = call.args if isinstance(call.func, gast.Name) else [None] + call.args
+def _attribute_name(call, args: list) -> str | None:
+    """The attribute a ``setattr``-like ``call`` with arguments ``args``
+    (astutil.setattr_arguments) sets, when written as an identifier string; else None."""
     if len(args) != 3 or call.keywords or any(isinstance(a, gast.Starred) for a in args[1:]):
         return None
     name = args[1]
@@ -411,22 +386,6 @@ def _attribute_name(call) -> str | None:
             and name.value.isidentifier():
         return name.value
     return None
-
-
-# methods changing their object, which taken as a value (push = acc.append) change it where
-# srcgrad cannot see
-_CHANGING_VALUES = frozenset({"append", "extend", "insert", "pop", "remove", "clear",
-                              "update", "setdefault", "popitem", "sort", "reverse", "fill",
-                              "put", "itemset", "resize", "__setitem__", "__delitem__",
-                              "__iadd__", "__isub__", "__imul__", "__itruediv__", "add",
-                              "discard", "__setattr__"})
-
-
-# changing methods srcgrad rewrites only as statements of their own (xs.pop() has its own
-# rules: is_list_pop)
-_CHANGING_INSIDE = frozenset({"append", "extend", "insert", "remove", "clear", "update",
-                              "sort", "reverse", "add", "discard", "__setitem__",
-                              "__delitem__", "fill", "put", "itemset", "resize"})
 
 
 def _own_walk(node):
@@ -707,6 +666,8 @@ class _Desugar:
         # made each name share its object with (v = y: v and y; alias_guard)
         self.sites: dict[str, list] = {}
         self.partners: dict[str, set[str]] = {}
+        # nested defs calling methods on this function's variables: closure_method_guards
+        self.closure_methods: dict[str, list] = {}
         for node in gast.walk(tree) if tree is not None else ():
             names = set()
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Name):
@@ -1559,6 +1520,7 @@ class _Desugar:
         self.refuse_varied_guarded(s)
         pre += self.refuse_hidden_stores(s)
         self.refuse_closure_changes(s)
+        pre += self.closure_method_guards(s)
         method = getattr(self, "visit_" + type(s).__name__, None)
         if method is not None:
             return pre + method(s)
@@ -1581,7 +1543,7 @@ class _Desugar:
         for node in _own_walk(s):
             if isinstance(node, gast.Attribute) and isinstance(node.ctx, gast.Load) \
                     and id(node) not in called and isinstance(node.value, gast.Name) \
-                    and node.value.id in scope and node.attr in _CHANGING_VALUES:
+                    and node.value.id in scope and node.attr in CHANGING:
                 self.ctx.problem(s, f"'{node.value.id}.{node.attr}', a method changing "
                                     f"'{node.value.id}' in place, taken as a value",
                                  f"Call it where it is used ({node.value.id}.{node.attr}(v)),"
@@ -1590,7 +1552,7 @@ class _Desugar:
         for call in _own_walk(s):
             if isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) \
                     and isinstance(call.func.value, gast.Name) \
-                    and call.func.value.id in scope and call.func.attr in _CHANGING_INSIDE \
+                    and call.func.value.id in scope and call.func.attr in CHANGING_INSIDE \
                     and id(call) not in statements and A.names_read(call) & self.ctx.varied:
                 text = f"{call.func.value.id}.{call.func.attr}(...)"
                 self.ctx.problem(s, f"'{text}', changing '{call.func.value.id}' in place, "
@@ -1619,6 +1581,57 @@ class _Desugar:
                                  "Return the new value from the nested function and assign "
                                  "it in the enclosing one.")
                 break
+
+    def closure_method_guards(self, s) -> list:
+        """A nested def or lambda calling a method on a variable of the enclosing function
+        (``def inner(v): m.set_w(v)``): the method may change that object in place, where no
+        statement of this function does (run as plain Python, the gradient through it was
+        lost). Refused here when the variable's class is known (``m = Model()``); else
+        checked from the object's type at run time, before each statement with
+        differentiable values that names the def (calls it, passes it on) or holds the
+        lambda."""
+        scope = self.ctx.local_names | set(self.ctx.params)
+        named = {id(n.value): n.targets[0].id for n in _own_walk(s) if isinstance(n, gast.Assign)
+                 and isinstance(n.value, gast.Lambda) and isinstance(n.targets[0], gast.Name)}
+        fns = [(s, s.name)] if isinstance(s, gast.FunctionDef) else []
+        fns += [(n, named.get(id(n))) for n in _own_walk(s) if isinstance(n, gast.Lambda)]
+        varied = bool(A.names_read(s) & self.ctx.varied)
+        guards = []
+        for fn, name in fns:
+            own = _local_names(fn) if isinstance(fn, gast.FunctionDef) else {
+                a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
+                if isinstance(a, gast.Name)}
+            outer = (A.names_read(fn) - own) & scope
+            for var, methods in sorted(methods_called(fn, outer).items()):
+                for method in sorted(methods - CHANGING):  # (those: refuse_closure_changes)
+                    kind = f"nested def {name}()" if isinstance(fn, gast.FunctionDef) \
+                        else "lambda"
+                    what = (f"a {kind} calling '{var}.{method}(...)', a method changing "
+                            f"'{var}', a variable of the enclosing function, in place")
+                    hint = ("srcgrad does not follow a method's changes of self (the gradient "
+                            "through them would be lost): return the new value from the "
+                            "nested function and assign it in the enclosing one.")
+                    if self.method_changes_receiver(var, method):
+                        self.ctx.problem(fn, what, hint)
+                    elif self.class_known(var):
+                        continue
+                    elif name is None and varied and not isinstance(s, gast.FunctionDef):
+                        guards.append(self.closure_method_check(var, method, what, hint, s))
+                    elif name is not None:
+                        self.closure_methods.setdefault(name, []).append(
+                            (var, method, what, hint))
+        if varied and not isinstance(s, gast.FunctionDef):
+            for name in sorted({n.id for n in _header_nodes(s) if isinstance(n, gast.Name)}
+                               & self.closure_methods.keys()):
+                guards += [self.closure_method_check(*entry, s)
+                           for entry in self.closure_methods[name]]
+        return guards
+
+    def closure_method_check(self, var: str, method: str, what: str, hint: str, s):
+        message = (f"{self.ctx.user_location(s)}: {what}, with differentiable values, is not "
+                   f"supported (in {self.ctx.fn.__name__}()). {hint}")
+        return self.check("refuse_changing_method", A.load(var), A.const(method),
+                          message=message, at=s)
 
     def refuse_hidden_stores(self, s) -> list:
         """Refuse what stores differentiable values into an object where no variable is
@@ -1649,9 +1662,16 @@ class _Desugar:
                                  f"Pop in a statement of its own first (v = "
                                  f"{func.value.id}.pop()), then use v.")
                 continue
+            if isinstance(func, gast.Attribute) and func.attr in IN_PLACE_OPERATORS:
+                # (counted as a change by activity, so a helper doing it is differentiated,
+                # where the change carried no gradient: a silently wrong gradient before)
+                self.ctx.problem(s, f"'{to_source(func).strip()}(...)', an in-place operator "
+                                    f"called as a method, with differentiable values",
+                                 "Write the operator (a += v), which srcgrad follows.")
+                continue
             what = self.writes_in_place(call)
             if what is not None and isinstance(func, gast.Attribute) \
-                    and func.attr in _LIST_IN_PLACE_METHODS:
+                    and func.attr in LIST_UNFOLLOWED:
                 message = (f"{self.ctx.user_location(s)}: {what} changes in place a list or array "
                            f"holding differentiable values, which srcgrad does not follow (in "
                            f"{self.ctx.fn.__name__}()). Assign a new value instead (v = "
@@ -1666,9 +1686,7 @@ class _Desugar:
                                  "v = np.where(mask, new, v); v = v.copy() first and "
                                  "x[i] = ... for an element).")
                 continue
-            if (isinstance(func, gast.Name) and func.id == "setattr"
-                    and _builtin("setattr", self.ctx)
-                    or isinstance(func, gast.Attribute) and func.attr == "__setattr__"):
+            if A.setattr_arguments(call, self.builtin) is not None:
                 if not (isinstance(s, gast.Expr) and s.value is call
                         and self.attribute_store_of(call, s) is not None):
                     self.ctx.problem(s, "setting an attribute to a differentiable value "
@@ -1677,15 +1695,15 @@ class _Desugar:
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and func.attr not in HANDLED \
                     and func.value.id in self.ctx.local_names \
-                    and isinstance(s, gast.Expr) and s.value is call \
                     and not self.method_changes_receiver(func.value.id, func.attr) \
                     and not self.class_known(func.value.id):
                 # an object of a class not known here (a parameter, a helper's result): the
-                # same question, asked of its class at run time, for a call whose value is
-                # unread (one whose value is read is dispatched at run time, where
-                # dispatch._method_target asks it; an array's methods never are)
+                # same question, asked of its class at run time (a call whose value is read
+                # where nothing differentiates it, y = m.set_w(v) with y unused, ran as
+                # plain Python and lost the change; one differentiated is dispatched at run
+                # time, where dispatch._method_target asks it again)
                 name = func.value.id
                 message = (f"{self.ctx.user_location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
@@ -1697,7 +1715,7 @@ class _Desugar:
                 guards.append(self.check("refuse_changing_method", A.load(name),
                                          A.const(func.attr), message=message, at=s))
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"} \
+                    and func.attr not in HANDLED \
                     and self.method_changes_receiver(func.value.id, func.attr):
                 # (also with the object unread after: w = m.W earlier sees the change)
                 name = func.value.id
@@ -1708,7 +1726,7 @@ class _Desugar:
                                  f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
                                  f"changes srcgrad takes back at the call, or store the "
                                  f"attributes here ({name}.W = ...).")
-            elif isinstance(func, gast.Attribute) and func.attr in _CHANGING_METHODS \
+            elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
                     and not (isinstance(s, (gast.Expr, gast.Assign, gast.Return))
@@ -2587,7 +2605,7 @@ class _Desugar:
         differentiable ``v``), else None."""
         func = call.func
         if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                and func.attr in _IN_PLACE_METHODS and func.value.id in self.ctx.varied \
+                and func.attr in UNFOLLOWED and func.value.id in self.ctx.varied \
                 and func.value.id in self.ctx.local_names:
             return f"'{func.value.id}.{func.attr}(...)'"
         if isinstance(func, gast.Attribute) and func.attr in _SHUFFLING_METHODS and call.args \
@@ -2602,25 +2620,16 @@ class _Desugar:
             return f"'{to_source(func).strip()}(...)'"
         return None
 
+    def builtin(self, name: str) -> bool:
+        return _builtin(name, self.ctx)
+
     def attribute_store_of(self, call, at):
         """``obj.name = v`` for ``setattr(obj, "name", v)``, ``obj.__setattr__("name", v)``
         or ``object.__setattr__(obj, "name", v)`` storing a differentiable value, else None."""
         if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
             return None
-        func = call.func
-        if isinstance(func, gast.Name) and func.id == "setattr" and _builtin("setattr", self.ctx):
-            args = call.args
-        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__" \
-                and isinstance(func.value, gast.Name) and func.value.id == "object" \
-                and _builtin("object", self.ctx):
-            args = call.args
-        elif isinstance(func, gast.Attribute) and func.attr == "__setattr__":
-            args = [func.value] + call.args
-        else:
-            return None
-        name = _attribute_name(gast.Call(func=gast.Name(id="setattr", ctx=gast.Load(),
-                                                        annotation=None, type_comment=None),
-                                         args=args, keywords=call.keywords))
+        args = A.setattr_arguments(call, self.builtin)
+        name = None if args is None else _attribute_name(call, args)
         if name is None:
             return None
         target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)

@@ -1,0 +1,151 @@
+"""A method of the user's that changes its object (``self.b = v``, ``self.W[0] = v``,
+``self.xs.append(v)``), called where srcgrad could not tell the object's class from the
+source: in a helper of a module that does not name the class (defined elsewhere, or passed
+in), its value unread by the caller (``helper(m, x); return m.b.sum()``); in a nested def or
+lambda on a variable of the enclosing function; as ``y = m.set_b(x)`` with ``y`` unused.
+Each ran as plain Python and lost the change's gradient (27 Nov 2026, session 32): each is
+now refused at the user's line, from the object's type at run time where the class is not
+known at transform time. Methods that change nothing still differentiate."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import method_helpers
+from test_language import check_all_orders
+from test_writing_calls import assert_refused_at
+
+rng = np.random.default_rng(3232)
+X4 = rng.uniform(0.4, 1.2, 4)
+
+
+class Store:
+    def __init__(self):
+        self.W = np.zeros(4)
+        self.xs = []
+        self.b = np.zeros(4)
+
+    def put_first(self, v):
+        self.W[0] = v[0] * v[1]
+
+    def push(self, v):
+        self.xs.append(v * 2)
+
+    def set_b(self, v):
+        self.b = v * 3
+
+    def times(self, v):
+        return v * 2.0 + self.b
+
+
+def _local_class():
+    class Local:  # (named by no module)
+        def __init__(self):
+            self.b = np.zeros(4)
+
+        def set_b(self, v):
+            self.b = v * 3
+    return Local
+
+
+def attribute_in_another_module(x):
+    m = Store()
+    method_helpers.set_b(m, x)  # line: attribute
+    return np.sum(m.b * x)
+
+
+def item_in_another_module(x):
+    m = Store()
+    method_helpers.first(m, x)  # line: item
+    return np.sum(m.W * x)
+
+
+def appended_in_another_module(x):
+    m = Store()
+    method_helpers.push(m, x)  # line: appended
+    return np.sum(m.xs[0] * x)
+
+
+def through_another_helper(x):
+    m = Store()
+    method_helpers.deeper(m, x)  # line: deeper
+    return np.sum(m.b * x)
+
+
+def class_passed_in(x, cls=_local_class()):
+    m = method_helpers.make(cls)
+    method_helpers.set_b(m, x)  # line: passed in
+    return np.sum(m.b * x)
+
+
+def nested_def_known_class(x):
+    m = Store()
+
+    def inner(v):  # line: nested known
+        m.set_b(v)
+    inner(x)
+    return np.sum(m.b * x)
+
+
+def nested_def_unknown_class(x):
+    m = method_helpers.make(Store)
+
+    def inner(v):
+        m.push(v)
+    inner(x)  # line: nested unknown
+    return np.sum(m.xs[0] * x)
+
+
+def lambda_unknown_class(x):
+    m = method_helpers.make(Store)
+    f = lambda v: m.set_b(v)  # noqa: E731
+    f(x)  # line: lambda
+    return np.sum(m.b * x)
+
+
+def value_unused(x):
+    m = method_helpers.make(Store)
+    y = m.set_b(x)  # line: unused  # noqa: F841
+    return np.sum(m.b * x)
+
+
+def in_a_comprehension(x):
+    m = method_helpers.make(Store)
+    [m.set_b(v) for v in [x]]  # line: comprehension
+    return np.sum(m.b * x)
+
+
+@pytest.mark.parametrize("f, mark", [
+    (attribute_in_another_module, "attribute"), (item_in_another_module, "item"),
+    (appended_in_another_module, "appended"), (through_another_helper, "deeper"),
+    (class_passed_in, "passed in"), (nested_def_known_class, "nested known"),
+    (nested_def_unknown_class, "nested unknown"), (lambda_unknown_class, "lambda"),
+    (value_unused, "unused"), (in_a_comprehension, "comprehension")],
+    ids=lambda v: getattr(v, "__name__", ""))
+def test_refused_at_the_line(f, mark):
+    assert_refused_at(f, X4, __file__, f"# line: {mark}")
+
+
+def method_reading_only(x):
+    m = Store()
+    method_helpers.look(m, x)
+    return np.sum(m.b + x * x)
+
+
+def method_value_read(x):
+    m = Store()
+    return np.sum(method_helpers.apply(m, x) * x)
+
+
+def nested_def_reading(x):
+    m = method_helpers.make(Store)
+
+    def inner(v):
+        return m.times(v)
+    return np.sum(inner(x) * x)
+
+
+@pytest.mark.parametrize("f", [method_reading_only, method_value_read, nested_def_reading],
+                         ids=lambda f: f.__name__)
+def test_methods_changing_nothing(f):
+    check_all_orders(f, X4)
