@@ -258,12 +258,25 @@ def constructor_adapter(cls):
         call = ", ".join(["self"] + [f"{n}={n}" for n in names])
         self_name = "self" if "self" not in names else "_self"
         call = call.replace("self", self_name, 1)
+        init = f"    _init({call})\n"
+        if plain_dataclass_fields(cls) is not None:
+            # its __init__ is dataclasses' generated text, which srcgrad cannot read: what it
+            # does, a store of each field (run as plain Python, its stores went unseen: the
+            # fields' gradients were silently zero)
+            init = "".join(f"    {self_name}.{n} = {n}\n" for n in names)
+        elif _generated_init(cls):
+            raise UnsupportedFeatureError(
+                f"calling the dataclass {cls.__name__} with differentiable values: its "
+                f"__init__ is dataclasses' generated code (frozen, __post_init__, init-only "
+                f"or default_factory fields), which srcgrad cannot read. Make it a plain "
+                f"@dataclass (set what __post_init__ computes in a method, or use "
+                f"a class with its own __init__).")
         # (the object returned under another name: returned as it is, its cotangent, the
         # sweep's parameter, was rebound to __init__'s and deleted, which the sweep's own
         # transformation, for grad of grad, read after the deletion)
         source = (f"def construct({', '.join(text)}):\n"
                   f"    {self_name} = _rt.new_instance(_cls)\n"
-                  f"    _init({call})\n"
+                  f"{init}"
                   f"    made = {self_name}\n"
                   f"    return made\n")
         adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} constructor adapter",
@@ -271,6 +284,31 @@ def constructor_adapter(cls):
                                                           "_init": cls.__init__,
                                                           "_defaults": defaults})
     return adapter
+
+
+def _generated_init(cls) -> bool:
+    """``cls.__init__`` is text dataclasses compiled (no source srcgrad can read)."""
+    code = getattr(vars(cls).get("__init__"), "__code__", None)
+    return code is not None and code.co_filename == "<string>"
+
+
+def plain_dataclass_fields(cls) -> tuple | None:
+    """The init parameters of a plain dataclass, in order, each of which its generated
+    ``__init__`` only stores in the attribute of that name (its own generated ``__init__``, no
+    ``__post_init__``, not frozen, no init-only, ``init=False`` or default_factory fields, no
+    ``__slots__``); None for any other class."""
+    import dataclasses
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)
+            and not hasattr(cls, "__post_init__") and cls.__setattr__ is object.__setattr__
+            and "__init__" in vars(cls) and not hasattr(cls, "__slots__")
+            and _generated_init(cls)):
+        return None
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields) \
+            or tuple(inspect.signature(cls).parameters) != names:
+        return None  # (an InitVar, a field __init__ computes)
+    return names
 
 
 def _compiled(source: str, title: str, name: str, namespace: dict):

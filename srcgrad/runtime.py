@@ -405,16 +405,30 @@ def _densify_items(g, x):
     return tuple(out)
 
 
+_DENSIFYING: set = set()  # ids of objects being densified (an object graph with a cycle)
+
+
 def _densify_object(g: dict, x):
-    """Gradient of an object's attributes: an object of the same class holding them."""
+    """Gradient of an object's attributes: an object of the same class holding them. An
+    attribute without an adjoint that could carry one gets zeros of its structure: a copy of
+    the primal list or object there was read as its cotangent (``m.make()`` reading ``m.W``
+    gave ``m.xs``'s values as their own gradient). Integers, strings and the like stay."""
     import copy
-    out = copy.copy(x)
-    for name, value in vars(x).items():
-        if name in g:
-            object.__setattr__(out, name, densify(g[name], value))
-        elif isinstance(value, (float, np.ndarray, np.floating)):
-            object.__setattr__(out, name, zeros_like(value))
-    return out
+    if id(x) in _DENSIFYING:  # reached again through its own attributes: no new gradient
+        return ZERO
+    _DENSIFYING.add(id(x))
+    try:
+        out = copy.copy(x)
+        for name, value in vars(x).items():
+            if name in g:
+                object.__setattr__(out, name, densify(g[name], value))
+            elif isinstance(value, (float, np.ndarray, np.floating)) or (
+                    isinstance(value, (list, tuple, dict)) or _is_object(value)) \
+                    and may_carry_gradient(value):
+                object.__setattr__(out, name, zeros_like(value))
+        return out
+    finally:
+        _DENSIFYING.discard(id(x))
 
 
 def _densify_struct(g, x):
