@@ -809,7 +809,10 @@ def add_attr(acc, obj, name: str, g):
         return add_at(acc, obj, obj._fields.index(name), g)
     if is_receiver_method(obj, name):  # a bound method's adjoint is its receiver's
         return add(acc, g)
-    out = dict(acc) if isinstance(acc, dict) else {}
+    # (an accumulator that is an object of the class, a helper's densified cotangent of its
+    # parameter: its other attributes' cotangents were dropped, a silently wrong gradient)
+    out = dict(acc) if isinstance(acc, dict) else dict(vars(acc)) \
+        if not is_zero(acc) and _is_object(acc) else {}
     out[name] = add(out.get(name, ZERO), g)
     return out
 

@@ -105,3 +105,97 @@ def test_a_frozen_dataclass_with_differentiable_fields_is_refused_at_the_line():
         srcgrad.grad(frozen_dataclass)(X4.copy())
     with pytest.raises(UnsupportedFeatureError, match="dataclass _Frozen"):
         srcgrad.jvp(frozen_dataclass, (X4.copy(),), (np.ones(4),))
+
+
+# -- a method changing an element of its object's list or array -----------------------------
+class _Holder:
+    def __init__(self, x):
+        self.xs = [x[0], x[1], 1.0]
+        self.W = np.ones(4)
+        self.n = 0
+
+    def set_x(self, i, v):
+        self.xs[i] = v
+
+    def set_w(self, i, v):
+        self.W[i] = v
+
+    def set_and_read(self, i, v):
+        self.xs[i] = v * 2.0
+        self.n += 1
+        return self.xs[i] + 1.0
+
+    def push(self, v):
+        self.xs.append(v)
+
+
+def method_setting_a_list_element(x):
+    m = _Holder(x)
+    m.set_x(0, x[2] * 3.0)
+    return m.xs[0] * m.xs[1] + m.xs[2]
+
+
+def method_setting_an_array_element(x):
+    m = _Holder(x)
+    m.set_w(1, x[2] ** 2)
+    return np.sum(m.W * x)
+
+
+def method_in_a_loop_reading_its_object(x):
+    m = _Holder(x)
+    for k in range(3):
+        m.set_x(k, x[k] * m.xs[(k + 1) % 3])
+    return sum(m.xs) * x[3]
+
+
+def method_whose_value_is_read(x):
+    m = _Holder(x)
+    r = m.set_and_read(1, x[2])
+    y = x[0] + m.set_and_read(0, x[1])
+    return r * m.xs[1] + m.n + y * m.xs[0]
+
+
+def method_appending_to_its_list(x):
+    m = _Holder(x)
+    m.push(x[3] * 2.0)
+    return sum(m.xs) * x[0]
+
+
+@pytest.mark.parametrize("f", [method_setting_a_list_element, method_setting_an_array_element,
+                               method_in_a_loop_reading_its_object, method_whose_value_is_read,
+                               method_appending_to_its_list], ids=lambda f: f.__name__)
+def test_a_method_changing_its_object_is_taken_back_at_the_call(f):
+    """``m.set_x(i, v)`` on an object made here by its class runs as ``_Holder.set_x(m, i,
+    v)``, a helper whose changed parameter the call site takes back."""
+    check_all_orders(f, X4.copy())
+
+
+def _set_x(m, i, v):
+    m.xs[i] = v
+
+
+def helper_setting_an_element_read_in_its_arguments(x):
+    """(WRONG before: the helper's cotangent of ``m``, an object of its class, was dropped
+    by add_attr, which kept only dicts: the gradient through ``m.xs[1]`` and ``m.xs[2]``
+    after the calls was lost.)"""
+    m = _Holder(x)
+    _set_x(m, 0, x[0] * m.xs[1])
+    _set_x(m, 1, x[1] * m.xs[2])
+    return sum(m.xs) * x[3] + m.xs[1]
+
+
+def test_a_helper_setting_an_element_of_its_parameters_list():
+    check_all_orders(helper_setting_an_element_read_in_its_arguments, X4.copy())
+
+
+def method_changing_an_object_another_name_holds(x):
+    m = _Holder(x)
+    w = m.xs
+    m.set_x(0, x[2] * 3.0)
+    return w[0] * x[3]
+
+
+def test_a_method_changing_an_object_another_name_holds_is_refused_at_the_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_idioms_left\.py:\d+: set_x\(\) "
+                                                   r"updates its argument 'self' in place"):
+        srcgrad.grad(method_changing_an_object_another_name_holds)(X4.copy())

@@ -1550,6 +1550,7 @@ class _Desugar:
             return self.block(self.loop_with_lowered_test(s))
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
+        self.methods_as_functions(s)
         taken = self.write_back(s)
         if taken is not None:
             return pre + [out for t in taken for out in self.stmt(t)]
@@ -2227,6 +2228,41 @@ class _Desugar:
             for v in values) and len(values) == sum(
             isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
             for n in gast.walk(self.tree))
+
+    def methods_as_functions(self, s) -> None:
+        """``m.set_x(i, v)`` with differentiable values, ``m`` a variable of this function
+        every binding of which calls one class (``m = Model(...)``) whose method changes its
+        object in place (``self.xs[i] = v``, ``self.W[i] = v``): ``Model.set_x(m, i, v)``,
+        the plain function it calls, so that write_back takes ``m`` back at the call as for
+        any helper changing its parameter (it was refused: srcgrad does not follow a
+        method's changes of self)."""
+        if self.nested:
+            return
+        for call in _evaluated_once(s.value) if isinstance(
+                s, (gast.Expr, gast.Assign, gast.Return)) and s.value is not None else []:
+            func = call.func if isinstance(call, gast.Call) else None
+            if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                    and A.names_read(call) & self.ctx.varied
+                    and func.attr not in {*_CHANGING_METHODS, *_LIST_METHODS, "pop"}):
+                continue
+            cls = self.known_class(func.value.id)
+            fn = inspect.getattr_static(cls, func.attr, None) if cls is not None else None
+            if isinstance(fn, types.FunctionType) and not fn.__code__.co_flags & _STARRED \
+                    and changes_self(cls, func.attr, set()):
+                name = self.ctx.helper(fn, f"{cls.__name__}_{func.attr}")
+                call.args.insert(0, A.located(A.load(func.value.id), func.value))
+                call.func = A.located(A.load(name), func)
+
+    def known_class(self, name: str) -> type | None:
+        """The class every binding of ``name`` calls (class_known), when they all call the
+        same one and it makes its objects with ``object.__new__``; else None."""
+        if not self.class_known(name):
+            return None
+        classes = {known_value(node.value.func, self.ctx) for node in gast.walk(self.tree)
+                   if isinstance(node, gast.Assign) and any(
+                       isinstance(t, gast.Name) and t.id == name for t in node.targets)}
+        cls = classes.pop() if len(classes) == 1 else None
+        return cls if isinstance(cls, type) and cls.__new__ is object.__new__ else None
 
     def method_changes_receiver(self, name: str, method: str) -> bool:
         """Whether ``name.method(...)`` may change ``name``'s object in place: a method of
