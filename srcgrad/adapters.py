@@ -259,7 +259,7 @@ def constructor_adapter(cls):
         self_name = "self" if "self" not in names else "_self"
         call = call.replace("self", self_name, 1)
         init = f"    _init({call})\n"
-        if plain_dataclass_fields(cls) is not None:
+        if runtime.plain_dataclass_fields(cls) is not None:
             # its __init__ is dataclasses' generated text, which srcgrad cannot read: what it
             # does, a store of each field (run as plain Python, its stores went unseen: the
             # fields' gradients were silently zero)
@@ -290,25 +290,6 @@ def _generated_init(cls) -> bool:
     """``cls.__init__`` is text dataclasses compiled (no source srcgrad can read)."""
     code = getattr(vars(cls).get("__init__"), "__code__", None)
     return code is not None and code.co_filename == "<string>"
-
-
-def plain_dataclass_fields(cls) -> tuple | None:
-    """The init parameters of a plain dataclass, in order, each of which its generated
-    ``__init__`` only stores in the attribute of that name (its own generated ``__init__``, no
-    ``__post_init__``, not frozen, no init-only, ``init=False`` or default_factory fields, no
-    ``__slots__``); None for any other class."""
-    import dataclasses
-    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)
-            and not hasattr(cls, "__post_init__") and cls.__setattr__ is object.__setattr__
-            and "__init__" in vars(cls) and not hasattr(cls, "__slots__")
-            and _generated_init(cls)):
-        return None
-    fields = dataclasses.fields(cls)
-    names = tuple(f.name for f in fields)
-    if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields) \
-            or tuple(inspect.signature(cls).parameters) != names:
-        return None  # (an InitVar, a field __init__ computes)
-    return names
 
 
 def _compiled(source: str, title: str, name: str, namespace: dict):
