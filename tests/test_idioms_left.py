@@ -267,3 +267,55 @@ def replace_of_a_dataclass_with_post_init(x):
 def test_replacing_fields_of_a_dataclass_with_post_init_is_refused():
     with pytest.raises(UnsupportedFeatureError, match="replacing fields of a _Computed"):
         srcgrad.grad(replace_of_a_dataclass_with_post_init)(X4.copy())
+
+
+# -- setdefault on a dict the function did not make ------------------------------------------
+_SHARED = []
+
+
+def _fresh_dict():
+    return {"b": 2.0}
+
+
+def _dict_holding_a_global_list():
+    return {"k": _SHARED}
+
+
+def _group_into(d, x):
+    d.setdefault("k", []).append(x[0] ** 2)
+    d.setdefault("k", []).append(x[1])
+    d.setdefault("n", 0.0)
+    return d["k"][0] * d["k"][1] + d["n"]
+
+
+def setdefault_on_a_helpers_dict(x):
+    d = _fresh_dict()
+    for v in x:
+        d.setdefault("k", []).append(v * 2.0)
+    w = d.setdefault("b", 5.0)
+    return sum(d["k"]) * w + d["k"][0] ** 2
+
+
+def setdefault_on_a_parameter(x):
+    d = {}
+    r = _group_into(d, x)
+    return r + d["k"][1] * x[3] + _group_into({"n": x[2]}, x)
+
+
+@pytest.mark.parametrize("f", [setdefault_on_a_helpers_dict, setdefault_on_a_parameter],
+                         ids=lambda f: f.__name__)
+def test_setdefault_on_a_dict_the_function_did_not_make(f):
+    check_all_orders(f, X4.copy())
+
+
+def setdefault_into_a_list_a_global_holds(x):
+    d = _dict_holding_a_global_list()
+    d.setdefault("k", []).append(x[0] * 2.0)
+    return sum(d["k"]) * x[1]
+
+
+def test_setdefault_changing_a_list_a_global_holds_is_refused_at_the_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_idioms_left\.py:\d+: 'd\['k'\]"
+                                                   r"\.append\(\.\.\.\)' changes in place"):
+        srcgrad.grad(setdefault_into_a_list_a_global_holds)(X4.copy())
+    assert _SHARED == []

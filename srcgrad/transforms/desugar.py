@@ -3157,11 +3157,14 @@ class _CompHoister(gast.NodeTransformer):
         return self.visit_map(node)
 
     def is_setdefault(self, node) -> bool:
-        """``d.setdefault(k[, default])`` on a dict this function made, in a statement that
-        reads differentiable values."""
+        """``d.setdefault(k[, default])`` on a dict variable of this function (one it made,
+        a parameter, a helper's result: the item stores it becomes are checked and taken
+        back as any are), in a statement that reads differentiable values."""
         func, ctx = node.func, self.owner.ctx
         return (isinstance(func, gast.Attribute) and func.attr == "setdefault"
-                and isinstance(func.value, gast.Name) and func.value.id in self.owner.built
+                and isinstance(func.value, gast.Name) and (
+                    func.value.id in self.owner.built or func.value.id in ctx.params
+                    or func.value.id in ctx.local_names)
                 and 1 <= len(node.args) <= 2 and not node.keywords
                 and not any(isinstance(a, gast.Starred) for a in node.args)
                 and bool(A.names_read(self.at) & ctx.varied))
