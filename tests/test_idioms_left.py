@@ -319,3 +319,57 @@ def test_setdefault_changing_a_list_a_global_holds_is_refused_at_the_line():
                                                    r"\.append\(\.\.\.\)' changes in place"):
         srcgrad.grad(setdefault_into_a_list_a_global_holds)(X4.copy())
     assert _SHARED == []
+
+
+# -- a lambda in a comprehension reading the comprehension's variable, at third order ---------
+def lambda_called_in_a_generator(x):
+    xs = [x[0], x[1], x[2]]
+    return sum((lambda t: t * x[3])(v) for v in xs) * x[0]
+
+
+def named_lambda_in_a_comprehension(x):
+    g = lambda t: t * x[3] * np.sin(t)  # noqa: E731
+    return sum([g(v) for v in x]) * x[1] + g(x[2] ** 2)
+
+
+def named_lambda_in_a_loop(x):
+    scale = x[3] ** 2
+    g = lambda a, b: a * b + scale  # noqa: E731
+    total = 0.0
+    for v in x:
+        total = total + g(v, np.cos(v))
+    return total * x[0]
+
+
+def _third_derivative(f, x, i, j, k):
+    g2 = srcgrad.grad(lambda y: srcgrad.grad(f)(y)[i])
+    return srcgrad.grad(lambda y: g2(y)[j])(x)[k], g2
+
+
+@pytest.mark.parametrize("f", [lambda_called_in_a_generator, named_lambda_in_a_comprehension,
+                               named_lambda_in_a_loop], ids=lambda f: f.__name__)
+def test_a_lambda_called_in_a_comprehension_at_third_order(f):
+    """The call is the lambda's body written there (transforms/lambda_calls.py); as a call of
+    a function known only at run time a third derivative was refused."""
+    x = X4.copy()
+    check_all_orders(f, x)
+    g2 = srcgrad.grad(lambda y: srcgrad.grad(f)(y)[0])
+    third = srcgrad.grad(lambda y: g2(y)[1])(x)
+    numeric = np.array([(g2(x + 1e-5 * e)[1] - g2(x - 1e-5 * e)[1]) / 2e-5 for e in np.eye(4)])
+    assert np.allclose(third, numeric, rtol=1e-5, atol=1e-6), (third, numeric)
+
+
+def lambda_reading_a_variable_a_comprehension_rebinds(x):
+    v = x[3]
+    g = lambda t: t * v  # noqa: E731
+    return sum([g(v) * v for v in x[:3]])
+
+
+def test_a_lambda_reading_a_name_the_comprehension_rebinds_is_refused_at_the_line():
+    """Not inlined there: the lambda's ``v`` is the function's, the comprehension's is its
+    own. Passed to the lambda as ``v=v`` at the call, it read the comprehension's (a silently
+    wrong gradient before)."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_left\.py:\d+: a call of 'g' inside a comprehension "
+                             r"whose variable 'v' hides"):
+        srcgrad.grad(lambda_reading_a_variable_a_comprehension_rebinds)(X4.copy())

@@ -35,6 +35,7 @@ from .desugar import desugar
 from .exits import lower_exits
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
+from .lambda_calls import inline_lambda_calls
 from .nonlocals import lower_nonlocal
 from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
@@ -49,6 +50,7 @@ PIPELINE: list[tuple[str, Callable]] = [
     ("return_written_back", return_written_back),
     ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
+    ("inline_lambda_calls", inline_lambda_calls),
     ("lower_try", lower_try),
     ("mark_varied", mark_varied),
     ("desugar", desugar),

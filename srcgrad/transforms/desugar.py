@@ -557,10 +557,30 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
     tree.body = [values.visit(stmt) for stmt in tree.body]
     if not lifted:
         return
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+    for node, shadowed in _calls_in_scope(tree, frozenset()):
+        if isinstance(node.func, gast.Name) \
                 and node.func.id in lifted and id(node.func) not in values.bound:
+            hidden = sorted(shadowed & set(lifted[node.func.id]))
+            if hidden:
+                # (passed as v=v there, it read the comprehension's v: a wrong gradient)
+                ctx.problem(node, f"a call of '{node.func.id}' inside a comprehension whose "
+                                  f"variable '{hidden[0]}' hides the variable of that name "
+                                  f"'{node.func.id}' reads",
+                            f"Rename the comprehension's variable ({hidden[0]}_).")
+                continue
             node.keywords += [gast.keyword(arg=v, value=A.load(v)) for v in lifted[node.func.id]]
+
+
+def _calls_in_scope(node, shadowed: frozenset):
+    """``(call, names)`` for each call in ``node``, with the names the comprehensions around
+    it bind (hiding the function's variables of those names there)."""
+    if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+        shadowed = shadowed | {n.id for g in node.generators for n in gast.walk(g.target)
+                               if isinstance(n, gast.Name)}
+    if isinstance(node, gast.Call):
+        yield node, shadowed
+    for child in gast.iter_child_nodes(node):
+        yield from _calls_in_scope(child, shadowed)
 
 
 def _store_counts(tree: gast.FunctionDef) -> dict[str, int]:
