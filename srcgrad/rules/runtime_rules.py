@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from .. import runtime as rt
+from ..runtime import fields_of, fields_only, fields_without
 from ._helpers import items_adjoint, like_sequence, unindex
+from .derive import deflinear
 from .domains import draw
 from .operators import mul_jvp, mul_vjp
 from .registry import defrule, nondifferentiable
@@ -514,24 +516,12 @@ def fields_without_vjp(c, ans, g, obj, names):
     return (rt.fields_without(c, obj, names),)
 
 
-def fields_without_jvp(dg, ans, g, obj, names):
-    return (rt.fields_without(dg, obj, names),)
-
-
 def fields_of_vjp(c, ans, g, obj, names):
     return (rt.fields_only(c, obj, names),)
 
 
-def fields_of_jvp(dg, ans, g, obj, names):
-    return (rt.fields_of(dg, obj, names),)
-
-
 def fields_only_vjp(c, ans, values, obj, names):
     return (rt.fields_of(c, obj, names),)
-
-
-def fields_only_jvp(dvalues, ans, values, obj, names):
-    return (rt.fields_only(dvalues, obj, names),)
 
 
 @dataclasses.dataclass
@@ -560,12 +550,10 @@ def _fields_only_domain(rng):
 
 defrule(rt.replaced, replaced_vjp, diff_args=(0, 2), jvp=replaced_jvp, linear=True,
         domain=_replaced_domain, name="runtime.replaced")
-defrule(rt.fields_without, fields_without_vjp, diff_args=(0,), jvp=fields_without_jvp,
-        linear=True, domain=_fields_domain, name="runtime.fields_without")
-defrule(rt.fields_of, fields_of_vjp, diff_args=(0,), jvp=fields_of_jvp, linear=True,
-        domain=_fields_domain, name="runtime.fields_of")
-defrule(rt.fields_only, fields_only_vjp, diff_args=(0,), jvp=fields_only_jvp, linear=True,
-        domain=_fields_only_domain, name="runtime.fields_only")
+# (each linear in its first argument: its jvp is itself applied to the tangent)
+deflinear(fields_without, fields_without_vjp, _fields_domain, name="runtime.fields_without")
+deflinear(fields_of, fields_of_vjp, _fields_domain, name="runtime.fields_of")
+deflinear(fields_only, fields_only_vjp, _fields_only_domain, name="runtime.fields_only")
 
 
 def seq_max_vjp(g, ans, items):
