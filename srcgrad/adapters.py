@@ -258,12 +258,25 @@ def constructor_adapter(cls):
         call = ", ".join(["self"] + [f"{n}={n}" for n in names])
         self_name = "self" if "self" not in names else "_self"
         call = call.replace("self", self_name, 1)
+        init = f"    _init({call})\n"
+        if runtime.plain_dataclass_fields(cls) is not None:
+            # its __init__ is dataclasses' generated text, which srcgrad cannot read: what it
+            # does, a store of each field (run as plain Python, its stores went unseen: the
+            # fields' gradients were silently zero)
+            init = "".join(f"    {self_name}.{n} = {n}\n" for n in names)
+        elif _generated_init(cls):
+            raise UnsupportedFeatureError(
+                f"calling the dataclass {cls.__name__} with differentiable values: its "
+                f"__init__ is dataclasses' generated code (frozen, __post_init__, init-only "
+                f"or default_factory fields), which srcgrad cannot read. Make it a plain "
+                f"@dataclass (set what __post_init__ computes in a method, or use "
+                f"a class with its own __init__).")
         # (the object returned under another name: returned as it is, its cotangent, the
         # sweep's parameter, was rebound to __init__'s and deleted, which the sweep's own
         # transformation, for grad of grad, read after the deletion)
         source = (f"def construct({', '.join(text)}):\n"
                   f"    {self_name} = _rt.new_instance(_cls)\n"
-                  f"    _init({call})\n"
+                  f"{init}"
                   f"    made = {self_name}\n"
                   f"    return made\n")
         adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} constructor adapter",
@@ -271,6 +284,12 @@ def constructor_adapter(cls):
                                                           "_init": cls.__init__,
                                                           "_defaults": defaults})
     return adapter
+
+
+def _generated_init(cls) -> bool:
+    """``cls.__init__`` is text dataclasses compiled (no source srcgrad can read)."""
+    code = getattr(vars(cls).get("__init__"), "__code__", None)
+    return code is not None and code.co_filename == "<string>"
 
 
 def _compiled(source: str, title: str, name: str, namespace: dict):

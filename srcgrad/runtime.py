@@ -64,6 +64,7 @@ __all__ = [
 ]
 
 import copy
+import dataclasses
 import inspect
 import math
 import operator as _operator
@@ -413,16 +414,30 @@ def _densify_items(g, x):
     return tuple(out)
 
 
+_DENSIFYING: set = set()  # ids of objects being densified (an object graph with a cycle)
+
+
 def _densify_object(g: dict, x):
-    """Gradient of an object's attributes: an object of the same class holding them."""
+    """Gradient of an object's attributes: an object of the same class holding them. An
+    attribute without an adjoint that could carry one gets zeros of its structure: a copy of
+    the primal list or object there was read as its cotangent (``m.make()`` reading ``m.W``
+    gave ``m.xs``'s values as their own gradient). Integers, strings and the like stay."""
     import copy
-    out = copy.copy(x)
-    for name, value in vars(x).items():
-        if name in g:
-            object.__setattr__(out, name, densify(g[name], value))
-        elif isinstance(value, (float, np.ndarray, np.floating)):
-            object.__setattr__(out, name, zeros_like(value))
-    return out
+    if id(x) in _DENSIFYING:  # reached again through its own attributes: no new gradient
+        return ZERO
+    _DENSIFYING.add(id(x))
+    try:
+        out = copy.copy(x)
+        for name, value in vars(x).items():
+            if name in g:
+                object.__setattr__(out, name, densify(g[name], value))
+            elif isinstance(value, (float, np.ndarray, np.floating)) or (
+                    isinstance(value, (list, tuple, dict)) or _is_object(value)) \
+                    and may_carry_gradient(value):
+                object.__setattr__(out, name, zeros_like(value))
+        return out
+    finally:
+        _DENSIFYING.discard(id(x))
 
 
 def _densify_struct(g, x):
@@ -803,7 +818,10 @@ def add_attr(acc, obj, name: str, g):
         return add_at(acc, obj, obj._fields.index(name), g)
     if is_receiver_method(obj, name):  # a bound method's adjoint is its receiver's
         return add(acc, g)
-    out = dict(acc) if isinstance(acc, dict) else {}
+    # (an accumulator that is an object of the class, a helper's densified cotangent of its
+    # parameter: its other attributes' cotangents were dropped, a silently wrong gradient)
+    out = dict(acc) if isinstance(acc, dict) else dict(vars(acc)) \
+        if not is_zero(acc) and _is_object(acc) else {}
     out[name] = add(out.get(name, ZERO), g)
     return out
 
@@ -1689,6 +1707,68 @@ def _store_code_message(cls, name: str) -> str:
             f"supported: its class runs code of its own on the store (__setattr__ or a "
             f"property), whose derivative srcgrad cannot know. Keep the value in a variable "
             f"or a dict.")
+
+
+def plain_dataclass_fields(cls) -> tuple | None:
+    """The init parameters of a plain dataclass, in order, each of which its generated
+    ``__init__`` only stores in the attribute of that name (its own generated ``__init__``, no
+    ``__post_init__``, not frozen, no init-only, ``init=False`` or default_factory fields, no
+    ``__slots__``); None for any other class."""
+    import dataclasses
+    init = getattr(vars(cls).get("__init__"), "__code__", None) if isinstance(cls, type) \
+        else None
+    if not (init is not None and init.co_filename == "<string>"
+            and dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__")
+            and cls.__setattr__ is object.__setattr__ and not hasattr(cls, "__slots__")):
+        return None
+    fields = dataclasses.fields(cls)
+    names = tuple(f.name for f in fields)
+    if any(not f.init or f.default_factory is not dataclasses.MISSING for f in fields) \
+            or tuple(inspect.signature(cls).parameters) != names:
+        return None  # (an InitVar, a field __init__ computes)
+    return names
+
+
+def replaced(obj, names: tuple, values: tuple):
+    """``dataclasses.replace(obj, n=v, ...)`` of a plain dataclass, or ``obj._replace(n=v,
+    ...)`` of a namedtuple (transforms/anf.py): a copy with the fields ``names`` set to
+    ``values``. Other objects are refused: their derivative is not the stored values'."""
+    changes = dict(zip(names, values))
+    if is_record_class(type(obj)):
+        return obj._replace(**changes)
+    if plain_dataclass_fields(type(obj)) is not None:
+        return dataclasses.replace(obj, **changes)
+    raise UnsupportedFeatureError(
+        f"replacing fields of a {type(obj).__name__} with differentiable values: srcgrad "
+        f"differentiates dataclasses.replace of a plain dataclass (no __post_init__, not "
+        f"frozen, no init-only or default_factory fields) and _replace of a namedtuple. "
+        f"Build the new object by calling its class.")
+
+
+def fields_without(g, obj, names: tuple):
+    """The adjoint (or tangent) ``g`` of ``obj``, a dataclass or a namedtuple, with the
+    fields ``names`` zero: a dict of the others', or a tuple by position for a namedtuple."""
+    if is_zero(g):
+        return ZERO
+    if is_record_class(type(obj)):
+        return tuple(ZERO if f in names else tangent_attr(g, f, obj) for f in obj._fields)
+    return {k: v for k, v in _attr_dict(g).items() if k not in names}
+
+
+def fields_of(g, obj, names: tuple):
+    """The adjoints (or tangents) of the fields ``names`` of ``obj`` from its ``g``."""
+    return tuple(tangent_attr(g, n, obj) for n in names)
+
+
+def fields_only(values, obj, names: tuple):
+    """The adjoint (or tangent) of ``obj`` whose fields ``names`` have ``values`` and the
+    others none (as fields_without holds it)."""
+    if is_zero(values):
+        return ZERO
+    if is_record_class(type(obj)):
+        return tuple(part(values, names.index(f)) if f in names else ZERO
+                     for f in obj._fields)
+    return {n: part(values, i) for i, n in enumerate(names)}
 
 
 def attrs_without(g, name: str):

@@ -98,8 +98,8 @@ def nested_def_unknown_class(x):
 
 def lambda_unknown_class(x):
     m = method_helpers.make(Store)
-    f = lambda v: m.set_b(v)  # noqa: E731
-    f(x)  # line: lambda
+    f = lambda v: m.set_b(v)  # line: lambda (its body is written at the call)  # noqa: E731
+    f(x)
     return np.sum(m.b * x)
 
 

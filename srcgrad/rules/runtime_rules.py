@@ -6,12 +6,16 @@ The second half covers the helpers that generated adjoints call (``unbroadcast``
 higher derivatives. All rules here are linear in their differentiable arguments; a lazy
 zero (``0.0``) is never active, so its cotangent is unused.
 """
+import dataclasses
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
 
 from .. import runtime as rt
+from ..runtime import fields_of, fields_only, fields_without
 from ._helpers import items_adjoint, like_sequence, unindex
+from .derive import deflinear
 from .domains import draw
 from .operators import mul_jvp, mul_vjp
 from .registry import defrule, nondifferentiable
@@ -501,6 +505,59 @@ defrule(rt.tangent_attr, tangent_attr_vjp, diff_args=(0,), jvp=tangent_attr_jvp,
 defrule(rt.attr_only, attr_only_vjp, diff_args=(1,), jvp=attr_only_jvp,
         domain=lambda rng: [(("w", draw(rng, (2, 3))), {})], linear=True,
         name="runtime.attr_only")
+
+
+# dataclasses.replace(obj, W=v) / p._replace(a=v) (anf.py): obj = replaced(obj, names, values)
+def replaced_vjp(g, ans, obj, names, values):
+    return rt.fields_without(g, obj, names), rt.fields_of(g, obj, names)
+
+
+def replaced_jvp(dobj, dvalues, ans, obj, names, values):
+    return rt.fields_without(dobj, obj, names), rt.fields_only(dvalues, obj, names)
+
+
+def fields_without_vjp(c, ans, g, obj, names):
+    return (rt.fields_without(c, obj, names),)
+
+
+def fields_of_vjp(c, ans, g, obj, names):
+    return (rt.fields_only(c, obj, names),)
+
+
+def fields_only_vjp(c, ans, values, obj, names):
+    return (rt.fields_of(c, obj, names),)
+
+
+@dataclasses.dataclass
+class _Fields:  # (a plain dataclass, the test domain's)
+    w: Any
+    b: Any
+
+
+_Pair = namedtuple("_Pair", "w b")
+
+
+def _replaced_domain(rng):
+    return [((_Fields(draw(rng, (2, 3)), draw(rng, None)), ("w",), (draw(rng, (2, 3)),)), {}),
+            ((_Pair(draw(rng, (2,)), draw(rng, None)), ("b",), (draw(rng, None),)), {})]
+
+
+def _fields_domain(rng):
+    return [(({"w": draw(rng, (2, 3)), "b": draw(rng, None)}, _Fields(1.0, 2.0), ("w",)), {}),
+            (((draw(rng, (2,)), draw(rng, None)), _Pair(1.0, 2.0), ("b",)), {})]
+
+
+def _fields_only_domain(rng):
+    return [(((draw(rng, (2, 3)),), _Fields(1.0, 2.0), ("w",)), {}),
+            (((draw(rng, None),), _Pair(1.0, 2.0), ("b",)), {})]
+
+
+defrule(rt.replaced, replaced_vjp, diff_args=(0, 2), jvp=replaced_jvp, linear=True,
+        domain=_replaced_domain, name="runtime.replaced")
+# (each linear in its first argument: its jvp is itself applied to the tangent)
+deflinear(fields_without, fields_without_vjp, _fields_domain, name="runtime.fields_without")
+deflinear(fields_of, fields_of_vjp, _fields_domain, name="runtime.fields_of")
+deflinear(fields_only, fields_only_vjp, _fields_only_domain, name="runtime.fields_only")
 
 
 def seq_max_vjp(g, ans, items):

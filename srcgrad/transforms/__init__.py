@@ -38,6 +38,7 @@ from .exits import lower_exits
 from .helper_calls import source_tree, user_calls
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
+from .lambda_calls import inline_lambda_calls
 from .nonlocals import lower_nonlocal
 from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
@@ -52,6 +53,7 @@ PIPELINE: list[tuple[str, Callable]] = [
     ("return_written_back", return_written_back),
     ("lower_checkpointed", lower_checkpointed),
     ("lower_nonlocal", lower_nonlocal),
+    ("inline_lambda_calls", inline_lambda_calls),
     ("lower_try", lower_try),
     ("mark_varied", mark_varied),
     ("desugar", desugar),

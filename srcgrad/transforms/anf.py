@@ -5,11 +5,13 @@ conditional expressions are if-statements; the final ``return`` returns a name.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 
 import gast
 
 from . import astutil as A
 from .context import Context
+from .resolve import static_value
 
 
 def to_anf(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
@@ -107,6 +109,14 @@ class _ANF:
             return self.op(A.located(literal, e), pre, at)
         if isinstance(e, gast.Dict) and None in e.keys:
             return self.op(self.merged_dict(e), pre, at)
+        if isinstance(e, gast.Call) and self.field_replacement(e) is not None:
+            # dataclasses.replace(m, W=v) / p._replace(a=v): the runtime's form, which has a
+            # rule (dataclasses' and collections' own code calls getattr and map)
+            names = gast.Tuple(elts=[A.const(k.arg) for k in e.keywords], ctx=gast.Load())
+            values = gast.Tuple(elts=[k.value for k in e.keywords], ctx=gast.Load())
+            call = A.call(A.attr(self.ctx.rt, "replaced"), self.field_replacement(e),
+                          A.located(names, e), A.located(values, e))
+            return self.op(A.located(call, e), pre, at)
         if isinstance(e, gast.Call) and self.builtin_extremum(e):
             # max(xs) / max(a, b, c) / max(xs, key=k): the runtime's sequence form, which
             # has a rule
@@ -208,6 +218,23 @@ class _ANF:
         except (KeyError, AttributeError):
             return False
         return any(value is getattr(builtins, name) for name in names)
+
+    def field_replacement(self, e):
+        """The object of ``dataclasses.replace(obj, n=v, ...)`` or ``obj._replace(n=v, ...)``
+        with differentiable values and named keywords only; else None."""
+        if not (e.keywords and all(k.arg is not None for k in e.keywords)
+                and not any(isinstance(a, gast.Starred) for a in e.args)
+                and A.names_read(e) & self.ctx.varied):
+            return None
+        if isinstance(e.func, gast.Attribute) and e.func.attr == "_replace" and not e.args:
+            return e.func.value
+        if len(e.args) == 1 and isinstance(e.func, (gast.Name, gast.Attribute)):
+            try:
+                if static_value(e.func, self.ctx) is dataclasses.replace:
+                    return e.args[0]
+            except (KeyError, AttributeError):
+                return None
+        return None
 
     def builtin_extremum(self, e) -> bool:
         keyed = [k.arg for k in e.keywords] == ["key"]

@@ -518,10 +518,30 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
     tree.body = [values.visit(stmt) for stmt in tree.body]
     if not lifted:
         return
-    for node in gast.walk(tree):
-        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+    for node, shadowed in _calls_in_scope(tree, frozenset()):
+        if isinstance(node.func, gast.Name) \
                 and node.func.id in lifted and id(node.func) not in values.bound:
+            hidden = sorted(shadowed & set(lifted[node.func.id]))
+            if hidden:
+                # (passed as v=v there, it read the comprehension's v: a wrong gradient)
+                ctx.problem(node, f"a call of '{node.func.id}' inside a comprehension whose "
+                                  f"variable '{hidden[0]}' hides the variable of that name "
+                                  f"'{node.func.id}' reads",
+                            f"Rename the comprehension's variable ({hidden[0]}_).")
+                continue
             node.keywords += [gast.keyword(arg=v, value=A.load(v)) for v in lifted[node.func.id]]
+
+
+def _calls_in_scope(node, shadowed: frozenset):
+    """``(call, names)`` for each call in ``node``, with the names the comprehensions around
+    it bind (hiding the function's variables of those names there)."""
+    if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+        shadowed = shadowed | {n.id for g in node.generators for n in gast.walk(g.target)
+                               if isinstance(n, gast.Name)}
+    if isinstance(node, gast.Call):
+        yield node, shadowed
+    for child in gast.iter_child_nodes(node):
+        yield from _calls_in_scope(child, shadowed)
 
 
 def _store_counts(tree: gast.FunctionDef) -> dict[str, int]:
@@ -1513,6 +1533,7 @@ class _Desugar:
             return self.block(self.loop_with_lowered_test(s))
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
+        self.methods_as_functions(s)
         taken = self.write_back(s)
         if taken is not None:
             return pre + [out for t in taken for out in self.stmt(t)]
@@ -2247,6 +2268,41 @@ class _Desugar:
             for v in values) and len(values) == sum(
             isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
             for n in gast.walk(self.tree))
+
+    def methods_as_functions(self, s) -> None:
+        """``m.set_x(i, v)`` with differentiable values, ``m`` a variable of this function
+        every binding of which calls one class (``m = Model(...)``) whose method changes its
+        object in place (``self.xs[i] = v``, ``self.W[i] = v``): ``Model.set_x(m, i, v)``,
+        the plain function it calls, so that write_back takes ``m`` back at the call as for
+        any helper changing its parameter (it was refused: srcgrad does not follow a
+        method's changes of self)."""
+        if self.nested:
+            return
+        for call in _evaluated_once(s.value) if isinstance(
+                s, (gast.Expr, gast.Assign, gast.Return)) and s.value is not None else []:
+            func = call.func if isinstance(call, gast.Call) else None
+            if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
+                    and A.names_read(call) & self.ctx.varied
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"}):
+                continue
+            cls = self.known_class(func.value.id)
+            fn = inspect.getattr_static(cls, func.attr, None) if cls is not None else None
+            if isinstance(fn, types.FunctionType) and not fn.__code__.co_flags & _STARRED \
+                    and changes_self(cls, func.attr, set()):
+                name = self.ctx.helper(fn, f"{cls.__name__}_{func.attr}")
+                call.args.insert(0, A.located(A.load(func.value.id), func.value))
+                call.func = A.located(A.load(name), func)
+
+    def known_class(self, name: str) -> type | None:
+        """The class every binding of ``name`` calls (class_known), when they all call the
+        same one and it makes its objects with ``object.__new__``; else None."""
+        if not self.class_known(name):
+            return None
+        classes = {known_value(node.value.func, self.ctx) for node in gast.walk(self.tree)
+                   if isinstance(node, gast.Assign) and any(
+                       isinstance(t, gast.Name) and t.id == name for t in node.targets)}
+        cls = classes.pop() if len(classes) == 1 else None
+        return cls if isinstance(cls, type) and cls.__new__ is object.__new__ else None
 
     def method_changes_receiver(self, name: str, method: str) -> bool:
         """Whether ``name.method(...)`` may change ``name``'s object in place: a method of
@@ -3146,11 +3202,14 @@ class _CompHoister(gast.NodeTransformer):
         return self.visit_map(node)
 
     def is_setdefault(self, node) -> bool:
-        """``d.setdefault(k[, default])`` on a dict this function made, in a statement that
-        reads differentiable values."""
+        """``d.setdefault(k[, default])`` on a dict variable of this function (one it made,
+        a parameter, a helper's result: the item stores it becomes are checked and taken
+        back as any are), in a statement that reads differentiable values."""
         func, ctx = node.func, self.owner.ctx
         return (isinstance(func, gast.Attribute) and func.attr == "setdefault"
-                and isinstance(func.value, gast.Name) and func.value.id in self.owner.built
+                and isinstance(func.value, gast.Name) and (
+                    func.value.id in self.owner.built or func.value.id in ctx.params
+                    or func.value.id in ctx.local_names)
                 and 1 <= len(node.args) <= 2 and not node.keywords
                 and not any(isinstance(a, gast.Starred) for a in node.args)
                 and bool(A.names_read(self.at) & ctx.varied))
