@@ -832,8 +832,16 @@ def setitem(x, index, value):
     if is_foreign_array(x):
         out = x.copy()  # (dask: a lazy copy, written lazily below)
     elif isinstance(x, np.ndarray):
-        # numpy's store casts the value to x's dtype (an integer array truncates a float):
-        # the copy keeps x's dtype, and the rule gives such a value no derivative
+        # numpy's store casts the value to x's dtype: an integer or boolean array truncates a
+        # float, whose derivative is then zero; the rule, which reads neither x nor the
+        # result (a loop storing into a list saves no copy of it), cannot tell: refused
+        # (before: the array became a float array, value and gradient wrong)
+        if x.dtype.kind in "biu" and np.asarray(value).dtype.kind in "fc":
+            raise UnsupportedFeatureError(
+                f"storing a float into an element of an array of {x.dtype} (numpy truncates "
+                f"it, so it has no derivative) in differentiated code. Create the array "
+                f"with a float dtype, or store int(v) (or np.round(v)) if truncation is "
+                f"meant.")
         out = np.array(x, copy=True)
     elif isinstance(x, (dict, list)):
         out = _shallow_copy(x)

@@ -1,7 +1,8 @@
 """Variables of the user's named like the branch decisions and trip counts of srcgrad's
 generated code (``_c1``, ``_n2``): higher derivatives differentiate that code, so such
 names were taken for booleans and integers and lost their derivative (silently). They are
-renamed; a parameter so named is refused at the user's line."""
+renamed (a parameter copied to the new name first); a global so named is refused at the
+user's line."""
 import numpy as np
 import pytest
 
@@ -46,10 +47,22 @@ def test_second_and_third_derivatives_keep_them(fn, second):
     assert np.allclose(np.diag(h), second(xs), rtol=1e-10)
 
 
-def takes_c1(_c1):
-    return _c1 ** 3
+def takes_c1(_c1, _n1=2.0):
+    return _c1 ** 3 * _n1
 
 
-def test_a_parameter_so_named_is_refused_at_its_line():
+def test_parameters_so_named_keep_their_derivatives():
+    assert srcgrad.grad(srcgrad.grad(takes_c1))(0.5) == pytest.approx(6 * 0.5 * 2.0)
+    assert srcgrad.grad(srcgrad.grad(takes_c1, 1), 0)(0.5, _n1=3.0) == \
+        pytest.approx(3 * 0.5 ** 2)
+
+
+def global_c1(x):
+    global _c1
+    _c1 = x
+    return x ** 2
+
+
+def test_a_global_so_named_is_refused_at_its_line():
     with pytest.raises(SrcgradError, match=r"test_decision_like_names\.py:\d+.*_c1"):
-        srcgrad.grad(takes_c1)(0.5)
+        srcgrad.grad(global_c1)(0.5)

@@ -633,7 +633,15 @@ def _refuse_item_update(container, item, message):
 # -- in-place updates of data another variable shares ------------------------------------
 
 refuse_viewed = make_stub("refuse_viewed")
-SUPPORTED = SUPPORTED | {"refuse_viewed"}
+refuse_changing_method = make_stub("refuse_changing_method")
+SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method"}
+
+
+@overload(refuse_changing_method)
+def _refuse_changing_method(obj, name, message):
+    """Nothing: compiled code holds arrays, numbers and lists, none of them an object of a
+    user's class whose method srcgrad.runtime.refuse_changing_method asks about."""
+    return lambda obj, name, message: None
 
 
 class SharedDataError(UnsupportedSyntaxError):
@@ -1500,3 +1508,33 @@ from .containers import (display_element, last_writes, list_last_writes,  # noqa
 
 SUPPORTED = SUPPORTED | _containers.SUPPORTED
 RULE_HELPERS["items_adjoint"] = _containers.items_adjoint
+
+
+cast_to = make_stub("cast_to")
+RULE_HELPERS["cast_to"] = cast_to
+
+
+def _cast_kind(dtype_t):
+    """The numba type a ``dtype`` argument names (np.float64, int, np.dtype(...)), or None."""
+    if isinstance(dtype_t, types.NumberClass):
+        return dtype_t.instance_type
+    if isinstance(dtype_t, types.DType):
+        return dtype_t.dtype
+    if isinstance(dtype_t, types.Function) and dtype_t.typing_key in (int, float, bool, complex):
+        return {int: types.int64, float: types.float64, bool: types.boolean,
+                complex: types.complex128}[dtype_t.typing_key]
+    return None
+
+
+@overload(cast_to)
+def _cast_to(g, dtype=None):
+    """As srcgrad.rules._helpers.cast_to: ``g``, or zero for an integer or boolean dtype."""
+    if dtype is None or isinstance(dtype, (types.NoneType, types.Omitted)):
+        return lambda g, dtype=None: g
+    kind = _cast_kind(dtype)
+    if isinstance(kind, (types.Float, types.Complex)):
+        return lambda g, dtype=None: g
+    if isinstance(kind, (types.Integer, types.Boolean)):
+        return lambda g, dtype=None: g * 0.0
+    raise TypingError(f"srcgrad: compiled gradients of a computation in dtype {dtype} are not "
+                      f"supported")

@@ -24,9 +24,9 @@ from .registry import defrule, nondifferentiable
 def setitem_vjp(g, ans, x, index, value):
     # x's values are not needed (only g's structure is), so it is not passed: a loop filling
     # an array element by element then keeps no copy of the array per iteration on the tape
-    # (ans is read for its dtype only: an integer array's store has no derivative)
-    return rt.setitem_zeroed(g, None, index), \
-        rt.unbroadcast(rt.written_adjoint(rt.last_writes(g, index), ans), value)
+    # (a float stored into an integer array: refused by rt.setitem, whose result this rule
+    # would have to read for its dtype)
+    return rt.setitem_zeroed(g, None, index), rt.unbroadcast(rt.last_writes(g, index), value)
 
 
 def setitem_jvp(dx, dvalue, ans, x, index, value):

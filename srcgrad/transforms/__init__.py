@@ -11,8 +11,6 @@ from collections import Counter
 import copy
 import inspect
 import numbers
-import os
-import sysconfig
 import sys
 import types
 from typing import Callable
@@ -35,7 +33,7 @@ from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
-from .helper_calls import source_tree, user_calls
+from .helper_calls import library_file, source_tree, user_calls
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .lambda_calls import inline_lambda_calls
@@ -93,8 +91,8 @@ def prepare(fn, wrt: tuple[int, ...], debug: bool = False) -> Context:
     for node in kept[:1]:
         ctx.problem(node, f"a variable named {node.id}, like the branch decisions and trip "
                           f"counts of srcgrad's generated code, which its higher derivatives "
-                          f"take it for, here a parameter, a global or nonlocal variable, or "
-                          f"a keyword argument's name",
+                          f"take it for, here a global or nonlocal variable, or also a "
+                          f"keyword argument's name",
                     "Rename it (e.g. without the leading underscore).")
     ctx.raise_problems()
     return ctx
@@ -570,16 +568,6 @@ def _foreign_operand(value: gast.BinOp, ctx: Context) -> str | None:
     return None
 
 
-_LIBRARY_DIRS = tuple(os.path.realpath(sysconfig.get_paths()[k])
-                      for k in ("stdlib", "platstdlib", "purelib", "platlib"))
-
-
-def _library_file(filename: str) -> bool:
-    """Installed code (site-packages, the standard library) or srcgrad's generated code."""
-    return filename.startswith("<srcgrad") or os.path.realpath(filename).startswith(
-        _LIBRARY_DIRS)
-
-
 def _never_called(tree) -> set[int]:
     """ids of the nested functions and lambdas bound to a name nothing reads (a generated
     sweep keeps the user's unused lambda, then deletes it): their bodies never run, so
@@ -647,7 +635,7 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
             except SourceUnavailableError:
                 raise MissingRuleError(r.name, ctx.user_location(stmt)) from None
             except SrcgradError as e:  # refused inside the callee: say how it was reached
-                e.reached_from(ctx.user_location(stmt), not _library_file(ctx.src.filename))
+                e.reached_from(ctx.user_location(stmt), not library_file(ctx.src.filename))
                 raise
             continue
         if r.kind == "dynamic" or (r.kind in ("unknown", "attribute") and _local_callee(

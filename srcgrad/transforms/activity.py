@@ -28,32 +28,39 @@ def rename_decision_like(tree: gast.FunctionDef) -> list:
     (``_c1``, ``_n2``: _DISCRETE) to ``_c1v``...: a second derivative differentiates the
     generated sweep, whose variables they become, and would take them for booleans and
     integers (no derivative: silently wrong). Every ``Name`` of the id is renamed, nested
-    scopes alike. Returns the nodes that cannot be renamed (a parameter of the function, a
-    name declared global or nonlocal, one passed as a keyword argument) for a refusal."""
+    scopes alike; a parameter keeps its name in the signature and is copied to the new name
+    first (``_c1v = _c1``: a parameter is no definition there). Returns the nodes that
+    cannot be renamed (a name declared global or nonlocal, or also a keyword argument's
+    name) for a refusal."""
     stored = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
               and not isinstance(n.ctx, gast.Load) and _DISCRETE.fullmatch(n.id)}
     if not stored:
         return []
-    params = {a.id for a in tree.args.posonlyargs + tree.args.args + tree.args.kwonlyargs}
-    for a in (tree.args.vararg, tree.args.kwarg):
-        if a is not None:
-            params.add(a.id)
+    args = tree.args
+    params = [a for a in args.posonlyargs + args.args + args.kwonlyargs
+              + [args.vararg, args.kwarg] if a is not None]
     fixed = {n for node in gast.walk(tree) if isinstance(node, (gast.Global, gast.Nonlocal))
              for n in node.names} | {k.arg for node in gast.walk(tree)
                                      if isinstance(node, gast.Call) for k in node.keywords}
     taken = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)}
     kept = [n for n in gast.walk(tree) if isinstance(n, gast.Name) and n.id in stored
-            and (n.id in params or n.id in fixed)]
+            and n.id in fixed]
     new = {}
-    for name in sorted(stored - params - fixed):
+    for name in sorted(stored - fixed):
         renamed = name + "v"
         while renamed in taken:
             renamed += "v"
         taken.add(renamed)
         new[name] = renamed
+    signature = {id(a) for a in params}
     for node in gast.walk(tree):
-        if isinstance(node, gast.Name) and node.id in new:
+        if isinstance(node, gast.Name) and node.id in new and id(node) not in signature:
             node.id = new[node.id]
+    tree.body[:0] = [gast.copy_location(gast.Assign(
+        targets=[gast.Name(id=new[a.id], ctx=gast.Store(), annotation=None,
+                           type_comment=None)],
+        value=gast.Name(id=a.id, ctx=gast.Load(), annotation=None, type_comment=None),
+        type_comment=None), tree.body[0]) for a in params if a.id in new]
     return kept
 
 

@@ -1612,10 +1612,12 @@ class _Desugar:
         differentiable values that names the def (calls it, passes it on) or holds the
         lambda."""
         scope = self.ctx.local_names | set(self.ctx.params)
-        named = {id(n.value): n.targets[0].id for n in _own_walk(s) if isinstance(n, gast.Assign)
-                 and isinstance(n.value, gast.Lambda) and isinstance(n.targets[0], gast.Name)}
+        named = {id(s.value): s.targets[0].id} if isinstance(s, gast.Assign) \
+            and isinstance(s.value, gast.Lambda) and isinstance(s.targets[0], gast.Name) else {}
         fns = [(s, s.name)] if isinstance(s, gast.FunctionDef) else []
-        fns += [(n, named.get(id(n))) for n in _own_walk(s) if isinstance(n, gast.Lambda)]
+        # (the lambdas of this statement itself: those in an if's or a loop's blocks are
+        # checked before their own statements, where the variables they read are bound)
+        fns += [(n, named.get(id(n))) for n in _header_nodes(s) if isinstance(n, gast.Lambda)]
         varied = bool(A.names_read(s) & self.ctx.varied)
         guards = []
         for fn, name in fns:
@@ -1634,8 +1636,8 @@ class _Desugar:
                             "nested function and assign it in the enclosing one.")
                     if self.method_changes_receiver(var, method):
                         self.ctx.problem(fn, what, hint)
-                    elif self.class_known(var):
-                        continue
+                    elif self.class_known(var) or hasattr(np.ndarray, method):
+                        continue  # (an array's method name: see refuse_hidden_stores)
                     elif name is None and varied and not isinstance(s, gast.FunctionDef):
                         guards.append(self.closure_method_check(var, method, what, hint, s))
                     elif name is not None:
@@ -1716,7 +1718,9 @@ class _Desugar:
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in HANDLED \
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
+                    and (isinstance(s, gast.Expr) and s.value is call
+                         or not hasattr(np.ndarray, func.attr)) \
                     and func.value.id in self.ctx.local_names \
                     and not self.method_changes_receiver(func.value.id, func.attr) \
                     and not self.class_known(func.value.id):
@@ -1724,7 +1728,9 @@ class _Desugar:
                 # same question, asked of its class at run time (a call whose value is read
                 # where nothing differentiates it, y = m.set_w(v) with y unused, ran as
                 # plain Python and lost the change; one differentiated is dispatched at run
-                # time, where dispatch._method_target asks it again)
+                # time, where dispatch._method_target asks it again). Not for a value read
+                # of an array's method name (a.reshape(...), a.sum(axis=0)): none changes
+                # its array, and a check before each would cost vmap and jit their form
                 name = func.value.id
                 message = (f"{self.ctx.user_location(s)}: '{name}.{func.attr}(...)', a method "
                            f"changing its object '{name}' in place, with differentiable "
