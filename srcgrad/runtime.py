@@ -1685,6 +1685,33 @@ def refuse_changing_method(obj, name: str, message: str) -> None:
         raise UnsupportedSyntaxError.from_message(message)
 
 
+def refuse_changing_method_within(obj, name: str, message: str) -> None:
+    """Before a helper calls ``.name(...)`` on an object ``obj`` holds or may be
+    (``m.sub.set_w(v)``, ``for s in ms: s.set_w(v)``), which only the run time knows: raise
+    when any object ``obj`` reaches through attributes and the items of lists, tuples and
+    dicts (arrays and numbers hold no object with methods of a user's class) has a method of
+    that name changing its object."""
+    seen: set[int] = set()
+    todo = [(obj, 0)]
+    while todo:
+        item, depth = todo.pop()
+        if id(item) in seen or type(item) in _ATOMS or isinstance(item, (np.ndarray, np.generic,
+                                                                        type, types.ModuleType)):
+            continue
+        seen.add(id(item))
+        refuse_changing_method(item, name, message)
+        if depth >= 8 or len(seen) > 100_000:
+            continue
+        if isinstance(item, dict):
+            todo += [(v, depth + 1) for v in item.values()]
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            todo += [(v, depth + 1) for v in item]
+        else:
+            own = getattr(item, "__dict__", None)
+            if isinstance(own, dict):
+                todo += [(v, depth + 1) for v in own.values()]
+
+
 def refuse_differentiable_change(value, message: str) -> None:
     """Before ``v.sort()`` (an in-place method no rewrite follows): raise when ``v`` holds
     differentiable values (not a list of keys, of integers)."""

@@ -43,7 +43,9 @@ def _register_helper_rules() -> None:
     # run-time refusals of in-place updates (desugar.py): on the whole batch, a slice of an
     # array is a slice of the batch of it, and a copy is a copy
     for check, checked in ((runtime.refuse_viewed, 0), (runtime.refuse_shared_array, 0),
-                           (runtime.refuse_item_update, 1), (runtime.refuse_shared_locals, 0)):
+                           (runtime.refuse_item_update, 1), (runtime.refuse_shared_locals, 0),
+                           (runtime.refuse_changing_method, 0),
+                           (runtime.refuse_changing_method_within, 0)):
         batching.register(check, functools.partial(_on_the_batch, checked))
     batching.register(runtime.refuse_mutable, _per_example)
 

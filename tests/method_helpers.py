@@ -28,3 +28,30 @@ def apply(m, v):
 
 def make(cls):
     return cls()
+
+
+def set_b_of_held(m, v):
+    m.inner.set_b(v)
+
+
+def set_b_of_alias(m, v):
+    held = m.inner
+    held.set_b(v)
+
+
+def set_b_of_each(ms, v):
+    for m in ms:
+        m.set_b(v)
+
+
+def set_b_of_item(d, v):
+    d["m"].set_b(v)
+
+
+def set_b_of_passed(m, v):
+    set_b(m.inner, v)
+
+
+def look_at_held(m, v):
+    m.inner.times(v)
+    return m.inner.times(v)

@@ -634,13 +634,17 @@ def _refuse_item_update(container, item, message):
 
 refuse_viewed = make_stub("refuse_viewed")
 refuse_changing_method = make_stub("refuse_changing_method")
-SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method"}
+refuse_changing_method_within = make_stub("refuse_changing_method_within")
+SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method",
+                         "refuse_changing_method_within"}
 
 
 @overload(refuse_changing_method)
+@overload(refuse_changing_method_within)
 def _refuse_changing_method(obj, name, message):
     """Nothing: compiled code holds arrays, numbers and lists, none of them an object of a
-    user's class whose method srcgrad.runtime.refuse_changing_method asks about."""
+    user's class whose method srcgrad.runtime.refuse_changing_method (or _within) asks
+    about."""
     return lambda obj, name, message: None
 
 

@@ -25,7 +25,8 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unn
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import (mark_active, mark_varied, methods_called, mutated_parameters,
+from .activity import (mark_active, mark_varied, methods_called, methods_reached,
+                       mutated_parameters, shared_roots, sharing,
                        object_changes, rename_decision_like)
 from .anf import to_anf
 from .calls import route_calls
@@ -296,44 +297,38 @@ def _method_guards(r: Resolved, names, bound, at, ctx: Context) -> list:
     argument of ``bound`` reaches: whether that method changes its object (a change Python
     makes and the tape never sees) depends on the argument's class, which the helper's
     module may not name (a class of another module, or one passed in), so the object's own
-    type answers it at run time."""
+    type answers it at run time. A method called on an object the parameter's object holds
+    (``m.sub.set_w(v)``, ``for s in ms: s.set_w(v)``) is asked of every object the argument
+    reaches (refuse_changing_method_within)."""
     methods = _methods_on_parameters(r.obj)
     out = []
     for i, arg in bound:
-        if not _pure_reference(arg):
+        if not A.pure_reference(arg):
             continue  # (a new object, Store(): nothing else holds what the method changes)
-        for method in sorted(methods.get(names[i], ())):
-            message = (f"{ctx.user_location(at)}: {r.name}() calling '{names[i]}.{method}"
-                       f"(...)' on '{to_source(arg).strip()}', a method changing its object "
-                       f"in place, with differentiable values, is not supported (in "
+        for method, within in sorted(methods.get(names[i], ())):
+            on = f"an object '{names[i]}' holds" if within else f"'{names[i]}'"
+            message = (f"{ctx.user_location(at)}: {r.name}() calling '{method}(...)' on {on} "
+                       f"(here '{to_source(arg).strip()}'), a method changing its object in "
+                       f"place, with differentiable values, is not supported (in "
                        f"{ctx.fn.__name__}()): srcgrad does not follow a method's changes of "
                        f"self (the gradient through them would be lost). Write it as a "
                        f"function of the object (def {method}(m, ...): m.W = ...), whose "
                        f"changes srcgrad takes back at the call, or return the new value "
                        f"from {r.name}() and assign it.")
-            out.append(A.expr_stmt(A.call(A.attr(ctx.rt, "refuse_changing_method"),
-                                          copy.deepcopy(arg), A.const(method),
-                                          A.const(message)), at=at))
+            check = "refuse_changing_method_within" if within else "refuse_changing_method"
+            out.append(A.expr_stmt(A.call(A.attr(ctx.rt, check), copy.deepcopy(arg),
+                                          A.const(method), A.const(message)), at=at))
     return out
-
-
-def _pure_reference(node) -> bool:
-    """A variable, or attributes and items of one by constants or variables (``m``,
-    ``ms[0].layer``): evaluating it again reads the same object and runs nothing else."""
-    while isinstance(node, (gast.Attribute, gast.Subscript)):
-        if isinstance(node, gast.Subscript) and not isinstance(node.slice,
-                                                               (gast.Constant, gast.Name)):
-            return False
-        node = node.value
-    return isinstance(node, gast.Name)
 
 
 _METHODS: dict = {}
 
 
-def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[str]]:
-    """For each parameter of ``fn``, the methods ``fn``, or a helper of the user's it hands
-    the parameter to, calls on its object (activity.methods_called), once per code object."""
+def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[tuple[str, bool]]]:
+    """For each parameter of ``fn``, ``(method, within)`` for the methods ``fn``, or a
+    helper of the user's it hands the parameter (or an object it holds) to, calls on its
+    object (within False: activity.methods_called) or on an object it holds or may be
+    (within True: activity.methods_reached), once per code object."""
     code = fn.__code__
     known = _METHODS.get(code)
     if known is not None:
@@ -343,13 +338,23 @@ def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[str]]:
     if tree is None:
         return {}
     params = set(_param_names(fn))
-    found = methods_called(tree, params)
+    found: dict[str, set[tuple[str, bool]]] = {}
+    for within, table in ((False, methods_called(tree, params)),
+                          (True, methods_reached(tree, params))):
+        for p, methods in table.items():
+            found.setdefault(p, set()).update((m, within) for m in methods)
+    held = sharing(tree, params)
     for call, callee in user_calls(fn, tree) if depth < 8 else ():
         inner = _methods_on_parameters(callee, depth + 1)
         names = _param_names(callee)
         for i, arg in A.bind_arguments(names, 0, call) or ():
-            if isinstance(arg, gast.Name) and arg.id in params and names[i] in inner:
-                found.setdefault(arg.id, set()).update(inner[names[i]])
+            if i >= len(names) or names[i] not in inner:
+                continue
+            itself = isinstance(arg, gast.Name) and arg.id in params
+            reached = set().union(set(), *[held.get(n, set()) for n in shared_roots(arg)])
+            for p in reached & params:
+                found.setdefault(p, set()).update(
+                    (m, within or not itself) for m, within in inner[names[i]])
     _METHODS[code] = found
     return found
 

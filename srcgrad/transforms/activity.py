@@ -289,32 +289,32 @@ _FRESH_METHODS = frozenset({
     "argmin", "argsort", "nonzero", "count", "index", "trace", "ptp", "tobytes", "deepcopy"})
 
 
-def _shared_roots(value) -> set[str]:
+def shared_roots(value) -> set[str]:
     """The names whose objects (or objects they hold) ``value`` may be or hold."""
     if isinstance(value, gast.Name):
         return {value.id}
     if isinstance(value, (gast.Subscript, gast.Attribute, gast.Starred)):
-        return _shared_roots(value.value)
+        return shared_roots(value.value)
     if isinstance(value, (gast.Tuple, gast.List, gast.Set)):
-        return set().union(*[_shared_roots(e) for e in value.elts]) if value.elts else set()
+        return set().union(*[shared_roots(e) for e in value.elts]) if value.elts else set()
     if isinstance(value, gast.Dict):
-        return set().union(set(), *[_shared_roots(v) for v in value.values])
+        return set().union(set(), *[shared_roots(v) for v in value.values])
     if isinstance(value, gast.IfExp):
-        return _shared_roots(value.body) | _shared_roots(value.orelse)
+        return shared_roots(value.body) | shared_roots(value.orelse)
     if isinstance(value, gast.BoolOp):
-        return set().union(*[_shared_roots(v) for v in value.values])
+        return set().union(*[shared_roots(v) for v in value.values])
     if isinstance(value, gast.NamedExpr):
-        return _shared_roots(value.value)
+        return shared_roots(value.value)
     if isinstance(value, gast.Call):
         func = value.func
         if isinstance(func, gast.Attribute) and func.attr not in _FRESH_METHODS:
-            out = _shared_roots(func.value)
+            out = shared_roots(func.value)
         else:
             out = set()
         name = func.attr if isinstance(func, gast.Attribute) else getattr(func, "id", None)
         if name in _SHARING_FUNCTIONS:
             for a in value.args:
-                out |= _shared_roots(a)
+                out |= shared_roots(a)
         return out
     return set()
 
@@ -355,6 +355,36 @@ def methods_called(tree, roots: set[str]) -> dict[str, set[str]]:
     return out
 
 
+def sharing(tree, roots: set[str]) -> dict[str, set[str]]:
+    """For each name of ``tree``, the ``roots`` whose objects it may be or hold, itself or
+    through a new container of their items (``_sharing_names``)."""
+    shares, copies = _sharing_names(tree, roots)
+    return {n: shares.get(n, set()) | copies.get(n, set()) for n in shares.keys() | copies}
+
+
+def methods_reached(tree, roots: set[str]) -> dict[str, set[str]]:
+    """For each of ``roots``, the names of the methods ``tree`` calls on an object its
+    object holds or may be, other than itself: through a path (``m.sub.set_w(v)``,
+    ``d["s"].set_w(v)``), a name bound to such an object (``w = m.sub; w.set_w(v)``) or a
+    loop over its items (``for s in ms: s.set_w(v)``). Which object that is, only the run
+    time knows (runtime.refuse_changing_method_within asks every object ``root`` reaches)."""
+    held = sharing(tree, roots)
+    rebound = {n.id for n in gast.walk(tree)
+               if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del))}
+    out: dict[str, set[str]] = {}
+    for call in gast.walk(tree):
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)):
+            continue
+        receiver = call.func.value
+        for name in shared_roots(receiver):
+            reached = held.get(name, set()) & roots
+            if isinstance(receiver, gast.Name) and receiver.id in roots - rebound:
+                reached = reached - {receiver.id}  # (itself: methods_called)
+            for root in reached:
+                out.setdefault(root, set()).add(call.func.attr)
+    return out
+
+
 def _sharing_names(tree, roots: set[str]) -> tuple[dict, dict]:
     """``(shares, copies)``: for each name of ``tree``, the ``roots`` whose objects it may be
     or hold, and those whose items a new container it names holds."""
@@ -374,7 +404,7 @@ def _sharing_names(tree, roots: set[str]) -> tuple[dict, dict]:
     while grown:
         grown = False
         for names, value, items in bindings:
-            sources = _shared_roots(value)
+            sources = shared_roots(value)
             found = set().union(set(), *[shares.get(r, ()) for r in sources])
             held = set().union(set(), *[copies.get(r, ()) for r in sources])
             if items:  # a loop target is an item: of a copy, an item of the original

@@ -194,6 +194,17 @@ def names_kept(node) -> set[str]:
 _DEFERRED = (gast.Lambda, gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
 
+def pure_reference(node) -> bool:
+    """A variable, or attributes and items of one by constants or variables (``m``,
+    ``ms[0].layer``): evaluating it again reads the same object and runs nothing else."""
+    while isinstance(node, (gast.Attribute, gast.Subscript)):
+        if isinstance(node, gast.Subscript) and not isinstance(node.slice,
+                                                               (gast.Constant, gast.Name)):
+            return False
+        node = node.value
+    return isinstance(node, gast.Name)
+
+
 def is_atomic(node) -> bool:
     """Names, constants and (tuples/slices of) them: operands that need no temporary."""
     if isinstance(node, (gast.Name, gast.Constant)):

@@ -1650,6 +1650,13 @@ class _Desugar:
                            for entry in self.closure_methods[name]]
         return guards
 
+    def object_receiver(self, node) -> bool:
+        """Whether ``node.method(...)`` may be a method of an object, one whose class may
+        change it: not a module's function or a class's (``np.linalg.norm``, ``Cls.f``)."""
+        value = known_value(node, self.ctx)
+        return value is None or not isinstance(value, (types.ModuleType, type, types.FunctionType,
+                                                      types.BuiltinFunctionType, np.ufunc))
+
     def closure_method_check(self, var: str, method: str, what: str, hint: str, s):
         message = (f"{self.ctx.user_location(s)}: {what}, with differentiable values, is not "
                    f"supported (in {self.ctx.fn.__name__}()). {hint}")
@@ -1753,6 +1760,36 @@ class _Desugar:
                                  f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
                                  f"changes srcgrad takes back at the call, or store the "
                                  f"attributes here ({name}.W = ...).")
+            elif isinstance(func, gast.Attribute) \
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
+                    and (isinstance(s, gast.Expr) and s.value is call
+                         or not hasattr(np.ndarray, func.attr)) \
+                    and not (isinstance(func.value, gast.Name)
+                             and func.value.id in self.ctx.local_names) \
+                    and self.object_receiver(func.value):
+                # the same question of an object a variable holds (m.sub.set_w(v)), a global
+                # one (G.set_w(v)) or one a call returns (m.get().set_w(v)): plain Python
+                # ran it and the change was lost
+                text = to_source(func.value).strip()
+                message = (f"{self.ctx.user_location(s)}: '{text}.{func.attr}(...)', a "
+                           f"method changing its object '{text}' in place, with "
+                           f"differentiable values, is not supported (in "
+                           f"{self.ctx.fn.__name__}()). srcgrad does not follow a method's "
+                           f"changes of self (the gradient through them would be lost). "
+                           f"Store the attributes here ({text}.W = ...), or keep the object "
+                           f"in a variable of its own made here (s = Sub(...)) and write the "
+                           f"method as a function of it (def {func.attr}(s, ...): s.W = ...; "
+                           f"{func.attr}(s, ...)), whose changes srcgrad takes back at the "
+                           f"call.")
+                receiver = func.value
+                if not A.pure_reference(receiver):
+                    if not (isinstance(s, gast.Expr) and s.value is call):
+                        continue  # (a value read: differentiated, dispatch asks it again)
+                    held = self.ctx.namer.fresh()  # (computed once, as Python does)
+                    guards.append(A.assign(held, receiver, at=s))
+                    func.value = receiver = A.load(held)
+                guards.append(self.check("refuse_changing_method", A.deepcopy(receiver),
+                                         A.const(func.attr), message=message, at=s))
             elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
