@@ -29,7 +29,7 @@ from .context import Context
 from .method_effects import (CHANGING, CHANGING_INSIDE, HANDLED, IN_PLACE_OPERATORS,
                              LENGTH_CHANGING, LIST_UNFOLLOWED, UNFOLLOWED)
 from .gradient_calls import is_maker
-from .helper_calls import source_tree, user_calls
+from .helper_calls import library_file, source_tree, user_calls
 from .gradient_values import call_gradients_where_called
 from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
                               iterator_kind, keyword, product_comprehension)
@@ -1654,8 +1654,14 @@ class _Desugar:
         """Whether ``node.method(...)`` may be a method of an object, one whose class may
         change it: not a module's function or a class's (``np.linalg.norm``, ``Cls.f``)."""
         value = known_value(node, self.ctx)
-        return value is None or not isinstance(value, (types.ModuleType, type, types.FunctionType,
-                                                      types.BuiltinFunctionType, np.ufunc))
+        if value is None:
+            return True  # (a local's, or a call's result)
+        try:  # a library's object (scipy.stats.multivariate_normal), as for a helper's
+            library = library_file(inspect.getfile(type(value)))
+        except (TypeError, OSError):
+            library = True  # (a builtin class)
+        return not (library or isinstance(value, (types.ModuleType, type, types.FunctionType,
+                                                  types.BuiltinFunctionType, np.ufunc)))
 
     def closure_method_check(self, var: str, method: str, what: str, hint: str, s):
         message = (f"{self.ctx.user_location(s)}: {what}, with differentiable values, is not "
