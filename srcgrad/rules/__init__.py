@@ -7,6 +7,7 @@ from .registry import (Rule, all_rules, defjvp, defrule, is_nondifferentiable, l
 # Importing a rule module registers its rules.
 from . import operators  # noqa: F401
 from . import math_rules  # noqa: F401
+from . import statistics_rules  # noqa: F401
 from . import numpy_elementwise  # noqa: F401
 from . import numpy_complex  # noqa: F401
 from . import numpy_reductions  # noqa: F401
