@@ -13,6 +13,7 @@ from . import numpy_complex  # noqa: F401
 from . import numpy_reductions  # noqa: F401
 from . import numpy_shape  # noqa: F401
 from . import numpy_layout  # noqa: F401
+from . import numpy_sequences  # noqa: F401
 from . import numpy_linalg  # noqa: F401
 from . import quotient  # noqa: F401  (divmod, np.divmod)
 from . import numpy_fft  # noqa: F401
