@@ -1,5 +1,5 @@
 """Rules of numpy's functions of 1-D sequences: ``ediff1d``, ``trim_zeros``, ``polyval``,
-``vander`` and ``interp``.
+``vander``, ``interp`` and ``histogram``.
 
 * ``trim_zeros`` keeps a slice of its input: the slice's bounds depend on which values are
   exactly 0, which no perturbation of a kept value changes, so the gradient flows to the kept
@@ -14,10 +14,11 @@
 import numpy as np
 
 from ..errors import SrcgradError
-from ..runtime import ZERO, densify, is_zero
-from ._helpers import like_sequence, unindex
+from ..runtime import ZERO, densify, is_zero, part
+from ._helpers import extremum_weights, like_sequence, unindex
 from .domains import away_from, draw
 from .numpy_layout import undiff
+from .numpy_linalg import tuple_tangent
 from .registry import defrule, nondifferentiable
 
 # --------------------------------------------------------------------------- ediff1d
@@ -221,3 +222,79 @@ defrule(np.trim_zeros, trim_zeros_vjp, jvp=trim_zeros_jvp, linear=True,
 defrule(np.polyval, polyval_vjp, diff_args=(0, 1), jvp=polyval_jvp, domain=_polyval_points)
 defrule(np.vander, vander_vjp, jvp=vander_jvp, domain=_vander_points)
 defrule(np.interp, interp_vjp, diff_args=(0, 2), jvp=interp_jvp, domain=_interp_points)
+
+
+# --------------------------------------------------------------------------- histogram
+# np.histogram(a, bins, range, density, weights) returns (hist, bin_edges). The counts are
+# locally constant in ``a``; the edges are not when numpy takes them from the data (``range``
+# None, ``bins`` a count): they run from min(a) to max(a), so the minimum and maximum carry
+# the edges' cotangent, and with ``density`` the heights' too (they divide by the span).
+# Weights enter linearly (and through the total with ``density``).
+
+
+@nondifferentiable
+def histogram_layout(a, edges, bins, range_):
+    """Each value's bin (clipped into the bins), 1.0 where it falls in one, and whether the
+    edges move with the data."""
+    if isinstance(bins, str) and range_ is None:
+        raise SrcgradError(f"the derivative of np.histogram with bins={bins!r} is not "
+                           "written (its edges follow the data by an estimator): pass "
+                           "range= or a count of bins")
+    count = len(edges) - 1
+    index = np.clip(np.searchsorted(edges, a, side="right") - 1, 0, count - 1)
+    inside = np.logical_and(a >= edges[0], a <= edges[-1]) * 1.0
+    return index, inside, range_ is None and np.ndim(bins) == 0
+
+
+def histogram_vjp(g, ans, a, bins=10, range=None, density=None, weights=None):
+    hist, edges = ans
+    g_hist, g_edges = densify(part(g, 0), hist) * 1.0, densify(part(g, 1), edges)
+    index, inside, moving = histogram_layout(a, edges, bins, range)
+    span = edges[-1] - edges[0]
+    heights = np.sum(g_hist * hist) if density else 0.0
+    g_a = ZERO
+    if moving:
+        s = np.linspace(0.0, 1.0, len(edges))
+        d_lo = np.sum(g_edges * (1.0 - s)) + heights / span
+        d_hi = np.sum(g_edges * s) - heights / span
+        g_a = extremum_weights(a, np.min(a)) * d_lo + extremum_weights(a, np.max(a)) * d_hi
+    if weights is None:
+        return g_a, ZERO
+    if density:
+        total = np.sum(weights * inside)
+        widths = np.diff(edges)
+        return g_a, inside * (g_hist[index] / (total * widths[index]) - heights / total)
+    return g_a, inside * g_hist[index]
+
+
+def histogram_jvp(da, dweights, ans, a, bins=10, range=None, density=None, weights=None):
+    hist, edges = ans
+    index, inside, moving = histogram_layout(a, edges, bins, range)
+    span = edges[-1] - edges[0]
+    by_a = tuple_tangent((0.0 * hist, 0.0 * edges))  # (a pair: its items can be read)
+    if moving and not is_zero(da):
+        s = np.linspace(0.0, 1.0, len(edges))
+        d_lo = np.sum(da * extremum_weights(a, np.min(a)))
+        d_hi = np.sum(da * extremum_weights(a, np.max(a)))
+        d_hist = -hist * (d_hi - d_lo) / span if density else 0.0 * hist
+        by_a = tuple_tangent((d_hist, d_lo * (1.0 - s) + d_hi * s))
+    by_weights = ZERO
+    if weights is not None and not is_zero(dweights):
+        summed = unindex(dweights * inside, np.zeros(len(hist)), index)
+        if density:
+            total = np.sum(weights * inside)
+            summed = summed / (total * np.diff(edges)) - hist * np.sum(dweights * inside) / total
+        by_weights = tuple_tangent((summed, 0.0 * edges))
+    return by_a, by_weights
+
+
+def _histogram_points(rng):
+    a = draw(rng, (12,))
+    return [((a, 4), {}), ((a, 3, (-2.5, 2.5)), {}), ((a, 5, None, True), {}),
+            ((a, 4, None, False, draw(rng, (12,), 0.5, 2.0)), {}),
+            ((a, 3, (-2.5, 2.5), True, draw(rng, (12,), 0.5, 2.0)), {}),
+            ((a, np.array([-3.0, -0.5, 0.5, 3.0])), {})]
+
+
+defrule(np.histogram, histogram_vjp, diff_args=(0, 4), jvp=histogram_jvp,
+        domain=_histogram_points)
