@@ -296,18 +296,20 @@ def hypot_vjp(g, ans, *coordinates):
     return tuple([g * (c / ans) for c in coordinates])
 
 
-def hypot_jvp(d0, d1, d2, d3, d4, d5, d6, d7, ans, *coordinates):
-    # (one tangent per differentiable position the rule declares: up to eight coordinates)
-    tangents = (d0, d1, d2, d3, d4, d5, d6, d7)
+def hypot_jvp(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15, ans,
+              *coordinates):
+    # (one tangent per differentiable position the rule declares: up to sixteen coordinates)
+    tangents = (d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15)
     return tuple([tangents[k] * (c / ans) for k, c in enumerate(coordinates)])
 
 
 def _hypot_points(rng):
-    return [(tuple(draw(rng, None, 0.3, 2.0) for _ in range(n)), {}) for n in (1, 2, 3, 5)] + \
+    return [(tuple(draw(rng, None, 0.3, 2.0) for _ in range(n)), {}) for n in (1, 2, 3, 5, 16)] + \
         [((draw(rng, None, 0.3, 2.0), draw(rng, (), -2.0, -0.3)), {})]
 
 
-defrule(math.hypot, hypot_vjp, diff_args=tuple(range(8)), jvp=hypot_jvp, domain=_hypot_points)
+defrule(math.hypot, hypot_vjp, diff_args=tuple(range(16)), jvp=hypot_jvp,
+        domain=_hypot_points)
 
 
 # --------------------------------------------------------------------------- sequences
