@@ -55,9 +55,11 @@ def test_jvp(rule):
 
 
 def _traceable(rule) -> bool:
-    # math.* functions convert their argument to a float, which the array tracer cannot
-    # follow; their vjps are scalar code over math rules, checked by the lint below.
-    return getattr(rule.fn, "__module__", None) != "math" and rule.second_order
+    # math.* (and statistics.*) functions convert their argument to a float, which the array
+    # tracer cannot follow; their vjps are scalar code over math rules, checked by the lint
+    # below, and their second order by test_library_rules.py through hvp and hessian.
+    return getattr(rule.fn, "__module__", None) not in ("math", "statistics") \
+        and rule.second_order
 
 
 @by_name([r for r in TESTED if r.jvp is not None and _traceable(r)])

@@ -7,11 +7,13 @@ from .registry import (Rule, all_rules, defjvp, defrule, is_nondifferentiable, l
 # Importing a rule module registers its rules.
 from . import operators  # noqa: F401
 from . import math_rules  # noqa: F401
+from . import statistics_rules  # noqa: F401
 from . import numpy_elementwise  # noqa: F401
 from . import numpy_complex  # noqa: F401
 from . import numpy_reductions  # noqa: F401
 from . import numpy_shape  # noqa: F401
 from . import numpy_layout  # noqa: F401
+from . import numpy_sequences  # noqa: F401
 from . import numpy_linalg  # noqa: F401
 from . import quotient  # noqa: F401  (divmod, np.divmod)
 from . import numpy_fft  # noqa: F401

@@ -225,6 +225,21 @@ def tile_jvp(dA, ans, A, reps):
     return (np.tile(dA, reps),)
 
 
+def unresize(g, a):
+    """Cotangent of ``np.resize(a, new_shape)``: ``a``'s elements are read in order,
+    cyclically, so each one gets the sum of ``g`` at its copies."""
+    index = np.arange(np.size(g)) % max(np.size(a), 1)
+    return np.reshape(unindex(np.ravel(g), np.zeros(np.size(a)), index), np.shape(a))
+
+
+def resize_vjp(g, ans, a, new_shape):
+    return (unresize(g, a),)
+
+
+def resize_jvp(da, ans, a, new_shape):
+    return (np.resize(da, new_shape),)
+
+
 def unrepeat(g, a, repeats, axis=None):
     """Cotangent of ``np.repeat(a, repeats, axis)``: each copy's cotangent added back."""
     if axis is None:
@@ -581,6 +596,11 @@ def _tile_points(rng):
             ((draw(rng, None), 3), {})]
 
 
+def _resize_points(rng):
+    return [((draw(rng, (3,)), 7), {}), ((draw(rng, (2, 3)), (4, 2)), {}),
+            ((draw(rng, (2, 3)), (2,)), {}), ((draw(rng, None), (2, 2)), {})]
+
+
 def _repeat_points(rng):
     return [((draw(rng, (3,)), 2), {}), ((draw(rng, (2, 3)), 2), {}),
             ((draw(rng, (2, 3)), 2, 1), {}), ((draw(rng, (2, 3)), [1, 0, 3], -1), {}),
@@ -733,6 +753,7 @@ _LINEAR = [
     (np.vstack, vstack_vjp, vstack_jvp, _vstack_points, (0,)),
     (np.tile, tile_vjp, tile_jvp, _tile_points, (0,)),
     (np.repeat, repeat_vjp, repeat_jvp, _repeat_points, (0,)),
+    (np.resize, resize_vjp, resize_jvp, _resize_points, (0,)),
     (np.diag, diag_vjp, diag_jvp, _diag_points, (0,)),
     (np.diagonal, diagonal_vjp, diagonal_jvp, _diagonal_points, (0,)),
     (np.trace, trace_vjp, trace_jvp, _trace_points, (0,)),

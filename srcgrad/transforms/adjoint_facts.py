@@ -98,7 +98,7 @@ def analyze(tree: gast.FunctionDef, ctx: Context, user_calls: dict) -> ReverseFa
         nested=frozenset(overwrites.nested),
         sequences=sequences,
         numeric=frozenset((_numeric_names(tree, ctx) | _product_operands(tree, ctx))
-                          - sequences),
+                          - sequences - _joined_with_sequences(tree, sequences)),
         not_sequences=frozenset(_never_sequences(tree, ctx)),
         shape_root=MappingProxyType(_shape_roots(tree, ctx)),
         loop_tops=MappingProxyType(dict(flow.loop_tops)),
@@ -215,7 +215,11 @@ def _sequence_names(tree, ctx: Context) -> set[str]:
              if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name)}
     other = {node.id for node in gast.walk(tree) if isinstance(node, gast.Name)
              and isinstance(node.ctx, gast.Store) and id(node) not in plain}
-    seqs = set(defs) - other - set(ctx.params) - {a.id for a in _parameters(tree)}
+    # None definitions do not count against a name (``l = None`` before ``l = l + [a]``, and
+    # the ``_t1 = None`` a generated forward sweep starts with: '+' on None fails in Python)
+    only_none = {name for name, values in defs.items()
+                 if all(is_none_constant(v) for v in values)}
+    seqs = set(defs) - other - only_none - set(ctx.params) - {a.id for a in _parameters(tree)}
     vararg = tree.args.vararg
     if vararg is not None and vararg.id not in defs and vararg.id not in other:
         seqs.add(vararg.id)  # *args: a tuple, never rebound
@@ -266,8 +270,14 @@ def _parameters(tree) -> list:
             + [args.vararg, args.kwarg] if a is not None]
 
 
+def is_none_constant(node) -> bool:
+    """Whether ``node`` is the constant None (a definition '+' never reaches: see
+    ``_sequence_names``)."""
+    return isinstance(node, gast.Constant) and node.value is None
+
+
 def _is_sequence(value, seqs, ctx: Context) -> bool:
-    if isinstance(value, (gast.Tuple, gast.List)):
+    if isinstance(value, (gast.Tuple, gast.List)) or is_none_constant(value):
         return True
     if isinstance(value, gast.Name):
         return value.id in seqs
@@ -352,6 +362,19 @@ def _numeric_names(tree, ctx: Context) -> set[str]:
         elif isinstance(node, gast.UnaryOp) and isinstance(node.operand, gast.Name):
             operands.add(node.operand.id)
     return numeric | (operands - _handed_to_calls(tree, ctx) - _read_as_sequence(tree))
+
+
+def _joined_with_sequences(tree, sequences) -> set[str]:
+    """Names joined by ``+`` with a known tuple or list (``a + [v]``, ``a`` a helper's list
+    result or an inlined helper's parameter): they are sequences too, and the adjoints of two
+    such joins are lists, which '+' would concatenate (silently wrong before session 33)."""
+    out = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.BinOp) and isinstance(node.op, gast.Add):
+            pair = (node.left, node.right)
+            if any(isinstance(o, gast.Name) and o.id in sequences for o in pair):
+                out |= {o.id for o in pair if isinstance(o, gast.Name)}
+    return out
 
 
 def _read_as_sequence(tree) -> set[str]:

@@ -26,6 +26,7 @@ from ..errors import InternalError, MissingRuleError, SrcgradError
 from ..rules import lookup
 from . import astutil as A
 from . import adjoint_tape_op, inline
+from .adjoint_facts import concatenation, is_none_constant
 from .binding import bind_rule_call, nondiff_guard, split_spread
 from .cleanup import simplify
 from .desugar import regroup_contexts
@@ -346,9 +347,10 @@ class ForwardGenerator:
             return kind
         if isinstance(value, gast.BinOp):
             fn = BINOPS[type(value.op)]
-            if isinstance(value.op, gast.Add) and isinstance(value.left, gast.Name) \
-                    and value.left.id in self.sequences:
-                fn = runtime.seq_concat
+            if isinstance(value.op, gast.Add):
+                # (the reverse generator's decision: a left operand that may be None first,
+                # ``l = None`` then ``l = l + [a]``, concatenates through runtime.plus)
+                fn = concatenation(value, self.sequences) or fn
             return self.rule_tangent(fn, [value.left, value.right], {}, v, st, s, out)
         if isinstance(value, gast.UnaryOp) and type(value.op) in UNARYOPS:
             return self.rule_tangent(UNARYOPS[type(value.op)], [value.operand], {}, v, st, s,
@@ -590,13 +592,17 @@ class ForwardGenerator:
 
 def _sequence_names(tree) -> set[str]:
     """Names every definition of which is a tuple or list display, or ``+`` of such a name:
-    ``+`` on them concatenates (the reverse generator makes the same analysis)."""
+    ``+`` on them concatenates (the reverse generator makes the same analysis). ``None``
+    definitions do not count against a name (``l = None`` before ``l = l + [a]``, and the
+    ``_t1 = None`` a generated forward sweep starts with): ``+`` on None fails in Python."""
     defs: dict[str, list] = {}
     for node in gast.walk(tree):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             defs.setdefault(node.targets[0].id, []).append(node.value)
 
     def is_sequence(value, seqs):
+        if is_none_constant(value):
+            return True
         if isinstance(value, (gast.Tuple, gast.List)):
             return True
         if isinstance(value, gast.Name):
@@ -611,7 +617,8 @@ def _sequence_names(tree) -> set[str]:
     while changed:
         changed = False
         for name, values in defs.items():
-            if name not in seqs and all(is_sequence(v, seqs) for v in values):
+            if name not in seqs and all(is_sequence(v, seqs) for v in values) \
+                    and not all(is_none_constant(v) for v in values):
                 seqs.add(name)
                 changed = True
     return seqs
