@@ -293,6 +293,7 @@ defrule(polygamma, polygamma_vjp, diff_args=(1,), jvp=polygamma_jvp,
 # --------------------------------------------------------------------------- hypot
 
 def hypot_vjp(g, ans, *coordinates):
+    ans = np.float64(ans)  # (at the origin: nan, as np.linalg.norm's, not ZeroDivisionError)
     return tuple([g * (c / ans) for c in coordinates])
 
 
@@ -300,6 +301,7 @@ def hypot_jvp(d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d
               *coordinates):
     # (one tangent per differentiable position the rule declares: up to sixteen coordinates)
     tangents = (d0, d1, d2, d3, d4, d5, d6, d7, d8, d9, d10, d11, d12, d13, d14, d15)
+    ans = np.float64(ans)
     return tuple([tangents[k] * (c / ans) for k, c in enumerate(coordinates)])
 
 
