@@ -184,6 +184,18 @@ def test_dist_at_equal_points_is_nan_like_norm_at_zero():
         assert np.all(np.isnan(srcgrad.grad(_dist_of_equal_points)(np.array([1.0, 2.0]))))
 
 
+def _hypot_on_an_axis(x):
+    return math.hypot(x, 0.0)
+
+
+def test_hypot_at_the_origin_is_nan_like_norm_at_zero():
+    """Python floats: the rule divided by a float 0.0 (ZeroDivisionError) before."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert math.isnan(srcgrad.grad(_hypot_on_an_axis)(0.0))
+    assert srcgrad.grad(_hypot_on_an_axis)(-3.0) == -1.0
+
+
 def _trim(x):
     return np.sum(np.trim_zeros(np.array([0.0, x[0], 0.0, x[1], 0.0])) * np.arange(3.0))
 
