@@ -63,6 +63,7 @@ __all__ = [
     "size_of",
 ]
 
+import collections.abc
 import copy
 import dataclasses
 import inspect
@@ -70,6 +71,7 @@ import math
 import operator as _operator
 import struct
 import sys
+import threading
 import types
 from typing import Any, NamedTuple
 
@@ -414,7 +416,7 @@ def _densify_items(g, x):
     return tuple(out)
 
 
-_DENSIFYING: set = set()  # ids of objects being densified (an object graph with a cycle)
+_THREAD = threading.local()  # .densifying: ids of objects being densified (a cycle), per thread
 
 
 def _densify_object(g: dict, x):
@@ -422,10 +424,12 @@ def _densify_object(g: dict, x):
     attribute without an adjoint that could carry one gets zeros of its structure: a copy of
     the primal list or object there was read as its cotangent (``m.make()`` reading ``m.W``
     gave ``m.xs``'s values as their own gradient). Integers, strings and the like stay."""
-    import copy
-    if id(x) in _DENSIFYING:  # reached again through its own attributes: no new gradient
+    densifying = getattr(_THREAD, "densifying", None)
+    if densifying is None:
+        densifying = _THREAD.densifying = set()
+    if id(x) in densifying:  # reached again through its own attributes: no new gradient
         return ZERO
-    _DENSIFYING.add(id(x))
+    densifying.add(id(x))
     try:
         out = copy.copy(x)
         for name, value in vars(x).items():
@@ -437,7 +441,7 @@ def _densify_object(g: dict, x):
                 object.__setattr__(out, name, zeros_like(value))
         return out
     finally:
-        _DENSIFYING.discard(id(x))
+        densifying.discard(id(x))
 
 
 def _densify_struct(g, x):
@@ -808,7 +812,6 @@ def add_attr(acc, obj, name: str, g):
     if space_of(obj) is not None:  # (vspace hook)
         refuse_vspace_attribute(obj, name)
     if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
-        import inspect
         if isinstance(inspect.getattr_static(type(obj), name, None), property):
             raise UnsupportedFeatureError(
                 f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
@@ -1749,7 +1752,6 @@ def plain_dataclass_fields(cls) -> tuple | None:
     ``__init__`` only stores in the attribute of that name (its own generated ``__init__``, no
     ``__post_init__``, not frozen, no init-only, ``init=False`` or default_factory fields, no
     ``__slots__``); None for any other class."""
-    import dataclasses
     init = getattr(vars(cls).get("__init__"), "__code__", None) if isinstance(cls, type) \
         else None
     if not (init is not None and init.co_filename == "<string>"
@@ -2194,13 +2196,11 @@ def try_end(catcher) -> None:
 # -- match statements -----------------------------------------------------------------------
 def is_match_sequence(value) -> bool:
     """What a sequence pattern ``case [a, b]:`` matches (not str, bytes, nor an array)."""
-    import collections.abc
     return isinstance(value, collections.abc.Sequence) \
         and not isinstance(value, (str, bytes, bytearray))
 
 
 def is_match_mapping(value) -> bool:
-    import collections.abc
     return isinstance(value, collections.abc.Mapping)
 
 
