@@ -128,7 +128,13 @@ def np_histogram(x):
     return np.sum(edges * np.arange(4.0)) + np.sum((counts + heights + weighted) * x[:3])
 
 
-CASES = [fsum_of_products, fsum_of_a_generator, prod_of_a_list, prod_with_a_start,
+def statistics_of_generators(x):
+    """A generator passed to statistics' functions (refused before: not consumed at once)."""
+    return statistics.mean(v * v for v in x) + statistics.pstdev(v * x[0] for v in x) + \
+        statistics.median(v for v in x)
+
+
+CASES = [statistics_of_generators, fsum_of_products, fsum_of_a_generator, prod_of_a_list, prod_with_a_start,
          prod_of_an_array, dist_of_lists, dist_of_arrays, fmod_of_both, remainder_of_both,
          copysign_ldexp, gamma_lgamma, hypot_of_three_and_one, statistics_means,
          weighted_fmean, statistics_spreads, statistics_with_a_centre, np_resize, np_ediff1d,

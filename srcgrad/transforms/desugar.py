@@ -3680,11 +3680,13 @@ def _consumers() -> frozenset:
     import builtins
     import functools
     import math
+    import statistics
     names = ("sum", "list", "tuple", "set", "frozenset", "sorted", "min", "max", "any", "all",
              "dict")
+    spreads = ("mean", "fmean", "median", "variance", "pvariance", "stdev", "pstdev")
     return frozenset(id(f) for f in (
-        *(getattr(builtins, n) for n in names), math.fsum, math.prod, functools.reduce,
-        np.fromiter))
+        *(getattr(builtins, n) for n in names), *(getattr(statistics, n) for n in spreads),
+        math.fsum, math.prod, functools.reduce, np.fromiter))
 # (np.array of a generator is a 0-d object array, np.stack/concatenate refuse one: not here)
 
 
