@@ -7,6 +7,11 @@ central differences.
   lowered handlers jumped over the ``finally`` code written after them, where Python runs
   it first. The handlers and ``else`` of such a ``try`` are now a protected region of their
   own, whose exits run after the ``finally`` (transforms/trycatch.py ``_lower``).
+- ``a + b`` (and ``a - b``, ``a += b``) on objects of a user's class ran the class's
+  ``__add__``, whatever it computes, while the sweep applied the rule of ``+`` on numbers:
+  the object's adjoint went through unchanged, a silently wrong gradient when the method
+  does anything but add the fields. It is refused at the line now (``runtime.unbroadcast``
+  meets an object's adjoint for an operand that is an object).
 - A bare ``raise`` in a handler crashed (no exception is active in the lowered code); it
   raises what the body's catcher recorded.
 """
@@ -202,3 +207,41 @@ def test_handler_exits_run_the_finally(f):
     value, _ = srcgrad.value_and_grad(f)(X4.copy())
     assert np.isclose(value, f(X4.copy()), rtol=1e-12), (value, f(X4.copy()))
     check_all_orders(f, X4.copy())
+
+
+class _Odd:
+    """Operators that do not compute what their names say."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __add__(self, other):
+        return _Odd(self.a * other.a)
+
+    def __sub__(self, other):
+        return _Odd(np.sin(self.a) * other.a)
+
+
+def add_meaning_multiply(x):
+    v = _Odd(x) + _Odd(x * 3.0)
+    return np.sum(v.a)
+
+
+def augmented_add_meaning_multiply(x):
+    v = _Odd(x)
+    v += _Odd(x * 2.0)
+    return np.sum(v.a)
+
+
+def subtract_of_objects(x):
+    v = _Odd(x) - _Odd(x * x)
+    return np.sum(v.a)
+
+
+@pytest.mark.parametrize("f", [add_meaning_multiply, augmented_add_meaning_multiply,
+                               subtract_of_objects], ids=lambda f: f.__name__)
+def test_operators_of_a_users_class_are_refused_at_the_line(f):
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="arithmetic operator on a _Odd") \
+            as info:
+        srcgrad.grad(f)(X4.copy())
+    assert f"in {f.__name__}():" in "".join(getattr(info.value, "__notes__", []))
