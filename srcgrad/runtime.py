@@ -132,7 +132,7 @@ def unbroadcast(g, x):
             if isinstance(x, (list, tuple)) and len(g) != len(x):
                 refuse_sequence_arithmetic(x)
             if type(g) is dict and not isinstance(x, (list, tuple, dict)) \
-                    and hasattr(x, "__dict__"):
+                    and any(hasattr(type(x), op) for op in _ADDING):
                 refuse_object_arithmetic(x)
             return g
         refuse_foreign_array(g)
@@ -276,6 +276,9 @@ def refuse_sequence_arithmetic(x) -> None:
         f"supported where srcgrad cannot tell the {kind} from an array (a parameter, a "
         f"call's result): the gradient would be wrong. Join with [*a, *b] (or "
         f"list(a) + list(b)); repeat with a comprehension.")
+
+
+_ADDING = ("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__")
 
 
 def refuse_object_arithmetic(x) -> None:
