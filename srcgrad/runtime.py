@@ -133,6 +133,9 @@ def unbroadcast(g, x):
             # another length belongs to a list that '+' joined or '*' repeated
             if isinstance(x, (list, tuple)) and len(g) != len(x):
                 refuse_sequence_arithmetic(x)
+            if type(g) is dict and not isinstance(x, (list, tuple, dict)) \
+                    and any(hasattr(type(x), op) for op in _ADDING):
+                refuse_object_arithmetic(x)
             return g
         refuse_foreign_array(g)
     # getattr is several times cheaper than np.shape on scalars: this runs once per operand
@@ -275,6 +278,21 @@ def refuse_sequence_arithmetic(x) -> None:
         f"supported where srcgrad cannot tell the {kind} from an array (a parameter, a "
         f"call's result): the gradient would be wrong. Join with [*a, *b] (or "
         f"list(a) + list(b)); repeat with a comprehension.")
+
+
+_ADDING = ("__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__")
+
+
+def refuse_object_arithmetic(x) -> None:
+    """Raise for the adjoint of ``a + b`` on an object of a class of the user's: the operator
+    ran the class's ``__add__``, whatever it computes, which the rule of ``+`` on numbers does
+    not follow (the object's adjoint went through it unchanged: a silently wrong gradient
+    before session 33)."""
+    kind = type(x).__name__
+    raise UnsupportedSyntaxError.from_message(
+        f"an arithmetic operator on a {kind} (its own __add__, __sub__, ...) with "
+        f"differentiable values is not supported: srcgrad differentiates the operator as on "
+        f"numbers, not the method. Call a method doing the same instead (a.add(b)).")
 
 
 def refuse_foreign_array(value) -> None:

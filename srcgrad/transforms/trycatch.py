@@ -135,30 +135,82 @@ class _Region:
 
 
 def _lower(s: gast.Try, ctx: Context, in_try: bool) -> list:
-    rt = ctx.rt
+    """The body protected, then the handlers and ``else``, the ``finally``, and what left the
+    body. With a ``finally``, the handlers and ``else`` are protected too (their own region):
+    a ``return``/``break``/``continue`` or an exception leaving them runs after the
+    ``finally``, as in Python (it was skipped, a silently wrong value before session 33)."""
     region = _Region(s, s.body, ctx)
-    catcher, handled = region.catcher, region.handled
     out = region.protected()
-    out.append(A.assign(handled, A.attr(catcher, "ok"), at=s))
+    after = [A.assign(region.handled, A.attr(region.catcher, "ok"), at=s)]
+    after += region.leaving_first(_dispatch(s, region.catcher, region.handled, ctx, in_try))
+    if s.orelse:
+        after.append(A.located(gast.If(test=A.attr(region.catcher, "ok"),
+                                       body=_block(s.orelse, ctx, in_try), orelse=[]),
+                               s.orelse[0]))
+    if not s.finalbody or not _may_leave(s.handlers + s.orelse, s.finalbody, ctx):
+        return out + after + _block(s.finalbody, ctx, in_try) + region.finish()
+    handling = _Region(s, after, ctx)  # lowered already: only its exits are new
+    out += handling.protected()
+    out.append(A.assign(handling.handled, A.attr(handling.catcher, "ok"), at=s))
+    out += handling.leaving_first([])
+    return out + _block(s.finalbody, ctx, in_try) + handling.finish() + region.finish()
+
+
+_LEAVING = (gast.Return, gast.Break, gast.Continue, gast.Raise)
+_LIBRARIES = ("numpy", "math", "builtins", "scipy", "srcgrad")
+
+
+def _may_leave(handling: list, finalbody: list, ctx: Context) -> bool:
+    """Whether the handlers or ``else`` (``handling``) may leave before the ``finally``: a
+    ``return``/``break``/``continue``/``raise`` in them, or a call of a function of the
+    user's (it may raise on purpose; numpy and the standard library are taken not to). A
+    ``finally`` leaving itself decides the exit, which the handlers' region must let it."""
+    nodes = [n for h in handling for n in own_nodes(h)]
+    if any(isinstance(n, _LEAVING) for n in nodes):
+        return True
+    if any(isinstance(n, (gast.Return, gast.Break, gast.Continue))
+           for b in finalbody for n in own_nodes(b)):
+        return True
+    for n in nodes:
+        if isinstance(n, gast.Call):
+            module = getattr(known_value(n.func, ctx), "__module__", None) or ""
+            if module.split(".")[0] not in _LIBRARIES:
+                return True
+    return False
+
+
+def _dispatch(s: gast.Try, catcher: str, handled: str, ctx: Context, in_try: bool) -> list:
+    """The handlers of ``s`` as plain code deciding on what ``catcher`` recorded."""
     dispatch = []
     for h in reversed(s.handlers):
         body = [A.assign(handled, A.const(True), at=h)]
         if h.name is not None:
             ctx.local_names.add(h.name.id)
             body.append(A.assign(h.name.id, A.attr(catcher, "error"), at=h))
-        body += _block(h.body, ctx, in_try)
-        test = A.call(A.attr(rt, "caught"), A.load(catcher),
+        body += _with_reraise(_block(h.body, ctx, in_try), catcher)
+        test = A.call(A.attr(ctx.rt, "caught"), A.load(catcher),
                       h.type or A.load("BaseException"))
         dispatch = [A.located(gast.If(test=test, body=body, orelse=dispatch), h)]
     if dispatch:
         dispatch = [A.located(gast.If(test=_failed(catcher), body=dispatch, orelse=[]), s)]
-    out += region.leaving_first(dispatch)
-    if s.orelse:
-        out.append(A.located(gast.If(test=A.attr(catcher, "ok"),
-                                     body=_block(s.orelse, ctx, in_try), orelse=[]),
-                             s.orelse[0]))
-    out += _block(s.finalbody, ctx, in_try)
-    return out + region.finish()
+    return dispatch
+
+
+def _with_reraise(stmts: list, catcher: str) -> list:
+    """A bare ``raise`` left in lowered handlers (a nested try's were taken by its own)
+    raises what ``catcher`` recorded: no exception is active there any more."""
+    class Reraise(gast.NodeTransformer):
+        def visit_FunctionDef(self, node):
+            return node
+
+        visit_Lambda = visit_ClassDef = visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_Raise(self, node):
+            if node.exc is None:
+                node.exc = A.attr(catcher, "error")
+            return node
+
+    return [Reraise().visit(st) for st in stmts]
 
 
 def _lower_with(s: gast.With, ctx: Context) -> list:

@@ -1,0 +1,247 @@
+"""Python semantics a probe of srcgrad found differentiated wrongly without an error (28 Nov
+2026, session 33), each checked against the plain call's value and, in every mode, against
+central differences.
+
+- A ``try`` with a ``finally`` whose handler or ``else`` left by ``continue``, ``break``,
+  ``return`` or an exception (a ``raise``, a call raising) skipped the ``finally``: the
+  lowered handlers jumped over the ``finally`` code written after them, where Python runs
+  it first. The handlers and ``else`` of such a ``try`` are now a protected region of their
+  own, whose exits run after the ``finally`` (transforms/trycatch.py ``_lower``).
+- ``a + b`` (and ``a - b``, ``a += b``) on objects of a user's class ran the class's
+  ``__add__``, whatever it computes, while the sweep applied the rule of ``+`` on numbers:
+  the object's adjoint went through unchanged, a silently wrong gradient when the method
+  does anything but add the fields. It is refused at the line now (``runtime.unbroadcast``
+  meets an object's adjoint for an operand that is an object).
+- A bare ``raise`` in a handler crashed (no exception is active in the lowered code); it
+  raises what the body's catcher recorded.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import srcgrad
+from test_language import check_all_orders
+
+rng = np.random.default_rng(3301)
+X4 = rng.uniform(0.4, 1.2, 4)
+
+
+def continue_in_handler_with_finally(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            if i == 2:
+                raise ValueError("x")
+            s = s + x[i] ** 2
+        except ValueError:
+            s = s * x[i]
+            continue
+        finally:
+            s = s + x[0]
+        s = s * 1.5
+    return s
+
+
+def continue_in_inner_handler_of_nested_try(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            try:
+                if i == 2:
+                    raise ValueError("x")
+                s = s + x[i] ** 2
+            except ValueError:
+                s = s * x[i]
+                continue
+            finally:
+                s = s + x[0]
+            s = s * 1.5
+        finally:
+            s = s + 0.1
+    return s
+
+
+def break_in_handler_with_finally(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            if i == 2:
+                raise ValueError("x")
+            s = s + x[i] ** 2
+        except ValueError:
+            s = s * x[i]
+            break
+        finally:
+            s = s + x[0]
+    return s
+
+
+def continue_in_else_with_finally(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            s = s + x[i] ** 2
+        except ValueError:
+            pass
+        else:
+            if i == 1:
+                continue
+            s = s * 1.5
+        finally:
+            s = s + x[0]
+    return s
+
+
+def raise_in_handler_with_finally(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            try:
+                if i == 2:
+                    raise ValueError("x")
+                s = s + x[i] ** 2
+            except ValueError:
+                s = s * x[i]
+                raise KeyError("k")
+            finally:
+                s = s + x[0]
+        except KeyError:
+            s = s * 2.0
+    return s
+
+
+def raise_in_else_with_finally(x):
+    s = 0.0
+    for i in range(4):
+        try:
+            try:
+                s = s + x[i] ** 2
+            except ValueError:
+                pass
+            else:
+                if i == 2:
+                    raise KeyError("k")
+            finally:
+                s = s + x[0]
+        except KeyError:
+            s = s * 2.0
+    return s
+
+
+def _raises_when_positive(v):
+    if v > 0.0:
+        raise KeyError("k")
+    return v
+
+
+def call_raising_in_handler_with_finally(x):
+    s = 0.0
+    try:
+        try:
+            raise ValueError("x")
+        except ValueError:
+            s = s + x[1]
+            s = s + _raises_when_positive(x[1])
+        finally:
+            s = s + x[0] * x[2]
+    except KeyError:
+        s = s * 3.0
+    return s
+
+
+def finally_returning_after_handler_continue(x):
+    for i in range(2):
+        try:
+            raise ValueError
+        except ValueError:
+            continue
+        finally:
+            return x[0] * x[1]
+    return x[2]
+
+
+def bare_raise_in_handler(x):
+    s = 0.0
+    try:
+        try:
+            raise ValueError("x")
+        except ValueError:
+            s = s + x[0] * x[3]
+            raise
+    except ValueError:
+        s = s * x[1]
+    return s
+
+
+def bare_raise_in_nested_handler(x):
+    s = 0.0
+    try:
+        try:
+            raise ValueError("x")
+        except ValueError:
+            try:
+                raise KeyError("k")
+            except KeyError:
+                s = s + x[2] ** 2
+            s = s + x[0]
+            raise
+        finally:
+            s = s * x[3]
+    except ValueError:
+        s = s * x[1]
+    except KeyError:
+        s = s * 100.0
+    return s
+
+
+TRY_EXITS = [continue_in_handler_with_finally, continue_in_inner_handler_of_nested_try,
+             break_in_handler_with_finally, continue_in_else_with_finally,
+             raise_in_handler_with_finally, raise_in_else_with_finally,
+             call_raising_in_handler_with_finally, finally_returning_after_handler_continue,
+             bare_raise_in_handler, bare_raise_in_nested_handler]
+
+
+@pytest.mark.parametrize("f", TRY_EXITS, ids=lambda f: f.__name__)
+def test_handler_exits_run_the_finally(f):
+    value, _ = srcgrad.value_and_grad(f)(X4.copy())
+    assert np.isclose(value, f(X4.copy()), rtol=1e-12), (value, f(X4.copy()))
+    check_all_orders(f, X4.copy())
+
+
+class _Odd:
+    """Operators that do not compute what their names say."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __add__(self, other):
+        return _Odd(self.a * other.a)
+
+    def __sub__(self, other):
+        return _Odd(np.sin(self.a) * other.a)
+
+
+def add_meaning_multiply(x):
+    v = _Odd(x) + _Odd(x * 3.0)
+    return np.sum(v.a)
+
+
+def augmented_add_meaning_multiply(x):
+    v = _Odd(x)
+    v += _Odd(x * 2.0)
+    return np.sum(v.a)
+
+
+def subtract_of_objects(x):
+    v = _Odd(x) - _Odd(x * x)
+    return np.sum(v.a)
+
+
+@pytest.mark.parametrize("f", [add_meaning_multiply, augmented_add_meaning_multiply,
+                               subtract_of_objects], ids=lambda f: f.__name__)
+def test_operators_of_a_users_class_are_refused_at_the_line(f):
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="arithmetic operator on a _Odd") \
+            as info:
+        srcgrad.grad(f)(X4.copy())
+    assert f"in {f.__name__}():" in "".join(getattr(info.value, "__notes__", []))
