@@ -295,6 +295,27 @@ def refuse_object_arithmetic(x) -> None:
         f"numbers, not the method. Call a method doing the same instead (a.add(b)).")
 
 
+_ARITHMETIC_METHODS = frozenset({
+    "__add__", "__radd__", "__iadd__", "__sub__", "__rsub__", "__isub__", "__mul__",
+    "__rmul__", "__imul__", "__truediv__", "__rtruediv__", "__itruediv__", "__floordiv__",
+    "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+    "__rmatmul__", "__neg__", "__pos__"})
+
+
+def refuse_operator_object(value, message: str) -> None:
+    """Before ``u.w`` where ``u`` is an arithmetic operator's result
+    (transforms/operator_objects.py): raise when it is an object of a class of the user's
+    defining arithmetic of its own, which ran instead of the operator srcgrad
+    differentiates."""
+    cls = type(value)
+    if cls is _ndarray or cls is float or cls is _float64 or isinstance(value, (
+            np.ndarray, np.generic, int, float, complex, list, tuple)):
+        return
+    if any(_ARITHMETIC_METHODS.intersection(vars(c)) for c in cls.__mro__
+           if c is not object and c.__module__ != "builtins"):
+        raise UnsupportedSyntaxError.from_message(message)
+
+
 def refuse_foreign_array(value) -> None:
     """Raise when a derivative became an array type whose operators differ from an
     ndarray's (np.matrix: '*' is a product; masked arrays drop entries; pandas aligns by

@@ -48,6 +48,7 @@ def _register_helper_rules() -> None:
                            (runtime.refuse_changing_method_within, 0)):
         batching.register(check, functools.partial(_on_the_batch, checked))
     batching.register(runtime.refuse_mutable, _per_example)
+    batching.register(runtime.refuse_operator_object, _per_example)
 
 
 def _per_example(fn, args, kwargs, batched, size):

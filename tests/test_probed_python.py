@@ -241,7 +241,76 @@ def subtract_of_objects(x):
 @pytest.mark.parametrize("f", [add_meaning_multiply, augmented_add_meaning_multiply,
                                subtract_of_objects], ids=lambda f: f.__name__)
 def test_operators_of_a_users_class_are_refused_at_the_line(f):
-    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="arithmetic operator on a _Odd") \
-            as info:
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match="arithmetic operator on a _Odd|arithmetic of its own") as info:
         srcgrad.grad(f)(X4.copy())
     assert f"in {f.__name__}():" in "".join(getattr(info.value, "__notes__", []))
+
+
+class _Shifted:
+    """A number-like class whose operators with a number compute something else."""
+
+    def __init__(self, w):
+        self.w = w
+
+    def __add__(self, other):
+        return _Shifted(self.w * 3.0 + (other.w if isinstance(other, _Shifted) else other))
+
+    __radd__ = __add__
+
+    def __neg__(self):
+        return _Shifted(self.w ** 2)
+
+    def total(self):
+        return np.sum(self.w)
+
+
+def constant_plus_object(x):
+    u = 3.0 + _Shifted(x)  # (the check is where u is first read as an object)
+    return np.sum(u.w)  # line: radd
+
+
+def object_plus_constant(x):
+    v = _Shifted(x)
+    u = v + 1.0  # (the check is where u is first read as an object)
+    return u.total()  # line: add
+
+
+def negated_object(x):
+    u = -_Shifted(x)
+    if x[0] > 0.0:
+        s = np.sum(u.w)  # line: neg
+    else:
+        s = np.sum(u.w)
+    return s
+
+
+@pytest.mark.parametrize("f, mark, mode", [
+    (constant_plus_object, "radd", "grad"), (object_plus_constant, "add", "grad"),
+    (negated_object, "neg", "grad"), (constant_plus_object, "radd", "jvp"),
+    (object_plus_constant, "add", "jvp")],  # (jvp of -obj: a TypeError at its line)
+    ids=lambda v: getattr(v, "__name__", v))
+def test_a_number_with_an_object_is_refused_at_the_line(f, mark, mode):
+    """A number on one side: nothing was unbroadcast, the object's derivative went through
+    the class's own operator unchanged (grad 1 where 3 is right, jvp too) before 28 Nov
+    2026 (transforms/operator_objects.py)."""
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="arithmetic of its own") as info:
+        if mode == "grad":
+            srcgrad.grad(f)(X4.copy())
+        else:
+            srcgrad.jvp(f, (X4.copy(),), (np.ones(4),))
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
+                if f"# line: {mark}" in text)
+    assert f"test_probed_python.py:{line}:" in str(info.value)
+
+
+def arrays_and_numbers_read_after_arithmetic(x):
+    u = x * 2.0 + 1.0
+    s = float(x[0]) + 2.0
+    u += s
+    t = -u
+    return np.sum(u.T * t.real) + s.real + np.sum(t.conj())
+
+
+def test_arrays_and_numbers_pass_the_check():
+    check_all_orders(arrays_and_numbers_read_after_arithmetic, X4.copy())

@@ -637,6 +637,15 @@ refuse_changing_method = make_stub("refuse_changing_method")
 refuse_changing_method_within = make_stub("refuse_changing_method_within")
 SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method",
                          "refuse_changing_method_within"}
+refuse_operator_object = make_stub("refuse_operator_object")
+SUPPORTED = SUPPORTED | {"refuse_operator_object"}
+
+
+@overload(refuse_operator_object)
+def _refuse_operator_object(value, message):
+    """Nothing: compiled code holds no object of a user's class (srcgrad.runtime.
+    refuse_operator_object)."""
+    return lambda value, message: None
 
 
 @overload(refuse_changing_method)

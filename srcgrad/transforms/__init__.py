@@ -39,6 +39,7 @@ from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .lambda_calls import inline_lambda_calls
 from .nonlocals import lower_nonlocal
+from .operator_objects import guard_operator_objects
 from .resolve import BINOPS, UNARYOPS, resolve
 from .scalar import mark_scalar_closed
 from .trycatch import lower_try, protect_try_bodies
@@ -56,6 +57,7 @@ PIPELINE: list[tuple[str, Callable]] = [
     ("lower_try", lower_try),
     ("mark_varied", mark_varied),
     ("desugar", desugar),
+    ("guard_operator_objects", guard_operator_objects),
     ("route_calls", route_calls),
     ("lower_exits", lower_exits),
     ("index_tricks", lower_index_tricks),

@@ -194,6 +194,22 @@ def names_kept(node) -> set[str]:
 _DEFERRED = (gast.Lambda, gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
 
+def header_nodes(s):
+    """The nodes of statement ``s`` itself, not of the statements in its blocks."""
+    if isinstance(s, (gast.If, gast.While)):
+        roots = [s.test]
+    elif isinstance(s, gast.For):
+        roots = [s.iter]
+    elif isinstance(s, gast.With):
+        roots = [item.context_expr for item in s.items]
+    elif isinstance(s, (gast.FunctionDef, gast.ClassDef, gast.Try)):
+        roots = []
+    else:
+        roots = [s]
+    for root in roots:
+        yield from gast.walk(root)
+
+
 def pure_reference(node) -> bool:
     """A variable, or attributes and items of one by constants or variables (``m``,
     ``ms[0].layer``): evaluating it again reads the same object and runs nothing else."""

@@ -360,22 +360,6 @@ _IN_PLACE_FUNCTIONS = (np.copyto, np.put, np.place, np.putmask, np.fill_diagonal
 _SHUFFLING_METHODS = frozenset({"shuffle"})
 
 
-def _header_nodes(s):
-    """The nodes of statement ``s`` itself, not of the statements in its blocks."""
-    if isinstance(s, (gast.If, gast.While)):
-        roots = [s.test]
-    elif isinstance(s, gast.For):
-        roots = [s.iter]
-    elif isinstance(s, gast.With):
-        roots = [item.context_expr for item in s.items]
-    elif isinstance(s, (gast.FunctionDef, gast.ClassDef, gast.Try)):
-        roots = []
-    else:
-        roots = [s]
-    for root in roots:
-        yield from gast.walk(root)
-
-
 def _attribute_name(call, args: list) -> str | None:
     """The attribute a ``setattr``-like ``call`` with arguments ``args``
     (astutil.setattr_arguments) sets, when written as an identifier string; else None."""
@@ -1617,7 +1601,7 @@ class _Desugar:
         fns = [(s, s.name)] if isinstance(s, gast.FunctionDef) else []
         # (the lambdas of this statement itself: those in an if's or a loop's blocks are
         # checked before their own statements, where the variables they read are bound)
-        fns += [(n, named.get(id(n))) for n in _header_nodes(s) if isinstance(n, gast.Lambda)]
+        fns += [(n, named.get(id(n))) for n in A.header_nodes(s) if isinstance(n, gast.Lambda)]
         varied = bool(A.names_read(s) & self.ctx.varied)
         guards = []
         for fn, name in fns:
@@ -1644,7 +1628,7 @@ class _Desugar:
                         self.closure_methods.setdefault(name, []).append(
                             (var, method, what, hint))
         if varied and not isinstance(s, gast.FunctionDef):
-            for name in sorted({n.id for n in _header_nodes(s) if isinstance(n, gast.Name)}
+            for name in sorted({n.id for n in A.header_nodes(s) if isinstance(n, gast.Name)}
                                & self.closure_methods.keys()):
                 guards += [self.closure_method_check(*entry, s)
                            for entry in self.closure_methods[name]]
@@ -1678,7 +1662,7 @@ class _Desugar:
         Returns the run-time checks of ``v.sort()``-like calls, where only the values tell (a
         list of keys may be sorted; an array of differentiable values may not)."""
         guards = []
-        for call in _header_nodes(s):
+        for call in A.header_nodes(s):
             if not (isinstance(call, gast.Call) and A.names_read(call) & self.ctx.varied):
                 continue
             func = call.func
