@@ -194,6 +194,16 @@ def names_kept(node) -> set[str]:
 _DEFERRED = (gast.Lambda, gast.GeneratorExp, gast.ListComp, gast.SetComp, gast.DictComp)
 
 
+def map_blocks(s, fn) -> None:
+    """Replace each block of statement ``s`` (its body, orelse, finalbody, handlers' and
+    match cases' bodies) by ``fn(block)``."""
+    for field in ("body", "orelse", "finalbody"):
+        if isinstance(getattr(s, field, None), list):
+            setattr(s, field, fn(getattr(s, field)))
+    for part in (*getattr(s, "handlers", ()), *getattr(s, "cases", ())):
+        part.body = fn(part.body)
+
+
 def header_nodes(s):
     """The nodes of statement ``s`` itself, not of the statements in its blocks."""
     if isinstance(s, (gast.If, gast.While)):

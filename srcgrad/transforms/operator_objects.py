@@ -66,11 +66,7 @@ def _block(stmts: list, results: set[str], ctx: Context) -> list:
                        f"method doing the same instead (u = v.add(3.0)).")
             out.append(A.expr_stmt(A.call(A.attr(ctx.rt, "refuse_operator_object"),
                                           A.load(name), A.const(message)), at=s))
-        for field in ("body", "orelse", "finalbody"):
-            if isinstance(getattr(s, field, None), list):
-                setattr(s, field, _block(getattr(s, field), results, ctx))
-        for handler in getattr(s, "handlers", ()):
-            handler.body = _block(handler.body, results, ctx)
+        A.map_blocks(s, lambda block: _block(block, results, ctx))
         out.append(s)
     return out
 

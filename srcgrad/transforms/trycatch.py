@@ -63,11 +63,7 @@ def _block(stmts: list, ctx: Context, in_try: bool = False) -> list:
             out.extend(reopened)
             continue
         if not isinstance(s, (gast.FunctionDef, gast.ClassDef)):
-            for field in ("body", "orelse", "finalbody"):
-                if isinstance(getattr(s, field, None), list):
-                    setattr(s, field, _block(getattr(s, field), ctx, in_try))
-            for case in getattr(s, "cases", ()):
-                case.body = _block(case.body, ctx, in_try)
+            A.map_blocks(s, lambda block: _block(block, ctx, in_try))
         out.append(s)
     return out
 
