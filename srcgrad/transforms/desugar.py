@@ -534,10 +534,20 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
 
 def _calls_in_scope(node, shadowed: frozenset):
     """``(call, names)`` for each call in ``node``, with the names the comprehensions around
-    it bind (hiding the function's variables of those names there)."""
+    it bind (hiding the function's variables of those names there). A comprehension's first
+    source is evaluated in the enclosing scope, where its variables hide nothing."""
     if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+        first_source = node.generators[0].iter
+        yield from _calls_in_scope(first_source, shadowed)
         shadowed = shadowed | {n.id for g in node.generators for n in gast.walk(g.target)
                                if isinstance(n, gast.Name)}
+        for child in gast.iter_child_nodes(node):
+            if child is not node.generators[0]:
+                yield from _calls_in_scope(child, shadowed)
+        for child in gast.iter_child_nodes(node.generators[0]):
+            if child is not first_source:
+                yield from _calls_in_scope(child, shadowed)
+        return
     if isinstance(node, gast.Call):
         yield node, shadowed
     for child in gast.iter_child_nodes(node):
