@@ -2,8 +2,13 @@
 against central differences (gradient, jvp, Hessian, Hessian-vector product; third order
 where the idiom was refused there): a call in a comprehension's first source of a nested
 function reading a name the comprehension's variable reuses, a one-line nested ``def`` at
-third order, ..."""
+third order, a method changing ``self`` through another method of ``self``, frozen
+dataclasses and ``__post_init__``; and the silently wrong gradient found on the way (a
+method named like a container's, ``m.add(v)``, ran as plain Python)."""
 from __future__ import annotations
+
+import dataclasses
+import itertools
 
 import numpy as np
 import pytest
@@ -60,7 +65,8 @@ def call_where_the_variable_hides(x):
     return sum(np.sum(g(x)) for x in x[:2])
 
 
-def test_a_call_where_the_comprehensions_variable_hides_a_read_name_is_still_refused():
+def test_only_a_call_where_the_comprehensions_variable_hides_a_read_name_is_refused():
+    srcgrad.grad(call_in_a_first_source)(X4.copy())  # (refused before)
     with pytest.raises(srcgrad.UnsupportedSyntaxError,
                        match=r"test_idioms_left2\.py:\d+: a call of 'g' inside a "
                              r"comprehension whose variable 'x' hides"):
@@ -92,3 +98,201 @@ def test_a_nested_one_line_def_at_third_order(f):
     derivative was refused."""
     check_all_orders(f, X4.copy())
     _check_third_order(f, X4.copy())
+
+
+# -- a method changing self through another method of self ---------------------------------
+class _Stack:
+    def __init__(self):
+        self.xs = []
+
+    def push(self, v):
+        self.xs.append(v)
+
+    def push_twice(self, v):
+        self.push(v)
+        self.push(v * 2)
+
+
+class _Tripled(_Stack):
+    def push(self, v):
+        self.xs.append(v * 3.0)
+
+
+class _Plain(_Stack):
+    pass
+
+
+def push_twice_of_numbers(x):
+    m = _Stack()
+    m.push_twice(x[0] * x[1])
+    m.push(x[2])
+    return sum(m.xs) * x[3] + m.xs[1] ** 2
+
+
+def push_twice_of_arrays(x):
+    m = _Stack()
+    m.push_twice(x)
+    return np.sum(m.xs[1] * x) + np.sum(m.xs[0] ** 2)
+
+
+def push_twice_in_a_loop(x):
+    m = _Stack()
+    for v in x:
+        m.push_twice(np.sin(v))
+    return sum(m.xs) * x[0]
+
+
+def push_twice_of_a_subclass(x):
+    m = _Plain()
+    m.push_twice(x[0] * x[1])
+    return sum(m.xs) * x[3]
+
+
+@pytest.mark.parametrize("f", [push_twice_of_numbers, push_twice_of_arrays,
+                               push_twice_in_a_loop, push_twice_of_a_subclass],
+                         ids=lambda f: f.__name__)
+def test_a_method_changing_self_through_another_method(f):
+    """``self.push(v)`` in a method of ``_Stack`` runs as ``_Stack.push(self, v)``, a helper
+    whose call site takes ``self`` back (refused before: srcgrad did not follow it)."""
+    check_all_orders(f, X4.copy())
+    _check_third_order(f, X4.copy())
+
+
+def push_twice_of_a_subclass_overriding_push(x):
+    m = _Tripled()
+    m.push_twice(x[0] * x[1])
+    return sum(m.xs) * x[3]
+
+
+def test_a_subclass_overriding_the_method_called_on_self_is_refused_at_the_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_idioms_left2\.py:\d+: 'self\.push"
+                                                   r"\(\.\.\.\)' on an object whose class "
+                                                   r"overrides push\(\)"):
+        srcgrad.grad(push_twice_of_a_subclass_overriding_push)(X4.copy())
+
+
+class _Total:
+    def __init__(self, x):
+        self.total = x[0]
+        self.W = x * 1.0
+
+    def add(self, v):
+        self.total = self.total + v
+
+    def add_scaled(self, v, s):
+        self.add(v * s)
+        self.W = self.W * s
+        return self.total
+
+
+def method_named_like_a_sets(x):
+    """(WRONG before, silently: ``a.add(v)``, named like a set's method, ran as plain Python
+    and the gradient through ``a.total`` was lost.)"""
+    a = _Total(x)
+    a.add(x[2])
+    r = a.add_scaled(x[1], x[2])
+    return a.total * r + np.sum(a.W)
+
+
+def test_a_method_named_like_a_containers_every_mode():
+    check_all_orders(method_named_like_a_sets, X4.copy())
+
+
+def _add_in_a_helper(a, v):
+    a.add(v)
+    return a.total
+
+
+def method_named_like_a_sets_in_a_helper(x):
+    a = _Total(x)
+    return _add_in_a_helper(a, x[2]) * x[1] + a.total
+
+
+def test_a_method_named_like_a_containers_on_a_parameter_is_refused_at_the_line():
+    """(WRONG before, silently; the class is not known in the helper.)"""
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_idioms_left2\.py:\d+: 'a\.add"
+                                                   r"\(\.\.\.\)', a method changing its "
+                                                   r"object 'a'"):
+        srcgrad.grad(method_named_like_a_sets_in_a_helper)(X4.copy())
+
+
+# -- frozen dataclasses and __post_init__ ----------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    W: np.ndarray
+    b: float = 1.0
+
+
+@dataclasses.dataclass
+class _Derived:
+    x: np.ndarray
+
+    def __post_init__(self):
+        self.y = self.x * 2
+
+
+@dataclasses.dataclass(frozen=True)
+class _FrozenDerived:
+    x: np.ndarray
+
+    def __post_init__(self):
+        object.__setattr__(self, 'y', self.x * 2)
+
+
+def frozen_built_and_read(x):
+    m = _Frozen(x * 2.0, x[0])
+    return np.sum(m.W ** 2) * m.b
+
+
+def frozen_replaced(x):
+    m = _Frozen(x * 2.0)
+    m2 = dataclasses.replace(m, b=x[1] ** 2)
+    return np.sum(m2.W * m.W) * m2.b
+
+
+def post_init_computing_a_field(x):
+    m = _Derived(np.sin(x))
+    return np.sum(m.y * m.x)
+
+
+def frozen_post_init_computing_a_field(x):
+    m = _FrozenDerived(np.sin(x))
+    return np.sum(m.y * m.x) + m.y[1] ** 2
+
+
+@pytest.mark.parametrize("f", [frozen_built_and_read, frozen_replaced,
+                               post_init_computing_a_field, frozen_post_init_computing_a_field],
+                         ids=lambda f: f.__name__)
+def test_frozen_dataclasses_and_post_init(f):
+    """Their constructor stores each field (with ``object.__setattr__`` in a frozen one, as
+    dataclasses' generated ``__init__`` does), then calls ``__post_init__`` as a helper
+    changing ``self`` (adapters.constructor_adapter; refused before)."""
+    check_all_orders(f, X4.copy())
+
+
+def test_a_store_into_a_frozen_dataclass_still_raises_as_in_python():
+    def f(x):
+        m = _Frozen(x * 2.0)
+        m.W = x
+        return np.sum(m.W)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        srcgrad.grad(f)(X4.copy())
+
+
+# -- islice over an infinite generator: refused, with a hint -------------------------------
+def _forever(x):
+    k = 0
+    while True:
+        yield x[k % 4] * k
+        k += 1
+
+
+def islice_of_an_infinite_generator(x):
+    return sum(itertools.islice(_forever(x), 6))
+
+
+def test_islice_of_an_infinite_generator_is_refused_with_a_hint():
+    with pytest.raises(srcgrad.UnsupportedSyntaxError,
+                       match=r"test_idioms_left2\.py:\d+: an infinite generator .*give the "
+                             r"generator the count its consumer takes"):
+        srcgrad.grad(islice_of_an_infinite_generator)(X4.copy())

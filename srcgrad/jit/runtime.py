@@ -634,7 +634,14 @@ def _refuse_item_update(container, item, message):
 
 refuse_viewed = make_stub("refuse_viewed")
 refuse_changing_method = make_stub("refuse_changing_method")
-SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method"}
+refuse_overridden = make_stub("refuse_overridden")
+SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method", "refuse_overridden"}
+
+
+@overload(refuse_overridden)
+def _refuse_overridden(obj, name, method, message):
+    """Nothing: compiled code holds no object of a user's class with methods."""
+    return lambda obj, name, method, message: None
 
 
 @overload(refuse_changing_method)
