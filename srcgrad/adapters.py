@@ -251,26 +251,33 @@ def constructor_adapter(cls):
                 star = True
             text.append(f"{p.name}=_defaults[{p.name!r}]" if p.name in defaults else p.name)
         names = [p.name for p in params]
-        if {"_rt", "_init", "_cls", "_defaults", "made"} & set(names):
+        if {"_rt", "_init", "_cls", "_defaults", "_post_init", "made"} & set(names):
             raise UnsupportedFeatureError(f"{cls.__name__}.__init__'s parameter names clash "
                                           f"with srcgrad's adapter (_rt, _cls, _init, "
-                                          f"made)")
+                                          f"_post_init, made)")
         call = ", ".join(["self"] + [f"{n}={n}" for n in names])
         self_name = "self" if "self" not in names else "_self"
         call = call.replace("self", self_name, 1)
         init = f"    _init({call})\n"
-        if runtime.plain_dataclass_fields(cls) is not None:
+        namespace = {"_rt": runtime, "_cls": cls, "_init": cls.__init__, "_defaults": defaults}
+        if runtime.plain_dataclass_fields(cls, frozen=True, post_init=True) is not None:
             # its __init__ is dataclasses' generated text, which srcgrad cannot read: what it
             # does, a store of each field (run as plain Python, its stores went unseen: the
-            # fields' gradients were silently zero)
-            init = "".join(f"    {self_name}.{n} = {n}\n" for n in names)
+            # fields' gradients were silently zero), bypassing a frozen class's __setattr__
+            # as it does, then __post_init__ (a helper changing self, taken back at the call)
+            store = "object.__setattr__({0}, {1!r}, {1})" if runtime.is_frozen_dataclass(cls) \
+                else "{0}.{1} = {1}"
+            init = "".join(f"    {store.format(self_name, n)}\n" for n in names)
+            if hasattr(cls, "__post_init__"):
+                namespace["_post_init"] = cls.__post_init__
+                init += f"    _post_init({self_name})\n"
         elif _generated_init(cls):
             raise UnsupportedFeatureError(
                 f"calling the dataclass {cls.__name__} with differentiable values: its "
-                f"__init__ is dataclasses' generated code (frozen, __post_init__, init-only "
-                f"or default_factory fields), which srcgrad cannot read. Make it a plain "
-                f"@dataclass (set what __post_init__ computes in a method, or use "
-                f"a class with its own __init__).")
+                f"__init__ is dataclasses' generated code (init-only, init=False or "
+                f"default_factory fields), which srcgrad cannot read. Give the fields plain "
+                f"defaults (set what a factory makes in __post_init__), or use a class with "
+                f"its own __init__.")
         # (the object returned under another name: returned as it is, its cotangent, the
         # sweep's parameter, was rebound to __init__'s and deleted, which the sweep's own
         # transformation, for grad of grad, read after the deletion)
@@ -280,9 +287,7 @@ def constructor_adapter(cls):
                   f"    made = {self_name}\n"
                   f"    return made\n")
         adapter = _RECORDS[cls] = _compiled(source, f"{cls.__name__} constructor adapter",
-                                            "construct", {"_rt": runtime, "_cls": cls,
-                                                          "_init": cls.__init__,
-                                                          "_defaults": defaults})
+                                            "construct", namespace)
     return adapter
 
 

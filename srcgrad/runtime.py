@@ -32,7 +32,7 @@ __all__ = [
     "is_zero",
     "part",
     "add_attr",
-    "with_attr", "attrs_without", "attr_only", "refuse_shared_object",
+    "with_attr", "with_attr_object", "attrs_without", "attr_only", "refuse_shared_object",
     "refuse_shared_path",
     "refuse_differentiable_change",
     "setitem",
@@ -1754,6 +1754,14 @@ def refuse_changing_method_within(obj, name: str, message: str) -> None:
                 todo += [(v, depth + 1) for v in own.values()]
 
 
+def refuse_overridden(obj, name: str, method, message: str) -> None:
+    """Before ``self.name(...)`` run as ``method(self, ...)`` (the function of the class
+    whose method is being differentiated): raise when ``obj``'s class has another ``name``,
+    which Python would call instead."""
+    if inspect.getattr_static(type(obj), name, None) is not method:
+        raise UnsupportedFeatureError(message)
+
+
 def refuse_differentiable_change(value, message: str) -> None:
     """Before ``v.sort()`` (an in-place method no rewrite follows): raise when ``v`` holds
     differentiable values (not a list of keys, of integers)."""
@@ -1773,9 +1781,23 @@ def with_attr(obj, name: str, value):
     return out
 
 
+def with_attr_object(obj, name: str, value):
+    """``with_attr`` for ``object.__setattr__(obj, name, value)``, which bypasses the class's
+    ``__setattr__`` (a frozen dataclass's ``__init__`` and ``__post_init__`` store so). A
+    property (or other data descriptor) on ``name`` is still refused."""
+    if hasattr(inspect.getattr_static(type(obj), name, None), "__set__"):
+        raise UnsupportedFeatureError(_store_code_message(type(obj), name))
+    out = copy.copy(obj)
+    object.__setattr__(out, name, value)
+    return out
+
+
 def _runs_store_code(cls, name: str) -> bool:
-    """Whether ``obj.name = v`` runs code of ``cls`` (``__setattr__``, a property)."""
+    """Whether ``obj.name = v`` runs code of ``cls`` (``__setattr__``, a property). A frozen
+    dataclass's ``__setattr__`` only raises (with_attr's setattr raises too, as Python
+    does; object.__setattr__ bypasses it, with_attr_object)."""
     return cls.__setattr__ is not object.__setattr__ and cls is not types.SimpleNamespace \
+        and not is_frozen_dataclass(cls) \
         or hasattr(inspect.getattr_static(cls, name, None), "__set__")
 
 
@@ -1786,16 +1808,18 @@ def _store_code_message(cls, name: str) -> str:
             f"or a dict.")
 
 
-def plain_dataclass_fields(cls) -> tuple | None:
+def plain_dataclass_fields(cls, frozen: bool = False, post_init: bool = False
+                           ) -> tuple | None:
     """The init parameters of a plain dataclass, in order, each of which its generated
     ``__init__`` only stores in the attribute of that name (its own generated ``__init__``, no
-    ``__post_init__``, not frozen, no init-only, ``init=False`` or default_factory fields, no
-    ``__slots__``); None for any other class."""
+    ``__post_init__`` unless ``post_init``, not frozen unless ``frozen``, no init-only,
+    ``init=False`` or default_factory fields, no ``__slots__``); None for any other class."""
     init = getattr(vars(cls).get("__init__"), "__code__", None) if isinstance(cls, type) \
         else None
     if not (init is not None and init.co_filename == "<string>"
-            and dataclasses.is_dataclass(cls) and not hasattr(cls, "__post_init__")
-            and cls.__setattr__ is object.__setattr__ and not hasattr(cls, "__slots__")):
+            and dataclasses.is_dataclass(cls) and not hasattr(cls, "__slots__")
+            and (post_init or not hasattr(cls, "__post_init__"))
+            and (cls.__setattr__ is object.__setattr__ or frozen and is_frozen_dataclass(cls))):
         return None
     fields = dataclasses.fields(cls)
     names = tuple(f.name for f in fields)
@@ -1805,6 +1829,15 @@ def plain_dataclass_fields(cls) -> tuple | None:
     return names
 
 
+def is_frozen_dataclass(cls) -> bool:
+    """``@dataclass(frozen=True)``: its ``__setattr__`` only refuses stores (dataclasses'
+    generated code), which ``object.__setattr__`` bypasses."""
+    params = getattr(cls, "__dataclass_params__", None)
+    return bool(params is not None and params.frozen
+                and getattr(vars(cls).get("__setattr__"), "__code__", None) is not None
+                and vars(cls)["__setattr__"].__code__.co_filename == "<string>")
+
+
 def replaced(obj, names: tuple, values: tuple):
     """``dataclasses.replace(obj, n=v, ...)`` of a plain dataclass, or ``obj._replace(n=v,
     ...)`` of a namedtuple (transforms/anf.py): a copy with the fields ``names`` set to
@@ -1812,13 +1845,15 @@ def replaced(obj, names: tuple, values: tuple):
     changes = dict(zip(names, values))
     if is_record_class(type(obj)):
         return obj._replace(**changes)
-    if plain_dataclass_fields(type(obj)) is not None:
+    if plain_dataclass_fields(type(obj), frozen=True) is not None:
         return dataclasses.replace(obj, **changes)
     raise UnsupportedFeatureError(
         f"replacing fields of a {type(obj).__name__} with differentiable values: srcgrad "
-        f"differentiates dataclasses.replace of a plain dataclass (no __post_init__, not "
-        f"frozen, no init-only or default_factory fields) and _replace of a namedtuple. "
-        f"Build the new object by calling its class.")
+        f"differentiates dataclasses.replace of a dataclass with no __post_init__, "
+        f"init-only or default_factory fields (frozen or not) and _replace of a "
+        f"namedtuple: replace would run __post_init__ unseen. Build the new object by "
+        f"calling its class ({type(obj).__name__}(field=..., ...)), which srcgrad follows "
+        f"through __post_init__.")
 
 
 def fields_without(g, obj, names: tuple):
@@ -2023,6 +2058,19 @@ def refuse_shared_held(value, frame: dict, names: tuple, outside: tuple, message
     """refuse_shared_locals, and before a callee updates in place the arrays (and lists) a
     list or dict ``value`` holds (``p["a"] -= g`` in ``p = step(p, g)``): raise when another
     variable or a global holds one of them or shares an array's data."""
+    _refuse_shared_items(value, frame, names, outside, message, True)
+
+
+def refuse_shared_containers(value, frame: dict, names: tuple, outside: tuple,
+                             message: str) -> None:
+    """refuse_shared_held before a callee that changes only the lists, dicts and objects
+    ``value`` holds (``self.hs.append(v)``), never an array's data: another variable may
+    hold the arrays they hold."""
+    _refuse_shared_items(value, frame, names, outside, message, False)
+
+
+def _refuse_shared_items(value, frame: dict, names: tuple, outside: tuple, message: str,
+                         arrays: bool) -> None:
     refuse_shared_locals(value, frame, names, outside, message)
     if type(value) not in (list, dict) and not _is_plain_object(value):
         return
@@ -2034,7 +2082,7 @@ def refuse_shared_held(value, frame: dict, names: tuple, outside: tuple, message
     others: list = []
     for v in [frame[n] for n in names if n in frame] + list(outside):
         _reach(v, others_seen, others)
-    if inner & set(others_seen) or any(_sharing(others, a) for a in held):
+    if inner & set(others_seen) or arrays and any(_sharing(others, a) for a in held):
         raise UnsupportedSyntaxError.from_message(message)
 
 

@@ -635,10 +635,11 @@ def _refuse_item_update(container, item, message):
 refuse_viewed = make_stub("refuse_viewed")
 refuse_changing_method = make_stub("refuse_changing_method")
 refuse_changing_method_within = make_stub("refuse_changing_method_within")
-SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method",
-                         "refuse_changing_method_within"}
 refuse_operator_object = make_stub("refuse_operator_object")
-SUPPORTED = SUPPORTED | {"refuse_operator_object"}
+refuse_overridden = make_stub("refuse_overridden")
+SUPPORTED = SUPPORTED | {"refuse_viewed", "refuse_changing_method",
+                         "refuse_changing_method_within", "refuse_operator_object",
+                         "refuse_overridden"}
 
 
 @overload(refuse_operator_object)
@@ -646,6 +647,12 @@ def _refuse_operator_object(value, message):
     """Nothing: compiled code holds no object of a user's class (srcgrad.runtime.
     refuse_operator_object)."""
     return lambda value, message: None
+
+
+@overload(refuse_overridden)
+def _refuse_overridden(obj, name, method, message):
+    """Nothing: compiled code holds no object of a user's class with methods."""
+    return lambda obj, name, method, message: None
 
 
 @overload(refuse_changing_method)

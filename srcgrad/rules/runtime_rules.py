@@ -496,6 +496,9 @@ def _with_attr_domain(rng):
 
 defrule(rt.with_attr, with_attr_vjp, diff_args=(0, 2), jvp=with_attr_jvp,
         domain=_with_attr_domain, linear=True, name="runtime.with_attr")
+# object.__setattr__(m, "W", v) (a frozen dataclass's __init__, __post_init__): the same store
+defrule(rt.with_attr_object, with_attr_vjp, diff_args=(0, 2), jvp=with_attr_jvp,
+        domain=_with_attr_domain, linear=True, name="runtime.with_attr_object")
 defrule(rt.attrs_without, attrs_without_vjp, diff_args=(0,), jvp=attrs_without_jvp,
         domain=lambda rng: [(({"w": draw(rng, (2, 3)), "b": draw(rng, None)}, "b"), {})],
         linear=True, name="runtime.attrs_without")

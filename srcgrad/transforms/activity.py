@@ -91,7 +91,11 @@ def definitions(tree, local_names=None):
         elif isinstance(node, gast.Expr) and isinstance(node.value, gast.Call):
             # mutating method calls: lst.append(v), x.extend(...), d.update(...)
             func = node.value.func
-            if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and (
+            stored = setattr_arguments(node.value)
+            if stored:  # setattr(m, "W", v), object.__setattr__(m, "W", v): m's value
+                yield {n for n in _target_names(stored[0])
+                       if local_names is None or n in local_names}, node.value
+            elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) and (
                     local_names is None or func.value.id in local_names):
                 yield {func.value.id}, node.value
 

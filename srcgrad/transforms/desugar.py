@@ -186,6 +186,7 @@ def _gathered_names(params, call, changed) -> set[str]:
 
 
 _ITEMS_UPDATED: dict = {}
+_ARRAY_ITEMS_UPDATED: dict = {}
 _SURELY_MUTATED: dict = {}
 _TAKEN_BACK: dict = {}
 
@@ -265,6 +266,32 @@ def _items_updated(tree: gast.FunctionDef) -> frozenset:
         elif isinstance(node, gast.Call) and (stored := A.setattr_arguments(node)) \
                 and isinstance(stored[0], (gast.Subscript, gast.Attribute)):
             out.add(_root(stored[0]))  # setattr(p.b, "W", v)
+    return frozenset(out & params)
+
+
+# methods that change a list, dict or set held in an object, never an array's data
+_CONTAINER_ONLY = {"append", "extend", "insert", "pop", "update", "setdefault", "popitem",
+                   "add", "discard", "remove", "clear", "reverse"}
+
+
+def _array_items_updated(tree: gast.FunctionDef) -> frozenset:
+    """The parameters of ``tree`` through whose items it may change an array's data in place
+    (``p.W += v``, ``p.W[0] = v``, ``p.W.fill(0)``): _items_updated less the changes of the
+    lists, dicts and objects only (``p.hs.append(v)``, ``p.b.W = v``), which leave the
+    arrays they hold as they are (whoever else holds one sees no change)."""
+    params = {a.id for a in tree.args.args + tree.args.posonlyargs + tree.args.kwonlyargs
+              if isinstance(a, gast.Name)}
+    held = (gast.Subscript, gast.Attribute)
+    out = set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.AugAssign) and isinstance(node.target, held):
+            out.add(_root(node.target))
+        elif isinstance(node, gast.Assign):
+            out |= {_root(t) for t in node.targets if isinstance(t, gast.Subscript)
+                    and isinstance(t.value, held)}
+        elif isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, held) and node.func.attr not in _CONTAINER_ONLY:
+            out.add(_root(node.func.value))
     return frozenset(out & params)
 
 
@@ -518,10 +545,20 @@ def lift_closures(tree: gast.FunctionDef, ctx: Context) -> None:
 
 def _calls_in_scope(node, shadowed: frozenset):
     """``(call, names)`` for each call in ``node``, with the names the comprehensions around
-    it bind (hiding the function's variables of those names there)."""
+    it bind (hiding the function's variables of those names there). A comprehension's first
+    source is evaluated in the enclosing scope, where its variables hide nothing."""
     if isinstance(node, (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+        first_source = node.generators[0].iter
+        yield from _calls_in_scope(first_source, shadowed)
         shadowed = shadowed | {n.id for g in node.generators for n in gast.walk(g.target)
                                if isinstance(n, gast.Name)}
+        for child in gast.iter_child_nodes(node):
+            if child is not node.generators[0]:
+                yield from _calls_in_scope(child, shadowed)
+        for child in gast.iter_child_nodes(node.generators[0]):
+            if child is not first_source:
+                yield from _calls_in_scope(child, shadowed)
+        return
     if isinstance(node, gast.Call):
         yield node, shadowed
     for child in gast.iter_child_nodes(node):
@@ -777,6 +814,7 @@ class _Desugar:
         # names that may be numpy views of another array (a slice, a row, a reshape): an
         # in-place update through them changes that array too
         self.nested: list[set[str]] = []  # local names of the nested defs being desugared
+        self.object_stores: set[int] = set()  # object.__setattr__(m, "W", v) as m.W = v
         self.views: set[str] = set()
         for node in gast.walk(tree) if tree is not None else ():
             if isinstance(node, gast.Assign) and _may_be_view(node.value) \
@@ -1417,8 +1455,10 @@ class _Desugar:
         names = gast.Tuple(elts=[A.const(n) for n in others], ctx=gast.Load())
         values = gast.Tuple(elts=[A.load(n) for n in outside], ctx=gast.Load())
         held = param in _mutated_parameters(fn, 0, _items_updated, _ITEMS_UPDATED)
-        return self.check("refuse_shared_held" if held else "refuse_shared_locals",
-                          A.load(name), frame, names, values, message=message, at=s)
+        arrays = param in _mutated_parameters(fn, 0, _array_items_updated, _ARRAY_ITEMS_UPDATED)
+        check = "refuse_shared_locals" if not held else "refuse_shared_held" if arrays \
+            else "refuse_shared_containers"
+        return self.check(check, A.load(name), frame, names, values, message=message, at=s)
 
     def resolves(self, name: str) -> bool:
         """Whether ``name`` names a global or closure variable of the function."""
@@ -1517,7 +1557,7 @@ class _Desugar:
             return self.block(self.loop_with_lowered_test(s))
         pre = self.hoist_walrus(s)
         pre += self.hoist_comprehensions(s)
-        self.methods_as_functions(s)
+        pre += self.methods_as_functions(s)
         taken = self.write_back(s)
         if taken is not None:
             return pre + [out for t in taken for out in self.stmt(t)]
@@ -1715,7 +1755,7 @@ class _Desugar:
                                         "statement (obj.W = v), or keep the values in a "
                                         "dict (d[name] = v).")
             elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
-                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} - _UNREWRITTEN \
                     and (isinstance(s, gast.Expr) and s.value is call
                          or not hasattr(np.ndarray, func.attr)) \
                     and func.value.id in self.ctx.local_names \
@@ -2249,7 +2289,8 @@ class _Desugar:
                 and self.held_varied(target, s.value)):  # (a helper may change m later)
             if self.object_checkable(target):
                 root = target.value.id
-                new = A.located(A.call(A.attr(self.ctx.rt, "with_attr"), A.load(root),
+                store = "with_attr_object" if id(s) in self.object_stores else "with_attr"
+                new = A.located(A.call(A.attr(self.ctx.rt, store), A.load(root),
                                        A.const(target.attr), s.value), s)
                 return [self.object_guard(target, s, inplace), A.assign(root, new, at=s)]
             self.ctx.problem(s, "assignment to an attribute of an object in differentiated "
@@ -2310,25 +2351,67 @@ class _Desugar:
         any helper changing its parameter (it was refused: srcgrad does not follow a
         method's changes of self)."""
         if self.nested:
-            return
+            return []
+        guards = []
         for call in _evaluated_once(s.value) if isinstance(
                 s, (gast.Expr, gast.Assign, gast.Return)) and s.value is not None else []:
             func = call.func if isinstance(call, gast.Call) else None
+            # (also a method named like a container's, m.add(v): one of a user's class is
+            # a plain function, which no list, dict or set method is; it ran as plain
+            # Python, a silently wrong gradient before)
             if not (isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name)
-                    and A.names_read(call) & self.ctx.varied
-                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"}):
+                    and A.names_read(call) & self.ctx.varied):
                 continue
             cls = self.known_class(func.value.id)
             fn = inspect.getattr_static(cls, func.attr, None) if cls is not None else None
             if isinstance(fn, types.FunctionType) and not fn.__code__.co_flags & _STARRED \
                     and changes_self(cls, func.attr, set()):
                 name = self.ctx.helper(fn, f"{cls.__name__}_{func.attr}")
+                if func.value.id in self.ctx.params:
+                    guards.append(self.overriding_guard(func.value.id, func.attr, name, s))
                 call.args.insert(0, A.located(A.load(func.value.id), func.value))
                 call.func = A.located(A.load(name), func)
+        return guards
+
+    def overriding_guard(self, receiver: str, method: str, helper: str, s) -> gast.stmt:
+        """Before ``self.push(v)`` run as ``Stack.push(self, v)`` in a method of ``Stack``:
+        refused at run time when ``self``'s class (a subclass) has a ``push`` of its own,
+        which Python would call instead."""
+        message = (f"{self.ctx.user_location(s)}: '{receiver}.{method}(...)' on an object "
+                   f"whose class overrides {method}(), a method changing its object in place, "
+                   f"with differentiable values, is not supported (in "
+                   f"{self.ctx.fn.__name__}()). srcgrad runs {method}() of the class "
+                   f"defining {self.ctx.fn.__name__}(). Call the method from a function of "
+                   f"the object's own class, or write it as a function of the object (def "
+                   f"{method}(m, ...): m.W = ...).")
+        return self.check("refuse_overridden", A.load(receiver), A.const(method),
+                          A.load(helper), message=message, at=s)
+
+    def receiver_class(self, name: str) -> type | None:
+        """The class defining the method this function is (``Stack.push_twice``), when
+        ``name`` is its first parameter (``self``) and never rebound; else None."""
+        fn = self.ctx.fn
+        if not self.ctx.params or name != self.ctx.params[0] or "<locals>" in getattr(
+                fn, "__qualname__", "<locals>") or any(
+                isinstance(n, gast.Name) and n.id == name and not isinstance(n.ctx, gast.Load)
+                for n in gast.walk(self.tree) if n is not self.tree.args.args[0]):
+            return None
+        owner = getattr(fn, "__globals__", {})
+        *path, method = fn.__qualname__.split(".")
+        for part in path:
+            owner = owner.get(part) if isinstance(owner, dict) else getattr(owner, part, None)
+        if isinstance(owner, type) and owner.__dict__.get(method) is fn:
+            return owner
+        return None
 
     def known_class(self, name: str) -> type | None:
         """The class every binding of ``name`` calls (class_known), when they all call the
-        same one and it makes its objects with ``object.__new__``; else None."""
+        same one and it makes its objects with ``object.__new__``; else None. In a method
+        of a class, ``self``'s class is that class (or a subclass: methods_as_functions
+        checks at run time that it does not override the method called)."""
+        receiver = self.receiver_class(name)
+        if receiver is not None:
+            return receiver
         if not self.class_known(name):
             return None
         classes = {known_value(node.value.func, self.ctx) for node in gast.walk(self.tree)
@@ -2438,7 +2521,9 @@ class _Desugar:
         (kind, key), rest = steps[0], steps[1:]
         if kind == "a":
             child = gast.Attribute(value=A.deepcopy(holder), attr=key, ctx=gast.Load())
-            new = A.call(A.attr(self.ctx.rt, "with_attr"), holder, A.const(key),
+            store = "with_attr_object" if not rest and id(at) in self.object_stores \
+                else "with_attr"
+            new = A.call(A.attr(self.ctx.rt, store), holder, A.const(key),
                          self.held_value(A.located(child, at), rest, value, at))
         else:
             child = gast.Subscript(value=A.deepcopy(holder), slice=_as_load(A.deepcopy(key)),
@@ -2722,7 +2807,11 @@ class _Desugar:
         if name is None:
             return None
         target = A.located(gast.Attribute(value=args[0], attr=name, ctx=gast.Store()), at)
-        return A.assign(target, args[2], at=at)
+        store = A.assign(target, args[2], at=at)
+        if isinstance(call.func, gast.Attribute) and isinstance(call.func.value, gast.Name) \
+                and call.func.value.id == "object":
+            self.object_stores.add(id(store))  # (bypasses the class's __setattr__)
+        return store
 
     def is_writing_statement(self, call, s) -> bool:
         """``call`` is statement ``s``'s whole value and rewritten as an element assignment
@@ -3696,6 +3785,10 @@ def _builtin(name: str, ctx: Context) -> bool:
     """``name`` refers to the builtin of that name in the function's scope."""
     return _is_builtin(name, name, ctx)
 
+
+# container methods no rewrite follows on differentiable values (a set's): one of these
+# called on an object of a class not known here may be a user's method changing it
+_UNREWRITTEN = {"add", "discard", "popitem"}
 
 # methods after which their object holds what their arguments hold
 _STORING_METHODS = {"append", "extend", "insert", "update", "setdefault", "add", "__setitem__"}

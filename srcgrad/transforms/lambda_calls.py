@@ -1,7 +1,7 @@
 """Guarantees afterwards: a lambda called where it is written (``(lambda t: t * c)(v)``), or
 called through a name this function binds to it once at its top level (``g = lambda t: t *
-c`` then ``g(v)``, also in a comprehension), is its body with the arguments put for its
-parameters.
+c`` or ``def g(t): return t * c``, then ``g(v)``, also in a comprehension), is its body with
+the arguments put for its parameters.
 
 Python evaluates a lambda's free variables when it is called, so its body written at the call
 reads what the call would. The calls become plain expressions the sweeps differentiate to any
@@ -43,8 +43,12 @@ def _params(lam: gast.Lambda) -> list[str] | None:
 
 def _stores(tree) -> dict[str, int]:
     counts: dict[str, int] = {}
+    # (a comprehension's variable is its own, it does not rebind the function's)
+    own = {id(n) for c in gast.walk(tree) if isinstance(c, gast.comprehension)
+           for n in gast.walk(c.target)}
     for n in gast.walk(tree):
-        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)) \
+                and id(n) not in own:
             counts[n.id] = counts.get(n.id, 0) + 1
         elif isinstance(n, (gast.Global, gast.Nonlocal)):
             for name in n.names:
@@ -55,7 +59,8 @@ def _stores(tree) -> dict[str, int]:
 
 
 def _named_lambdas(tree: gast.FunctionDef) -> dict:
-    """``{name: (lambda, line)}`` for ``name = lambda ...`` statements of the top level whose
+    """``{name: (lambda, line)}`` for ``name = lambda ...`` statements (and ``def name(...):
+    return ...``) of the top level whose
     name and free variables no other statement binds (each a parameter, or bound once, by a
     statement of the top level: a loop's target would be rebound)."""
     counts = _stores(tree)
@@ -63,17 +68,31 @@ def _named_lambdas(tree: gast.FunctionDef) -> dict:
            if isinstance(t, gast.Name)}
     out = {}
     for s in tree.body:
-        if not (isinstance(s, gast.Assign) and len(s.targets) == 1
-                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda)):
+        if isinstance(s, gast.FunctionDef):
+            name, lam, times = s.name, _as_lambda(s), 2  # (_stores counts a def twice)
+        elif isinstance(s, gast.Assign) and len(s.targets) == 1 \
+                and isinstance(s.targets[0], gast.Name) and isinstance(s.value, gast.Lambda):
+            name, lam, times = s.targets[0].id, s.value, 1
+        else:
             continue
-        name, lam = s.targets[0].id, s.value
-        params = _params(lam)
-        if params is None or counts.get(name) != 1:
+        params = _params(lam) if lam is not None else None
+        if params is None or counts.get(name) != times:
             continue
         free = A.names_read(lam.body) - set(params)
         if all(counts.get(v, 0) == 0 or counts.get(v) == 1 and v in top for v in free):
             out[name] = (lam, getattr(s, "lineno", 0))
     return out
+
+
+def _as_lambda(fn: gast.FunctionDef) -> gast.Lambda | None:
+    """The lambda a nested ``def g(t): return expr`` (an optional docstring before the
+    return, no decorator) is equivalent to, or None."""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], gast.Expr) \
+        and isinstance(fn.body[0].value, gast.Constant) else fn.body
+    if fn.decorator_list or len(body) != 1 or not isinstance(body[0], gast.Return) \
+            or body[0].value is None:
+        return None
+    return gast.Lambda(args=fn.args, body=body[0].value)
 
 
 def _inlined(call: gast.Call, lam: gast.Lambda):
@@ -97,8 +116,18 @@ def _rewrite(node, named: dict, bound: frozenset):
     if isinstance(node, (gast.FunctionDef, gast.Lambda, gast.ClassDef)):
         return node  # (their own scope)
     if isinstance(node, _COMPREHENSIONS):
+        # the first source is evaluated in the enclosing scope, the rest in the
+        # comprehension's, where its variables hide the function's
+        first = node.generators[0]
+        first.iter = _rewrite(first.iter, named, bound)
         bound = bound | {n.id for g in node.generators for n in gast.walk(g.target)
                          if isinstance(n, gast.Name)}
+        first.ifs = [_rewrite(c, named, bound) for c in first.ifs]
+        node.generators[1:] = [_rewrite(g, named, bound) for g in node.generators[1:]]
+        for field in ("elt", "key", "value"):
+            if getattr(node, field, None) is not None:
+                setattr(node, field, _rewrite(getattr(node, field), named, bound))
+        return node
     for field, value in gast.iter_fields(node):
         if isinstance(value, list):
             setattr(node, field, [_rewrite(v, named, bound) if isinstance(v, gast.AST) else v

@@ -99,8 +99,10 @@ def _check_generator(tree, ctx: Context) -> None:
         elif isinstance(node, gast.While) and isinstance(node.test, gast.Constant) \
                 and node.test.value and _loop_yields_forever(node):
             ctx.problem(node, "an infinite generator ('while True' that yields and never "
-                              "stops)", "Yield a bounded number of values (a for loop over "
-                                        "range(n)), or take them with a loop outside.")
+                              "stops)", "Yield a bounded number of values: give the generator "
+                                        "the count its consumer takes (islice(gen(x), n) "
+                                        "becomes gen(x, n) looping 'for k in range(n)'), "
+                                        "or take the values with a loop outside.")
     for node in A.own_nodes(tree):
         if id(node) in yields:
             ctx.problem(node, "a 'yield' whose value is used (values sent into a generator)",
