@@ -172,6 +172,33 @@ def returned_by_a_method(x):
     return np.sum(m.items[0].b * x)
 
 
+class Outer:
+    def __init__(self):
+        self.inner = method_helpers.make(Store)
+
+    def set_inner(self, v):
+        self.inner.set_b(v)
+
+    def read_inner(self, v):
+        self.inner.times(v)  # (its value unused: the call runs as plain Python)
+        return self.inner.times(v) * v
+
+
+def method_of_a_known_class_changing_what_it_holds(x):
+    o = Outer()
+    o.set_inner(x)  # line: known class holds
+    return np.sum(o.inner.b * x)
+
+
+def nested_def_changing_what_a_variable_holds(x):
+    m = Holder()
+
+    def inner(v):
+        m.inner.set_b(v)
+    inner(x)  # line: nested holds
+    return np.sum(m.inner.b * x)
+
+
 GLOBAL_STORE = Store()
 
 
@@ -184,7 +211,9 @@ def global_object(x):
     (held_in_a_helper, "held helper"), (held_through_an_alias, "held alias"),
     (each_of_a_list, "each"), (item_of_a_dict, "dict item"), (held_passed_on, "passed on"),
     (held_here, "held here"), (held_item_here, "computed item"),
-    (returned_by_a_method, "returned"), (global_object, "global")],
+    (returned_by_a_method, "returned"), (global_object, "global"),
+    (method_of_a_known_class_changing_what_it_holds, "known class holds"),
+    (nested_def_changing_what_a_variable_holds, "nested holds")],
     ids=lambda v: getattr(v, "__name__", ""))
 def test_held_objects_refused_at_the_line(f, mark):
     """A method changing an object another holds (a path, an alias, a loop's item, a dict's
@@ -196,6 +225,12 @@ def test_held_objects_refused_at_the_line(f, mark):
 def held_reading_only(x):
     m = Holder()
     return np.sum(method_helpers.look_at_held(m, x) * x)
+
+
+def known_class_reading_what_it_holds(x):
+    o = Outer()
+    o.read_inner(x)
+    return np.sum(o.read_inner(x) * x)
 
 
 def held_reading_here(x):
@@ -234,7 +269,8 @@ def nested_def_reading(x):
 
 
 @pytest.mark.parametrize("f", [method_reading_only, method_value_read, nested_def_reading,
-                               held_reading_only, held_reading_here],
+                               held_reading_only, held_reading_here,
+                               known_class_reading_what_it_holds],
                          ids=lambda f: f.__name__)
 def test_methods_changing_nothing(f):
     check_all_orders(f, X4)

@@ -25,8 +25,7 @@ from ..errors import MissingRuleError, SourceUnavailableError, SrcgradError, unn
 from ..naming import Namer
 from ..source import get_source
 from . import astutil as A
-from .activity import (mark_active, mark_varied, methods_called, methods_reached,
-                       mutated_parameters, shared_roots, sharing,
+from .activity import (mark_active, mark_varied, mutated_parameters,
                        object_changes, rename_decision_like)
 from .anf import to_anf
 from .calls import route_calls
@@ -34,7 +33,7 @@ from .checkpoint import lower_checkpointed
 from .context import Context, DynamicCall, Resolved
 from .desugar import desugar
 from .exits import lower_exits
-from .helper_calls import library_file, source_tree, user_calls
+from .helper_calls import library_file, methods_on_parameters, source_tree, user_calls
 from .gradient_calls import fold_gradient_calls
 from .index_tricks import lower_index_tricks
 from .lambda_calls import inline_lambda_calls
@@ -302,7 +301,7 @@ def _method_guards(r: Resolved, names, bound, at, ctx: Context) -> list:
     type answers it at run time. A method called on an object the parameter's object holds
     (``m.sub.set_w(v)``, ``for s in ms: s.set_w(v)``) is asked of every object the argument
     reaches (refuse_changing_method_within)."""
-    methods = _methods_on_parameters(r.obj)
+    methods = methods_on_parameters(r.obj)
     out = []
     for i, arg in bound:
         if not A.pure_reference(arg):
@@ -321,44 +320,6 @@ def _method_guards(r: Resolved, names, bound, at, ctx: Context) -> list:
             out.append(A.expr_stmt(A.call(A.attr(ctx.rt, check), copy.deepcopy(arg),
                                           A.const(method), A.const(message)), at=at))
     return out
-
-
-_METHODS: dict = {}
-
-
-def _methods_on_parameters(fn, depth: int = 0) -> dict[str, set[tuple[str, bool]]]:
-    """For each parameter of ``fn``, ``(method, within)`` for the methods ``fn``, or a
-    helper of the user's it hands the parameter (or an object it holds) to, calls on its
-    object (within False: activity.methods_called) or on an object it holds or may be
-    (within True: activity.methods_reached), once per code object."""
-    code = fn.__code__
-    known = _METHODS.get(code)
-    if known is not None:
-        return known
-    _METHODS[code] = {}  # (recursion)
-    tree = source_tree(fn)
-    if tree is None:
-        return {}
-    params = set(_param_names(fn))
-    found: dict[str, set[tuple[str, bool]]] = {}
-    for within, table in ((False, methods_called(tree, params)),
-                          (True, methods_reached(tree, params))):
-        for p, methods in table.items():
-            found.setdefault(p, set()).update((m, within) for m in methods)
-    held = sharing(tree, params)
-    for call, callee in user_calls(fn, tree) if depth < 8 else ():
-        inner = _methods_on_parameters(callee, depth + 1)
-        names = _param_names(callee)
-        for i, arg in A.bind_arguments(names, 0, call) or ():
-            if i >= len(names) or names[i] not in inner:
-                continue
-            itself = isinstance(arg, gast.Name) and arg.id in params
-            reached = set().union(set(), *[held.get(n, set()) for n in shared_roots(arg)])
-            for p in reached & params:
-                found.setdefault(p, set()).update(
-                    (m, within or not itself) for m, within in inner[names[i]])
-    _METHODS[code] = found
-    return found
 
 
 def _aliasing_hint(arg, bound, names: list[str], callee: str) -> str | None:

@@ -23,13 +23,14 @@ from .. import runtime
 from ..runtime import function_reads
 from ..rules import lookup
 from .astutil import own_nodes
-from .activity import match_bindings, methods_called, mutated_parameters, object_changes
+from .activity import (match_bindings, methods_called, methods_reached, mutated_parameters,
+                       object_changes)
 from .anf import is_static_ref
 from .context import Context
 from .method_effects import (CHANGING, CHANGING_INSIDE, HANDLED, IN_PLACE_OPERATORS,
                              LENGTH_CHANGING, LIST_UNFOLLOWED, UNFOLLOWED)
 from .gradient_calls import is_maker
-from .helper_calls import library_file, source_tree, user_calls
+from .helper_calls import library_file, methods_on_parameters, source_tree, user_calls
 from .gradient_values import call_gradients_where_called
 from .iterator_idioms import (accumulate_statements, flattened, is_none, islice_subscript,
                               iterator_kind, keyword, product_comprehension)
@@ -1649,30 +1650,55 @@ class _Desugar:
                 a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
                 if isinstance(a, gast.Name)}
             outer = (A.names_read(fn) - own) & scope
-            for var, methods in sorted(methods_called(fn, outer).items()):
-                for method in sorted(methods - CHANGING):  # (those: refuse_closure_changes)
-                    kind = f"nested def {name}()" if isinstance(fn, gast.FunctionDef) \
-                        else "lambda"
-                    what = (f"a {kind} calling '{var}.{method}(...)', a method changing "
-                            f"'{var}', a variable of the enclosing function, in place")
-                    hint = ("srcgrad does not follow a method's changes of self (the gradient "
-                            "through them would be lost): return the new value from the "
-                            "nested function and assign it in the enclosing one.")
-                    if self.method_changes_receiver(var, method):
-                        self.ctx.problem(fn, what, hint)
-                    elif self.class_known(var) or hasattr(np.ndarray, method):
-                        continue  # (an array's method name: see refuse_hidden_stores)
-                    elif name is None and varied and not isinstance(s, gast.FunctionDef):
-                        guards.append(self.closure_method_check(var, method, what, hint, s))
-                    elif name is not None:
-                        self.closure_methods.setdefault(name, []).append(
-                            (var, method, what, hint))
+            called = [(var, method, False) for var, methods in methods_called(fn, outer).items()
+                      for method in methods - CHANGING]  # (those: refuse_closure_changes)
+            called += [(var, method, True) for var, methods in methods_reached(fn, outer).items()
+                       for method in methods if not hasattr(np.ndarray, method)]
+            for var, method, within in sorted(called):
+                kind = f"nested def {name}()" if isinstance(fn, gast.FunctionDef) else "lambda"
+                on = f"an object '{var}' holds" if within else f"'{var}'"
+                what = (f"a {kind} calling '{method}(...)' on {on}, '{var}' a variable of the "
+                        f"enclosing function, a method changing its object in place")
+                hint = ("srcgrad does not follow a method's changes of self (the gradient "
+                        "through them would be lost): return the new value from the nested "
+                        "function and assign it in the enclosing one.")
+                if not within and self.method_changes_receiver(var, method):
+                    self.ctx.problem(fn, what, hint)
+                elif not within and (self.class_known(var) or hasattr(np.ndarray, method)):
+                    continue  # (an array's method name: see refuse_hidden_stores)
+                elif name is None and varied and not isinstance(s, gast.FunctionDef):
+                    guards.append(self.closure_method_check(var, method, within, what, hint, s))
+                elif name is not None:
+                    self.closure_methods.setdefault(name, []).append(
+                        (var, method, within, what, hint))
         if varied and not isinstance(s, gast.FunctionDef):
             for name in sorted({n.id for n in A.header_nodes(s) if isinstance(n, gast.Name)}
                                & self.closure_methods.keys()):
                 guards += [self.closure_method_check(*entry, s)
                            for entry in self.closure_methods[name]]
         return guards
+
+    def held_method_checks(self, var: str, method: str, s) -> list:
+        """``var.method(...)``, ``var`` of a class known here whose method does not change
+        ``var`` itself but calls methods on objects it holds (``self.sub.set_w(v)``): the
+        run-time checks that none of those changes its object (refuse_changing_method_within,
+        as for a helper's argument), which the plain run would lose."""
+        cls = self.known_class(var)
+        fn = inspect.getattr_static(cls, method, None) if cls is not None else None
+        if not (isinstance(fn, types.FunctionType) and fn.__code__.co_argcount):
+            return []
+        me = fn.__code__.co_varnames[0]
+        reached = sorted(m for m, within in methods_on_parameters(fn).get(me, ()) if within)
+        return [self.check("refuse_changing_method_within", A.load(var), A.const(inner),
+                           message=f"{self.ctx.user_location(s)}: '{var}.{method}(...)' calls "
+                                   f"'{inner}(...)' on an object '{var}' holds, a method "
+                                   f"changing its object in place, with differentiable "
+                                   f"values, which is not supported (in "
+                                   f"{self.ctx.fn.__name__}()): srcgrad does not follow a "
+                                   f"method's changes of self (the gradient through them "
+                                   f"would be lost). Store the attributes in the method "
+                                   f"instead ({me}.sub.W = ...).", at=s)
+                for inner in reached]
 
     def object_receiver(self, node) -> bool:
         """Whether ``node.method(...)`` may be a method of an object, one whose class may
@@ -1687,11 +1713,12 @@ class _Desugar:
         return not (library or isinstance(value, (types.ModuleType, type, types.FunctionType,
                                                   types.BuiltinFunctionType, np.ufunc)))
 
-    def closure_method_check(self, var: str, method: str, what: str, hint: str, s):
+    def closure_method_check(self, var: str, method: str, within: bool, what: str, hint: str,
+                             s):
         message = (f"{self.ctx.user_location(s)}: {what}, with differentiable values, is not "
                    f"supported (in {self.ctx.fn.__name__}()). {hint}")
-        return self.check("refuse_changing_method", A.load(var), A.const(method),
-                          message=message, at=s)
+        check = "refuse_changing_method_within" if within else "refuse_changing_method"
+        return self.check(check, A.load(var), A.const(method), message=message, at=s)
 
     def refuse_hidden_stores(self, s) -> list:
         """Refuse what stores differentiable values into an object where no variable is
@@ -1790,6 +1817,12 @@ class _Desugar:
                                  f"of the object (def {func.attr}(m, ...): m.W = ...), whose "
                                  f"changes srcgrad takes back at the call, or store the "
                                  f"attributes here ({name}.W = ...).")
+            elif isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name) \
+                    and func.value.id in self.ctx.local_names \
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
+                    and (isinstance(s, gast.Expr) and s.value is call
+                         or not hasattr(np.ndarray, func.attr)):
+                guards += self.held_method_checks(func.value.id, func.attr, s)
             elif isinstance(func, gast.Attribute) \
                     and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
                     and (isinstance(s, gast.Expr) and s.value is call
