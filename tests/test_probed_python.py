@@ -314,3 +314,34 @@ def arrays_and_numbers_read_after_arithmetic(x):
 
 def test_arrays_and_numbers_pass_the_check():
     check_all_orders(arrays_and_numbers_read_after_arithmetic, X4.copy())
+
+
+_SQUARED = np.vectorize(lambda t: t * t)
+
+
+def vectorized_global(x):
+    return np.sum(_SQUARED(x))  # line: vectorize global
+
+
+def vectorized_here(x):
+    g = np.vectorize(lambda t: t * t)
+    return np.sum(g(x))  # line: vectorize here
+
+
+def frompyfunc_here(x):
+    g = np.frompyfunc(lambda t: t * t, 1, 1)
+    return np.sum(g(x))  # line: frompyfunc
+
+
+@pytest.mark.parametrize("f, mark", [(vectorized_global, "vectorize global"),
+                                     (vectorized_here, "vectorize here"),
+                                     (frompyfunc_here, "frompyfunc")],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_numpy_element_loops_are_refused_naming_them(f, mark):
+    """np.vectorize was refused inside numpy's source, naming its '*args' (a hint about the
+    user's own parameters that did not apply), np.frompyfunc as a missing rule."""
+    with pytest.raises(srcgrad.SrcgradError, match="element by element") as info:
+        srcgrad.grad(f)(X4.copy())
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
+                if f"# line: {mark}" in text)
+    assert f"test_probed_python.py:{line} " in "".join(getattr(info.value, "__notes__", []))
