@@ -279,7 +279,7 @@ def object_plus_constant(x):
 def negated_object(x):
     u = -_Shifted(x)
     if x[0] > 0.0:
-        s = np.sum(u.w)  # line: neg
+        s = np.sum(u.w)
     else:
         s = np.sum(u.w)
     return s
@@ -287,8 +287,7 @@ def negated_object(x):
 
 @pytest.mark.parametrize("f, mark, mode", [
     (constant_plus_object, "radd", "grad"), (object_plus_constant, "add", "grad"),
-    (negated_object, "neg", "grad"), (constant_plus_object, "radd", "jvp"),
-    (object_plus_constant, "add", "jvp")],  # (jvp of -obj: a TypeError at its line)
+    (constant_plus_object, "radd", "jvp"), (object_plus_constant, "add", "jvp")],
     ids=lambda v: getattr(v, "__name__", v))
 def test_a_number_with_an_object_is_refused_at_the_line(f, mark, mode):
     """A number on one side: nothing was unbroadcast, the object's derivative went through
@@ -302,6 +301,19 @@ def test_a_number_with_an_object_is_refused_at_the_line(f, mark, mode):
     line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
                 if f"# line: {mark}" in text)
     assert f"test_probed_python.py:{line}:" in str(info.value)
+
+
+@pytest.mark.parametrize("mode", ["grad", "jvp"])
+def test_a_negated_object_fails_at_its_line(mode):
+    """-obj running __neg__: the derivative of '-' on the object's derivative (a dict) fails
+    at the line, never a silent number."""
+    with pytest.raises(TypeError) as info:
+        if mode == "grad":
+            srcgrad.grad(negated_object)(X4.copy())
+        else:
+            srcgrad.jvp(negated_object, (X4.copy(),), (np.ones(4),))
+    assert "in negated_object(): u = -_Shifted(x)" in "".join(
+        getattr(info.value, "__notes__", []))
 
 
 def arrays_and_numbers_read_after_arithmetic(x):
@@ -345,3 +357,42 @@ def test_numpy_element_loops_are_refused_naming_them(f, mark):
     line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
                 if f"# line: {mark}" in text)
     assert f"test_probed_python.py:{line} " in "".join(getattr(info.value, "__notes__", []))
+
+
+def _shift(v):
+    return 3.0 + v  # line: helper returns
+
+
+def _shift_named(v):
+    u = v + 1.0
+    return u  # line: helper returns a name
+
+
+def helper_shifting_an_object(x):
+    u = _shift(_Shifted(x))
+    return np.sum(u.w)
+
+
+def helper_shifting_an_object_by_name(x):
+    u = _shift_named(_Shifted(x))
+    return np.sum(u.w)
+
+
+def helpers_shifting_arrays(x):
+    return np.sum(_shift(x) * _shift_named(x))
+
+
+@pytest.mark.parametrize("f, mark", [(helper_shifting_an_object, "helper returns"),
+                                     (helper_shifting_an_object_by_name,
+                                      "helper returns a name")],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_a_helper_returning_an_object_shifted_by_a_number_is_refused(f, mark):
+    with pytest.raises(srcgrad.UnsupportedSyntaxError, match="arithmetic of its own") as info:
+        srcgrad.grad(f)(X4.copy())
+    line = next(i for i, text in enumerate(open(__file__).read().splitlines(), 1)
+                if f"# line: {mark}" in text)
+    assert f"test_probed_python.py:{line}:" in str(info.value)
+
+
+def test_helpers_returning_arrays_pass_the_check():
+    check_all_orders(helpers_shifting_arrays, X4.copy())
