@@ -382,7 +382,25 @@ def helpers_shifting_arrays(x):
     return np.sum(_shift(x) * _shift_named(x))
 
 
+def _weight_of(u):
+    return u.w
+
+
+def shifted_object_handed_to_a_helper(x):
+    u = _Shifted(x) + 1.0
+    return np.sum(_weight_of(u))  # line: handed to a helper
+
+
+def shifted_object_stored_in_a_list(x):
+    u = 2.0 + _Shifted(x)
+    us = [u]  # line: stored in a list
+    return np.sum(us[0].w)
+
+
 @pytest.mark.parametrize("f, mark", [(helper_shifting_an_object, "helper returns"),
+                                     (shifted_object_handed_to_a_helper,
+                                      "handed to a helper"),
+                                     (shifted_object_stored_in_a_list, "stored in a list"),
                                      (helper_shifting_an_object_by_name,
                                       "helper returns a name")],
                          ids=lambda v: getattr(v, "__name__", ""))

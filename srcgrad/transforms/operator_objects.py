@@ -1,7 +1,8 @@
 """Guarantees afterwards: a variable bound to a sum or difference of a differentiable value
 and one that is not (``u = 3.0 + v``, ``u = v - c``, ``u += 1.0``) and then read as an
-object (``u.w``, ``u.norm()``, an attribute arrays do not have), or returned by a helper
-(whose caller may read it so), is checked first, at run time, not to be an object of a
+object (``u.w``, ``u.norm()``, an attribute arrays do not have), handed on where something
+else may read it so (a call without a rule, a list, a tuple, a dict), or returned by a
+helper, is checked first, at run time, not to be an object of a
 class defining its own arithmetic (``__add__``, ``__radd__``, ...).
 
 The sweeps differentiate an operator as on numbers and arrays. On an object of such a class
@@ -20,9 +21,13 @@ import numpy as np
 
 from ..codegen import to_source
 from . import astutil as A
+from ..rules import lookup
 from .context import Context
+from .resolve import known_value
 
 def guard_operator_objects(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    if ctx.src.filename.startswith("<srcgrad"):
+        return tree  # (generated code: its user's checks are in it already)
     results = _arithmetic_results(tree, ctx)
     if results or not ctx.entry:
         tree.body = _block(tree.body, results, ctx)
@@ -68,7 +73,7 @@ def _block(stmts: list, results: set[str], ctx: Context) -> list:
             out.append(A.assign(held, s.value, at=s))
             s.value = A.load(held)
             results = results | {held}
-        checked = _read_as_objects(s, results) | (
+        checked = _read_as_objects(s, results, ctx) | (
             {s.value.id} & results if not ctx.entry and isinstance(s, gast.Return)
             and isinstance(s.value, gast.Name) else set())
         for name in sorted(checked):
@@ -86,10 +91,21 @@ def _block(stmts: list, results: set[str], ctx: Context) -> list:
     return out
 
 
-def _read_as_objects(s, results: set[str]) -> set[str]:
+def _read_as_objects(s, results: set[str], ctx: Context) -> set[str]:
     """The ``results`` statement ``s`` itself (not its blocks) reads an attribute of that
-    arrays do not have."""
-    return {n.value.id for n in A.header_nodes(s)
-            if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Load)
-            and isinstance(n.value, gast.Name) and n.value.id in results
-            and not hasattr(np.ndarray, n.attr)}
+    arrays do not have, or hands on where something else may (an argument of a call
+    without a derivative rule, ``helper(u)``, ``xs.append(u)``; an item of a list, tuple or
+    dict display)."""
+    out = set()
+    for n in A.header_nodes(s):
+        if isinstance(n, gast.Attribute) and isinstance(n.ctx, gast.Load) \
+                and isinstance(n.value, gast.Name) and not hasattr(np.ndarray, n.attr):
+            out.add(n.value.id)
+        elif isinstance(n, gast.Call) and lookup(known_value(n.func, ctx)) is None:
+            out |= {a.id for a in (*n.args, *[k.value for k in n.keywords])
+                    if isinstance(a, gast.Name)}
+        elif isinstance(n, (gast.List, gast.Tuple)) and isinstance(n.ctx, gast.Load):
+            out |= {e.id for e in n.elts if isinstance(e, gast.Name)}
+        elif isinstance(n, gast.Dict):
+            out |= {v.id for v in n.values if isinstance(v, gast.Name)}
+    return out & results
