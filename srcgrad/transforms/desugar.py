@@ -1683,7 +1683,8 @@ class _Desugar:
         ``var`` itself but calls methods on objects it holds (``self.sub.set_w(v)``): the
         run-time checks that none of those changes its object (refuse_changing_method_within,
         as for a helper's argument), which the plain run would lose."""
-        cls = self.known_class(var)
+        cls = self.known_class(var) if not self.ctx.src.filename.startswith("<srcgrad") \
+            else None
         fn = inspect.getattr_static(cls, method, None) if cls is not None else None
         if not (isinstance(fn, types.FunctionType) and fn.__code__.co_argcount):
             return []
@@ -1702,7 +1703,11 @@ class _Desugar:
 
     def object_receiver(self, node) -> bool:
         """Whether ``node.method(...)`` may be a method of an object, one whose class may
-        change it: not a module's function or a class's (``np.linalg.norm``, ``Cls.f``)."""
+        change it: not a module's function or a class's (``np.linalg.norm``, ``Cls.f``),
+        nor one srcgrad's generated code calls (``helper_adj.fwd``: the user's checks are in
+        that code already, and compiled code could not hold the object)."""
+        if self.ctx.src.filename.startswith("<srcgrad"):
+            return False
         value = known_value(node, self.ctx)
         if value is None:
             return True  # (a local's, or a call's result)
