@@ -49,23 +49,21 @@ def call_fwd(fn, *args, **kwargs):
 def refuse_unnested(fn) -> None:
     """Refuse to differentiate a call of one of srcgrad's entry points whose machinery is not
     differentiable (``__srcgrad_not_nested__``: vjp, jvp, hvp, a function vmap made), or of
-    a Python function numpy applies element by element (``np.vectorize(f)``,
-    ``np.frompyfunc(f, ...)``: numpy's loop, not source srcgrad can follow; it was refused
-    inside numpy's own source, naming its ``*args``); the traceback's note names the user's
-    line."""
+    a Python function numpy applies element by element (``np.vectorize(f)``: numpy's loop,
+    not source srcgrad can follow; it was refused inside numpy's own source, naming its
+    ``*args``. ``np.frompyfunc(f, ...)`` makes a ufunc, for which a rule may be registered:
+    a missing rule); the traceback's note names the user's line."""
     api = getattr(fn, "__srcgrad_not_nested__", None)
     if api is not None:
         what, hint = unnested_api(api)
         raise UnsupportedFeatureError(f"{what} is not supported. {hint}")
-    if isinstance(fn, np.vectorize) or isinstance(fn, np.ufunc) and lookup(fn) is None \
-            and fn.__name__.endswith("(vectorized)"):
-        made = "np.vectorize" if isinstance(fn, np.vectorize) else "np.frompyfunc"
+    if isinstance(fn, np.vectorize):
         raise UnsupportedFeatureError(
-            f"calling a function made by {made}(f) with differentiable values is not "
-            f"supported: numpy applies f element by element in its own loop, which srcgrad "
-            f"cannot differentiate. Write f with numpy operations on whole arrays (it then "
-            f"applies to arrays as it is), or apply it in a comprehension "
-            f"(np.array([f(t) for t in x])).")
+            "calling a function made by np.vectorize(f) with differentiable values is not "
+            "supported: numpy applies f element by element in its own loop, which srcgrad "
+            "cannot differentiate. Write f with numpy operations on whole arrays (it then "
+            "applies to arrays as it is), or apply it in a comprehension "
+            "(np.array([f(t) for t in x])).")
 
 
 def refuse_third_order(fn, args) -> None:

@@ -45,10 +45,10 @@ def _register_helper_rules() -> None:
     for check, checked in ((runtime.refuse_viewed, 0), (runtime.refuse_shared_array, 0),
                            (runtime.refuse_item_update, 1), (runtime.refuse_shared_locals, 0),
                            (runtime.refuse_changing_method, 0),
-                           (runtime.refuse_changing_method_within, 0)):
+                           (runtime.refuse_changing_method_within, 0),
+                           (runtime.refuse_operator_object, 0)):
         batching.register(check, functools.partial(_on_the_batch, checked))
     batching.register(runtime.refuse_mutable, _per_example)
-    batching.register(runtime.refuse_operator_object, _per_example)
 
 
 def _per_example(fn, args, kwargs, batched, size):
