@@ -216,6 +216,43 @@ def test_a_method_named_like_a_containers_on_a_parameter_is_refused_at_the_line(
         srcgrad.grad(method_named_like_a_sets_in_a_helper)(X4.copy())
 
 
+class _Store:
+    def __init__(self):
+        self.d = {}
+
+    def setdefault(self, k, v):
+        if k not in self.d:
+            self.d[k] = v * 2.0
+        return self.d[k]
+
+
+def method_named_setdefault(x):
+    """(A TypeError before: ``s.setdefault(k, v)`` was rewritten as dict's, ``k not in s``.)"""
+    s = _Store()
+    r = np.sum(s.setdefault("a", x * x[0]) * x)
+    return r * np.sum(s.setdefault("a", x) * x[1])
+
+
+def dict_setdefault_on_a_parameter(x, d):
+    a = d.setdefault("a", x * x[0])
+    return np.sum(a * x) + np.sum(d.setdefault("a", x))
+
+
+def test_a_method_named_setdefault_every_mode():
+    check_all_orders(method_named_setdefault, X4.copy())
+
+
+def test_dict_setdefault_on_a_parameter_every_mode():
+    check_all_orders(lambda x: dict_setdefault_on_a_parameter(x, {}), X4.copy())
+
+
+def test_setdefault_of_a_class_on_a_parameter_is_refused_at_the_line():
+    with pytest.raises(srcgrad.SrcgradError, match=r"test_idioms_left2\.py:\d+: 'd\.setdefault"
+                                                   r"\(\.\.\.\)' with differentiable values "
+                                                   r"on an object that is not a dict"):
+        srcgrad.grad(dict_setdefault_on_a_parameter)(X4.copy(), _Store())
+
+
 # -- frozen dataclasses and __post_init__ ----------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class _Frozen:

@@ -195,11 +195,48 @@ def bare_raise_in_nested_handler(x):
     return s
 
 
+def numpy_raising_in_handler_with_finally(x):
+    """(WRONG before, silently, 30 Nov 2026: a handler holding no raise and no call of the
+    user's was not protected, so numpy raising in it under np.errstate skipped the finally.)"""
+    s = x[0] * 1.0
+    with np.errstate(invalid="raise"):
+        try:
+            try:
+                s = s * x[1]
+                raise ValueError("v")
+            except ValueError:
+                s = s + np.sqrt(x[2] - 10.0)
+            finally:
+                s = s * x[3]
+        except FloatingPointError:
+            s = s * x[2]
+    return s
+
+
+def builtin_raising_in_else_with_finally(x):
+    """(WRONG before, silently: ``int("z")`` in the ``else``, a builtin taken not to raise.)"""
+    s = x[0] * x[1]
+    try:
+        try:
+            s = s * x[2]
+        except KeyError:
+            s = s * 100.0
+        else:
+            s = s + x[1]
+            int("z")
+        finally:
+            s = s * x[3]
+    except ValueError:
+        s = s * x[0]
+    return s
+
+
 TRY_EXITS = [continue_in_handler_with_finally, continue_in_inner_handler_of_nested_try,
              break_in_handler_with_finally, continue_in_else_with_finally,
              raise_in_handler_with_finally, raise_in_else_with_finally,
              call_raising_in_handler_with_finally, finally_returning_after_handler_continue,
-             bare_raise_in_handler, bare_raise_in_nested_handler]
+             bare_raise_in_handler, bare_raise_in_nested_handler,
+             numpy_raising_in_handler_with_finally, builtin_raising_in_else_with_finally]
 
 
 @pytest.mark.parametrize("f", TRY_EXITS, ids=lambda f: f.__name__)

@@ -3372,7 +3372,10 @@ class _CompHoister(gast.NodeTransformer):
                     or func.value.id in ctx.local_names)
                 and 1 <= len(node.args) <= 2 and not node.keywords
                 and not any(isinstance(a, gast.Starred) for a in node.args)
-                and bool(A.names_read(self.at) & ctx.varied))
+                and bool(A.names_read(self.at) & ctx.varied)
+                # (an object of a user's class with a setdefault method of its own: a call
+                # as any, `'a' not in s` raised a TypeError)
+                and self.owner.known_class(func.value.id) is None)
 
     def setdefault_item(self, node):
         """``d.setdefault(k, v)`` as ``if k not in d: d[k] = v`` before the statement and
@@ -3389,6 +3392,17 @@ class _CompHoister(gast.NodeTransformer):
             default = A.load(self.held(default))
         if A.names_read(default) & ctx.varied:
             ctx.varied.add(name)
+        if name not in self.owner.built:
+            # (a parameter or a helper's result: a dict only at run time, when its
+            # setdefault is dict's)
+            message = (f"{ctx.user_location(at)}: '{name}.setdefault(...)' with "
+                       f"differentiable values on an object that is not a dict (its class "
+                       f"has a setdefault of its own) is not supported (in "
+                       f"{ctx.fn.__name__}()). Call it on a dict, or give the method another "
+                       f"name.")
+            self.pre.append(self.owner.check(
+                "refuse_overridden", A.load(name), A.const("setdefault"),
+                A.attr(A.load("dict"), "setdefault"), message=message, at=at))
         missing = gast.Compare(left=A.deepcopy(key), ops=[gast.NotIn()],
                                comparators=[A.load(name)])
         store = A.assign(gast.Subscript(value=A.load(name), slice=A.deepcopy(key),
