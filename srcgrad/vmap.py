@@ -53,7 +53,7 @@ def _register_helper_rules() -> None:
 
 def _per_example(fn, args, kwargs, batched, size):
     """A batch of numbers is an array: check the first example's value instead."""
-    value = args[0][0] if batched[0] else args[0]
+    value = args[0][0] if 0 in batched else args[0]
     return fn(value, *args[1:], **kwargs)
 
 

@@ -669,3 +669,16 @@ def test_reducing_a_number_per_example_never_reduces_the_batch(fn):
     got = batching.apply(fn, (x,), {}, {0}, 3)
     want = np.stack([np.asarray(fn(x[i])) for i in range(3)])
     assert np.shape(got) == want.shape and np.allclose(got, want)
+
+
+def test_the_parameter_update_check_runs_on_one_example_of_the_batch():
+    """``refuse_mutable`` (a callee's ``p *= 2`` on an argument) under vmap looks at one
+    example: a batch of numbers passes (each example is a number, which ``*=`` rebinds), a
+    batch of arrays is refused as one array is. (It indexed the set of batched positions,
+    a TypeError, before session 34.)"""
+    from srcgrad import runtime
+    check = runtime.refuse_mutable
+    rule = batching.BATCH_RULES[check]  # (batching.apply loops per example if it fails)
+    rule(check, (np.arange(3.0), "m"), {}, {0}, 3)
+    with pytest.raises(srcgrad.SrcgradError, match="m"):
+        rule(check, (np.ones((3, 2)), "m"), {}, {0}, 3)

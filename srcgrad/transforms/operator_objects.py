@@ -11,8 +11,9 @@ and the object's adjoint went through the operator unchanged: a silently wrong g
 (session 33's probe, ``3.0 + obj``). The backward sweep's ``unbroadcast`` catches two objects
 added (runtime.refuse_object_arithmetic), and ``*``, ``/``, ``-v`` fail on the object's
 derivative (a dict) at their line; with a number on one side of ``+`` or ``-`` nothing is
-unbroadcast, so the check is here, where the result is first read as an object. Arrays and numbers pass
-it (an attribute arrays have, ``u.T``, ``u.shape``, is not checked at all: no cost there).
+unbroadcast, so the check is here, where the result is first read as an object. Arrays and
+numbers pass it (an attribute arrays have, ``u.T``, ``u.shape``, is not checked at all: no
+cost there).
 """
 from __future__ import annotations
 
@@ -20,10 +21,11 @@ import gast
 import numpy as np
 
 from ..codegen import to_source
-from . import astutil as A
 from ..rules import lookup
+from . import astutil as A
 from .context import Context
 from .resolve import known_value
+
 
 def guard_operator_objects(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
     if ctx.src.filename.startswith("<srcgrad"):
