@@ -22,7 +22,7 @@ from .runtime import stop_gradient
 from .adapters import has_starred_parameters, instance_call, receiver_method, route
 from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
-from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
+from .errors import MissingRuleError, SrcgradError, SourceUnavailableError, UnsupportedFeatureError
 from .generated import (BuildCache, Generated, LastBuild, LastMadeBuild, cached_build,
                         consuming, remember)
 from .transforms import check_calls
@@ -33,7 +33,7 @@ from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize
 from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
-from .transforms.binding import scatter_rule_grads
+from .transforms.binding import nondiff_message, scatter_rule_grads, takes_more
 from .transforms.rank_facts import rank_candidates
 from .transforms.reverse import reverse
 from .jit import jit_gradient, jit_vjp, unwrap_numba
@@ -944,7 +944,10 @@ def dynamic_forward(fn, args, kwargs):
         value, record = dynamic_forward(args[0], tuple(args[1]), args[2])
         return value, ApplyCall(record)
     fn = route(fn, args, kwargs)
-    rule = lookup(fn) or nondifferentiable_rule(fn)
+    rule = lookup(fn)
+    if rule is not None:
+        _refuse_beyond_rule(rule, args)
+    rule = rule or nondifferentiable_rule(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
         return value, RuleCall(rule, args, kwargs, value)
@@ -1005,6 +1008,26 @@ def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
     wrt |= {i for i, name in enumerate(names) if name in changed and i >= offset}
     wrt = {i for i in wrt if i < len(names)}
     return tuple(sorted(wrt)) or tuple(range(len(names)))
+
+
+def _refuse_beyond_rule(rule, args) -> None:
+    """Raise when a float reaches a position a rule's vjp takes through ``*args`` but does
+    not differentiate: ``np.atleast_1d(*xs)`` with a second array, ``math.hypot(*xs)`` with
+    seventeen coordinates. (Its gradient was dropped, silently, before session 34; generated
+    code checks such positions where the call's operands are written out, but here activity
+    is not known: the value decides, as for a user's function called at run time.)"""
+    if len(args) <= len(rule.params):
+        return
+    if not takes_more(rule.vjp):  # max(*xs) of three items: the vjp's TypeError before
+        raise UnsupportedFeatureError(
+            f"'{rule.name}' called with {len(args)} positional operands (a '*' spreading "
+            f"them, or a function value) is not supported: srcgrad's rule for it takes "
+            f"{len(rule.params)}. Pass them as written in the rule's signature "
+            f"({rule.name}({', '.join(rule.params)})), or as one sequence where the function "
+            f"takes one (max(xs)).")
+    for i in range(len(rule.params), len(args)):
+        if i not in rule.diff_args and i not in rule.shape_args:
+            runtime.refuse_float_operand(args[i], nondiff_message(rule, str(i + 1)))
 
 
 def dynamic_backward(record, g):

@@ -12,10 +12,16 @@ central differences.
   the object's adjoint went through unchanged, a silently wrong gradient when the method
   does anything but add the fields. It is refused at the line now (``runtime.unbroadcast``
   meets an object's adjoint for an operand that is an object).
+- A rule taking any number of operands (``math.hypot``, ``np.atleast_1d``) called through
+  ``*xs`` (or as a function value) with more of them than it differentiates dropped the
+  gradients of the others (session 34). They are refused at run time now (api.py
+  ``_refuse_beyond_rule``), with how many the rule differentiates.
 - A bare ``raise`` in a handler crashed (no exception is active in the lowered code); it
   raises what the body's catcher recorded.
 """
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -446,3 +452,45 @@ def test_a_helper_returning_an_object_shifted_by_a_number_is_refused(f, mark):
 
 def test_helpers_returning_arrays_pass_the_check():
     check_all_orders(helpers_shifting_arrays, X4.copy())
+
+
+# -- rules taking any number of operands, past the ones they differentiate -----------------
+def atleast_of_spread_arrays(x):
+    """(WRONG before, silently: the second array's gradient was dropped.)"""
+    parts = [x[0] * 2.0, x[1] * 3.0]
+    a, b = np.atleast_1d(*parts)
+    return np.sum(a) + np.sum(b)
+
+
+def hypot_of_twenty_spread(x):
+    """(WRONG before, silently: coordinates 17 to 20 got no gradient.)"""
+    return math.hypot(*[x[i % 4] * (i + 1) for i in range(20)])
+
+
+def hypot_of_seventeen_written(x):
+    return math.hypot(x[0], x[1], x[2], x[3], x[0], x[1], x[2], x[3], x[0], x[1], x[2], x[3],
+                      x[0], x[1], x[2], x[3], x[0])
+
+
+def hypot_of_sixteen_spread(x):
+    return math.hypot(*[x[i % 4] * (i + 1) for i in range(16)])
+
+
+def max_of_three_spread(x):
+    return max(*[x[0] * 2.0, x[1], x[2]])
+
+
+@pytest.mark.parametrize("f, message", [
+    (atleast_of_spread_arrays, r"argument 2 of 'numpy\.atleast_1d' is not differentiable.*"
+                               r"differentiates its first argument only"),
+    (hypot_of_twenty_spread, r"argument 17 of 'math\.hypot' .*its first 16 arguments only"),
+    (hypot_of_seventeen_written, r"test_probed_python\.py:\d+: argument 17 of 'math\.hypot'"
+                                 r".*its first 16 arguments only"),
+    (max_of_three_spread, r"'max' called with 3 positional operands")])
+def test_operands_past_what_a_rule_differentiates_are_refused(f, message):
+    with pytest.raises(srcgrad.SrcgradError, match=message):
+        srcgrad.grad(f)(X4.copy())
+
+
+def test_a_spread_call_within_what_the_rule_differentiates():
+    check_all_orders(hypot_of_sixteen_spread, X4.copy())

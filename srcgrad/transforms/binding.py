@@ -12,8 +12,10 @@ transformer, values at run time.
 from __future__ import annotations
 
 __all__ = ["BoundCall", "SpreadCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard",
-           "split_spread"]
+           "split_spread", "nondiff_message"]
 
+import functools
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,8 +112,34 @@ def nondiff_guard(ctx, rule, what: str, operand, at):
     operand the rule does not differentiate but which depends on the differentiated input.
     Whether it carries a gradient is known only at run time: an integer (``axis=axis`` in a
     helper differentiated with respect to all its parameters) carries none."""
-    message = (f"{ctx.user_location(at)}: argument {what} of '{rule.name}' is not differentiable, "
-               f"but it depends on the differentiated input.")
+    message = f"{ctx.user_location(at)}: {nondiff_message(rule, what)}"
     call = A.call(A.attr(ctx.rt, "refuse_float_operand"), A.deepcopy(operand),
                   A.const(message))
     return A.expr_stmt(call, at=at)
+
+
+def nondiff_message(rule, what: str) -> str:
+    """Why the operand ``what`` (a 1-based position or a quoted keyword) of a call of
+    ``rule.fn`` depending on the differentiated input is refused; for a position its vjp
+    takes through ``*args`` beyond those it differentiates (``math.hypot``'s seventeenth
+    coordinate), how many it does."""
+    message = (f"argument {what} of '{rule.name}' is not differentiable, but it depends on "
+               f"the differentiated input.")
+    if what.isdigit() and int(what) > len(rule.params) and takes_more(rule.vjp):
+        n = len(rule.diff_args)
+        which = (("its first argument" if n == 1 else f"its first {n} arguments")
+                 if rule.diff_args == tuple(range(n)) else
+                 "arguments " + ", ".join(str(i + 1) for i in rule.diff_args))
+        message += (f" srcgrad's rule for it differentiates {which} only: pass fewer, or "
+                    f"register a rule of your own for a function calling it (@srcgrad.rule).")
+    return message
+
+
+@functools.lru_cache(maxsize=None)
+def takes_more(vjp) -> bool:
+    """Whether ``vjp`` takes any number of operands (``*args``)."""
+    try:
+        parameters = inspect.signature(vjp).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.kind is p.VAR_POSITIONAL for p in parameters)
