@@ -22,7 +22,7 @@ from .runtime import stop_gradient
 from .adapters import has_starred_parameters, instance_call, receiver_method, route
 from .call_records import ApplyCall, RuleCall, UserCall
 from .checkpoint import checkpoint_options, default_checkpoints
-from .errors import MissingRuleError, SrcgradError, SourceUnavailableError, UnsupportedFeatureError
+from .errors import MissingRuleError, SrcgradError, SourceUnavailableError
 from .generated import (BuildCache, Generated, LastBuild, LastMadeBuild, cached_build,
                         consuming, remember)
 from .transforms import check_calls
@@ -33,7 +33,7 @@ from .signature import (SCALAR_TYPES, Wrt, function_key, integer_leaf, normalize
 from .source import get_source
 from .transforms.activity import changed_parameters
 from .transforms.astutil import bind_arguments, names_read
-from .transforms.binding import nondiff_message, scatter_rule_grads, takes_more
+from .transforms.binding import refuse_beyond_rule, rule_cotangents
 from .transforms.rank_facts import rank_candidates
 from .transforms.reverse import reverse
 from .jit import jit_gradient, jit_vjp, unwrap_numba
@@ -946,7 +946,7 @@ def dynamic_forward(fn, args, kwargs):
     fn = route(fn, args, kwargs)
     rule = lookup(fn)
     if rule is not None:
-        _refuse_beyond_rule(rule, args)
+        refuse_beyond_rule(rule, args)
     rule = rule or nondifferentiable_rule(fn)
     if rule is not None:
         value = fn(*args, **kwargs)
@@ -1010,26 +1010,6 @@ def dynamic_wrt(func, self_args: tuple, args, kwargs) -> tuple[int, ...]:
     return tuple(sorted(wrt)) or tuple(range(len(names)))
 
 
-def _refuse_beyond_rule(rule, args) -> None:
-    """Raise when a float reaches a position a rule's vjp takes through ``*args`` but does
-    not differentiate: ``np.atleast_1d(*xs)`` with a second array, ``math.hypot(*xs)`` with
-    seventeen coordinates. (Its gradient was dropped, silently, before session 34; generated
-    code checks such positions where the call's operands are written out, but here activity
-    is not known: the value decides, as for a user's function called at run time.)"""
-    if len(args) <= len(rule.params):
-        return
-    if not takes_more(rule.vjp):  # max(*xs) of three items: the vjp's TypeError before
-        raise UnsupportedFeatureError(
-            f"'{rule.name}' called with {len(args)} positional operands (a '*' spreading "
-            f"them, or a function value) is not supported: srcgrad's rule for it takes "
-            f"{len(rule.params)}. Pass them as written in the rule's signature "
-            f"({rule.name}({', '.join(rule.params)})), or as one sequence where the function "
-            f"takes one (max(xs)).")
-    for i in range(len(rule.params), len(args)):
-        if i not in rule.diff_args and i not in rule.shape_args:
-            runtime.refuse_float_operand(args[i], nondiff_message(rule, str(i + 1)))
-
-
 def dynamic_backward(record, g):
     """Gradients ``(positional, keyword)`` of a call recorded by ``dynamic_forward``."""
     if isinstance(record, ApplyCall):  # apply(f, args, kwargs) of a plain function f
@@ -1038,6 +1018,5 @@ def dynamic_backward(record, g):
                 {k: runtime.ZERO if v is None else v for k, v in keyword.items()}], {}
     if isinstance(record, RuleCall):
         rule, args, kwargs = record.rule, record.args, record.kwargs
-        return scatter_rule_grads(rule, args, kwargs,
-                                  rule.vjp(g, record.value, *args, **kwargs))
+        return rule_cotangents(rule, args, kwargs, rule.vjp(g, record.value, *args, **kwargs))
     return record.at_call(record.per_parameter(record.bwd(record.saved, g)))

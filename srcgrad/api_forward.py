@@ -42,7 +42,8 @@ from .generated import (BuildCache, Generated, cached_build, consuming, own_attr
 from .jit import check_option, jit_forward, second_order
 from .transforms import astutil as A
 from .transforms import check_calls
-from .transforms.binding import bind_rule_call, scatter_rule_grads
+from .transforms.binding import (bind_rule_call, nondiff_message, refuse_beyond_rule,
+                                 scatter_rule_grads)
 from .transforms.context import UNBOUND
 from .transforms.forward import forward
 from .transforms.flat_shapes import stand_in_shapes
@@ -216,6 +217,7 @@ def _transposed_vjp(rule, value, args, kwargs, ds, bound):
 
 
 def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
+    refuse_beyond_rule(rule, args)
     value = fn(*args, **kwargs)
     bound = bind_rule_call(rule, args, kwargs)
 
@@ -228,9 +230,7 @@ def _rule_jvp(rule, fn, args, kwargs, tangents, kw_tangents):
     # code's calls of rules: see Context.own_code)
     for what, where, _ in () if rule.name.startswith("runtime.") else bound.nondiff:
         if not runtime.is_zero(tangent_at(where)):
-            raise NonDifferentiableError(
-                f"argument {what} of '{rule.name}' is not differentiable, but it depends on "
-                f"the differentiated input.")
+            raise NonDifferentiableError(nondiff_message(rule, what))
     ds = [runtime.ZERO] * len(rule.diff_args)
     any_active = [False] * len(rule.diff_args)
     for k, i, operand, name in bound.diff:

@@ -30,7 +30,7 @@ from .call_records import (RULE_ARGS, RULE_VALUE, USER_SAVED, ApplyCall,
 from .errors import MissingRuleError, UnsupportedFeatureError, UnsupportedSyntaxError, unnested_api
 from .rules import lookup
 from .runtime import ZERO, container_method, add, is_zero, part, receiver_of
-from .transforms.binding import scatter_rule_grads
+from .transforms.binding import rule_cotangents
 from .transforms.desugar import changes_self
 
 __all__ = ["call_fwd", "method_fwd", "call_bwd", "call_jvp", "method_jvp", "call_fwd_jvp",
@@ -296,7 +296,7 @@ def _call_bwd_fwd(record, g):
     if isinstance(record, RuleCall):
         grads, inner = dynamic_forward(record.rule.vjp, (g, record.value) + tuple(record.args),
                                        record.kwargs)
-        return scatter_rule_grads(record.rule, record.args, record.kwargs, grads), \
+        return rule_cotangents(record.rule, record.args, record.kwargs, grads), \
             Redispatch(_call_bwd_bwd, (inner, record))
     wrt_grads, inner = dynamic_forward(record.bwd, (record.saved, g), {})
     grads = record.at_call(record.per_parameter(wrt_grads))

@@ -373,6 +373,30 @@ def is_zero(g) -> bool:
     return g is None or (type(g) is float and g == 0.0)
 
 
+class NotDifferentiated:
+    """The cotangent of an operand a rule does not differentiate but which holds floats, in
+    a call resolved at run time (``np.interp(*args)``, ``f(**kw)``, a function value): a
+    value that raises NonDifferentiableError where the backward sweep uses it, which it does
+    only when the operand depends on the differentiated input (a constant's cotangent is
+    never read). (Such a gradient was dropped, silently, before session 34.)"""
+
+    __slots__ = ("message",)
+    __array_ufunc__ = None  # (numpy's operators hand over to the reflected ones below)
+
+    def __init__(self, message: str):
+        self.message = message
+
+    def _refuse(self, *args, **kwargs):
+        raise NonDifferentiableError(self.message)
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __truediv__ = _refuse
+    __rtruediv__ = __matmul__ = __rmatmul__ = __pow__ = __rpow__ = __neg__ = _refuse
+    __getitem__ = __iter__ = __len__ = __float__ = __bool__ = __array__ = _refuse
+
+    def __repr__(self):
+        return f"NotDifferentiated({self.message!r})"
+
+
 def densify(g, x):
     """Turn a lazy zero adjoint into real zeros shaped like ``x``; other values pass."""
     if type(g) is _ndarray and type(x) is _ndarray and g.shape == x.shape and \
@@ -390,6 +414,8 @@ def densify(g, x):
         return g
     if is_zero(g):
         return zeros_like(x)
+    if type(g) is NotDifferentiated:  # an input reached a rule's non-differentiable operand
+        g._refuse()
     if isinstance(x, (list, tuple, dict)):
         if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
             refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
@@ -2390,8 +2416,9 @@ _np_sum, _np_mean, _new_probe = np.sum, np.mean, tuple.__new__
 
 def probe(fn, *args):
     """``fn(*args)`` for an elementwise ``fn`` (an arithmetic operator, a numpy ufunc) or
-    ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy arrays, probes and
-    numbers and the result is large; else computed (operands that are probes first)."""
+    ``np.sum``/``np.mean`` without an axis, as a ``Probe`` when its operands are numpy
+    arrays, probes and numbers and the result is large; else computed (operands that are
+    probes first)."""
     if (fn is _np_sum or fn is _np_mean) and len(args) == 1 and type(args[0]) is _ndarray \
             and args[0].dtype.kind in "fc":
         # (of any size: a reduction costs ~2 us and ~1 kB of numpy's temporaries even on a

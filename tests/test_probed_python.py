@@ -12,10 +12,12 @@ central differences.
   the object's adjoint went through unchanged, a silently wrong gradient when the method
   does anything but add the fields. It is refused at the line now (``runtime.unbroadcast``
   meets an object's adjoint for an operand that is an object).
-- A rule taking any number of operands (``math.hypot``, ``np.atleast_1d``) called through
-  ``*xs`` (or as a function value) with more of them than it differentiates dropped the
-  gradients of the others (session 34). They are refused at run time now (api.py
-  ``_refuse_beyond_rule``), with how many the rule differentiates.
+- A call of a rule resolved at run time (``np.interp(*table)``, ``np.logspace(**kw)``, a
+  function value ``fs[0](...)``, ``math.hypot(*xs)`` past the sixteen coordinates its rule
+  differentiates) dropped the gradient of an operand the rule does not differentiate
+  (session 34): the cotangent of such an operand holding floats is now a
+  ``runtime.NotDifferentiated`` that raises where the backward sweep reads it, which it
+  does only for an operand depending on the input (api.py ``_rule_backward``).
 - A bare ``raise`` in a handler crashed (no exception is active in the lowered code); it
   raises what the body's catcher recorded.
 """
@@ -476,6 +478,30 @@ def hypot_of_sixteen_spread(x):
     return math.hypot(*[x[i % 4] * (i + 1) for i in range(16)])
 
 
+def interp_of_a_spread_table(x):
+    """(WRONG before, silently: ``xp``'s gradient was dropped.)"""
+    table = (0.6, x[:2] * np.array([1.0, 2.0]), np.array([0.0, 1.0]))
+    return np.interp(*table)
+
+
+def logspace_of_spread_keywords(x):
+    """(WRONG before, silently: ``base``'s gradient was dropped.)"""
+    options = {"base": x[0] + 1.0}
+    return np.sum(np.logspace(0.0, 1.0, 3, **options))
+
+
+def interp_as_a_function_value(x):
+    """(A TypeError in the backward sweep before.)"""
+    fns = [np.interp]
+    return fns[0](0.6, x[:2] * np.array([1.0, 2.0]), np.array([0.0, 1.0]))
+
+
+def interp_of_a_constant_spread_table(x):
+    table = (np.array([0.0, 1.0, 2.0]), np.array([1.0, 3.0, 2.0]))
+    options = {"base": 3.0, "num": 3}
+    return np.interp(x[0] + x[1], *table) * np.sum(np.logspace(0.0, x[2], **options))
+
+
 def max_of_three_spread(x):
     return max(*[x[0] * 2.0, x[1], x[2]])
 
@@ -486,11 +512,21 @@ def max_of_three_spread(x):
     (hypot_of_twenty_spread, r"argument 17 of 'math\.hypot' .*its first 16 arguments only"),
     (hypot_of_seventeen_written, r"test_probed_python\.py:\d+: argument 17 of 'math\.hypot'"
                                  r".*its first 16 arguments only"),
-    (max_of_three_spread, r"'max' called with 3 positional operands")])
+    (max_of_three_spread, r"'max' called with 3 positional operands"),
+    (interp_of_a_spread_table, r"argument 2 of 'numpy\.interp' is not differentiable"),
+    (logspace_of_spread_keywords, r"argument 'base' of 'numpy\.logspace' is not "
+                                  r"differentiable"),
+    (interp_as_a_function_value, r"argument 2 of 'numpy\.interp' is not differentiable")])
 def test_operands_past_what_a_rule_differentiates_are_refused(f, message):
     with pytest.raises(srcgrad.SrcgradError, match=message):
         srcgrad.grad(f)(X4.copy())
+    with pytest.raises(srcgrad.SrcgradError, match=message):
+        srcgrad.jvp(f, (X4.copy(),), (X4.copy(),))
+    with pytest.raises(srcgrad.SrcgradError, match=message):  # (zeros, silently, at first)
+        srcgrad.jacrev(srcgrad.grad(f))(X4.copy())
 
 
-def test_a_spread_call_within_what_the_rule_differentiates():
-    check_all_orders(hypot_of_sixteen_spread, X4.copy())
+@pytest.mark.parametrize("f", [hypot_of_sixteen_spread, interp_of_a_constant_spread_table],
+                         ids=lambda f: f.__name__)
+def test_a_spread_call_within_what_the_rule_differentiates(f):
+    check_all_orders(f, X4.copy())

@@ -12,7 +12,7 @@ transformer, values at run time.
 from __future__ import annotations
 
 __all__ = ["BoundCall", "SpreadCall", "bind_rule_call", "scatter_rule_grads", "nondiff_guard",
-           "split_spread", "nondiff_message"]
+           "split_spread", "nondiff_message", "rule_cotangents", "refuse_beyond_rule"]
 
 import functools
 import inspect
@@ -21,6 +21,8 @@ from typing import Any
 
 import gast
 
+from .. import runtime
+from ..errors import UnsupportedFeatureError
 from . import astutil as A
 
 
@@ -107,6 +109,41 @@ def scatter_rule_grads(rule, args, kwargs: dict, grads) -> tuple[list, dict]:
     return positional, keyword
 
 
+def rule_cotangents(rule, args, kwargs: dict, grads) -> tuple[list, dict]:
+    """``scatter_rule_grads`` for a call resolved at run time (``np.interp(*table)``,
+    ``f(**kw)``, a function value), with a ``runtime.NotDifferentiated`` cotangent for each
+    operand holding floats that the rule does not differentiate (``math.hypot``'s
+    seventeenth coordinate, ``np.interp``'s ``xp``): the sweep raises where it reads one,
+    which it does only for an operand depending on the differentiated input. (Generated
+    code checks the operands it writes out, nondiff_guard; these it cannot see.)"""
+    positional, keyword = scatter_rule_grads(rule, args, kwargs, grads)
+    if not rule.diff_args or rule.name.startswith("runtime."):
+        # (a function marked non-differentiable: zero is its derivative; srcgrad's own
+        # helpers read their other operands for shapes)
+        return positional, keyword
+    for what, where, operand in bind_rule_call(rule, args, kwargs).nondiff:
+        if runtime.may_carry_gradient(operand):
+            lost = runtime.NotDifferentiated(nondiff_message(rule, what))
+            if isinstance(where, str):
+                keyword[where] = lost
+            else:
+                positional[where] = lost
+    return positional, keyword
+
+
+def refuse_beyond_rule(rule, args) -> None:
+    """Raise when a rule whose vjp takes a fixed number of operands is called, at run time,
+    with more (``max(*xs)`` of three items, through the builtin's two-operand rule: the
+    vjp's TypeError before)."""
+    if len(args) > len(rule.params) and not takes_more(rule.vjp):
+        raise UnsupportedFeatureError(
+            f"'{rule.name}' called with {len(args)} positional operands (a '*' spreading "
+            f"them, or a function value) is not supported: srcgrad's rule for it takes "
+            f"{len(rule.params)}. Pass them as written in the rule's signature "
+            f"({rule.name}({', '.join(rule.params)})), or as one sequence where the function "
+            f"takes one (max(xs)).")
+
+
 def nondiff_guard(ctx, rule, what: str, operand, at):
     """``_rt.refuse_float_operand(operand, message)``: a statement of generated code for an
     operand the rule does not differentiate but which depends on the differentiated input.
@@ -125,7 +162,8 @@ def nondiff_message(rule, what: str) -> str:
     coordinate), how many it does."""
     message = (f"argument {what} of '{rule.name}' is not differentiable, but it depends on "
                f"the differentiated input.")
-    if what.isdigit() and int(what) > len(rule.params) and takes_more(rule.vjp):
+    if what.isdigit() and int(what) > len(rule.params) and rule.diff_args \
+            and takes_more(rule.vjp):
         n = len(rule.diff_args)
         which = (("its first argument" if n == 1 else f"its first {n} arguments")
                  if rule.diff_args == tuple(range(n)) else
