@@ -181,6 +181,14 @@ def _unbroadcast(g, x):
 @overload(densify)
 def _densify(g, x):
     x = unwrap_type(x)
+    if isinstance(g, types.Optional):
+        # (a compiled hvp's tangent of a variable bound to None before a loop, popped from
+        # its stack: zero_tangent(None) is None, the lazy zero, as interpreted)
+        def maybe(g, x):
+            if g is None:
+                return densify(0.0, x)
+            return densify(present(g), x)
+        return maybe
     if isinstance(x, types.Array):
         if is_scalar_type(g):
             dtype = float_dtype(x)
