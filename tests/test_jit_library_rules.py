@@ -10,6 +10,7 @@ lacks, a differentiated stdlib function).
 import math
 import sys
 import warnings
+from math import ldexp
 
 import numpy as np
 import pytest
@@ -104,6 +105,36 @@ def test_copysign_in_a_loop_second_order_compiles():
     np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
     check_grad(copysign_in_a_loop, args, wrt=(0, 1),
                grads=srcgrad.grad(copysign_in_a_loop, wrt=(0, 1), jit=True)(*args))
+
+
+def ldexp_of_a_square(x, i):
+    return math.ldexp(x * x, i) + x
+
+
+def ldexp_imported_from_math(x, i):
+    return ldexp(x * x, i) + x
+
+
+LDEXPS = [ldexp_of_a_square, ldexp_imported_from_math]
+
+
+@pytest.mark.parametrize("f", LDEXPS, ids=[f.__name__ for f in LDEXPS])
+def test_ldexp_overflow_raises_as_in_python(f):
+    """numba's math.ldexp gives inf where Python's raises OverflowError: the compiled
+    gradient returned inf (and nan for ldexp(x, 1100) * 0.0 + x) where the interpreted one
+    raises."""
+    compiled = {"grad": lambda *a: srcgrad.grad(f, jit=True)(*a),
+                "jvp": lambda *a: srcgrad.jvp(f, a, (1.0, 0), jit=True)[1],
+                "hvp": lambda *a: srcgrad.hvp(f, a, (1.0, 0), jit=True)[0]}
+    interpreted = {"grad": lambda *a: srcgrad.grad(f)(*a),
+                   "jvp": lambda *a: srcgrad.jvp(f, a, (1.0, 0))[1],
+                   "hvp": lambda *a: srcgrad.hvp(f, a, (1.0, 0))[0]}
+    for kind, run in compiled.items():
+        assert run(0.7, -3) == pytest.approx(interpreted[kind](0.7, -3), rel=1e-12)
+        with pytest.raises(OverflowError, match="math range error"):
+            interpreted[kind](0.7, 1100)
+        with pytest.raises(OverflowError, match="math range error"):
+            run(0.7, 1100)
 
 
 def test_vmap_of_compiled_gradients_batches_the_interpreted_one():

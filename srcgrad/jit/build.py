@@ -14,6 +14,7 @@ __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compil
            "compiled_second", "generated_tree", "guard", "is_adjoint", "shown_text"]
 
 import ast
+import math
 import os
 import threading
 import types
@@ -464,12 +465,22 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
             {name for name in ("len", "sum") if name in namespace}, adjoint_of)
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
+    tree = simd_math(tree, {name for name, value in namespace.items() if value is math},
+                     jit_runtime.MATH_FUNCTIONS, 2, _math_functions(namespace))
     tree = reductions_along_an_axis(tree, numpy_names, module_names)
     tree = c_order_reshapes(tree, numpy_names)
     tree = joined_lists(tree, numpy_names, _rule_helpers_reading(
         ctx, namespace, {"unstack": 1, "vstack_vjp": 2}))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
+
+
+def _math_functions(namespace: dict) -> dict[str, str]:
+    """``{global name: its name in math}`` of the names bound to a function of
+    ``jit_runtime.MATH_FUNCTIONS`` (``from math import ldexp``)."""
+    functions = {id(getattr(math, f)): f for f in jit_runtime.MATH_FUNCTIONS}
+    return {name: functions[id(value)] for name, value in namespace.items()
+            if id(value) in functions}
 
 
 def _adjoint_names(adj) -> dict[str, str]:
