@@ -221,7 +221,11 @@ def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers
             parts.append(callee)
         elif resolve is not None and (_is_call_site(obj) or (dense and _is_forward_call(obj))):
             built = resolve(obj)
-            callee = _cached(built, "hvp callee" if dense else "jvp callee", resolve=resolve)
+            try:
+                callee = _cached(built, "hvp callee" if dense else "jvp callee",
+                                 resolve=resolve)
+            except JitUnsupportedError as e:
+                raise _at_the_call(e, built, ctx, _use_of(tree, name)) from None
             calls[name] = callee
             values.extend(callee.functions)
             adjoints.append((built, _build_of(built)))
@@ -275,6 +279,18 @@ def _compiled_helper(obj):
             getattr(obj, "__module__", "").startswith("srcgrad.rules"):
         return jit_runtime.RULE_HELPERS[obj.__name__]
     return obj
+
+
+def _at_the_call(e: JitUnsupportedError, built, ctx, node) -> JitUnsupportedError:
+    """``e``, a callee's refusal, located at the user's line that calls it where the callee
+    is srcgrad's own code (a rule's vjp differentiated again for an hvp): its line in
+    srcgrad/rules/ alone told the user little."""
+    fn = getattr(built, "fn", None)
+    if fn is None or not _srcgrad_own(fn):
+        return e
+    reason = str(e).split(", in compiled code of ")[0]
+    return located_error(f"the derivative here differentiates srcgrad's {fn.__qualname__}() "
+                         f"again, which numba cannot compile ({reason})", ctx, node)
 
 
 def _use_of(tree, name: str):
