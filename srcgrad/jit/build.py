@@ -16,6 +16,7 @@ __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compil
 import ast
 import math
 import os
+import sys
 import threading
 import types
 import weakref
@@ -207,7 +208,10 @@ def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers
     params = [a.arg for a in tree.body[0].args.args]
     for name, obj in zip(params[1:], ctx.helpers.values()):
         if is_adjoint(obj) and obj.kind == "adjoint":
-            pair = _callee_pair(obj)
+            try:
+                pair = _callee_pair(obj)
+            except JitUnsupportedError as e:
+                raise _at_the_call(e, obj, ctx, _use_of(tree, name), "gradient") from None
             callees.add(name)
             calls.update({f"{name}_fwd": pair, f"{name}_bwd": pair})
             values.extend(pair.functions)
@@ -225,7 +229,7 @@ def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers
                 callee = _cached(built, "hvp callee" if dense else "jvp callee",
                                  resolve=resolve)
             except JitUnsupportedError as e:
-                raise _at_the_call(e, built, ctx, _use_of(tree, name)) from None
+                raise _at_the_call(e, built, ctx, _use_of(tree, name), "derivative") from None
             calls[name] = callee
             values.extend(callee.functions)
             adjoints.append((built, _build_of(built)))
@@ -281,16 +285,21 @@ def _compiled_helper(obj):
     return obj
 
 
-def _at_the_call(e: JitUnsupportedError, built, ctx, node) -> JitUnsupportedError:
-    """``e``, a callee's refusal, located at the user's line that calls it where the callee
-    is srcgrad's own code (a rule's vjp differentiated again for an hvp): its line in
-    srcgrad/rules/ alone told the user little."""
+def _at_the_call(e: JitUnsupportedError, built, ctx, node, what: str) -> JitUnsupportedError:
+    """``e``, a callee's refusal, located at the line that calls it where the callee is
+    srcgrad's own code (a rule's vjp differentiated again for an hvp) or the standard
+    library's (``statistics.median``): its line there alone told the user little."""
     fn = getattr(built, "fn", None)
-    if fn is None or not _srcgrad_own(fn):
+    module = getattr(fn, "__module__", None) or ""
+    if _srcgrad_own(fn):
+        whose = "srcgrad's "
+    elif module.split(".")[0] in sys.stdlib_module_names:
+        whose = f"{module}."
+    else:
         return e
     reason = str(e).split(", in compiled code of ")[0]
-    return located_error(f"the derivative here differentiates srcgrad's {fn.__qualname__}() "
-                         f"again, which numba cannot compile ({reason})", ctx, node)
+    return located_error(f"the {what} here differentiates {whose}{fn.__qualname__}(), which "
+                         f"numba cannot compile ({reason})", ctx, node)
 
 
 def _use_of(tree, name: str):
