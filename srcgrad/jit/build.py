@@ -14,7 +14,9 @@ __all__ = ["Compiled", "Guard", "compiled_forward", "compiled_gradient", "compil
            "compiled_second", "generated_tree", "guard", "is_adjoint", "shown_text"]
 
 import ast
+import math
 import os
+import sys
 import threading
 import types
 import weakref
@@ -206,7 +208,10 @@ def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers
     params = [a.arg for a in tree.body[0].args.args]
     for name, obj in zip(params[1:], ctx.helpers.values()):
         if is_adjoint(obj) and obj.kind == "adjoint":
-            pair = _callee_pair(obj)
+            try:
+                pair = _callee_pair(obj)
+            except JitUnsupportedError as e:
+                raise _at_the_call(e, obj, ctx, _use_of(tree, name), "gradient") from None
             callees.add(name)
             calls.update({f"{name}_fwd": pair, f"{name}_bwd": pair})
             values.extend(pair.functions)
@@ -220,7 +225,11 @@ def _bind_helpers(tree: ast.Module, ctx, adj, variant: str, resolve) -> _Helpers
             parts.append(callee)
         elif resolve is not None and (_is_call_site(obj) or (dense and _is_forward_call(obj))):
             built = resolve(obj)
-            callee = _cached(built, "hvp callee" if dense else "jvp callee", resolve=resolve)
+            try:
+                callee = _cached(built, "hvp callee" if dense else "jvp callee",
+                                 resolve=resolve)
+            except JitUnsupportedError as e:
+                raise _at_the_call(e, built, ctx, _use_of(tree, name), "derivative") from None
             calls[name] = callee
             values.extend(callee.functions)
             adjoints.append((built, _build_of(built)))
@@ -274,6 +283,23 @@ def _compiled_helper(obj):
             getattr(obj, "__module__", "").startswith("srcgrad.rules"):
         return jit_runtime.RULE_HELPERS[obj.__name__]
     return obj
+
+
+def _at_the_call(e: JitUnsupportedError, built, ctx, node, what: str) -> JitUnsupportedError:
+    """``e``, a callee's refusal, located at the line that calls it where the callee is
+    srcgrad's own code (a rule's vjp differentiated again for an hvp) or the standard
+    library's (``statistics.median``): its line there alone told the user little."""
+    fn = getattr(built, "fn", None)
+    module = getattr(fn, "__module__", None) or ""
+    if _srcgrad_own(fn):
+        whose = "srcgrad's "
+    elif module.split(".")[0] in sys.stdlib_module_names:
+        whose = f"{module}."
+    else:
+        return e
+    reason = str(e).split(", in compiled code of ")[0]
+    return located_error(f"the {what} here differentiates {whose}{fn.__qualname__}(), which "
+                         f"numba cannot compile ({reason})", ctx, node)
 
 
 def _use_of(tree, name: str):
@@ -464,12 +490,22 @@ def _rewrite(tree: ast.Module, ctx, adj, variant: str, helpers: _Helpers) -> ast
             {name for name in ("len", "sum") if name in namespace}, adjoint_of)
     # (np.ndim too, which numba lacks: the adjoint of np.transpose with axes calls it)
     tree = simd_math(tree, numpy_names, simd.FUNCTIONS + jit_runtime.NUMPY_FUNCTIONS)
+    tree = simd_math(tree, {name for name, value in namespace.items() if value is math},
+                     jit_runtime.MATH_FUNCTIONS, 2, _math_functions(namespace))
     tree = reductions_along_an_axis(tree, numpy_names, module_names)
     tree = c_order_reshapes(tree, numpy_names)
     tree = joined_lists(tree, numpy_names, _rule_helpers_reading(
         ctx, namespace, {"unstack": 1, "vstack_vjp": 2}))
     tree = constant_index_lists(tree)
     return integer_powers(tree, lambda node: location(ctx, node))
+
+
+def _math_functions(namespace: dict) -> dict[str, str]:
+    """``{global name: its name in math}`` of the names bound to a function of
+    ``jit_runtime.MATH_FUNCTIONS`` (``from math import ldexp``)."""
+    functions = {id(getattr(math, f)): f for f in jit_runtime.MATH_FUNCTIONS}
+    return {name: functions[id(value)] for name, value in namespace.items()
+            if id(value) in functions}
 
 
 def _adjoint_names(adj) -> dict[str, str]:

@@ -11,6 +11,7 @@ __all__ = ["JitUnsupportedError", "located_error", "translate", "untyped_argumen
 
 import inspect
 import linecache
+import os
 import re
 
 from .. import codegen
@@ -113,9 +114,10 @@ def _type(numba_type: str) -> str:
     return t
 
 
-def _user_location(message: str) -> str | None:
-    """``file:line`` of the first reference in ``message`` to a line of srcgrad's generated
-    text that maps back to the user's code."""
+def _user_locations(message: str) -> list[tuple[str, int]]:
+    """``(file, line)`` of each reference in ``message`` to a line of srcgrad's generated
+    text that maps back to source code, innermost first."""
+    out = []
     for groups in _LOCATION.findall(message):
         filename, lineno = (groups[0], groups[1]) if groups[0] else (groups[2], groups[3])
         found = codegen.user_line(filename, int(lineno))
@@ -125,8 +127,25 @@ def _user_location(message: str) -> str | None:
                     found = codegen.user_line(name, int(lineno))
                     break
         if found is not None:
-            return "{}:{}".format(*through_generated(found[0], found[2]))
-    return None
+            out.append(through_generated(found[0], found[2]))
+    return out
+
+
+_SRCGRAD = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _user_location(found: list[tuple[str, int]]) -> tuple[str | None, str]:
+    """``file:line`` of the first of ``found`` in the user's code (else the first), and a
+    note naming srcgrad's own line where the failure is in srcgrad's code differentiated
+    again (a rule's helper: its line alone told the user little)."""
+    if not found:
+        return None, ""
+    ours = [os.path.abspath(f).startswith(_SRCGRAD) for f, _ in found]
+    first = "{}:{}".format(*found[0])
+    if not ours[0] or all(ours):
+        return first, ""
+    user = found[ours.index(False)]
+    return "{}:{}".format(*user), f" (at {first}, srcgrad's code differentiated again)"
 
 
 def _lowered_at(exc: Exception) -> str:
@@ -150,7 +169,8 @@ def _lowered_at(exc: Exception) -> str:
 def translate(exc: Exception, fn) -> JitUnsupportedError:
     """A located, readable error for numba's compile error ``exc`` on ``fn``'s gradient."""
     message = str(exc)
-    where = _user_location(message) or _user_location(_lowered_at(exc))
+    where, note = _user_location(_user_locations(message)
+                                 or _user_locations(_lowered_at(exc)))
     what = None
     for pattern, explain in _TRANSLATIONS:
         m = pattern.search(message)
@@ -162,7 +182,7 @@ def translate(exc: Exception, fn) -> JitUnsupportedError:
         first = next((ln for ln in lines if not ln.startswith("Failed in")), "")
         what = f"numba cannot compile this: {first[:300]}"
     prefix = f"{where}: " if where else ""
-    error = JitUnsupportedError(f"{prefix}{what}, in compiled code of "
+    error = JitUnsupportedError(f"{prefix}{what}{note}, in compiled code of "
                                 f"{getattr(fn, '__qualname__', fn)}(); {_HINT}.")
     error.numba_message = message
     return error

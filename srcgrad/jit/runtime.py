@@ -13,6 +13,8 @@ from __future__ import annotations
 
 __all__ = ["SUPPORTED", "RULE_HELPERS"]
 
+import math
+
 import numpy as np
 from numba import types
 from numba.np import numpy_support
@@ -181,6 +183,14 @@ def _unbroadcast(g, x):
 @overload(densify)
 def _densify(g, x):
     x = unwrap_type(x)
+    if isinstance(g, types.Optional):
+        # (a compiled hvp's tangent of a variable bound to None before a loop, popped from
+        # its stack: zero_tangent(None) is None, the lazy zero, as interpreted)
+        def maybe(g, x):
+            if g is None:
+                return densify(0.0, x)
+            return densify(present(g), x)
+        return maybe
     if isinstance(x, types.Array):
         if is_scalar_type(g):
             dtype = float_dtype(x)
@@ -1193,6 +1203,27 @@ def _vstack_vjp(g, ans, tup, dtype=None, casting="same_kind"):
     scope = {"np": np, "__name__": __name__}
     exec("\n".join(lines).replace("arrays", "tup"), scope)  # (the parameter's name)
     return scope["cut"]
+
+
+# -- math functions whose errors numba's lack, called through _rt (sweeps.simd_math) -------
+
+ldexp = make_stub("ldexp")
+MATH_FUNCTIONS = ("ldexp",)
+"""``math`` functions of two arguments a compiled sweep calls as ``_rt.<name>``."""
+SUPPORTED = SUPPORTED | set(MATH_FUNCTIONS)
+
+
+@overload(ldexp)
+def _ldexp_overload(x, i):
+    """``math.ldexp(x, i)``, with Python's OverflowError where the result of a finite ``x``
+    overflows: numba's gives inf, and the compiled gradient went on with it (inf or nan
+    where the interpreted one raises)."""
+    def impl(x, i):
+        out = math.ldexp(x, i)
+        if math.isinf(out) and not math.isinf(x):
+            raise OverflowError("math range error")
+        return out
+    return impl
 
 
 # -- an int to an int power: Python's result or an error, never numba's int64 one ----------

@@ -545,32 +545,46 @@ def matmul_operators(module: ast.Module, numpy_names: set[str]) -> ast.Module:
 class _SimdMath(ast.NodeTransformer):
     """``np.tanh(a)`` -> ``_rt.tanh(a)`` (also ``exp``, ``log``, ``sin``, ``cos``): the
     compiled helper computes a float64 array with SIMD calls (simd.py), anything else as
-    numba's ``np.tanh`` does."""
+    numba's ``np.tanh`` does. Also ``math.ldexp(x, i)`` (or ``ldexp(x, i)`` imported from
+    ``math``) -> ``_rt.ldexp(x, i)``, ``arity`` 2: it raises Python's errors, numba's not."""
 
-    def __init__(self, numpy_names: set[str], functions: tuple):
-        self.numpy_names = numpy_names
+    def __init__(self, module_names: set[str], functions: tuple, arity: int, direct: dict):
+        self.module_names = module_names
         self.functions = functions
+        self.arity = arity
+        self.direct = direct
 
     def visit_Call(self, node):
         self.generic_visit(node)
         func = node.func
+        attr = None
         if isinstance(func, ast.Attribute) and func.attr in self.functions \
-                and isinstance(func.value, ast.Name) and func.value.id in self.numpy_names \
-                and len(node.args) == 1 and not node.keywords \
-                and not isinstance(node.args[0], ast.Starred):
-            rt = ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr=func.attr,
+                and isinstance(func.value, ast.Name) and func.value.id in self.module_names:
+            attr = func.attr
+        elif isinstance(func, ast.Name) and func.id in self.direct:
+            attr = self.direct[func.id]
+        if attr is not None and len(node.args) == self.arity and not node.keywords \
+                and not any(isinstance(a, ast.Starred) for a in node.args):
+            rt = ast.Attribute(value=ast.Name(id="_rt", ctx=ast.Load()), attr=attr,
                                ctx=ast.Load())
             return _located(ast.Call(func=_located(rt, func), args=node.args, keywords=[]),
                             node)
         return node
 
 
-def simd_math(module: ast.Module, numpy_names: set[str], functions: tuple) -> ast.Module:
+def simd_math(module: ast.Module, module_names: set[str], functions: tuple,
+              arity: int = 1, direct: dict | None = None) -> ast.Module:
     """``module`` with each ``<numpy>.<f>(a)`` of ``functions`` called through ``_rt``;
-    ``numpy_names`` are the global names bound to the numpy module (none of them assigned
-    in ``module``: a local ``np`` is left alone)."""
-    names = numpy_names - _assigned(module)
-    return _SimdMath(names, functions).visit(module) if names else module
+    ``module_names`` are the global names bound to the numpy module (none of them assigned
+    in ``module``: a local ``np`` is left alone); also ``<math>.<f>(a, b)`` of the ``math``
+    module's names, ``arity`` 2, and ``direct``: ``{global name: f}`` of the functions
+    themselves (``from math import ldexp``)."""
+    assigned = _assigned(module)
+    names = module_names - assigned
+    direct = {k: v for k, v in (direct or {}).items() if k not in assigned}
+    if not (names or direct):
+        return module
+    return _SimdMath(names, functions, arity, direct).visit(module)
 
 
 _ALONG_AN_AXIS = {"max": "max_along", "amax": "max_along", "min": "min_along",
