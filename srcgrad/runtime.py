@@ -394,10 +394,11 @@ def densify(g, x):
         if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
             refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
-    if isinstance(g, (list, tuple, dict)) and is_zero(x):
+    if (isinstance(g, (list, tuple, dict)) or _is_object(g)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
         # container: it keeps the container's structure (a dict: the adjoint of a list of
-        # dicts' item, 'for layer in layers', was taken for an object's attributes)
+        # dicts' item, 'for layer in layers', was taken for an object's attributes; an
+        # object, a list of callable objects' item: vars() of the zero raised)
         return g
     if REGISTERED and (type(g) in REGISTERED or type(x) in REGISTERED):  # (vspace hook)
         return vspace_densify(g, x)
@@ -887,10 +888,25 @@ def setitem(x, index, value):
         out = np.array(x, copy=True)
     elif isinstance(x, (dict, list)):
         out = _shallow_copy(x)
+        if isinstance(x, list) and isinstance(index, slice):
+            value = list(value)
+            _refuse_resizing_slice_store(x, index, value)
     else:
         raise TypeError(f"cannot assign into an element of {type(x).__name__}")
     out[index] = value
     return out
+
+
+def _refuse_resizing_slice_store(x: list, index: slice, value: list) -> None:
+    """Raise for ``x[a:b] = value`` whose value has another length than the slice: the list
+    grows or shrinks, its items after the slice move, and the adjoint (the list's after the
+    store) no longer lines up with the list's before it."""
+    replaced = len(range(*index.indices(len(x))))
+    if index.step in (None, 1) and len(value) != replaced:
+        raise UnsupportedFeatureError(
+            f"a slice store into a list that changes its length ({replaced} items replaced "
+            f"by {len(value)}) in differentiated code. Build the new list instead: "
+            f"v = v[:a] + [...] + v[b:].")
 
 
 def scatter_add(x, index, values):
@@ -1004,7 +1020,10 @@ def setitem_zeroed(g, x, index):
         keep[index] = 0
         return g * keep
     out = list(g)
-    out[index] = ZERO
+    if isinstance(index, slice):  # (a slice store x[a:b] = v, which kept x's length)
+        out[index] = [ZERO] * len(range(*index.indices(len(out))))
+    else:
+        out[index] = ZERO
     return out
 
 
@@ -1723,8 +1742,21 @@ def refuse_changing_method(obj, name: str, message: str) -> None:
     """Before ``obj.name(...)`` with differentiable values, on an object whose class was not
     known at transform time: raise when that method changes its object in place (run as
     plain Python or differentiated, the change carries no gradient)."""
-    if _dispatch.method_changes_receiver(type(obj), name):
+    if _dispatch.method_changes_receiver(_class_called(obj, name), name):
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def _class_called(obj, name: str) -> type:
+    """The class whose method ``obj.name`` is: ``type(obj)``, or for ``super()`` the class
+    after its own in the object's MRO that defines ``name`` (``super().__init__(w)``
+    changing self went unchecked: super's own class has no such method of a user's)."""
+    if type(obj) is not super or obj.__self_class__ is None:
+        return type(obj)
+    mro = obj.__self_class__.__mro__
+    for cls in mro[mro.index(obj.__thisclass__) + 1:]:
+        if name in vars(cls):
+            return cls
+    return type(obj)
 
 
 def refuse_changing_method_within(obj, name: str, message: str) -> None:
