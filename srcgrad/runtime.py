@@ -843,6 +843,31 @@ def part(g, key):
     return ZERO if item is None else item
 
 
+_NOT_FOUND = object()
+
+
+def refuse_computed_attribute(obj, name: str) -> None:
+    """Raise for ``obj.name`` that the object's class computes (a property, or its
+    ``__getattr__`` for a name neither the object nor its class holds): the derivative of
+    that code is not srcgrad's to see. In forward mode the tangent object's own attribute was
+    read instead (for a property, a silently wrong jvp; for __getattr__, both modes)."""
+    if isinstance(obj, tuple) or name in getattr(obj, "__dict__", {}):
+        return
+    found = inspect.getattr_static(type(obj), name, _NOT_FOUND)
+    if isinstance(found, property):
+        raise UnsupportedFeatureError(
+            f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
+            f"code: its gradient cannot reach the attributes it reads. Call a method "
+            f"computing it instead (def {name}(self): ...).")
+    if found is _NOT_FOUND and hasattr(obj, "__dict__") \
+            and inspect.getattr_static(type(obj), "__getattr__", None) is not None:
+        raise UnsupportedFeatureError(
+            f"reading the attribute '{name}' of a {type(obj).__name__}, which its class's "
+            f"__getattr__ computes, in differentiated code: its gradient cannot reach the "
+            f"attributes it reads. Call a method computing it instead "
+            f"(def {name}(self): ...).")
+
+
 def add_attr(acc, obj, name: str, g):
     """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
     if is_zero(g):
@@ -851,12 +876,7 @@ def add_attr(acc, obj, name: str, g):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     if space_of(obj) is not None:  # (vspace hook)
         refuse_vspace_attribute(obj, name)
-    if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
-        if isinstance(inspect.getattr_static(type(obj), name, None), property):
-            raise UnsupportedFeatureError(
-                f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
-                f"code: its gradient cannot reach the attributes it reads. Call a method "
-                f"computing it instead (def {name}(self): ...).")
+    refuse_computed_attribute(obj, name)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple: by position
         return add_at(acc, obj, obj._fields.index(name), g)
     if is_receiver_method(obj, name):  # a bound method's adjoint is its receiver's
@@ -1199,6 +1219,8 @@ def tangent_attr(d, name: str, obj=None):
         return ZERO
     if obj is not None and is_receiver_method(obj, name):
         return d
+    if obj is not None and _is_object(obj):
+        refuse_computed_attribute(obj, name)
     if isinstance(d, dict):
         return d.get(name, ZERO)
     if isinstance(obj, tuple) and hasattr(obj, "_fields") and isinstance(d, (tuple, list)) \

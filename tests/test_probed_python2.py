@@ -25,6 +25,15 @@ Silently wrong numbers:
   run-time check of a method changing its object asks the parent's method for a ``super()``
   receiver (``runtime._class_called``): refused at the line.
 
+- Reading a property in forward mode (``m.w2``, computed from ``m.w``): the tangent
+  object's property ran on the tangents (``w ** 2`` of a tangent), a silently wrong jvp;
+  reverse mode refused it already. An attribute a class's ``__getattr__`` computes was
+  wrong in both modes (its adjoint went to a field that does not exist). Both are refused
+  now, in both modes (``runtime.refuse_computed_attribute``).
+- ``Registry.items.append(self)`` in a differentiated ``__init__``: a class's list, which
+  outlives the call, changed as plain Python; the gradient through what it holds was lost.
+  Refused at the line now.
+
 Refused without need:
 
 - ``enumerate(xs, start=k)`` with the keyword (``enumerate(xs, k)`` worked): refused as
@@ -425,3 +434,68 @@ def test_a_parents_init_storing_differentiable_values_is_refused():
     with pytest.raises(srcgrad.SrcgradError, match="parent class's method") as info:
         srcgrad.grad(super_init_storing_differentiable_values)(X4.copy())
     assert f"test_probed_python2.py:{_line('only super')}:" in _told(info), _told(info)
+
+
+# -- attributes a class computes, and a class's list ---------------------------------------
+class _WithProperty:
+    def __init__(self, w):
+        self.w = w
+
+    @property
+    def squared(self):
+        return self.w ** 2
+
+
+class _WithGetattr:
+    def __init__(self, w):
+        self._w = w
+
+    def __getattr__(self, name):
+        if name == "squared":
+            return self._w ** 2
+        raise AttributeError(name)
+
+
+def reading_a_property(x):
+    m = _WithProperty(x * 1.0)
+    return np.sum(m.squared * x)  # line: property
+
+
+def reading_a_computed_attribute(x):
+    m = _WithGetattr(x * 1.0)
+    return np.sum(m.squared * x)  # line: getattr
+
+
+@pytest.mark.parametrize("f, mark, what", [(reading_a_property, "property", "property"),
+                                           (reading_a_computed_attribute, "getattr",
+                                            "__getattr__")],
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_attributes_a_class_computes_are_refused_in_every_mode(f, mark, what):
+    # (before: forward mode read the tangent object's property, a wrong jvp; __getattr__'s
+    # attribute was wrong in both modes)
+    for run in (lambda: srcgrad.grad(f)(X4.copy()),
+                lambda: srcgrad.jvp(f, (X4.copy(),), (np.ones(4),))):
+        with pytest.raises(srcgrad.SrcgradError, match=what) as info:
+            run()
+        assert f"test_probed_python2.py:{_line(mark)} " in _told(info), _told(info)
+
+
+class _Registry:
+    items: list = []
+
+    def __init__(self, w):
+        self.w = w
+        _Registry.items.append(self)  # line: registry
+
+
+def objects_registering_themselves(x):
+    _Registry.items = []
+    a = _Registry(x * 2.0)
+    b = _Registry(x ** 2)
+    return np.sum(a.w * b.w) + sum(np.sum(r.w) for r in _Registry.items)
+
+
+def test_a_change_of_a_class_list_in_a_constructor_is_refused():
+    with pytest.raises(srcgrad.SrcgradError, match="not a variable of") as info:
+        srcgrad.grad(objects_registering_themselves)(X4.copy())
+    assert f"test_probed_python2.py:{_line('registry')}:" in _told(info), _told(info)

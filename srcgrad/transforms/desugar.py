@@ -1901,6 +1901,19 @@ class _Desugar:
                                          A.const(func.attr), message=message, at=s))
             elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
                     and not isinstance(func.value, gast.Name) \
+                    and is_static_ref(func.value, self.ctx) \
+                    and isinstance(known_value(func.value, self.ctx), (list, dict, set)):
+                # Registry.items.append(self) in an __init__: a class's (or a module's)
+                # list, which outlives the call; run as plain Python, the gradient through
+                # what it holds was lost
+                text = to_source(func.value).strip()
+                self.ctx.problem(s, f"'{text}.{func.attr}(...)' with differentiable values on "
+                                    f"'{text}', which is not a variable of "
+                                    f"{self.ctx.fn.__name__}() (a class's or a module's)",
+                                 "Build the list in a variable of the function and return "
+                                 "it, or pass it in as an argument.")
+            elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
+                    and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
                     and not (isinstance(s, (gast.Expr, gast.Assign, gast.Return))
                              and s.value is call and self.held_method(s) is not None
