@@ -838,6 +838,10 @@ class _Desugar:
         # comprehension, list(...)): an update of an item of one is rewritten as new
         # containers when, at run time, nothing else holds what it changes (item_guard)
         self.built = _built_containers(tree, ctx) if tree is not None else set()
+        # arrays every binding of which calls numpy (v = np.zeros(...)): no list or dict a
+        # copy shares items with (item_guardable; its check would cost jit the compiled form)
+        self.numpy_made = _built_containers(tree, ctx, _numpy_call) \
+            if tree is not None else set()
         # objects every binding of which calls their class (m = Model()): an attribute
         # store into one is rewritten as a new object when nothing else holds it
         self.built_objects = _built_containers(tree, ctx, _new_object) \
@@ -2735,7 +2739,7 @@ class _Desugar:
             base = base.value
         root = base.id if isinstance(base, gast.Name) else None
         return root is not None and not self.nested and root not in self.captured \
-            and root in self.scope_names \
+            and root in self.scope_names and root not in self.numpy_made \
             and not any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda))
                         for n in gast.walk(target))
 
@@ -3687,6 +3691,15 @@ class _CompHoister(gast.NodeTransformer):
         self.pre.append(A.assign(result, empty, at=at))
         self.pre.extend(self.owner.block(body))
         return A.load(result)
+
+
+def _numpy_call(value, ctx: Context) -> bool:
+    """``value`` calls one of numpy's functions (an array, never a list or dict)."""
+    if not isinstance(value, gast.Call):
+        return False
+    fn = known_value(value.func, ctx)
+    return (getattr(fn, "__module__", None) or "").split(".")[0] == "numpy" \
+        or isinstance(fn, np.ufunc)
 
 
 def _built_containers(tree, ctx: Context, makes=None) -> set[str]:
