@@ -17,6 +17,7 @@ __all__ = ["batch_size", "lift", "take", "stack", "per_example", "apply", "apply
            "map_leaves", "is_constant", "really_batched"]
 
 import operator
+import types
 
 import numpy as np
 
@@ -106,7 +107,7 @@ def stack(values: list):
         return type(first)(*[stack([v[i] for v in values]) for i in range(len(first))])
     if isinstance(first, (tuple, list)):
         return type(first)(stack([v[i] for v in values]) for i in range(len(first)))
-    if first is None or isinstance(first, str) or callable(first):
+    if first is None or isinstance(first, str) or callable(first) and not _users_object(first):
         return first
     if is_constant(first) and all(type(v) is type(first) and v == first for v in values):
         return first
@@ -116,6 +117,15 @@ def stack(values: list):
                           f"({', '.join(str(np.shape(v)) for v in leaves[:4])}): they cannot "
                           f"be stacked into one batched value")
     return np.stack(leaves)
+
+
+def _users_object(x) -> bool:
+    """An object of a user's class defining ``__call__`` in Python: a value like any
+    object, stacked example by example. (Returned as example 0's, as a function is, every
+    example read example 0's fields: a Hessian's columns all came from its first.)"""
+    call = getattr(type(x), "__call__", None)
+    return isinstance(call, types.FunctionType) and hasattr(x, "__dict__") \
+        and not (type(x).__module__ or "").startswith("srcgrad")
 
 
 def _split(args, kwargs, batched):

@@ -420,10 +420,11 @@ def densify(g, x):
         if isinstance(x, (list, tuple)) and isinstance(g, (list, tuple)) and len(g) != len(x):
             refuse_sequence_arithmetic(x)  # (x * 2 of a list: its adjoint g * 2 repeats g)
         return _densify_struct(g, x)
-    if isinstance(g, (list, tuple, dict)) and is_zero(x):
+    if (isinstance(g, (list, tuple, dict)) or _is_object(g)) and is_zero(x):
         # the cotangent of a lazy-zero accumulator (higher derivatives) that became a
         # container: it keeps the container's structure (a dict: the adjoint of a list of
-        # dicts' item, 'for layer in layers', was taken for an object's attributes)
+        # dicts' item, 'for layer in layers', was taken for an object's attributes; an
+        # object, a list of callable objects' item: vars() of the zero raised)
         return g
     if REGISTERED and (type(g) in REGISTERED or type(x) in REGISTERED):  # (vspace hook)
         return vspace_densify(g, x)
@@ -868,6 +869,31 @@ def part(g, key):
     return ZERO if item is None else item
 
 
+_NOT_FOUND = object()
+
+
+def refuse_computed_attribute(obj, name: str) -> None:
+    """Raise for ``obj.name`` that the object's class computes (a property, or its
+    ``__getattr__`` for a name neither the object nor its class holds): the derivative of
+    that code is not srcgrad's to see. In forward mode the tangent object's own attribute was
+    read instead (for a property, a silently wrong jvp; for __getattr__, both modes)."""
+    if isinstance(obj, tuple) or name in getattr(obj, "__dict__", {}):
+        return
+    found = inspect.getattr_static(type(obj), name, _NOT_FOUND)
+    if isinstance(found, property):
+        raise UnsupportedFeatureError(
+            f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
+            f"code: its gradient cannot reach the attributes it reads. Call a method "
+            f"computing it instead (def {name}(self): ...).")
+    if found is _NOT_FOUND and hasattr(obj, "__dict__") \
+            and inspect.getattr_static(type(obj), "__getattr__", None) is not None:
+        raise UnsupportedFeatureError(
+            f"reading the attribute '{name}' of a {type(obj).__name__}, which its class's "
+            f"__getattr__ computes, in differentiated code: its gradient cannot reach the "
+            f"attributes it reads. Call a method computing it instead "
+            f"(def {name}(self): ...).")
+
+
 def add_attr(acc, obj, name: str, g):
     """Adjoint of ``y = obj.name``: attribute adjoints are kept in a dict until densified."""
     if is_zero(g):
@@ -876,12 +902,7 @@ def add_attr(acc, obj, name: str, g):
         raise MissingRuleError(f"{type(obj).__name__}.{name}")
     if space_of(obj) is not None:  # (vspace hook)
         refuse_vspace_attribute(obj, name)
-    if not isinstance(obj, tuple) and name not in getattr(obj, "__dict__", {}):
-        if isinstance(inspect.getattr_static(type(obj), name, None), property):
-            raise UnsupportedFeatureError(
-                f"reading the property '{name}' of a {type(obj).__name__} in differentiated "
-                f"code: its gradient cannot reach the attributes it reads. Call a method "
-                f"computing it instead (def {name}(self): ...).")
+    refuse_computed_attribute(obj, name)
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):  # namedtuple: by position
         return add_at(acc, obj, obj._fields.index(name), g)
     if is_receiver_method(obj, name):  # a bound method's adjoint is its receiver's
@@ -913,10 +934,25 @@ def setitem(x, index, value):
         out = np.array(x, copy=True)
     elif isinstance(x, (dict, list)):
         out = _shallow_copy(x)
+        if isinstance(x, list) and isinstance(index, slice):
+            value = list(value)
+            _refuse_resizing_slice_store(x, index, value)
     else:
         raise TypeError(f"cannot assign into an element of {type(x).__name__}")
     out[index] = value
     return out
+
+
+def _refuse_resizing_slice_store(x: list, index: slice, value: list) -> None:
+    """Raise for ``x[a:b] = value`` whose value has another length than the slice: the list
+    grows or shrinks, its items after the slice move, and the adjoint (the list's after the
+    store) no longer lines up with the list's before it."""
+    replaced = len(range(*index.indices(len(x))))
+    if index.step in (None, 1) and len(value) != replaced:
+        raise UnsupportedFeatureError(
+            f"a slice store into a list that changes its length ({replaced} items replaced "
+            f"by {len(value)}) in differentiated code. Build the new list instead: "
+            f"v = v[:a] + [...] + v[b:].")
 
 
 def scatter_add(x, index, values):
@@ -1030,7 +1066,10 @@ def setitem_zeroed(g, x, index):
         keep[index] = 0
         return g * keep
     out = list(g)
-    out[index] = ZERO
+    if isinstance(index, slice):  # (a slice store x[a:b] = v, which kept x's length)
+        out[index] = [ZERO] * len(range(*index.indices(len(out))))
+    else:
+        out[index] = ZERO
     return out
 
 
@@ -1206,6 +1245,8 @@ def tangent_attr(d, name: str, obj=None):
         return ZERO
     if obj is not None and is_receiver_method(obj, name):
         return d
+    if obj is not None and _is_object(obj):
+        refuse_computed_attribute(obj, name)
     if isinstance(d, dict):
         return d.get(name, ZERO)
     if isinstance(obj, tuple) and hasattr(obj, "_fields") and isinstance(d, (tuple, list)) \
@@ -1749,8 +1790,21 @@ def refuse_changing_method(obj, name: str, message: str) -> None:
     """Before ``obj.name(...)`` with differentiable values, on an object whose class was not
     known at transform time: raise when that method changes its object in place (run as
     plain Python or differentiated, the change carries no gradient)."""
-    if _dispatch.method_changes_receiver(type(obj), name):
+    if _dispatch.method_changes_receiver(_class_called(obj, name), name):
         raise UnsupportedSyntaxError.from_message(message)
+
+
+def _class_called(obj, name: str) -> type:
+    """The class whose method ``obj.name`` is: ``type(obj)``, or for ``super()`` the class
+    after its own in the object's MRO that defines ``name`` (``super().__init__(w)``
+    changing self went unchecked: super's own class has no such method of a user's)."""
+    if type(obj) is not super or obj.__self_class__ is None:
+        return type(obj)
+    mro = obj.__self_class__.__mro__
+    for cls in mro[mro.index(obj.__thisclass__) + 1:]:
+        if name in vars(cls):
+            return cls
+    return type(obj)
 
 
 def refuse_changing_method_within(obj, name: str, message: str) -> None:

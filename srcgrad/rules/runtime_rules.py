@@ -6,6 +6,7 @@ The second half covers the helpers that generated adjoints call (``unbroadcast``
 higher derivatives. All rules here are linear in their differentiable arguments; a lazy
 zero (``0.0``) is never active, so its cotangent is unused.
 """
+import copy
 import dataclasses
 from collections import namedtuple
 from typing import Any
@@ -640,6 +641,25 @@ defrule(rt.dict_values, dict_values_vjp, jvp=dict_values_jvp, domain=_dict_domai
 defrule(rt.copy_value, copy_value_vjp, jvp=copy_value_jvp, linear=True,
         domain=lambda rng: [((draw(rng, (3,)),), {}), (([draw(rng, None)],), {})],
         name="runtime.copy_value")
+# copy.copy and copy.deepcopy: the copy's gradient is the original's (as x.copy()'s is);
+# differentiated through copy.py's source instead, they were refused there (getattr in the
+# standard library's copy(), a message naming no line of the user's). A tangent is copied
+# as the value is.
+def shallow_copy_jvp(dx, ans, x):
+    return (copy.copy(dx),)
+
+
+def deep_copy_jvp(dx, ans, x):
+    return (copy.deepcopy(dx),)
+
+
+defrule(copy.copy, copy_value_vjp, jvp=shallow_copy_jvp, linear=True,
+        domain=lambda rng: [(([draw(rng, (3,)), draw(rng, None)],), {}),
+                            (({"a": draw(rng, (2,))},), {})], name="copy.copy")
+defrule(copy.deepcopy, copy_value_vjp, jvp=deep_copy_jvp, linear=True,
+        domain=lambda rng: [(([draw(rng, (3,)), draw(rng, None)],), {}),
+                            (({"a": draw(rng, (2,)), "b": [draw(rng, None)]},), {})],
+        name="copy.deepcopy")
 nondifferentiable(rt.dict_keys)
 nondifferentiable(rt.diagonal_index)
 

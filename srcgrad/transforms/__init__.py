@@ -617,6 +617,12 @@ def check_calls(tree, ctx: Context, get_adjoint) -> dict:
                         f"Pass it straight to sum/list/tuple/... or a for loop, or make a "
                         f"list of it where it is made: list(itertools.{r.name}(...)).")
             continue
+        if r.kind == "class" and r.obj is super:  # (super(__class__, self): desugar)
+            ctx.problem(stmt, "calling a method of the parent class through super() on an "
+                              "object with differentiable values",
+                        "Call the parent's method as a function of the object: "
+                        "Base.method(self, ...).")
+            continue
         if r.kind == "class":
             ctx.problem(stmt, f"constructing '{r.name}' from differentiable values",
                         "Build a tuple, list or dict instead, or register a rule.")

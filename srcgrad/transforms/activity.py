@@ -265,7 +265,27 @@ def mutated_parameters(tree: gast.FunctionDef, augmented: bool = True) -> frozen
     name: ``_objects_changed``): the caller sees those changes. Without ``augmented``, ``p +=
     ...`` does not count: on a number it rebinds ``p``, and only the argument's value tells.
     ``*args`` and ``**kwargs`` count by their own names."""
-    return frozenset(_objects_changed(tree, _parameter_names(tree), augmented))
+    return frozenset(_objects_changed(tree, _parameter_names(tree), augmented)
+                     | _changed_through_super(tree))
+
+
+def _changed_through_super(tree) -> set[str]:
+    """The first parameter (self) of a method calling ``super().__init__(...)``, which
+    changes self (storing ``self.w``): the caller takes back self then, and the call's own
+    check asks the parent's method (runtime.refuse_changing_method). Before, a subclass's
+    ``__init__`` doing nothing else ran as plain Python: its fields' gradients were lost.
+    (Another method of the parent's called through super() has no rule: refused as such.)"""
+    params = tree.args.posonlyargs + tree.args.args
+    if not params or not isinstance(params[0], gast.Name):
+        return set()
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Attribute) \
+                and isinstance(node.func.value, gast.Call) \
+                and isinstance(node.func.value.func, gast.Name) \
+                and node.func.value.func.id == "super" and not node.func.value.args \
+                and node.func.attr == "__init__":
+            return {params[0].id}
+    return set()
 
 
 def _parameter_names(tree) -> set[str]:

@@ -44,13 +44,43 @@ _LIST_METHODS = {"append": "list_append", "extend": "list_extend", "insert": "li
 
 
 def desugar(tree: gast.FunctionDef, ctx: Context) -> gast.FunctionDef:
+    _positional_start(tree, ctx)
     lower_generator(tree, ctx)
     call_gradients_where_called(tree, ctx)
     lift_closures(tree, ctx)
     desugaring = _Desugar(ctx, tree)
     tree.body = desugaring.entry_guards(tree) + desugaring.block(tree.body)
+    _explicit_super(tree)  # (after the checks, which take super() for no variable's read)
     return tree
 
+
+
+def _positional_start(tree, ctx: Context) -> None:
+    """``enumerate(xs, start=k)`` as ``enumerate(xs, k)``, the form the loop lowering knows
+    (with the keyword, a loop over differentiable values was refused as constructing an
+    enumerate object)."""
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "enumerate" and len(node.args) == 1 \
+                and [k.arg for k in node.keywords] == ["start"]:
+            plain = A.call("enumerate", *node.args)
+            if _builtin_call(plain, ctx) == "enumerate":  # (not a function of the user's)
+                node.args = node.args + [node.keywords[0].value]
+                node.keywords = []
+
+
+def _explicit_super(tree) -> None:
+    """``super()`` in a method as ``super(__class__, self)``: Python's form without
+    arguments takes the generated function's first parameter, which is not self in a jvp
+    (``__init___jvp(dw, self, w)``: a TypeError)."""
+    params = tree.args.posonlyargs + tree.args.args
+    if not params or not isinstance(params[0], gast.Name):
+        return
+    for node in gast.walk(tree):
+        if isinstance(node, gast.Call) and isinstance(node.func, gast.Name) \
+                and node.func.id == "super" and not node.args and not node.keywords:
+            node.args = [A.located(A.load("__class__"), node),
+                         A.located(A.load(params[0].id), node)]
 
 
 def _rebound_names(stmts) -> set[str]:
@@ -808,6 +838,10 @@ class _Desugar:
         # comprehension, list(...)): an update of an item of one is rewritten as new
         # containers when, at run time, nothing else holds what it changes (item_guard)
         self.built = _built_containers(tree, ctx) if tree is not None else set()
+        # arrays every binding of which calls numpy (v = np.zeros(...)): no list or dict a
+        # copy shares items with (item_guardable; its check would cost jit the compiled form)
+        self.numpy_made = _built_containers(tree, ctx, _numpy_call) \
+            if tree is not None else set()
         # objects every binding of which calls their class (m = Model()): an attribute
         # store into one is rewritten as a new object when nothing else holds it
         self.built_objects = _built_containers(tree, ctx, _new_object) \
@@ -1829,7 +1863,7 @@ class _Desugar:
                          or not hasattr(np.ndarray, func.attr)):
                 guards += self.held_method_checks(func.value.id, func.attr, s)
             elif isinstance(func, gast.Attribute) \
-                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} \
+                    and func.attr not in {*HANDLED, *_LIST_METHODS, "pop"} - _UNREWRITTEN \
                     and (isinstance(s, gast.Expr) and s.value is call
                          or not hasattr(np.ndarray, func.attr)) \
                     and not (isinstance(func.value, gast.Name)
@@ -1839,6 +1873,9 @@ class _Desugar:
                 # one (G.set_w(v)) or one a call returns (m.get().set_w(v)): plain Python
                 # ran it and the change was lost
                 text = to_source(func.value).strip()
+                if isinstance(func.value, gast.Name) and text.startswith("_") \
+                        and text not in self.ctx.local_names:  # (m.add(u).add(v): write_back's
+                    text = "<the object a call returned>"  # temporary holds m.add(u)'s value)
                 message = (f"{self.ctx.user_location(s)}: '{text}.{func.attr}(...)', a "
                            f"method changing its object '{text}' in place, with "
                            f"differentiable values, is not supported (in "
@@ -1849,6 +1886,14 @@ class _Desugar:
                            f"method as a function of it (def {func.attr}(s, ...): s.W = ...; "
                            f"{func.attr}(s, ...)), whose changes srcgrad takes back at the "
                            f"call.")
+                if text == "super()":  # (super().__init__(w): the parent's method)
+                    message = (f"{self.ctx.user_location(s)}: 'super().{func.attr}(...)', "
+                               f"the parent class's method changing self in place, with "
+                               f"differentiable values, is not supported (in "
+                               f"{self.ctx.fn.__name__}()). srcgrad does not follow a "
+                               f"method's changes of self (the gradient through them would "
+                               f"be lost). Store the attributes in this method (self.W = "
+                               f"...), as the parent's {func.attr}() does.")
                 receiver = func.value
                 if not A.pure_reference(receiver):
                     if not (isinstance(s, gast.Expr) and s.value is call):
@@ -1858,6 +1903,19 @@ class _Desugar:
                     func.value = receiver = A.load(held)
                 guards.append(self.check("refuse_changing_method", A.deepcopy(receiver),
                                          A.const(func.attr), message=message, at=s))
+            elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
+                    and not isinstance(func.value, gast.Name) \
+                    and is_static_ref(func.value, self.ctx) \
+                    and isinstance(known_value(func.value, self.ctx), (list, dict, set)):
+                # Registry.items.append(self) in an __init__: a class's (or a module's)
+                # list, which outlives the call; run as plain Python, the gradient through
+                # what it holds was lost
+                text = to_source(func.value).strip()
+                self.ctx.problem(s, f"'{text}.{func.attr}(...)' with differentiable values on "
+                                    f"'{text}', which is not a variable of "
+                                    f"{self.ctx.fn.__name__}() (a class's or a module's)",
+                                 "Build the list in a variable of the function and return "
+                                 "it, or pass it in as an argument.")
             elif isinstance(func, gast.Attribute) and func.attr in HANDLED \
                     and not isinstance(func.value, gast.Name) \
                     and not is_static_ref(func.value, self.ctx) \
@@ -2152,7 +2210,7 @@ class _Desugar:
 
     def visit_AugAssign(self, s):
         target = s.target = _attribute_form(s.target, self.ctx)
-        guard, inplace = [], False
+        guard, inplace, unbuilt = [], False, False
         sources = self.sources_of(target.id) if isinstance(target, gast.Name) else []
         if isinstance(target, gast.Name) and not self.shares_data(target.id, s) and sources:
             # made from other names by a call, a display...: numpy changes them too if it is
@@ -2200,9 +2258,13 @@ class _Desugar:
             container, item = _as_load(A.deepcopy(target.value)), _as_load(A.deepcopy(target))
             guard = [self.check("refuse_item_update", container, item, message=message,
                                 at=s)] + guard
+            unbuilt = self.item_guardable(target)  # (b = a.copy(); b[0] += [v]: a[0] too)
         load_target = _as_load(A.deepcopy(s.target))
         value = A.located(gast.BinOp(left=load_target, op=s.op, right=s.value), s)
-        return guard + self.visit_Assign(A.assign(s.target, value, at=s), inplace)
+        lowered = A.assign(s.target, value, at=s)
+        if unbuilt:
+            guard = [self.item_guard(target, lowered, True)] + guard
+        return guard + self.visit_Assign(lowered, inplace)
 
     def visit_Return(self, s):
         """``return xs.pop(i)`` of a differentiable list: the pop as an assignment first."""
@@ -2321,6 +2383,8 @@ class _Desugar:
                            f"array itself, which other names may hold. Copy the item first.")
                 guard.append(self.check("refuse_item_update", _as_load(A.deepcopy(inner.value)),
                                         _as_load(A.deepcopy(inner)), message=message, at=s))
+                if self.item_guardable(target):  # (b = a.copy(); b[0][0] = v: a[0] too)
+                    guard.append(self.item_guard(target, s, inplace))
             return guard + self.functional_setitem(target, s.value, s)
         if isinstance(target, gast.Attribute) and (
                 self.is_varied_store(target, s.value) or self.object_checkable(target)
@@ -2663,6 +2727,21 @@ class _Desugar:
                 and root not in self.captured
                 and not any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda))
                             for n in gast.walk(target)))
+
+    def item_guardable(self, target) -> bool:
+        """Whether item_guard can check a store through ``target`` whose root this function
+        did not certainly build (``b = a.copy()``, ``b = a[:]``, ``b = copy.copy(a)``, a
+        call's result: the items are the original's, which Python changes too): a name of its
+        own scope, indices that call nothing. What it looks for is what the function's own
+        variables and the globals hold."""
+        base = target
+        while isinstance(base, gast.Subscript):
+            base = base.value
+        root = base.id if isinstance(base, gast.Name) else None
+        return root is not None and not self.nested and root not in self.captured \
+            and root in self.scope_names and root not in self.numpy_made \
+            and not any(isinstance(n, (gast.Call, gast.NamedExpr, gast.Lambda))
+                        for n in gast.walk(target))
 
     def container_shared(self, target) -> bool:
         """Whether another name may hold the container ``target`` stores into (``s2 = state``,
@@ -3612,6 +3691,15 @@ class _CompHoister(gast.NodeTransformer):
         self.pre.append(A.assign(result, empty, at=at))
         self.pre.extend(self.owner.block(body))
         return A.load(result)
+
+
+def _numpy_call(value, ctx: Context) -> bool:
+    """``value`` calls one of numpy's functions (an array, never a list or dict)."""
+    if not isinstance(value, gast.Call):
+        return False
+    fn = known_value(value.func, ctx)
+    return (getattr(fn, "__module__", None) or "").split(".")[0] == "numpy" \
+        or isinstance(fn, np.ufunc)
 
 
 def _built_containers(tree, ctx: Context, makes=None) -> set[str]:
