@@ -495,6 +495,40 @@ def objects_registering_themselves(x):
     return np.sum(a.w * b.w) + sum(np.sum(r.w) for r in _Registry.items)
 
 
+def unused_objects_registering_themselves(x):
+    """(WRONG before, silently: the objects unused, the constructors ran as plain Python and
+    the gradient through the class's list was zero.)"""
+    _Registry.items = []
+    _Registry(x * 2.0)  # line: unused registry
+    _Registry(x ** 2)
+    return sum(np.sum(r.w) for r in _Registry.items)
+
+
+class _Counted:
+    made = 0
+
+    def __init__(self, w):
+        self.w = w
+        _Counted.made += 1
+
+
+def unused_counted_object(x):
+    _Counted(x * 2.0)
+    return np.sum(x * x)
+
+
+def test_an_unused_object_changing_its_class_is_refused_at_the_call():
+    with pytest.raises(srcgrad.SrcgradError, match="changing the class '_Registry' in place, "
+                                                   "which unused_objects_registering_"
+                                                   "themselves\\(\\) reads") as info:
+        srcgrad.grad(unused_objects_registering_themselves)(X4.copy())
+    assert f"test_probed_python2.py:{_line('unused registry')}:" in _told(info), _told(info)
+
+
+def test_an_unused_object_changing_a_class_the_function_does_not_read():
+    check_all_orders(unused_counted_object, X4.copy())
+
+
 def test_a_change_of_a_class_list_in_a_constructor_is_refused():
     with pytest.raises(srcgrad.SrcgradError, match="not a variable of") as info:
         srcgrad.grad(objects_registering_themselves)(X4.copy())

@@ -223,6 +223,7 @@ def check_plain_calls(tree: gast.FunctionDef, ctx: Context) -> None:
             continue  # differentiated: the callee's own transformation checks it
         node, r = statements.get(id(call), tree), _plain_callee(call, ctx)
         if r is None:
+            _check_plain_constructor(call, node, ctx, tree)
             continue
         if getattr(call, "srcgrad_consumed", ()):
             taking_back.append(call)
@@ -439,6 +440,39 @@ def _changed_outside(fn, depth: int = 0) -> list[tuple[str, str]]:
                   for name, what in _changed_outside(callee, depth + 1)[:1]]
     _OUTSIDE[code] = found
     return found
+
+
+def _check_plain_constructor(call: gast.Call, node, ctx: Context, fn_tree) -> None:
+    """``Registry(x * 2.0)`` whose object carries no gradient (it is not used) runs as plain
+    Python: a problem when its ``__init__`` changes, in place, a class of the user's that
+    the function reads (``Registry.items.append(self)``, then ``for r in Registry.items``):
+    the gradient through what it holds would be lost, as it was, silently, before session
+    34. (A constructor whose object is used is differentiated, and refused there.)"""
+    r = ctx.resolved.get(id(call))
+    init = getattr(r.obj, "__init__", None) if r is not None and isinstance(r.obj, type) \
+        else None
+    if not isinstance(init, types.FunctionType) or not any(
+            A.names_read(a) & ctx.varied for a in [*call.args, *call.keywords]):
+        return
+    tree = source_tree(init)
+    if tree is None:
+        return
+    called = {id(c.func) for c in gast.walk(fn_tree) if isinstance(c, gast.Call)}
+    read_here = {n.id for n in gast.walk(fn_tree) if isinstance(n, gast.Name)
+                 and isinstance(n.ctx, gast.Load) and id(n) not in called}
+    local = {n.id for n in gast.walk(tree) if isinstance(n, gast.Name)
+             and not isinstance(n.ctx, gast.Load)}
+    for name in sorted({n.id for n in gast.walk(tree) if isinstance(n, gast.Name)} - local):
+        value = init.__globals__.get(name)
+        if name in read_here and isinstance(value, type) and not library_file(
+                inspect.getsourcefile(value) or "<srcgrad>") and object_changes(tree, {name}):
+            ctx.problem(node, f"{r.name}() changing the class '{name}' in place, which "
+                              f"{ctx.fn.__name__}() reads, while it is passed differentiable "
+                              f"values",
+                        "srcgrad does not follow what a constructor whose object is unused "
+                        "changes outside the object: keep the objects in a list of the "
+                        "function's own and read that.")
+            return
 
 
 def _cell_bound(cell) -> bool:
